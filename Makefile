@@ -1,0 +1,149 @@
+# loopstat — one plain Makefile for the runtime, the probes, the monitor,
+# the tests, the examples and the benchmarks.
+#
+#   make            build everything into $(BUILD)
+#   make test       install missing packages, run every suite, then again
+#                   under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make demo       install missing packages, start demo workers, show them
+#   make bench      run every benchmark (B=name for one)
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# Sources are found by wildcard, so adding a file never means editing this.
+
+VERSION     := 0.1.0
+ABI_SONAME  := 0
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+BUILD       ?= build
+CC          ?= cc
+SAN         ?=
+EXTRA_CFLAGS ?=
+
+PKG_LIBS    := liburing libproc2 ncursesw libseccomp
+WARN        := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+CFLAGS      ?= -O2 -g
+ALL_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -fvisibility=hidden -fPIC \
+               -DLOOPSTAT_VERSION='"$(VERSION)"' \
+               -Iruntime/include -Iruntime/src -Iprobes/include -Iprobes/src -Imonitor \
+               $(CFLAGS) $(EXTRA_CFLAGS)
+ifeq ($(SAN),1)
+ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_LDFLAGS := -fsanitize=address,undefined
+endif
+DEPFLAGS     = -MMD -MP
+
+RT_LIBS     := -luring -lev -lpthread
+PROBE_LIBS  := -lproc2 -lseccomp
+TUI_LIBS    := -lncursesw -ltinfo
+TEST_LIBS   := -lcriterion
+
+RT_SRC      := $(wildcard runtime/src/*.c)
+RT_ASM      := $(wildcard runtime/src/*.S)
+PROBE_SRC   := $(wildcard probes/src/*.c)
+MON_SRC     := $(wildcard monitor/*.c)
+TEST_SRC    := $(wildcard tests/test_*.c)
+TSUP_SRC    := $(wildcard tests/support/*.c)
+EX_SRC      := $(wildcard examples/*.c)
+BENCH_SRC   := $(wildcard bench/*.c)
+
+RT_OBJ      := $(RT_SRC:%.c=$(BUILD)/obj/%.o) $(RT_ASM:%.S=$(BUILD)/obj/%.o)
+PROBE_OBJ   := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o)
+MON_OBJ     := $(MON_SRC:%.c=$(BUILD)/obj/%.o)
+TSUP_OBJ    := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
+
+LIBFL_A     := $(BUILD)/libfiberloop.a
+LIBFL_SO    := $(BUILD)/libfiberloop.so.$(ABI_SONAME)
+LIBPROBES_A := $(BUILD)/libprobes.a
+LOOPSTAT    := $(BUILD)/loopstat
+TESTS       := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+EXAMPLES    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
+BENCHES     := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+PCFILE      := $(BUILD)/fiberloop.pc
+
+.PHONY: all deps test check check-asan demo bench install clean tests examples benches
+
+all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(LOOPSTAT) examples
+
+deps:
+	@sh scripts/deps.sh
+
+tests: $(TESTS)
+examples: $(EXAMPLES)
+benches: $(BENCHES)
+
+# `make test`: deps first (not as a prerequisite of the objects, so that
+# `make -j` never compiles before packages exist), then both builds.
+test: deps
+	@$(MAKE) --no-print-directory check
+	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1
+
+check: all tests
+	@sh scripts/run-tests.sh $(BUILD) $(TESTS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@sh scripts/demo.sh $(BUILD)
+
+bench: deps
+	@$(MAKE) --no-print-directory all benches
+	@sh scripts/run-bench.sh $(BUILD) $(B)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(LIBFL_A): $(RT_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBFL_SO): $(RT_OBJ) runtime/fiberloop.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libfiberloop.so.$(ABI_SONAME) \
+	      -Wl,--version-script=runtime/fiberloop.map $(SAN_LDFLAGS) -o $@ $(RT_OBJ) $(RT_LIBS)
+	ln -sf libfiberloop.so.$(ABI_SONAME) $(BUILD)/libfiberloop.so
+
+$(PCFILE): runtime/fiberloop.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(LIBPROBES_A): $(PROBE_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A)
+	$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
+
+# Tests link the monitor's objects too (all but main.o), so views and the
+# model are testable in-process.
+MON_LIB_OBJ := $(filter-out $(BUILD)/obj/monitor/main.o,$(MON_OBJ))
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_LDFLAGS) -o $@ $< $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) \
+	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
+
+$(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_LDFLAGS) -o $@ $< $(LIBFL_A) $(RT_LIBS) -lm
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_LDFLAGS) -o $@ $< $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(LOOPSTAT) $(DESTDIR)$(PREFIX)/bin/loopstat
+	install -m 0644 $(LIBFL_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(LIBFL_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libfiberloop.so.$(ABI_SONAME) $(DESTDIR)$(PREFIX)/lib/libfiberloop.so
+	install -m 0644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 0644 runtime/include/*.h $(DESTDIR)$(PREFIX)/include/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Checks for every Debian package the build and the tests need; as root it
+# installs what is missing, otherwise it prints the exact install line and fails.
+# Quiet when everything is present, so `make test` output stays readable.
+set -eu
+
+# "package:probe" pairs; the probe is a header or a command that proves the
+# package is installed without asking dpkg (works in containers with odd dpkg state).
+PKGS="
+liburing-dev:/usr/include/liburing.h
+libev-dev:/usr/include/ev.h
+libproc2-dev:/usr/include/libproc2/pids.h
+libncurses-dev:/usr/include/ncursesw/ncurses.h
+libcriterion-dev:/usr/include/criterion/criterion.h
+libseccomp-dev:/usr/include/seccomp.h
+pkg-config:pkg-config
+tmux:tmux
+gcc:gcc
+make:make
+"
+
+missing=""
+for pair in $PKGS; do
+	pkg=${pair%%:*}
+	probe=${pair#*:}
+	case "$probe" in
+	/*) [ -e "$probe" ] && continue ;;
+	*) command -v "$probe" >/dev/null 2>&1 && continue ;;
+	esac
+	missing="$missing $pkg"
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "loopstat: missing build/test packages; install them with:" >&2
+	echo "  sudo apt-get install -y$missing" >&2
+	exit 1
+fi
+
+echo "deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "deps: done" >&2
