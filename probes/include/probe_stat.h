@@ -1,0 +1,30 @@
+/*
+ * probe_stat.h — /proc/PID[/task/TID]/stat, parsed without allocating.
+ */
+#ifndef PROBE_STAT_H
+#define PROBE_STAT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROBE_COMM_LEN 64
+
+struct probe_stat {
+	char     comm[PROBE_COMM_LEN]; /* field 2 without the parentheses; may hold spaces and ')' */
+	char     state;                /* field 3: R, S, D, Z, T, t, X, I */
+	int      ppid;                 /* field 4 */
+	uint64_t utime;                /* field 14, clock ticks */
+	uint64_t stime;                /* field 15, clock ticks */
+	int      threads;              /* field 20 */
+	uint64_t start_time;           /* field 22, clock ticks after boot */
+};
+
+/* Parses the text of a stat file. comm is taken up to the LAST ')', since a
+ * process can name itself ") (". Returns 0 or -EINVAL. */
+int probe_stat_parse(const char *text, struct probe_stat *out);
+
+/* Reads and parses <root>/PID/stat (tid <= 0) or <root>/PID/task/TID/stat.
+ * Returns 0, -ESRCH when the task is gone, -EACCES, or -EINVAL. */
+int probe_stat_read(pid_t pid, pid_t tid, struct probe_stat *out);
+
+#endif /* PROBE_STAT_H */
