@@ -18,6 +18,8 @@ BUILD       ?= build
 CC          ?= cc
 SAN         ?=
 EXTRA_CFLAGS ?=
+V           ?=
+Q           := $(if $(V),,@)
 
 PKG_LIBS    := liburing libproc2 ncursesw libseccomp
 WARN        := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
@@ -35,7 +37,7 @@ DEPFLAGS     = -MMD -MP
 RT_LIBS     := -luring -lev -lpthread
 PROBE_LIBS  := -lproc2 -lseccomp
 TUI_LIBS    := -lncursesw -ltinfo
-TEST_LIBS   := -lcriterion
+TEST_LIBS   := -lcriterion -ljson-c
 
 RT_SRC      := $(wildcard runtime/src/*.c)
 RT_ASM      := $(wildcard runtime/src/*.S)
@@ -60,6 +62,9 @@ EXAMPLES    := $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 BENCHES     := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 PCFILE      := $(BUILD)/fiberloop.pc
 
+# keep objects that only pattern rules name, so re-runs do not rebuild them
+.SECONDARY:
+
 .PHONY: all deps test check check-asan demo bench install clean tests examples benches
 
 all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(LOOPSTAT) examples
@@ -73,9 +78,14 @@ benches: $(BENCHES)
 
 # `make test`: deps first (not as a prerequisite of the objects, so that
 # `make -j` never compiles before packages exist), then both builds.
+# Both builds always run; the last line totals them.
 test: deps
-	@$(MAKE) --no-print-directory check
-	@$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1
+	@rc=0; \
+	$(MAKE) --no-print-directory check || rc=1; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 || rc=1; \
+	cat $(BUILD)/.test-tally $(BUILD)/asan/.test-tally 2>/dev/null | \
+	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
+	exit $$rc
 
 check: all tests
 	@sh scripts/run-tests.sh $(BUILD) $(TESTS)
@@ -90,32 +100,34 @@ bench: deps
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  AS      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(LIBFL_A): $(RT_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(LIBFL_SO): $(RT_OBJ) runtime/fiberloop.map
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libfiberloop.so.$(ABI_SONAME) \
+	$(Q)$(CC) -shared -Wl,-soname,libfiberloop.so.$(ABI_SONAME) \
 	      -Wl,--version-script=runtime/fiberloop.map $(SAN_LDFLAGS) -o $@ $(RT_OBJ) $(RT_LIBS)
-	ln -sf libfiberloop.so.$(ABI_SONAME) $(BUILD)/libfiberloop.so
+	$(Q)ln -sf libfiberloop.so.$(ABI_SONAME) $(BUILD)/libfiberloop.so
 
 $(PCFILE): runtime/fiberloop.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 $(LIBPROBES_A): $(PROBE_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A)
-	$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
 
 # Tests link the monitor's objects too (all but main.o), so views and the
 # model are testable in-process.
@@ -123,16 +135,16 @@ MON_LIB_OBJ := $(filter-out $(BUILD)/obj/monitor/main.o,$(MON_OBJ))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
-	$(CC) $(SAN_LDFLAGS) -o $@ $< $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) \
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) \
 	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBFL_A)
 	@mkdir -p $(@D)
-	$(CC) $(SAN_LDFLAGS) -o $@ $< $(LIBFL_A) $(RT_LIBS) -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(LIBFL_A) $(RT_LIBS) -lm
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
-	$(CC) $(SAN_LDFLAGS) -o $@ $< $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

@@ -13,6 +13,7 @@ libproc2-dev:/usr/include/libproc2/pids.h
 libncurses-dev:/usr/include/ncursesw/ncurses.h
 libcriterion-dev:/usr/include/criterion/criterion.h
 libseccomp-dev:/usr/include/seccomp.h
+libjson-c-dev:/usr/include/json-c/json.h
 pkg-config:pkg-config
 tmux:tmux
 gcc:gcc

@@ -15,6 +15,7 @@ label=$(basename "$build")
 for t in "$@"; do
 	name=$(basename "$t")
 	out=$(mktemp)
+	export LOOPSTAT_BIN="$build/loopstat"
 	# 300 s bounds a suite; each test also sets its own .timeout.
 	timeout -k 10 300 "$t" --jobs 2 >"$out" 2>&1
 	rc=$?
@@ -34,5 +35,6 @@ for t in "$@"; do
 done
 
 echo "[$label] suites failing:${bad_suites:- none}"
+echo "$passed $failed" > "$build/.test-tally"
 echo "tests: $passed passed, $failed failed"
 [ -z "$bad_suites" ]

@@ -1,0 +1,113 @@
+/*
+ * support.c — helpers shared by the Criterion suites.
+ */
+#include "support.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *ts_tmpdir(const char *tag)
+{
+	char tmpl[128];
+	snprintf(tmpl, sizeof(tmpl), "/tmp/loopstat-test-%s-XXXXXX", tag);
+	char *dir = mkdtemp(tmpl);
+	cr_assert(dir, "mkdtemp(%s): %s", tmpl, strerror(errno));
+	return strdup(dir);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st; (void)type; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+void ts_rmtree_free(char *dir)
+{
+	if (!dir)
+		return;
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+long long ts_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+const char *ts_loopstat_bin(void)
+{
+	const char *bin = getenv("LOOPSTAT_BIN");
+	return bin && *bin ? bin : "build/loopstat";
+}
+
+int ts_write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, buf, len);
+	int err = n == (ssize_t)len ? 0 : -EIO;
+	close(fd);
+	return err;
+}
+
+int ts_run(char *const argv[], char **out, int timeout_ms)
+{
+	int pfd[2];
+	cr_assert(pipe2(pfd, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	long long deadline = ts_now_ms() + timeout_ms;
+	int timed_out = 0;
+	for (;;) {
+		long long left = deadline - ts_now_ms();
+		if (left <= 0) {
+			timed_out = 1;
+			break;
+		}
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		if (len + 1024 > cap)
+			buf = realloc(buf, cap *= 2);
+		ssize_t n = read(pfd[0], buf + len, cap - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(pfd[0]);
+	buf[len] = '\0';
+	if (timed_out)
+		kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	if (timed_out || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}

@@ -1,0 +1,31 @@
+/*
+ * support.h — helpers shared by the Criterion suites: scratch directories,
+ * running a program and capturing its output, waiting with a deadline.
+ */
+#ifndef TESTS_SUPPORT_H
+#define TESTS_SUPPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Creates a fresh directory under /tmp; returns a static-lifetime string
+ * that the caller frees with ts_rmtree_free(). Aborts the test on failure. */
+char *ts_tmpdir(const char *tag);
+/* Removes dir and everything below it, then frees the string. */
+void ts_rmtree_free(char *dir);
+
+/* Runs argv (argv[0] is a path) with the current environment, waits at most
+ * timeout_ms, captures stdout (NUL-terminated, caller frees) and returns the
+ * exit status (0..255), or -1 if it timed out or was killed. */
+int ts_run(char *const argv[], char **out, int timeout_ms);
+
+/* Path of the loopstat binary under test: $LOOPSTAT_BIN or build/loopstat. */
+const char *ts_loopstat_bin(void);
+
+/* Milliseconds on the monotonic clock. */
+long long ts_now_ms(void);
+
+/* Writes len bytes to a new file at path with mode 0600. Returns 0 or -errno. */
+int ts_write_file(const char *path, const void *buf, size_t len);
+
+#endif /* TESTS_SUPPORT_H */

@@ -1,0 +1,199 @@
+/* Stats writer and segment reader round trip: slots per thread, live reads of moving counters. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fiberloop_stats.h"
+#include "probe_shm.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("shm");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void)
+{
+	fl_stats_close();
+	ts_rmtree_free(dir);
+}
+
+TestSuite(shm_roundtrip, .init = setup, .fini = teardown, .timeout = 30);
+
+static struct probe_shm *open_own(void)
+{
+	struct probe_shm *shm;
+	const char *path = fl_stats_path();
+	cr_assert(path, "writer has no segment");
+	int err = probe_shm_open(path, &shm);
+	cr_assert_eq(err, 0, "probe_shm_open(%s): %s", path, strerror(-err));
+	return shm;
+}
+
+Test(shm_roundtrip, one_slot_values_and_tags)
+{
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("acceptor", LOOPSTAT_BACKEND_IO_URING, 7);
+	cr_assert(s);
+	char expect_path[512];
+	snprintf(expect_path, sizeof(expect_path), "%s/loopstat.%d", dir, (int)getpid());
+	cr_assert_str_eq(fl_stats_path(), expect_path);
+	struct stat st;
+	cr_assert_eq(stat(expect_path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+
+	fl_stat_add(&s->switches, 41);
+	fl_stat_add(&s->switches, 1);
+	fl_stat_set(&s->runqueue_len, 5);
+	fl_stat_add(&s->poll_time_ns, 123456789);
+	unsigned a = fl_stats_tag_index(s, "http");
+	unsigned b = fl_stats_tag_index(s, "db");
+	cr_assert_eq(a, 1);
+	cr_assert_eq(b, 2);
+	cr_assert_eq(fl_stats_tag_index(s, "http"), 1, "a known tag keeps its index");
+	fl_stat_set(&s->current_tag, b);
+	fl_stat_set(&s->current_fiber, 99);
+
+	struct probe_shm *shm = open_own();
+	struct probe_shm_worker w[4];
+	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 1);
+	cr_assert_eq(w[0].pid, getpid());
+	cr_assert_eq(w[0].tid, gettid());
+	cr_assert_eq(w[0].backend, LOOPSTAT_BACKEND_IO_URING);
+	cr_assert_eq(w[0].wait_fd, 7);
+	cr_assert_str_eq(w[0].tag, "acceptor");
+	cr_assert_str_eq(w[0].fiber_tag, "db");
+	cr_assert_eq(w[0].values[PROBE_SHM_switches], 42);
+	cr_assert_eq(w[0].values[PROBE_SHM_runqueue_len], 5);
+	cr_assert_eq(w[0].values[PROBE_SHM_poll_time_ns], 123456789);
+	cr_assert_eq(w[0].values[PROBE_SHM_current_fiber], 99);
+	cr_assert_eq(w[0].values[PROBE_SHM_ops], 0);
+
+	fl_stats_slot_release(s);
+	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 0, "an exited slot is not active");
+	cr_assert_eq(probe_shm_read(shm, w, 4, 1), 1, "but is kept for the monitor");
+	cr_assert_eq(w[0].state, LOOPSTAT_SLOT_EXITED);
+	cr_assert_eq(w[0].values[PROBE_SHM_switches], 42);
+	probe_shm_close(shm);
+}
+
+Test(shm_roundtrip, mode_from_environment_and_unlink_on_close)
+{
+	setenv(LOOPSTAT_SHM_MODE_ENV, "0640", 1);
+	cr_assert_eq(fl_stats_open(NULL), 0);
+	cr_assert_eq(fl_stats_open(NULL), 0, "idempotent");
+	char path[512];
+	snprintf(path, sizeof(path), "%s", fl_stats_path());
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0640);
+	fl_stats_close();
+	cr_assert_neq(stat(path, &st), 0, "segment unlinked at close");
+	cr_assert_null(fl_stats_path());
+}
+
+Test(shm_roundtrip, stale_file_of_same_pid_is_replaced)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/loopstat.%d", dir, (int)getpid());
+	cr_assert_eq(ts_write_file(path, "left by a dead process", 22), 0);
+	cr_assert_eq(fl_stats_open(NULL), 0);
+	struct probe_shm *shm = open_own();
+	probe_shm_close(shm);
+}
+
+Test(shm_roundtrip, slots_are_reused_oldest_exited_first_with_new_generation)
+{
+	struct fl_stats_options o = { .slot_count = 2 };
+	cr_assert_eq(fl_stats_open(&o), 0);
+	struct loopstat_shm_slot *a = fl_stats_slot_acquire(NULL, LOOPSTAT_BACKEND_LIBEV, 3);
+	struct loopstat_shm_slot *b = fl_stats_slot_acquire(NULL, LOOPSTAT_BACKEND_LIBEV, 4);
+	cr_assert(a && b && a != b);
+	errno = 0;
+	cr_assert_null(fl_stats_slot_acquire(NULL, LOOPSTAT_BACKEND_LIBEV, 5));
+	cr_assert_eq(errno, ENOSPC);
+	fl_stat_add(&a->ops, 10);
+	uint64_t gen = a->generation;
+	fl_stats_slot_release(a);
+	struct loopstat_shm_slot *c = fl_stats_slot_acquire(NULL, LOOPSTAT_BACKEND_IO_URING, 6);
+	cr_assert_eq(c, a, "the exited slot is taken again");
+	cr_assert_gt(c->generation, gen);
+	cr_assert_eq(c->ops, 0, "a new holder starts from zero");
+	cr_assert_eq(c->wait_fd, 6);
+}
+
+#define WRITERS 4
+#define ROUNDS  200000
+
+static pthread_barrier_t ready;
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("writer", LOOPSTAT_BACKEND_IO_URING, -1);
+	cr_assert(s);
+	pthread_barrier_wait(&ready);
+	for (int i = 0; i < ROUNDS; i++) {
+		fl_stat_add(&s->switches, 1);
+		fl_stat_add(&s->ops, 2);
+		fl_stat_set(&s->runqueue_len, (uint64_t)(i % 17));
+	}
+	pthread_barrier_wait(&ready); /* stay ACTIVE until the reader has looked */
+	pthread_barrier_wait(&ready);
+	fl_stats_slot_release(s);
+	return NULL;
+}
+
+Test(shm_roundtrip, threads_write_their_own_slots_while_read)
+{
+	pthread_t th[WRITERS];
+	cr_assert_eq(fl_stats_open(NULL), 0);
+	pthread_barrier_init(&ready, NULL, WRITERS + 1);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_create(&th[i], NULL, writer, NULL);
+	pthread_barrier_wait(&ready);
+
+	struct probe_shm *shm = open_own();
+	struct probe_shm_worker w[WRITERS];
+	uint64_t last[WRITERS] = { 0 };
+	pid_t tids[WRITERS] = { 0 };
+	int reads = 0;
+	for (int k = 0; k < 2000; k++) {
+		int n = probe_shm_read(shm, w, WRITERS, 0);
+		cr_assert_eq(n, WRITERS);
+		for (int i = 0; i < n; i++) {
+			if (!tids[i])
+				tids[i] = w[i].tid;
+			cr_assert_eq(w[i].tid, tids[i], "slot order is stable");
+			uint64_t sw = w[i].values[PROBE_SHM_switches];
+			cr_assert_geq(sw, last[i], "counter went backwards: %lu < %lu", sw, last[i]);
+			cr_assert_leq(sw, ROUNDS);
+			cr_assert_lt(w[i].values[PROBE_SHM_runqueue_len], 17);
+			last[i] = sw;
+		}
+		reads++;
+	}
+	pthread_barrier_wait(&ready);
+	cr_assert_eq(probe_shm_read(shm, w, WRITERS, 0), WRITERS);
+	for (int i = 0; i < WRITERS; i++) {
+		cr_assert_eq(w[i].values[PROBE_SHM_switches], ROUNDS);
+		cr_assert_eq(w[i].values[PROBE_SHM_ops], 2 * ROUNDS);
+		cr_assert_neq(w[i].tid, getpid(), "each writer thread has its own tid");
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(w[i].tid, w[j].tid);
+	}
+	pthread_barrier_wait(&ready);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(probe_shm_read(shm, w, WRITERS, 0), 0);
+	cr_assert_eq(probe_shm_read(shm, w, WRITERS, 1), WRITERS);
+	probe_shm_close(shm);
+	cr_assert_eq(reads, 2000);
+}
