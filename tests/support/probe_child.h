@@ -1,0 +1,45 @@
+/*
+ * probe_child.h — real child processes parked in known syscalls, for the
+ * probe tests. A child tells the parent it is about to enter its syscall by
+ * writing one byte; the parent then polls the probe with a deadline until
+ * the child is really inside it (never a blind sleep).
+ */
+#ifndef TEST_PROBE_CHILD_H
+#define TEST_PROBE_CHILD_H
+
+#include <sys/types.h>
+
+#include "probe_syscall.h"
+
+/* One timeout for every probe test: Criterion 2.4.1's runner leaks a timer
+ * entry (LSan reports 48 bytes) when tests with different timeouts run in
+ * parallel, which fails the ASan build. */
+#define PROBE_TEST_TIMEOUT 30
+
+/* The child's body: set up, call tchild_ready(ready_fd), then block. */
+typedef void (*tchild_park_fn)(void *arg, int ready_fd);
+
+/* Forks a child that runs park(arg, ready_fd) and dies with its parent
+ * (PR_SET_PDEATHSIG), so a failed assertion leaks no process. Waits up to
+ * 5 s for its ready byte. Returns the pid, or -1. */
+pid_t tchild_fork(tchild_park_fn park, void *arg);
+
+/* In the child: signal the parent that the next call is the parked one. */
+void tchild_ready(int ready_fd);
+
+/* SIGKILL and reap. */
+void tchild_reap(pid_t pid);
+
+/* Samples p every 200 µs until its state is want, for at most timeout_ms.
+ * Returns 0 with the sample in out, or -ETIMEDOUT (out = last sample). */
+int tchild_wait_state(struct probe_syscall *p, enum probe_sc_state want, int timeout_ms,
+		      struct probe_sc_sample *out);
+
+/* Creates an empty temporary directory (for fixture proc trees) and
+ * writes files below it. tchild_fixture_write creates parent dirs. */
+int tchild_fixture_dir(char *buf, size_t len);
+int tchild_fixture_write(const char *root, const char *rel, const char *text);
+int tchild_fixture_symlink(const char *root, const char *rel, const char *target);
+void tchild_fixture_remove(const char *root);
+
+#endif /* TEST_PROBE_CHILD_H */

@@ -1,0 +1,239 @@
+/* Syscall probe: parsing /proc/PID/task/TID/syscall and sampling real tasks (running, gone, no access). */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "probe_syscall.h"
+#include "support/probe_child.h"
+
+static int parse(const char *text, struct probe_sc_sample *s)
+{
+	return probe_syscall_parse(text, strlen(text), s);
+}
+
+Test(probe_syscall, parse_running, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_sc_sample s;
+	cr_assert_eq(parse("running\n", &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_RUNNING);
+	cr_assert_eq(s.nr, -1);
+	cr_assert_eq(parse("running", &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_RUNNING);
+}
+
+Test(probe_syscall, parse_in_syscall, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_sc_sample s;
+	cr_assert_eq(parse("232 0x4 0x7ffd1000 0x40 0xffffffff 0x0 0x8 0x7ffd0ff8 0x7f12abcdef01\n", &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_IN_SYSCALL);
+	cr_assert_eq(s.nr, 232);
+	cr_assert_eq(s.args[0], 4);
+	cr_assert_eq(s.args[1], 0x7ffd1000);
+	cr_assert_eq(s.args[2], 0x40);
+	cr_assert_eq(s.args[3], 0xffffffff);
+	cr_assert_eq(s.args[4], 0);
+	cr_assert_eq(s.args[5], 8);
+	cr_assert_eq(s.sp, 0x7ffd0ff8);
+	cr_assert_eq(s.pc, 0x7f12abcdef01);
+	cr_assert_eq(parse("0 0xffffffffffffffff 0x1 0x2 0x3 0x4 0x5 0x6 0x7", &s), 0);
+	cr_assert_eq(s.args[0], UINT64_MAX);
+}
+
+Test(probe_syscall, parse_not_in_syscall_and_zombie, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_sc_sample s;
+	cr_assert_eq(parse("-1 0x7ffd0ff8 0x401000\n", &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_NOT_IN_SYSCALL);
+	cr_assert_eq(s.sp, 0x7ffd0ff8);
+	cr_assert_eq(s.pc, 0x401000);
+	/* an exited, unreaped task has no stack */
+	cr_assert_eq(parse("-1 0x0 0x0\n", &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE);
+	cr_assert_eq(probe_syscall_parse("", 0, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE);
+}
+
+Test(probe_syscall, parse_malformed, .timeout = PROBE_TEST_TIMEOUT)
+{
+	static const char *bad[] = {
+		"runnin", "running now", "7", "7 0x1 0x2", "232 0x4 0x7ffd1000 0x40",
+		"232 0x4 0x1 0x2 0x3 0x4 0x5 0x6", "232 0x4 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8",
+		"abc 0x1", "232 4 5 6 7 8 9 10 11", "232 0xg 0x1 0x2 0x3 0x4 0x5 0x6 0x7",
+		"232 0x 0x1 0x2 0x3 0x4 0x5 0x6 0x7", "-1 0x1", "-2 0x1 0x2", "-1 0x1 0x2 junk",
+		"1 0x11111111111111111 0x1 0x2 0x3 0x4 0x5 0x6 0x7", "9999999999 0x1 0x2",
+		"\n", " running", "-", "-1  0x1 0x2",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct probe_sc_sample s;
+		s.state = PROBE_SC_RUNNING;
+		cr_assert_eq(parse(bad[i], &s), -EINVAL, "accepted \"%s\"", bad[i]);
+		cr_assert_eq(s.state, 0, "state set for \"%s\"", bad[i]);
+	}
+	/* truncated: a prefix of a valid line must never parse as a full one */
+	const char *line = "232 0x4 0x7ffd1000 0x40 0xffffffff 0x0 0x8 0x7ffd0ff8 0x7f12abcdef01";
+	for (size_t n = 1; n < strlen(line) - 1; n++) {
+		struct probe_sc_sample s;
+		int r = probe_syscall_parse(line, n, &s);
+		/* the only valid prefix ends inside the last word: pc shortened */
+		if (r == 0)
+			cr_assert(n > strlen(line) - 13, "prefix of %zu bytes parsed", n);
+	}
+}
+
+Test(probe_syscall, error_states, .timeout = PROBE_TEST_TIMEOUT)
+{
+	cr_assert_eq(probe_sc_state_of_error(-ESRCH), PROBE_SC_GONE);
+	cr_assert_eq(probe_sc_state_of_error(-ENOENT), PROBE_SC_GONE);
+	cr_assert_eq(probe_sc_state_of_error(-EACCES), PROBE_SC_NO_ACCESS);
+	cr_assert_eq(probe_sc_state_of_error(-EPERM), PROBE_SC_NO_ACCESS);
+	cr_assert_eq(probe_sc_state_of_error(-EIO), 0);
+	const char *t = probe_no_access_text();
+	cr_assert(strstr(t, "same user"));
+	cr_assert(strstr(t, "root"));
+	cr_assert(strstr(t, "CAP_SYS_PTRACE"));
+	cr_assert(strstr(t, "PR_SET_PTRACER"));
+	cr_assert(strstr(t, "ptrace_scope=1"));
+}
+
+static void park_busy(void *arg, int ready_fd)
+{
+	(void)arg;
+	tchild_ready(ready_fd);
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+
+Test(probe_syscall, busy_child_is_running, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t pid = tchild_fork(park_busy, NULL);
+	cr_assert_gt(pid, 0);
+	struct probe_syscall p;
+	cr_assert_eq(probe_syscall_open(&p, pid, pid), 0);
+	struct probe_sc_sample s;
+	cr_assert_eq(tchild_wait_state(&p, PROBE_SC_RUNNING, 5000, &s), 0, "state %d", s.state);
+	/* a busy loop never enters a syscall: every sample says running */
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+		cr_assert_eq(s.state, PROBE_SC_RUNNING, "sample %d: state %d nr %ld", i, s.state, s.nr);
+	}
+	probe_syscall_close(&p);
+	tchild_reap(pid);
+}
+
+static void park_pause(void *arg, int ready_fd)
+{
+	(void)arg;
+	tchild_ready(ready_fd);
+	for (;;)
+		pause();
+}
+
+Test(probe_syscall, process_exits_mid_window, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t pid = tchild_fork(park_pause, NULL);
+	cr_assert_gt(pid, 0);
+	struct probe_syscall p;
+	cr_assert_eq(probe_syscall_open(&p, pid, pid), 0);
+	struct probe_sc_sample s;
+	cr_assert_eq(tchild_wait_state(&p, PROBE_SC_IN_SYSCALL, 5000, &s), 0, "state %d", s.state);
+	cr_assert_eq(s.nr, SYS_pause);
+
+	/* dead but not reaped: a zombie */
+	kill(pid, SIGKILL);
+	siginfo_t si;
+	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE, "zombie: state %d", s.state);
+
+	/* reaped: the open file now fails with ESRCH */
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE, "reaped: state %d", s.state);
+	probe_syscall_close(&p);
+
+	/* and opening it afresh reports gone as well */
+	cr_assert_eq(probe_syscall_open(&p, pid, pid), -ENOENT);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE);
+	probe_syscall_close(&p);
+}
+
+static int thread_pipe[2];
+
+static void *thread_reader(void *arg)
+{
+	char c;
+	*(pid_t *)arg = gettid();
+	ssize_t n = read(thread_pipe[0], &c, 1);
+	(void)n;
+	return NULL;
+}
+
+Test(probe_syscall, thread_exits_between_samples, .timeout = PROBE_TEST_TIMEOUT)
+{
+	cr_assert_eq(pipe(thread_pipe), 0);
+	volatile pid_t tid = 0;
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, thread_reader, (void *)&tid), 0);
+	while (!tid)
+		usleep(100);
+	struct probe_syscall p;
+	cr_assert_eq(probe_syscall_open(&p, getpid(), tid), 0);
+	struct probe_sc_sample s;
+	cr_assert_eq(tchild_wait_state(&p, PROBE_SC_IN_SYSCALL, 5000, &s), 0, "state %d", s.state);
+	cr_assert_eq(s.nr, SYS_read);
+	cr_assert_eq(s.args[0], (uint64_t)thread_pipe[0]);
+
+	cr_assert_eq(write(thread_pipe[1], "x", 1), 1);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE, "state %d", s.state);
+	probe_syscall_close(&p);
+	close(thread_pipe[0]);
+	close(thread_pipe[1]);
+}
+
+/* The prober runs as nobody against a root-owned parked child. */
+struct prober_arg {
+	pid_t target;
+};
+
+static void park_prober(void *arg, int ready_fd)
+{
+	struct prober_arg *a = arg;
+	if (setgid(65534) < 0 || setuid(65534) < 0)
+		_exit(10);
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	probe_syscall_open(&p, a->target, a->target);
+	int r = probe_syscall_sample(&p, &s);
+	tchild_ready(ready_fd);
+	_exit(r < 0 ? 11 : (int)s.state);
+}
+
+Test(probe_syscall, no_access_as_nobody, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t target = tchild_fork(park_pause, NULL);
+	cr_assert_gt(target, 0);
+	struct prober_arg a = { target };
+	pid_t prober = tchild_fork(park_prober, &a);
+	cr_assert_gt(prober, 0);
+	int status;
+	cr_assert_eq(waitpid(prober, &status, 0), prober);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), PROBE_SC_NO_ACCESS, "prober exit %d", WEXITSTATUS(status));
+
+	/* and root sees the same task fine */
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	cr_assert_eq(probe_syscall_open(&p, target, target), 0);
+	cr_assert_eq(tchild_wait_state(&p, PROBE_SC_IN_SYSCALL, 5000, &s), 0);
+	probe_syscall_close(&p);
+	tchild_reap(target);
+}
