@@ -1,0 +1,94 @@
+/*
+ * model.h — what every view shows: per-worker capacity figures over a
+ * window, and fleet totals. The sampler fills a struct model; views (tui,
+ * list, export, check, profile) only read it and never sample or compute.
+ *
+ * Units: percentages are 0..100; rates are per second of wall time; NaN
+ * means "not known" (no samples yet, not instrumented, or unbounded).
+ */
+#ifndef LOOPSTAT_MODEL_H
+#define LOOPSTAT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loopstat_shm.h"
+#include "probe_shm.h"
+#include "probe_stat.h"
+
+#define MODEL_BLOCKERS    5    /* top blocking (syscall, fd) pairs kept per worker */
+#define MODEL_HISTORY     300  /* seconds of per-second idle history */
+#define MODEL_TARGET_LEN  112
+
+struct blocker_view {
+	long   nr;                        /* syscall number */
+	char   syscall[32];               /* its name, or "syscall_<nr>" */
+	int    fd;                        /* fd argument, -1 if the syscall takes none */
+	char   target[MODEL_TARGET_LEN];  /* what the fd is ("pipe:[123]", "tcp 1.2.3.4:5 -> ..."), "" if none */
+	double pct;                       /* share of the window's samples */
+};
+
+struct worker_view {
+	pid_t    pid, tid;
+	char     name[PROBE_COMM_LEN];    /* process name (comm) */
+	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
+	int      instrumented;            /* publishes a shm slot */
+	const char *backend;              /* "io_uring", "libev", "none" (static) */
+	int      gone;                    /* task exited; kept a few seconds, then dropped */
+	int      no_access;               /* /proc refused us: see probe_no_access_text() */
+
+	uint64_t samples;                 /* samples in the window */
+	double   idle_pct;                /* in the loop's poll: spare capacity */
+	double   idle_ci95;               /* half-width of the 95% interval of idle_pct, points */
+	double   running_pct;             /* runnable: on a CPU or waiting for one */
+	double   blocked_pct;             /* in any other syscall */
+	double   other_pct;               /* not in a syscall and not runnable */
+	struct blocker_view blocked_top[MODEL_BLOCKERS];
+	int      nblocked_top;
+	double   cpu_pct;                 /* Δsum_exec_runtime / Δwall */
+	double   cpu_wait_pct;            /* Δrun_delay / Δwall: runnable but not on a CPU */
+
+	/* instrumented workers only (NaN / 0 otherwise) */
+	uint64_t totals[PROBE_SHM_NVALUES]; /* raw latest values */
+	double   ops_per_s, switches_per_s, polls_per_s, completions_per_s;
+	uint64_t runqueue_len;            /* latest */
+	uint64_t runqueue_max;            /* max seen in the window */
+	uint64_t pending_ops, fibers;     /* latest */
+	double   self_idle_pct;           /* Δpoll_time_ns / Δwall, the runtime's own measure */
+	double   stall_ms;                /* switches unchanged while seen running, 0 if not stalled */
+	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber (the stalled one when stalled) */
+	double   headroom_ops_per_s;      /* ops/s ÷ (1 − idle): sustainable rate; NaN when unbounded */
+
+	float    idle_history[MODEL_HISTORY]; /* per-second idle%, oldest first; NaN = no samples */
+	int      nhistory;
+};
+
+struct fleet_view {
+	unsigned workers;
+	double   mean_idle_pct;
+	double   ops_per_s;              /* instrumented workers */
+	double   headroom_ops_per_s;     /* sum over workers whose headroom is known */
+	float    idle_history[MODEL_HISTORY]; /* per-second mean idle%, oldest first */
+	int      nhistory;
+};
+
+struct model {
+	struct worker_view *workers;     /* owned; n entries, sorted by (pid, tid) */
+	size_t   n;
+	struct fleet_view fleet;
+	double   rate_hz;                /* target sampling rate */
+	double   window_s;               /* window the figures cover */
+	double   elapsed_s;              /* since sampling started */
+	uint64_t total_samples;          /* all samples taken, all workers */
+};
+
+void model_done(struct model *m);
+
+/* Wilson score interval half-width for a proportion p of n samples, in points (0..100). */
+double model_ci95_pts(double p, uint64_t n);
+
+/* ops/s ÷ (1 − idle), NaN when idle ≥ 99% or ops unknown. */
+double model_headroom(double ops_per_s, double idle_pct);
+
+#endif /* LOOPSTAT_MODEL_H */

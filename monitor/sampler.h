@@ -1,0 +1,48 @@
+/*
+ * sampler.h — the one sampling thread: discovers workers, samples each
+ * thread's syscall file at randomized intervals around the target rate,
+ * reads shm counters at a lower rate, and keeps per-second history.
+ * Views get a struct model from it and never sample themselves.
+ */
+#ifndef LOOPSTAT_SAMPLER_H
+#define LOOPSTAT_SAMPLER_H
+
+#include "model.h"
+#include "targets.h"
+
+#define SAMPLER_DEFAULT_HZ     200.0
+#define SAMPLER_SHM_HZ         10.0
+#define SAMPLER_DISCOVER_S     1.0   /* how often new workers are looked for */
+#define SAMPLER_GONE_KEEP_S    5.0   /* how long an exited worker stays listed */
+
+struct sampler_opts {
+	double rate_hz;                  /* target samples per second per thread; 0: default */
+	const struct targets *targets;   /* borrowed; must outlive the sampler */
+	int    all_threads;              /* also list threads never seen polling (top's 't') */
+};
+
+struct sampler;
+
+int  sampler_new(const struct sampler_opts *o, struct sampler **out);
+/* Starts the sampling thread. Returns 0 or -errno. */
+int  sampler_start(struct sampler *s);
+void sampler_stop(struct sampler *s);
+void sampler_delete(struct sampler *s);
+
+/* Thread-safe controls for the views. */
+void   sampler_set_rate(struct sampler *s, double hz);
+double sampler_rate(struct sampler *s);
+void   sampler_set_paused(struct sampler *s, int paused);
+void   sampler_set_all_threads(struct sampler *s, int on);
+
+/*
+ * Fills m (free with model_done) with figures over the last window_s
+ * seconds; window_s <= 0 means since sampling started. Thread-safe.
+ * Returns 0 or -ENOMEM.
+ */
+int sampler_model(struct sampler *s, double window_s, struct model *m);
+
+/* Runs one sampling step synchronously (tests, list without a thread). */
+void sampler_step(struct sampler *s);
+
+#endif /* LOOPSTAT_SAMPLER_H */
