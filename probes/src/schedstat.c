@@ -1,0 +1,112 @@
+/*
+ * schedstat.c — /proc/PID/task/TID/schedstat, opened once and re-read with
+ * pread at offset 0 (the kernel regenerates the line on each such read).
+ */
+#include "probe_schedstat.h"
+#include "probe_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Three u64 in decimal, two spaces, a newline: 62 bytes at most. */
+#define SS_BUF_LEN 128
+
+/* A decimal u64 at *p; advances *p. Rejects empty numbers and overflow. */
+static int parse_u64(const char **p, const char *end, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int digits = 0;
+	for (; s < end && *s >= '0' && *s <= '9'; s++, digits++) {
+		uint64_t d = (uint64_t)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	if (digits == 0)
+		return -EINVAL;
+	*out = v;
+	*p = s;
+	return 0;
+}
+
+int probe_schedstat_parse(const char *buf, size_t len, struct probe_schedstat *out)
+{
+	const char *p = buf, *end = buf + len;
+	uint64_t v[3];
+
+	for (int i = 0; i < 3; i++) {
+		if (i > 0) {
+			if (p >= end || *p != ' ')
+				goto malformed;
+			p++;
+		}
+		if (parse_u64(&p, end, &v[i]) < 0)
+			goto malformed;
+	}
+	if (!(p == end || (p + 1 == end && *p == '\n')))
+		goto malformed;
+	out->run_ns = v[0];
+	out->wait_ns = v[1];
+	out->timeslices = v[2];
+	return 0;
+
+malformed:
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+int probe_schedstat_open(struct probe_schedstat_file *f, pid_t pid, pid_t tid)
+{
+	char path[PATH_MAX];
+
+	f->fd = -1;
+	f->pid = pid;
+	f->tid = tid;
+	f->err = probe_proc_path(path, sizeof(path), "%d/task/%d/schedstat", (int)pid, (int)tid);
+	if (f->err < 0)
+		return f->err;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->err = f->fd < 0 ? -errno : 0;
+	return f->err;
+}
+
+void probe_schedstat_close(struct probe_schedstat_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->err = -EBADF;
+}
+
+int probe_schedstat_sample(struct probe_schedstat_file *f, struct probe_schedstat *out)
+{
+	char buf[SS_BUF_LEN];
+
+	memset(out, 0, sizeof(*out));
+	if (f->fd < 0)
+		return f->err == -ENOENT ? -ESRCH : (f->err ? f->err : -EBADF);
+	ssize_t n;
+	do
+		n = pread(f->fd, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (n == 0)
+		return -ESRCH;
+	if ((size_t)n == sizeof(buf))
+		return -EINVAL;
+	return probe_schedstat_parse(buf, (size_t)n, out);
+}
+
+int probe_schedstat_read(pid_t pid, pid_t tid, struct probe_schedstat *out)
+{
+	struct probe_schedstat_file f;
+	probe_schedstat_open(&f, pid, tid);
+	int err = probe_schedstat_sample(&f, out);
+	probe_schedstat_close(&f);
+	return err;
+}

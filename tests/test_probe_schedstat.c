@@ -1,0 +1,121 @@
+/* schedstat: parsing, a busy and a sleeping child's CPU time, a task that is gone, fixture trees. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe_schedstat.h"
+#include "probe_proc.h"
+#include "support/probe_child.h"
+
+static int parse(const char *text, struct probe_schedstat *s)
+{
+	return probe_schedstat_parse(text, strlen(text), s);
+}
+
+Test(probe_schedstat, parse, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_schedstat s;
+	cr_assert_eq(parse("123456789 42 7\n", &s), 0);
+	cr_assert_eq(s.run_ns, 123456789);
+	cr_assert_eq(s.wait_ns, 42);
+	cr_assert_eq(s.timeslices, 7);
+	cr_assert_eq(parse("18446744073709551615 0 0", &s), 0);
+	cr_assert_eq(s.run_ns, UINT64_MAX);
+	static const char *bad[] = {
+		"", "\n", "1 2", "1 2 3 4", "1 2 x", "1  2 3", "-1 2 3", "1 2 3x",
+		"18446744073709551616 0 0", " 1 2 3", "1 2 3\n\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s.run_ns = 99;
+		cr_assert_eq(parse(bad[i], &s), -EINVAL, "accepted \"%s\"", bad[i]);
+		cr_assert_eq(s.run_ns, 0);
+	}
+}
+
+static void park_busy(void *arg, int ready_fd)
+{
+	(void)arg;
+	tchild_ready(ready_fd);
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+
+static void park_pause(void *arg, int ready_fd)
+{
+	(void)arg;
+	tchild_ready(ready_fd);
+	for (;;)
+		pause();
+}
+
+static uint64_t run_delta_over(pid_t pid, int ms)
+{
+	struct probe_schedstat_file f;
+	struct probe_schedstat a, b;
+	cr_assert_eq(probe_schedstat_open(&f, pid, pid), 0);
+	cr_assert_eq(probe_schedstat_sample(&f, &a), 0);
+	usleep((useconds_t)ms * 1000);
+	cr_assert_eq(probe_schedstat_sample(&f, &b), 0);
+	probe_schedstat_close(&f);
+	cr_assert_geq(b.run_ns, a.run_ns);
+	cr_assert_geq(b.wait_ns, a.wait_ns);
+	return b.run_ns - a.run_ns;
+}
+
+Test(probe_schedstat, busy_child_accumulates_cpu, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t pid = tchild_fork(park_busy, NULL);
+	cr_assert_gt(pid, 0);
+	/* 300 ms of wall: even sharing two loaded cores it gets tens of ms */
+	uint64_t d = run_delta_over(pid, 300);
+	cr_assert_gt(d, 20 * 1000 * 1000ull, "busy child ran only %llu ns", (unsigned long long)d);
+	tchild_reap(pid);
+}
+
+Test(probe_schedstat, sleeping_child_does_not, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t pid = tchild_fork(park_pause, NULL);
+	cr_assert_gt(pid, 0);
+	uint64_t d = run_delta_over(pid, 200);
+	cr_assert_lt(d, 2 * 1000 * 1000ull, "sleeping child ran %llu ns", (unsigned long long)d);
+	tchild_reap(pid);
+}
+
+Test(probe_schedstat, gone_task, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t pid = tchild_fork(park_pause, NULL);
+	cr_assert_gt(pid, 0);
+	struct probe_schedstat_file f;
+	struct probe_schedstat s;
+	cr_assert_eq(probe_schedstat_open(&f, pid, pid), 0);
+	cr_assert_eq(probe_schedstat_sample(&f, &s), 0);
+	tchild_reap(pid);
+	cr_assert_eq(probe_schedstat_sample(&f, &s), -ESRCH);
+	probe_schedstat_close(&f);
+	cr_assert_eq(probe_schedstat_read(pid, pid, &s), -ESRCH);
+}
+
+Test(probe_schedstat, fixture_tree, .timeout = PROBE_TEST_TIMEOUT)
+{
+	char root[PATH_MAX];
+	cr_assert_eq(tchild_fixture_dir(root, sizeof(root)), 0);
+	cr_assert_eq(tchild_fixture_write(root, "10/task/11/schedstat", "5000 6000 7\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "10/task/12/schedstat", "5000 6000\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "10/task/13/schedstat", "5000 abc 7\n"), 0);
+	setenv(PROBE_PROC_ROOT_ENV, root, 1);
+	struct probe_schedstat s;
+	cr_assert_eq(probe_schedstat_read(10, 11, &s), 0);
+	cr_assert_eq(s.run_ns, 5000);
+	cr_assert_eq(s.wait_ns, 6000);
+	cr_assert_eq(s.timeslices, 7);
+	cr_assert_eq(probe_schedstat_read(10, 12, &s), -EINVAL);
+	cr_assert_eq(probe_schedstat_read(10, 13, &s), -EINVAL);
+	cr_assert_eq(probe_schedstat_read(10, 14, &s), -ESRCH);
+	unsetenv(PROBE_PROC_ROOT_ENV);
+	tchild_fixture_remove(root);
+}
