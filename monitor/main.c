@@ -7,11 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "list.h"
 #include "probe_shm.h"
-#include "snapshot.h"
+#include "sampler.h"
 #include "targets.h"
 
 #define EXIT_USAGE 2
@@ -22,13 +23,15 @@ static const char usage_text[] =
 	"Shows how close event-loop workers are to capacity.\n"
 	"\n"
 	"commands:\n"
-	"  list        print every instrumented worker's counters once (default)\n"
+	"  list        sample for a while, then print every worker once (default)\n"
 	"  gc          remove segments left by processes that are gone\n"
 	"\n"
 	"options:\n"
 	"  -p, --pid PID[,PID...]   only these processes\n"
 	"  -n, --name REGEX         only processes whose name matches (extended regex)\n"
 	"  -j, --json               JSON output (list)\n"
+	"      --duration SECONDS   how long list samples (default 2)\n"
+	"  -r, --rate HZ            samples per second per thread (default 200)\n"
 	"  -h, --help               this help\n"
 	"  -V, --version            version\n"
 	"\n"
@@ -39,6 +42,8 @@ static const char usage_text[] =
 struct cli {
 	const char *command;
 	int json;
+	double duration_s;
+	double rate_hz;
 	struct targets targets;
 };
 
@@ -50,6 +55,18 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+/* A number in [lo, hi]; 0 or -EINVAL. */
+static int parse_seconds(const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || errno || !(v >= lo && v <= hi))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 /* Returns -1 to go on, or the exit code. */
 static int parse(int argc, char **argv, struct cli *c)
 {
@@ -57,6 +74,8 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "rate", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -72,7 +91,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		argv++;
 	}
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":p:n:jhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":p:n:jr:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (targets_add_pids(&c->targets, optarg, msg, sizeof(msg)) < 0)
@@ -84,6 +103,14 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		case 'j':
 			c->json = 1;
+			break;
+		case 'D':
+			if (parse_seconds(optarg, 0.05, 86400, &c->duration_s) < 0)
+				return usage_error("invalid duration '%s': expected seconds (0.05 to 86400)", optarg);
+			break;
+		case 'r':
+			if (parse_seconds(optarg, 1, 10000, &c->rate_hz) < 0)
+				return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -102,19 +129,48 @@ static int parse(int argc, char **argv, struct cli *c)
 	return -1;
 }
 
+/* Sleeps for the sampling duration, with a progress line on a terminal. */
+static void wait_sampling(double seconds)
+{
+	int tty = isatty(STDERR_FILENO);
+	const double tick = 0.1;
+	for (double t = 0; t < seconds; t += tick) {
+		if (tty)
+			fprintf(stderr, "\rloopstat: sampling %.1f / %.1f s", t, seconds);
+		double step = seconds - t < tick ? seconds - t : tick;
+		struct timespec ts = { (time_t)step, (long)((step - (time_t)step) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+}
+
 static int cmd_list(struct cli *c)
 {
-	struct snapshot s;
-	int err = snapshot_take(&s, NULL, &c->targets);
-	if (err < 0) {
-		fprintf(stderr, "loopstat: reading segments in %s: %s\n", probe_shm_dir(), strerror(-err));
+	struct sampler_opts o = { .rate_hz = c->rate_hz, .targets = &c->targets };
+	struct sampler *s;
+	struct model m;
+	int err = sampler_new(&o, &s);
+	if (!err)
+		err = sampler_start(s);
+	if (err) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		sampler_delete(s);
+		return 1;
+	}
+	wait_sampling(c->duration_s);
+	sampler_stop(s);
+	err = sampler_model(s, 0, &m);
+	sampler_delete(s);
+	if (err) {
+		fprintf(stderr, "loopstat: %s\n", strerror(-err));
 		return 1;
 	}
 	if (c->json)
-		list_print_json(stdout, &s);
+		list_print_json(stdout, &m);
 	else
-		list_print_text(stdout, &s);
-	snapshot_done(&s);
+		list_print_text(stdout, &m);
+	model_done(&m);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -152,7 +208,7 @@ static int cmd_gc(void)
 
 int main(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c = { .duration_s = 2.0 };
 	targets_init(&c.targets);
 	int rc = parse(argc, argv, &c);
 	if (rc < 0) {
