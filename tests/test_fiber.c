@@ -215,6 +215,7 @@ Test(fiber, stack_overflow_hits_guard_page, .timeout = 20)
 		sigaltstack(&ss, NULL);
 		struct sigaction sa = { .sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_ONSTACK };
 		sigaction(SIGSEGV, &sa, NULL);
+		setenv("LOOPSTAT_SHM_DIR", "/nonexistent", 1); /* it dies: no segment */
 		struct fl_options o = { .stack_size = 64 * 1024 };
 		fl_run(overflow, NULL, &o, NULL);
 		_exit(0);

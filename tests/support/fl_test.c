@@ -60,6 +60,10 @@ void fl_test_run_opts(fl_fn main, void *arg, struct fl_options *opts)
 	cr_assert(b[0] != NULL, "no backend available");
 	/* a write to a closed peer must return -EPIPE, not kill the test */
 	signal(SIGPIPE, SIG_IGN);
+	/* never leave segments in /dev/shm, even if the test dies */
+	int own_shm = !getenv("LOOPSTAT_SHM_DIR");
+	if (own_shm)
+		fl_test_shm_setup();
 	for (; *b; b++) {
 		struct fl_options o = opts ? *opts : (struct fl_options){ 0 };
 		o.backend = *b;
@@ -69,6 +73,10 @@ void fl_test_run_opts(fl_fn main, void *arg, struct fl_options *opts)
 		cr_assert_eq(err, 0, "fl_run(%s): %s", *b, strerror(-err));
 		fl_test_assert_no_leaks();
 		cr_assert_eq(fl_test_fd_count(), fds, "fd leak on %s", *b);
+	}
+	if (own_shm) {
+		fl_test_shm_done();
+		unsetenv("LOOPSTAT_SHM_DIR");
 	}
 }
 
