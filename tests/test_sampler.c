@@ -70,6 +70,7 @@ Test(sampler, blocked_read_is_attributed_to_read_on_its_fd, .timeout = 30)
 	cr_assert_eq(w->nblocked_top, 1);
 	cr_assert_str_eq(w->blocked_top[0].syscall, "read");
 	cr_assert_eq(w->blocked_top[0].fd, fd);
+	cr_assert(strncmp(w->blocked_top[0].target, "pipe:[", 6) == 0, "target '%s'", w->blocked_top[0].target);
 	cr_assert_lt(w->cpu_pct, 5.0, "cpu %f", w->cpu_pct);
 	cr_assert(!w->instrumented);
 	cr_assert_str_eq(w->backend, "none");
