@@ -71,8 +71,9 @@ static json_object *worker_of(json_object *workers, pid_t pid)
 Test(list_workers, every_field_against_known_workers)
 {
 	pid_t inst = spawn_counters(40);
-	int report, rfd, wr;
-	pid_t loop = tc_spawn_epoll_cycle(0.8, 30, &report);
+	int rfd, wr;
+	const char *args[] = { "--idle", "0.8", "--seconds", "30", "--plain", NULL };
+	pid_t loop = tc_spawn_example("duty_cycle", args, NULL);
 	pid_t reader = tc_spawn_blocked_read(&rfd, &wr);
 
 	char pids[64];
@@ -137,6 +138,5 @@ Test(list_workers, every_field_against_known_workers)
 	waitpid(inst, NULL, 0);
 	tc_kill(loop);
 	tc_kill(reader);
-	close(report);
 	close(wr);
 }
