@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "list.h"
+#include "sampler.h"
 #include "probe_shm.h"
 #include "snapshot.h"
 #include "targets.h"
+#include "tui.h"
 
 #define EXIT_USAGE 2
 
@@ -22,13 +24,17 @@ static const char usage_text[] =
 	"Shows how close event-loop workers are to capacity.\n"
 	"\n"
 	"commands:\n"
-	"  list        print every instrumented worker's counters once (default)\n"
+	"  top         live dashboard (default when stdout is a terminal)\n"
+	"  list        print every instrumented worker's counters once (default otherwise)\n"
 	"  gc          remove segments left by processes that are gone\n"
 	"\n"
 	"options:\n"
 	"  -p, --pid PID[,PID...]   only these processes\n"
 	"  -n, --name REGEX         only processes whose name matches (extended regex)\n"
 	"  -j, --json               JSON output (list)\n"
+	"  -r, --rate HZ            samples per second per thread (top; 10..2000)\n"
+	"  -d, --delay SECONDS      seconds between screen refreshes (top; default 1)\n"
+	"      --no-color           no colours (top; also when NO_COLOR is set)\n"
 	"  -h, --help               this help\n"
 	"  -V, --version            version\n"
 	"\n"
@@ -40,6 +46,8 @@ struct cli {
 	const char *command;
 	int json;
 	struct targets targets;
+	double rate_hz, delay_s;         /* top: 0 means default */
+	int no_color;
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -50,6 +58,17 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+static int parse_positive(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 /* Returns -1 to go on, or the exit code. */
 static int parse(int argc, char **argv, struct cli *c)
 {
@@ -57,6 +76,9 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "no-color", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -64,7 +86,8 @@ static int parse(int argc, char **argv, struct cli *c)
 	char msg[256];
 	int opt;
 
-	c->command = "list";
+	/* a bare `loopstat` on a terminal is the dashboard; in a pipe, the list */
+	c->command = isatty(STDOUT_FILENO) ? "top" : "list";
 	if (argc > 1 && argv[1][0] != '-') {
 		c->command = argv[1];
 		argv[1] = argv[0];
@@ -72,7 +95,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		argv++;
 	}
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":p:n:jhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":p:n:jr:d:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (targets_add_pids(&c->targets, optarg, msg, sizeof(msg)) < 0)
@@ -84,6 +107,17 @@ static int parse(int argc, char **argv, struct cli *c)
 			break;
 		case 'j':
 			c->json = 1;
+			break;
+		case 'r':
+			if (parse_positive(optarg, &c->rate_hz) < 0 || c->rate_hz < 10 || c->rate_hz > 2000)
+				return usage_error("rate '%s' is not a number of Hz in 10..2000", optarg);
+			break;
+		case 'd':
+			if (parse_positive(optarg, &c->delay_s) < 0)
+				return usage_error("delay '%s' is not a positive number of seconds", optarg);
+			break;
+		case 'C':
+			c->no_color = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -116,6 +150,28 @@ static int cmd_list(struct cli *c)
 		list_print_text(stdout, &s);
 	snapshot_done(&s);
 	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int cmd_top(struct cli *c)
+{
+	struct sampler_opts so = { .rate_hz = c->rate_hz, .targets = &c->targets };
+	struct tui_opts to = { .delay_s = c->delay_s, .no_color = c->no_color };
+	struct sampler *s;
+	int err = sampler_new(&so, &s);
+	if (err == 0 && (err = sampler_start(s)) < 0)
+		sampler_delete(s);
+	if (err < 0) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		return 1;
+	}
+	int rc = tui_run(s, &to);
+	sampler_stop(s);
+	sampler_delete(s);
+	if (rc < 0) {
+		fprintf(stderr, "loopstat: top needs a terminal: %s\n", strerror(-rc));
+		return 1;
+	}
+	return rc > 0 ? 128 + rc : 0;   /* stopped by a signal, as a shell reports it */
 }
 
 static int gc_one(const char *path, pid_t pid, void *arg)
@@ -156,7 +212,9 @@ int main(int argc, char **argv)
 	targets_init(&c.targets);
 	int rc = parse(argc, argv, &c);
 	if (rc < 0) {
-		if (strcmp(c.command, "list") == 0)
+		if (strcmp(c.command, "top") == 0)
+			rc = cmd_top(&c);
+		else if (strcmp(c.command, "list") == 0)
 			rc = cmd_list(&c);
 		else if (strcmp(c.command, "gc") == 0)
 			rc = cmd_gc();
