@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "list.h"
-#include "sampler.h"
 #include "probe_shm.h"
-#include "snapshot.h"
+#include "sampler.h"
 #include "targets.h"
 #include "tui.h"
 
@@ -25,14 +25,15 @@ static const char usage_text[] =
 	"\n"
 	"commands:\n"
 	"  top         live dashboard (default when stdout is a terminal)\n"
-	"  list        print every instrumented worker's counters once (default otherwise)\n"
+	"  list        sample for a while, then print every worker once (default otherwise)\n"
 	"  gc          remove segments left by processes that are gone\n"
 	"\n"
 	"options:\n"
 	"  -p, --pid PID[,PID...]   only these processes\n"
 	"  -n, --name REGEX         only processes whose name matches (extended regex)\n"
 	"  -j, --json               JSON output (list)\n"
-	"  -r, --rate HZ            samples per second per thread (top; 10..2000)\n"
+	"      --duration SECONDS   how long list samples (default 2)\n"
+	"  -r, --rate HZ            samples per second per thread (default 200)\n"
 	"  -d, --delay SECONDS      seconds between screen refreshes (top; default 1)\n"
 	"      --no-color           no colours (top; also when NO_COLOR is set)\n"
 	"  -h, --help               this help\n"
@@ -45,9 +46,11 @@ static const char usage_text[] =
 struct cli {
 	const char *command;
 	int json;
-	struct targets targets;
-	double rate_hz, delay_s;         /* top: 0 means default */
+	double duration_s;
+	double rate_hz;
+	double delay_s;                  /* top: 0 means default */
 	int no_color;
+	struct targets targets;
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -58,13 +61,14 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-static int parse_positive(const char *s, double *out)
+/* A number in [lo, hi]; 0 or -EINVAL. */
+static int parse_seconds(const char *arg, double lo, double hi, double *out)
 {
 	char *end;
 	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0))
-		return -1;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || errno || !(v >= lo && v <= hi))
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
@@ -76,6 +80,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "duration", required_argument, NULL, 'D' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "no-color", no_argument, NULL, 'C' },
@@ -108,13 +113,17 @@ static int parse(int argc, char **argv, struct cli *c)
 		case 'j':
 			c->json = 1;
 			break;
+		case 'D':
+			if (parse_seconds(optarg, 0.05, 86400, &c->duration_s) < 0)
+				return usage_error("invalid duration '%s': expected seconds (0.05 to 86400)", optarg);
+			break;
 		case 'r':
-			if (parse_positive(optarg, &c->rate_hz) < 0 || c->rate_hz < 10 || c->rate_hz > 2000)
-				return usage_error("rate '%s' is not a number of Hz in 10..2000", optarg);
+			if (parse_seconds(optarg, 1, 10000, &c->rate_hz) < 0)
+				return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
 			break;
 		case 'd':
-			if (parse_positive(optarg, &c->delay_s) < 0)
-				return usage_error("delay '%s' is not a positive number of seconds", optarg);
+			if (parse_seconds(optarg, 0.05, 3600, &c->delay_s) < 0)
+				return usage_error("invalid delay '%s': expected seconds (0.05 to 3600)", optarg);
 			break;
 		case 'C':
 			c->no_color = 1;
@@ -136,19 +145,48 @@ static int parse(int argc, char **argv, struct cli *c)
 	return -1;
 }
 
+/* Sleeps for the sampling duration, with a progress line on a terminal. */
+static void wait_sampling(double seconds)
+{
+	int tty = isatty(STDERR_FILENO);
+	const double tick = 0.1;
+	for (double t = 0; t < seconds; t += tick) {
+		if (tty)
+			fprintf(stderr, "\rloopstat: sampling %.1f / %.1f s", t, seconds);
+		double step = seconds - t < tick ? seconds - t : tick;
+		struct timespec ts = { (time_t)step, (long)((step - (time_t)step) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+}
+
 static int cmd_list(struct cli *c)
 {
-	struct snapshot s;
-	int err = snapshot_take(&s, NULL, &c->targets);
-	if (err < 0) {
-		fprintf(stderr, "loopstat: reading segments in %s: %s\n", probe_shm_dir(), strerror(-err));
+	struct sampler_opts o = { .rate_hz = c->rate_hz, .targets = &c->targets };
+	struct sampler *s;
+	struct model m;
+	int err = sampler_new(&o, &s);
+	if (!err)
+		err = sampler_start(s);
+	if (err) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		sampler_delete(s);
+		return 1;
+	}
+	wait_sampling(c->duration_s);
+	sampler_stop(s);
+	err = sampler_model(s, 0, &m);
+	sampler_delete(s);
+	if (err) {
+		fprintf(stderr, "loopstat: %s\n", strerror(-err));
 		return 1;
 	}
 	if (c->json)
-		list_print_json(stdout, &s);
+		list_print_json(stdout, &m);
 	else
-		list_print_text(stdout, &s);
-	snapshot_done(&s);
+		list_print_text(stdout, &m);
+	model_done(&m);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -208,7 +246,7 @@ static int cmd_gc(void)
 
 int main(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	struct cli c = { .duration_s = 2.0 };
 	targets_init(&c.targets);
 	int rc = parse(argc, argv, &c);
 	if (rc < 0) {

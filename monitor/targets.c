@@ -7,11 +7,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void targets_init(struct targets *t)
 {
 	t->npids = 0;
 	t->has_re = 0;
+	t->pattern[0] = '\0';
 }
 
 void targets_done(struct targets *t)
@@ -46,6 +48,10 @@ int targets_add_pids(struct targets *t, const char *arg, char *msg, size_t msgle
 int targets_set_regex(struct targets *t, const char *re, char *msg, size_t msglen)
 {
 	targets_done(t);
+	if (strlen(re) >= sizeof(t->pattern)) {
+		snprintf(msg, msglen, "regex too long (at most %zu bytes)", sizeof(t->pattern) - 1);
+		return -EINVAL;
+	}
 	int rc = regcomp(&t->name_re, re, REG_EXTENDED | REG_NOSUB);
 	if (rc) {
 		char why[128];
@@ -54,6 +60,7 @@ int targets_set_regex(struct targets *t, const char *re, char *msg, size_t msgle
 		return -EINVAL;
 	}
 	t->has_re = 1;
+	snprintf(t->pattern, sizeof(t->pattern), "%s", re);
 	return 0;
 }
 

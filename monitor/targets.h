@@ -14,6 +14,7 @@
 struct targets {
 	pid_t   pids[TARGETS_MAX_PIDS];
 	size_t  npids;
+	char    pattern[256];           /* the -n regex as given, "" if none */
 	regex_t name_re;
 	int     has_re;
 };

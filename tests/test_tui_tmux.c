@@ -56,10 +56,6 @@ static void teardown(void)
 
 TestSuite(tui_tmux, .init = setup, .fini = teardown, .timeout = 90);
 
-/* Tests that need workers in the model wait for the sampler to land on main
- * (monitor/tui_stub.c stands in for it until then and finds none). */
-#define NEEDS_SAMPLER .disabled = 1
-
 /* build/examples/counters next to the loopstat under test */
 static const char *counters_bin(void)
 {
@@ -131,18 +127,24 @@ static int wait_text(const char *s, int absent)
 		free(scr_); \
 	} while (0)
 
-/* Starts `loopstat top ARGS` in a detached session of cols x lines. The
- * pane stays after the program exits so its status can be read. */
+/* Starts `loopstat top ARGS` in a detached session of cols x lines, from a
+ * bash script that prints its exit status and stays: tmux does not always
+ * reap a pane's process in time to report pane_dead_status, and bash lets
+ * Ctrl-C reach loopstat without dying itself when loopstat handles it. */
 static void start_top(int cols, int lines, const char *args)
 {
-	char cmd[8192], x[16], y[16];
+	char script[8192], path[4096], cmd[4200], x[16], y[16];
+	snprintf(path, sizeof(path), "%s/run.sh", dir);
+	snprintf(script, sizeof(script),
+		 "export LOOPSTAT_SHM_DIR='%s' LANG=C.UTF-8 TERM=screen\n"
+		 "'%s' top %s\n"
+		 "echo loopstat-exit=$?\n"
+		 "exec sleep 600\n", dir, ts_loopstat_bin(), args);
+	cr_assert_eq(ts_write_file(path, script, strlen(script)), 0);
+	snprintf(cmd, sizeof(cmd), "exec /bin/bash '%s'", path);
 	snprintf(x, sizeof(x), "%d", cols);
 	snprintf(y, sizeof(y), "%d", lines);
-	/* exec: the pane's pid is loopstat itself, so signals reach it */
-	snprintf(cmd, sizeof(cmd), "exec env LOOPSTAT_SHM_DIR='%s' LANG=C.UTF-8 TERM=screen %s top %s",
-		 dir, ts_loopstat_bin(), args);
-	cr_assert_eq(tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-			  "new-session", "-d", "-s", "t", "-x", x, "-y", y, cmd), 0, "tmux new-session");
+	cr_assert_eq(tmux("new-session", "-d", "-s", "t", "-x", x, "-y", y, cmd), 0, "tmux new-session");
 }
 
 static void keys(const char *k)
@@ -150,17 +152,30 @@ static void keys(const char *k)
 	cr_assert_eq(tmux("send-keys", "-t", "t", k), 0, "send-keys %s", k);
 }
 
-/* Waits until the program in the pane has exited; returns its exit status. */
+/* loopstat's pid: the only child of the pane's bash */
+static pid_t top_pid(void)
+{
+	char *pane = display("#{pane_pid}"), path[128];
+	snprintf(path, sizeof(path), "/proc/%s/task/%s/children", pane, pane);
+	free(pane);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	int pid = 0;
+	cr_assert_eq(fscanf(f, "%d", &pid), 1, "no child in %s", path);
+	fclose(f);
+	return pid;
+}
+
+/* Waits until loopstat has exited; returns its exit status. */
 static int wait_exit(void)
 {
 	long long deadline = ts_now_ms() + WAIT_MS;
 	while (ts_now_ms() < deadline) {
-		char *dead = display("#{pane_dead} #{pane_dead_status} #{pane_dead_signal}");
-		int d = 0, st = -1, sig = 0;
-		sscanf(dead, "%d %d %d", &d, &st, &sig);
-		free(dead);
-		if (d)
-			return sig ? 128 + sig : st;
+		char *scr = capture(), *e = strstr(scr, "loopstat-exit=");
+		int st = e ? atoi(e + strlen("loopstat-exit=")) : -1;
+		free(scr);
+		if (e)
+			return st;
 		usleep(100 * 1000);
 	}
 	cr_assert_fail("loopstat top did not exit");
@@ -186,7 +201,7 @@ static char *pid_text(pid_t pid)
 	return buf[i];
 }
 
-Test(tui_tmux, lists_real_workers_and_quits_cleanly, NEEDS_SAMPLER)
+Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 {
 	pid_t a = start_worker(30), b = start_worker(80);
 	start_top(100, 30, "");
@@ -204,7 +219,7 @@ Test(tui_tmux, lists_real_workers_and_quits_cleanly, NEEDS_SAMPLER)
 	assert_terminal_restored();
 }
 
-Test(tui_tmux, sort_filter_help_and_detail_keys, NEEDS_SAMPLER)
+Test(tui_tmux, sort_filter_help_and_detail_keys)
 {
 	pid_t a = start_worker(20), b = start_worker(60);
 	start_top(100, 30, "");
@@ -253,7 +268,7 @@ Test(tui_tmux, sort_filter_help_and_detail_keys, NEEDS_SAMPLER)
 	assert_terminal_restored();
 }
 
-Test(tui_tmux, works_at_80x24_and_survives_resizes, NEEDS_SAMPLER)
+Test(tui_tmux, works_at_80x24_and_survives_resizes)
 {
 	pid_t a = start_worker(50);
 	start_top(80, 24, "--no-color");
@@ -301,10 +316,7 @@ Test(tui_tmux, sigterm_and_sigint_restore_the_terminal)
 	start_worker(40);
 	start_top(100, 30, "");
 	assert_shows("IDLE%");
-	char *pid = display("#{pane_pid}");
-	cr_assert_gt(atoi(pid), 1);
-	cr_assert_eq(kill(atoi(pid), SIGTERM), 0);
-	free(pid);
+	cr_assert_eq(kill(top_pid(), SIGTERM), 0);
 	cr_assert_eq(wait_exit(), 128 + SIGTERM);
 	assert_terminal_restored();
 

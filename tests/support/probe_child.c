@@ -110,6 +110,11 @@ static int mkdirs_for(char *path)
 
 int tchild_fixture_write(const char *root, const char *rel, const char *text)
 {
+	return tchild_fixture_write_n(root, rel, text, strlen(text));
+}
+
+int tchild_fixture_write_n(const char *root, const char *rel, const char *data, size_t len)
+{
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s", root, rel);
 	int err = mkdirs_for(path);
@@ -118,7 +123,7 @@ int tchild_fixture_write(const char *root, const char *rel, const char *text)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fputs(text, f);
+	fwrite(data, 1, len, f);
 	return fclose(f) == 0 ? 0 : -errno;
 }
 

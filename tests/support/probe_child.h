@@ -39,6 +39,7 @@ int tchild_wait_state(struct probe_syscall *p, enum probe_sc_state want, int tim
  * writes files below it. tchild_fixture_write creates parent dirs. */
 int tchild_fixture_dir(char *buf, size_t len);
 int tchild_fixture_write(const char *root, const char *rel, const char *text);
+int tchild_fixture_write_n(const char *root, const char *rel, const char *data, size_t len);
 int tchild_fixture_symlink(const char *root, const char *rel, const char *target);
 void tchild_fixture_remove(const char *root);
 

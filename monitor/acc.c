@@ -1,0 +1,304 @@
+/*
+ * acc.c — feeding a worker's accumulators and reading windows out of them.
+ */
+#include "acc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS 1000000000ull
+/* A stall shorter than this is ordinary scheduling, not worth a report. */
+#define STALL_MIN_NS (250ull * 1000000)
+/* Rates over less than this are noise. */
+#define RATE_MIN_NS  (50ull * 1000000)
+
+enum { C_POLL, C_RUNNING, C_BLOCKED, C_OTHER };
+
+void acc_init(struct acc *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < ACC_DETAIL_S; i++)
+		a->detail[i].sec = -1;
+	for (int i = 0; i < MODEL_HISTORY; i++)
+		a->hist_sec[i] = -1;
+	a->first_sec = -1;
+}
+
+static struct acc_bucket *bucket(struct acc *a, int64_t sec)
+{
+	struct acc_bucket *b = &a->detail[sec % ACC_DETAIL_S];
+	if (b->sec != sec) {
+		memset(b, 0, sizeof(*b));
+		b->sec = sec;
+	}
+	return b;
+}
+
+static void add_block(struct acc_block *blocks, int nkeys, uint32_t *overflow, long nr, int fd, uint32_t n)
+{
+	for (int i = 0; i < nkeys; i++) {
+		if (blocks[i].n && blocks[i].nr == nr && blocks[i].fd == fd) {
+			blocks[i].n += n;
+			return;
+		}
+		if (!blocks[i].n) {
+			blocks[i] = (struct acc_block){ nr, fd, n };
+			return;
+		}
+	}
+	*overflow += n;
+}
+
+static int class_index(enum probe_class c)
+{
+	switch (c) {
+	case PROBE_POLL: return C_POLL;
+	case PROBE_RUNNING: return C_RUNNING;
+	case PROBE_BLOCKED: return C_BLOCKED;
+	case PROBE_OTHER: return C_OTHER;
+	default: return -1;
+	}
+}
+
+void acc_add_sample(struct acc *a, uint64_t t_ns, const struct probe_verdict *v)
+{
+	int c = class_index(v->cls);
+	if (c < 0)
+		return; /* GONE / NO_ACCESS are not time the worker spent anywhere */
+	int64_t sec = (int64_t)(t_ns / NS);
+	struct acc_bucket *b = bucket(a, sec);
+	b->n[c]++;
+	a->total.n[c]++;
+	if (c == C_BLOCKED) {
+		add_block(b->blocks, ACC_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, 1);
+		add_block(a->total.blocks, ACC_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);
+	}
+	int h = (int)(sec % MODEL_HISTORY);
+	if (a->hist_sec[h] != sec) {
+		a->hist_sec[h] = sec;
+		a->hist_n[h] = a->hist_poll[h] = 0;
+	}
+	if (a->hist_n[h] < UINT16_MAX) {
+		a->hist_n[h]++;
+		a->hist_poll[h] += c == C_POLL;
+	}
+	if (a->first_sec < 0)
+		a->first_sec = sec;
+	a->samples++;
+	if (c == C_POLL) {
+		a->polls_seen++;
+		a->polled_since_change = 1;
+	} else if (c == C_RUNNING || c == C_BLOCKED) {
+		a->busy_since_change = 1;
+	}
+}
+
+void acc_add_shm(struct acc *a, uint64_t t_ns, const uint64_t values[PROBE_SHM_NVALUES], const char *fiber_tag)
+{
+	struct acc_bucket *b = bucket(a, (int64_t)(t_ns / NS));
+	struct acc_reading r = { .valid = 1, .t_ns = t_ns };
+	memcpy(r.v, values, sizeof(r.v));
+	uint64_t sw = values[PROBE_SHM_switches];
+	if (!a->shm_last.valid || sw != a->last_switches) {
+		a->last_switches = sw;
+		a->last_change_ns = t_ns;
+		a->polled_since_change = 0;
+		a->busy_since_change = 0;
+	}
+	b->shm = r;
+	a->shm_last = r;
+	if (!a->total.shm_first.valid)
+		a->total.shm_first = r;
+	uint64_t rq = values[PROBE_SHM_runqueue_len];
+	if (rq > b->runq_max)
+		b->runq_max = rq;
+	if (rq > a->total.runq_max)
+		a->total.runq_max = rq;
+	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", fiber_tag ? fiber_tag : "");
+}
+
+void acc_add_sched(struct acc *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns)
+{
+	struct acc_sched s = { 1, t_ns, run_ns, wait_ns };
+	bucket(a, (int64_t)(t_ns / NS))->sched = s;
+	a->sched_last = s;
+	if (!a->total.sched_first.valid)
+		a->total.sched_first = s;
+}
+
+uint64_t acc_stall_ns(const struct acc *a, uint64_t now_ns)
+{
+	if (!a->shm_last.valid || a->polled_since_change || !a->busy_since_change || now_ns < a->last_change_ns)
+		return 0;
+	uint64_t d = now_ns - a->last_change_ns;
+	return d >= STALL_MIN_NS ? d : 0;
+}
+
+/* Window bounds: buckets with lo <= sec <= hi. */
+struct window {
+	int64_t lo, hi;
+};
+
+static int in_window(const struct acc_bucket *b, struct window w)
+{
+	return b->sec >= w.lo && b->sec <= w.hi;
+}
+
+static int by_count_desc(const void *x, const void *y)
+{
+	const struct acc_block *a = x, *b = y;
+	return a->n < b->n ? 1 : a->n > b->n ? -1 : 0;
+}
+
+static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nkeys, uint64_t samples)
+{
+	qsort(keys, (size_t)nkeys, sizeof(*keys), by_count_desc);
+	w->nblocked_top = 0;
+	for (int i = 0; i < nkeys && w->nblocked_top < MODEL_BLOCKERS && keys[i].n; i++) {
+		struct blocker_view *b = &w->blocked_top[w->nblocked_top++];
+		const char *name = probe_syscall_name(keys[i].nr);
+		b->nr = keys[i].nr;
+		b->fd = keys[i].fd;
+		b->target[0] = '\0';
+		if (name)
+			snprintf(b->syscall, sizeof(b->syscall), "%s", name);
+		else
+			snprintf(b->syscall, sizeof(b->syscall), "syscall_%ld", keys[i].nr);
+		b->pct = 100.0 * keys[i].n / (double)samples;
+	}
+}
+
+static double rate(const struct acc_reading *from, const struct acc_reading *to, int idx)
+{
+	if (!from->valid || !to->valid || to->t_ns < from->t_ns + RATE_MIN_NS || to->v[idx] < from->v[idx])
+		return NAN;
+	return (double)(to->v[idx] - from->v[idx]) * 1e9 / (double)(to->t_ns - from->t_ns);
+}
+
+static void view_counters(const struct acc *a, const struct acc_reading *from, uint64_t runq_max,
+			  struct worker_view *w)
+{
+	const struct acc_reading *to = &a->shm_last;
+	memcpy(w->totals, to->v, sizeof(w->totals));
+	w->ops_per_s = rate(from, to, PROBE_SHM_ops);
+	w->switches_per_s = rate(from, to, PROBE_SHM_switches);
+	w->polls_per_s = rate(from, to, PROBE_SHM_polls);
+	w->completions_per_s = rate(from, to, PROBE_SHM_completions);
+	double poll_ns_per_s = rate(from, to, PROBE_SHM_poll_time_ns);
+	w->self_idle_pct = isnan(poll_ns_per_s) ? NAN : fmin(100.0, poll_ns_per_s / 1e7);
+	w->runqueue_len = to->v[PROBE_SHM_runqueue_len];
+	w->runqueue_max = runq_max > w->runqueue_len ? runq_max : w->runqueue_len;
+	w->pending_ops = to->v[PROBE_SHM_pending_ops];
+	w->fibers = to->v[PROBE_SHM_fibers_live];
+}
+
+static void view_sched(const struct acc_sched *from, const struct acc_sched *to, struct worker_view *w)
+{
+	if (!from->valid || !to->valid || to->t_ns < from->t_ns + RATE_MIN_NS || to->run_ns < from->run_ns ||
+	    to->wait_ns < from->wait_ns)
+		return;
+	double dt = (double)(to->t_ns - from->t_ns);
+	w->cpu_pct = 100.0 * (double)(to->run_ns - from->run_ns) / dt;
+	w->cpu_wait_pct = 100.0 * (double)(to->wait_ns - from->wait_ns) / dt;
+}
+
+static void view_history(const struct acc *a, int64_t now_sec, struct worker_view *w)
+{
+	int64_t span = a->first_sec < 0 ? 0 : now_sec - a->first_sec + 1;
+	w->nhistory = span > MODEL_HISTORY ? MODEL_HISTORY : (int)span;
+	for (int i = 0; i < w->nhistory; i++) {
+		int64_t sec = now_sec - w->nhistory + 1 + i;
+		int h = (int)(sec % MODEL_HISTORY);
+		w->idle_history[i] = a->hist_sec[h] == sec && a->hist_n[h]
+					     ? 100.0f * a->hist_poll[h] / a->hist_n[h]
+					     : NAN;
+	}
+}
+
+void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w)
+{
+	int64_t now_sec = (int64_t)(now_ns / NS);
+	uint32_t n[ACC_NCLASS] = { 0 };
+	struct acc_block keys[ACC_BLOCK_KEYS * ACC_DETAIL_S];
+	uint32_t overflow = 0;
+	memset(keys, 0, sizeof(keys));
+	int nkeys = 0;
+	uint64_t runq_max = 0;
+	const struct acc_reading *shm_from = &a->total.shm_first;
+	const struct acc_sched *sched_from = &a->total.sched_first;
+
+	w->cpu_pct = w->cpu_wait_pct = NAN;
+	if (window_s > 0) {
+		int64_t span = (int64_t)ceil(window_s);
+		if (span > ACC_DETAIL_S - 1)
+			span = ACC_DETAIL_S - 1;
+		struct window win = { now_sec - span + 1, now_sec };
+		/* the baseline for rates is the last reading before the window,
+		 * or failing that the oldest one inside it */
+		const struct acc_bucket *before = &a->detail[(now_sec - span + ACC_DETAIL_S) % ACC_DETAIL_S];
+		const struct acc_reading *oldest = NULL;
+		const struct acc_sched *oldest_sched = NULL;
+		for (int64_t sec = win.lo; sec <= win.hi; sec++) {
+			if (sec < 0)
+				continue;
+			const struct acc_bucket *b = &a->detail[sec % ACC_DETAIL_S];
+			if (!in_window(b, win))
+				continue;
+			for (int c = 0; c < ACC_NCLASS; c++)
+				n[c] += b->n[c];
+			for (int k = 0; k < ACC_BLOCK_KEYS && b->blocks[k].n; k++)
+				add_block(keys, ACC_BLOCK_KEYS * ACC_DETAIL_S, &overflow, b->blocks[k].nr, b->blocks[k].fd,
+					  b->blocks[k].n);
+			overflow += b->blocks_overflow;
+			if (b->runq_max > runq_max)
+				runq_max = b->runq_max;
+			if (!oldest && b->shm.valid)
+				oldest = &b->shm;
+			if (!oldest_sched && b->sched.valid)
+				oldest_sched = &b->sched;
+		}
+		int have_before = now_sec - span >= 0 && before->sec == now_sec - span;
+		shm_from = have_before && before->shm.valid ? &before->shm : oldest ? oldest : shm_from;
+		sched_from = have_before && before->sched.valid ? &before->sched : oldest_sched ? oldest_sched : sched_from;
+	} else {
+		memcpy(n, a->total.n, sizeof(n));
+		for (int k = 0; k < ACC_BLOCK_KEYS * 2 && a->total.blocks[k].n; k++)
+			keys[nkeys++] = a->total.blocks[k];
+		overflow = a->total.blocks_overflow;
+		runq_max = a->total.runq_max;
+	}
+	if (window_s > 0)
+		while (nkeys < ACC_BLOCK_KEYS * ACC_DETAIL_S && keys[nkeys].n)
+			nkeys++;
+	(void)overflow; /* counted as blocked, just not attributable to a key */
+
+	uint64_t samples = (uint64_t)n[C_POLL] + n[C_RUNNING] + n[C_BLOCKED] + n[C_OTHER];
+	w->samples = samples;
+	if (samples) {
+		double p = (double)n[C_POLL] / (double)samples;
+		w->idle_pct = 100.0 * p;
+		w->idle_ci95 = model_ci95_pts(p, samples);
+		w->running_pct = 100.0 * n[C_RUNNING] / (double)samples;
+		w->blocked_pct = 100.0 * n[C_BLOCKED] / (double)samples;
+		w->other_pct = 100.0 * n[C_OTHER] / (double)samples;
+		fill_blockers(w, keys, nkeys, samples);
+	} else {
+		w->idle_pct = w->idle_ci95 = w->running_pct = w->blocked_pct = w->other_pct = NAN;
+		w->nblocked_top = 0;
+	}
+	view_sched(sched_from, &a->sched_last, w);
+
+	w->ops_per_s = w->switches_per_s = w->polls_per_s = w->completions_per_s = NAN;
+	w->self_idle_pct = w->headroom_ops_per_s = NAN;
+	w->stall_ms = 0;
+	w->fiber_tag[0] = '\0';
+	if (instrumented && a->shm_last.valid) {
+		view_counters(a, shm_from, runq_max, w);
+		w->headroom_ops_per_s = model_headroom(w->ops_per_s, w->idle_pct);
+		w->stall_ms = (double)acc_stall_ns(a, now_ns) / 1e6;
+		snprintf(w->fiber_tag, sizeof(w->fiber_tag), "%s", a->fiber_tag);
+	}
+	view_history(a, now_sec, w);
+}
