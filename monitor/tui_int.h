@@ -23,24 +23,24 @@
  */
 #define TUI_KEYS(X) \
 	X(QUIT,       "q",          "quit; in the detail or help view: back",               'q', 'Q', 0) \
-	X(HELP,       "h ?",        "show or close this help",                              'h', '?', KEY_F(1)) \
-	X(UP,         "Up k",       "select the previous worker",                           KEY_UP, 'k', 0) \
-	X(DOWN,       "Down j",     "select the next worker",                               KEY_DOWN, 'j', 0) \
+	X(HELP,       "h or ?",     "show or close this help",                              'h', '?', 0) \
+	X(UP,         "Up or k",    "select the previous worker",                           KEY_UP, 'k', 0) \
+	X(DOWN,       "Down or j",  "select the next worker",                               KEY_DOWN, 'j', 0) \
 	X(PGUP,       "PgUp",       "one page up",                                          KEY_PPAGE, 0, 0) \
 	X(PGDN,       "PgDn",       "one page down",                                        KEY_NPAGE, 0, 0) \
-	X(HOME,       "Home",       "first worker",                                         KEY_HOME, 'g', 0) \
-	X(END,        "End",        "last worker",                                          KEY_END, 'G', 0) \
+	X(HOME,       "Home or g",  "first worker",                                         KEY_HOME, 'g', 0) \
+	X(END,        "End or G",   "last worker",                                          KEY_END, 'G', 0) \
 	X(SORT,       "s",          "sort by the next column",                              's', 0, 0) \
-	X(SORT_LEFT,  "<",          "move the sort column left",                            '<', ',', 0) \
-	X(SORT_RIGHT, ">",          "move the sort column right",                           '>', '.', 0) \
+	X(SORT_LEFT,  "<",          "move the sort column left",                            '<', 0, 0) \
+	X(SORT_RIGHT, ">",          "move the sort column right",                           '>', 0, 0) \
 	X(REVERSE,    "r",          "reverse the sort order",                               'r', 0, 0) \
 	X(FILTER,     "/",          "filter by name, tag or pid (Enter keeps it, Esc clears it)", '/', 0, 0) \
 	X(CLEAR,      "Esc",        "clear the filter; in the detail or help view: back",   TUI_KEY_ESC, 0, 0) \
 	X(THREADS,    "t",          "show every thread, not only event-loop workers",       't', 0, 0) \
 	X(DETAIL,     "Enter",      "open the selected worker's detail view",               '\n', '\r', KEY_ENTER) \
 	X(PAUSE,      "Space",      "pause or resume sampling",                             ' ', 0, 0) \
-	X(FASTER,     "+",          "sample 1.5x faster (at most 2000 Hz)",                 '+', '=', 0) \
-	X(SLOWER,     "-",          "sample 1.5x slower (at least 10 Hz)",                  '-', '_', 0) \
+	X(FASTER,     "+ or =",     "sample 1.5x faster (at most 2000 Hz)",                 '+', '=', 0) \
+	X(SLOWER,     "-",          "sample 1.5x slower (at least 10 Hz)",                  '-', 0, 0) \
 	X(DELAY,      "d",          "cycle the refresh delay: 0.5, 1, 2, 5 s",              'd', 0, 0)
 
 enum tui_action {
@@ -64,19 +64,19 @@ extern const size_t tui_nkeys;
 enum tui_action tui_key_action(int ch);
 
 /*
- * The table's columns: id, title, width (the widest a value gets), minimum
- * width, and drop order when the terminal is narrow (1 goes first, 0 never).
- * NAME and TOP-BLOCKER stretch; TOP-BLOCKER gives up its width first.
+ * The table's columns: id, title, width, minimum width, and drop order when
+ * the terminal is narrow (1 goes first, 0 never). NAME and TOP-BLOCKER
+ * stretch (see tui_layout); TOP-BLOCKER gives up its width first.
  */
 #define TUI_COLUMNS(X) \
 	X(PID,      "PID",          7,  7, 0) \
 	X(TID,      "TID",          7,  7, 5) \
-	X(NAME,     "NAME",        15,  6, 0) \
+	X(NAME,     "NAME",        16,  6, 0) \
 	X(BACKEND,  "BACKEND",      8,  8, 4) \
 	X(IDLE,     "IDLE%",        5,  5, 0) \
 	X(CPU,      "CPU%",         5,  5, 6) \
 	X(BLOCKED,  "BLOCKED%",     8,  8, 7) \
-	X(BLOCKER,  "TOP-BLOCKER", 30,  8, 1) \
+	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1) \
 	X(OPS,      "OPS/s",        7,  7, 8) \
 	X(RUNQ,     "RUNQ",         4,  4, 3) \
 	X(PEND,     "PEND",         4,  4, 2) \

@@ -41,16 +41,24 @@ void tui_layout(int cols, int w[TUI_NCOLS])
 		if (!dropped && order > TUI_NCOLS)
 			break;   /* only undroppable columns left: let them be cut */
 	}
+	/* share what is left: a readable NAME, then a readable TOP-BLOCKER,
+	 * then NAME's full width; TOP-BLOCKER takes the rest */
+	const struct { int col, upto; } grow[] = {
+		{ TUI_COL_NAME, 12 },
+		{ TUI_COL_BLOCKER, tui_columns[TUI_COL_BLOCKER].width },
+		{ TUI_COL_NAME, tui_columns[TUI_COL_NAME].width },
+		{ TUI_COL_BLOCKER, 1 << 20 },
+	};
 	int extra = cols - visible_total(w);
-	/* NAME grows to its width first, TOP-BLOCKER takes whatever is left */
-	if (extra > 0 && w[TUI_COL_NAME] > 0) {
-		int g = tui_columns[TUI_COL_NAME].width - w[TUI_COL_NAME];
+	for (size_t i = 0; i < sizeof(grow) / sizeof(grow[0]) && extra > 0; i++) {
+		int c = grow[i].col;
+		if (w[c] == 0 || w[c] >= grow[i].upto)
+			continue;
+		int g = grow[i].upto - w[c];
 		g = g < extra ? g : extra;
-		w[TUI_COL_NAME] += g;
+		w[c] += g;
 		extra -= g;
 	}
-	if (extra > 0 && w[TUI_COL_BLOCKER] > 0)
-		w[TUI_COL_BLOCKER] += extra;
 }
 
 static int right_aligned(int c)
