@@ -187,6 +187,7 @@ struct fl_loop {
 	void                     *be_data;   /* owned by the backend */
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
 	unsigned                  live;      /* fibers created and not finished */
+	uint64_t                  switches;  /* mirror of slot->switches */
 	int                       polled;    /* a blocking poll happened in this switch */
 	size_t                    stack_size;
 	void                    **stack_cache; /* owned: free stacks for reuse */

@@ -108,14 +108,24 @@ void *fl__switch(struct fl_loop *l)
 	fl_fiber *next = e.fiber;
 	next->in_rq = 0;
 	next->state = FL__FIBER_RUNNING;
-	FL__STAT_ADD(l, switches, 1);
+	/* the count lives in the loop too, so the shm side is a plain store,
+	 * with no load from the slot on the switch path */
+	FL__STAT_SET(l, switches, ++l->switches);
 	FL__STAT_SET(l, runqueue_len, l->rq.len);
-	FL__STAT_SET(l, current_fiber, next == &l->root ? 0 : next->id);
-	FL__STAT_SET(l, current_tag, next->tag_index);
 	if (l->trace)
 		l->trace(FL_TRACE_RUN, next, 0, l->trace_data);
-	if (next == cur)
+	if (next == cur) {
+		/* a blocking poll published "no fiber running" */
+		if (polled) {
+			FL__STAT_SET(l, current_fiber, cur->id);
+			FL__STAT_SET(l, current_tag, cur->tag_index);
+		}
 		return e.value;
+	}
+	FL__STAT_SET(l, current_fiber, next->id); /* the root's id is 0 */
+	/* most switches stay within untagged fibers: skip the equal store */
+	if (FL__UNLIKELY(next->tag_index != cur->tag_index || polled))
+		FL__STAT_SET(l, current_tag, next->tag_index);
 	next->value = e.value;
 	l->current = next;
 	l->switch_from = cur;
@@ -135,9 +145,13 @@ void fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first)
 	f->in_rq = 1;
 	if (f->state != FL__FIBER_RUNNING)
 		f->state = FL__FIBER_RUNNABLE;
-	FL__STAT_SET(l, runqueue_len, l->rq.len);
-	FL__STAT_SET(l, runqueue_cap, l->rq.cap);
-	FL__STAT_SET(l, runqueue_hwm, l->rq.hwm);
+	/* runqueue_len is published at the next switch, not here: a spin or
+	 * a snooze would otherwise pay for two stores of the same gauge */
+	if (FL__UNLIKELY(l->rq.len == l->rq.hwm)) {
+		/* a new high-water mark (the ring may have grown with it) */
+		FL__STAT_SET(l, runqueue_cap, l->rq.cap);
+		FL__STAT_SET(l, runqueue_hwm, l->rq.hwm);
+	}
 	if (l->trace)
 		l->trace(FL_TRACE_SCHEDULE, f, 0, l->trace_data);
 }
