@@ -2,8 +2,9 @@
 # stats_overhead — cost of the live counters: the switch benchmark and the
 # echo server built with the stats writer (build/) and with it compiled out
 # (-DFL_NO_STATS, build/nostats/), run interleaved A B A B ... for ROUNDS
-# rounds; the figure is the median of the per-round overheads of the switch
-# benchmark. The echo rounds (messages/s through examples/load) are printed
+# rounds, both pinned to the same CPU; each run reports the minimum of its
+# 7 in-process repetitions (filters out interruptions by other processes)
+# and the figure is the median of the per-round overheads. The echo rounds (messages/s through examples/load) are printed
 # as raw figures: the echo path is dominated by TCP syscalls, so the noise
 # of this machine (+-10-25%) is far larger than any counter cost there.
 set -eu
@@ -20,8 +21,8 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 ov=$(mktemp); trap 'rm -f "$ov"' EXIT
 i=0
 while [ $i -lt "$ROUNDS" ]; do
-	on=$(SWITCH_ITERS=500000 $PIN "$BUILD/bench/switch" --fl-only | awk '{print $2}')
-	off=$(SWITCH_ITERS=500000 $PIN "$NOSTATS/bench/switch" --fl-only | awk '{print $2}')
+	on=$(SWITCH_ITERS=500000 $PIN "$BUILD/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+	off=$(SWITCH_ITERS=500000 $PIN "$NOSTATS/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
 	pct=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", (a - b) / b * 100}')
 	echo "round $i: switch_ns stats=$on nostats=$off overhead=$pct%"
 	echo "$pct" >>"$ov"

@@ -4,7 +4,8 @@
  * interleaved over several rounds (the machine is noisy); medians reported.
  *
  *   switch              full report with figures
- *   switch --fl-only    one line "switch_ns X" (used by stats_overhead.sh)
+ *   switch --fl-only    fiberloop only: min and median ns/switch of the
+ *                       rounds (used by stats_overhead.sh)
  */
 #include "fiberloop.h"
 
@@ -122,7 +123,11 @@ int main(int argc, char **argv)
 		       ratio[r]);
 	}
 	if (fl_only) {
-		printf("switch_ns %.3f\n", median(fl, ROUNDS));
+		/* the minimum filters out rounds another process interrupted */
+		double min = fl[0];
+		for (int r = 1; r < ROUNDS; r++)
+			min = fl[r] < min ? fl[r] : min;
+		printf("switch_ns_min %.3f\nswitch_ns_median %.3f\n", min, median(fl, ROUNDS));
 		return 0;
 	}
 	printf("iterations %ld per fiber, %d rounds, medians:\n", iters, ROUNDS);
