@@ -67,7 +67,8 @@ PCFILE      := $(BUILD)/fiberloop.pc
 
 .PHONY: all deps test check check-asan demo bench install clean tests examples benches
 
-all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(LOOPSTAT) examples
+# $(LOOPSTAT) only once monitor/ has sources: a branch without them still builds.
+all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)) examples
 
 deps:
 	@sh scripts/deps.sh

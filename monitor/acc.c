@@ -259,9 +259,19 @@ void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrum
 			if (!oldest_sched && b->sched.valid)
 				oldest_sched = &b->sched;
 		}
+		/* Baseline: the last reading before the window; else, for a worker
+		 * younger than the window, its very first reading; else (a gap in
+		 * readings) the oldest one inside the window. */
 		int have_before = now_sec - span >= 0 && before->sec == now_sec - span;
-		shm_from = have_before && before->shm.valid ? &before->shm : oldest ? oldest : shm_from;
-		sched_from = have_before && before->sched.valid ? &before->sched : oldest_sched ? oldest_sched : sched_from;
+		uint64_t lo_ns = win.lo > 0 ? (uint64_t)win.lo * NS : 0;
+		if (have_before && before->shm.valid)
+			shm_from = &before->shm;
+		else if (!(a->total.shm_first.valid && a->total.shm_first.t_ns >= lo_ns) && oldest)
+			shm_from = oldest;
+		if (have_before && before->sched.valid)
+			sched_from = &before->sched;
+		else if (!(a->total.sched_first.valid && a->total.sched_first.t_ns >= lo_ns) && oldest_sched)
+			sched_from = oldest_sched;
 	} else {
 		memcpy(n, a->total.n, sizeof(n));
 		for (int k = 0; k < ACC_BLOCK_KEYS * 2 && a->total.blocks[k].n; k++)

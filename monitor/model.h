@@ -14,12 +14,13 @@
 #include <sys/types.h>
 
 #include "loopstat_shm.h"
+#include "probe_fd.h"
 #include "probe_shm.h"
 #include "probe_stat.h"
 
 #define MODEL_BLOCKERS    5    /* top blocking (syscall, fd) pairs kept per worker */
 #define MODEL_HISTORY     300  /* seconds of per-second idle history */
-#define MODEL_TARGET_LEN  112
+#define MODEL_TARGET_LEN  PROBE_TARGET_LEN
 
 struct blocker_view {
 	long   nr;                        /* syscall number */

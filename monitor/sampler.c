@@ -11,6 +11,7 @@
 #include "acc.h"
 #include "probe_classify.h"
 #include "probe_discover.h"
+#include "probe_fd.h"
 #include "probe_schedstat.h"
 #include "probe_shm.h"
 #include "probe_syscall.h"
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,8 +63,7 @@ struct sampler {
 	int      all_threads;
 	double   rate_hz;
 	const struct targets *targets;   /* borrowed */
-	struct probe_matcher matcher;
-	int      has_matcher;
+	struct probe_fd_cache *fds;      /* blocker fd targets, forgotten each discovery sweep */
 
 	struct sworker **w;              /* owned; pointers so accumulators never move */
 	size_t   n, cap;
@@ -105,13 +106,10 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	/* t0 one second back: bucket 0 never starts at a partial instant */
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
-	if (s->targets && s->targets->pattern[0]) {
-		int err = probe_matcher_init(&s->matcher, s->targets->pattern, PROBE_MATCH_COMM);
-		if (err) {
-			free(s);
-			return err;
-		}
-		s->has_matcher = 1;
+	s->fds = probe_fd_cache_new(1024);
+	if (!s->fds) {
+		free(s);
+		return -ENOMEM;
 	}
 	*out = s;
 	return 0;
@@ -246,8 +244,8 @@ static void discover_threads(struct sampler *s)
 		if (nprocs < 0)
 			nprocs = 0;
 	}
-	if (s->has_matcher) {
-		int m = probe_discover_match(&s->matcher, s->procs + nprocs, MAX_PROCS - (size_t)nprocs);
+	if (s->targets->has_re) {
+		int m = probe_discover_match(&s->targets->matcher, s->procs + nprocs, MAX_PROCS - (size_t)nprocs);
 		if (m > 0)
 			nprocs += m > MAX_PROCS - nprocs ? MAX_PROCS - nprocs : m;
 	}
@@ -336,6 +334,7 @@ void sampler_step(struct sampler *s)
 	if (now >= s->next_discover) {
 		discover_segments(s);
 		discover_threads(s);
+		probe_fd_cache_begin_window(s->fds);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 	}
 	if (now >= s->next_shm) {
@@ -354,10 +353,24 @@ void sampler_step(struct sampler *s)
 
 /* ---- the thread ------------------------------------------------------------- */
 
+/*
+ * A sampler that must queue for a CPU wakes late exactly when the CPUs are
+ * busy, i.e. more often while its targets are running than while they
+ * wait: its samples would over-count idle on a saturated machine. A real-
+ * time priority (when allowed: root or CAP_SYS_NICE) lets it wake on time;
+ * it uses little CPU, so it cannot starve anyone. Otherwise it runs as is.
+ */
+static void raise_priority(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+}
+
 static void *sampler_main(void *arg)
 {
 	struct sampler *s = arg;
 	struct timespec next;
+	raise_priority();
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -411,8 +424,7 @@ void sampler_delete(struct sampler *s)
 		free_worker(s->w[i]);
 	for (size_t i = 0; i < s->nseg; i++)
 		probe_shm_close(s->seg[i].shm);
-	if (s->has_matcher)
-		probe_matcher_done(&s->matcher);
+	probe_fd_cache_delete(s->fds);
 	free(s->w);
 	free(s->seg);
 	pthread_mutex_destroy(&s->lock);
@@ -502,6 +514,17 @@ static void fleet_totals(struct model *m)
 	}
 }
 
+/* What each top blocker's fd is, through the per-window cache. */
+static void resolve_targets(struct sampler *s, struct worker_view *v)
+{
+	for (int i = 0; i < v->nblocked_top; i++) {
+		struct blocker_view *b = &v->blocked_top[i];
+		const struct probe_fd_target *t;
+		if (b->fd >= 0 && !v->gone && probe_fd_cache_get(s->fds, v->pid, b->fd, &t) == 0)
+			snprintf(b->target, sizeof(b->target), "%s", t->text);
+	}
+}
+
 int sampler_model(struct sampler *s, double window_s, struct model *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -526,6 +549,7 @@ int sampler_model(struct sampler *s, double window_s, struct model *m)
 		v->gone = w->gone_ns != 0;
 		v->no_access = w->no_access;
 		acc_view(&w->acc, now, window_s, w->instrumented, v);
+		resolve_targets(s, v);
 	}
 	m->rate_hz = s->rate_hz;
 	m->window_s = window_s;

@@ -13,13 +13,12 @@ void targets_init(struct targets *t)
 {
 	t->npids = 0;
 	t->has_re = 0;
-	t->pattern[0] = '\0';
 }
 
 void targets_done(struct targets *t)
 {
 	if (t->has_re)
-		regfree(&t->name_re);
+		probe_matcher_done(&t->matcher);
 	t->has_re = 0;
 }
 
@@ -48,19 +47,16 @@ int targets_add_pids(struct targets *t, const char *arg, char *msg, size_t msgle
 int targets_set_regex(struct targets *t, const char *re, char *msg, size_t msglen)
 {
 	targets_done(t);
-	if (strlen(re) >= sizeof(t->pattern)) {
-		snprintf(msg, msglen, "regex too long (at most %zu bytes)", sizeof(t->pattern) - 1);
-		return -EINVAL;
-	}
-	int rc = regcomp(&t->name_re, re, REG_EXTENDED | REG_NOSUB);
+	/* compiled here rather than by probe_matcher_init() to keep regerror's reason */
+	int rc = regcomp(&t->matcher.re, re, REG_EXTENDED | REG_NOSUB);
 	if (rc) {
 		char why[128];
-		regerror(rc, &t->name_re, why, sizeof(why));
+		regerror(rc, &t->matcher.re, why, sizeof(why));
 		snprintf(msg, msglen, "invalid regex '%s': %s", re, why);
 		return -EINVAL;
 	}
+	t->matcher.what = PROBE_MATCH_COMM;
 	t->has_re = 1;
-	snprintf(t->pattern, sizeof(t->pattern), "%s", re);
 	return 0;
 }
 
@@ -76,5 +72,5 @@ int targets_match(const struct targets *t, pid_t pid, const char *name)
 	for (size_t i = 0; i < t->npids; i++)
 		if (t->pids[i] == pid)
 			return 1;
-	return t->has_re && name && regexec(&t->name_re, name, 0, NULL, 0) == 0;
+	return t->has_re && name && regexec(&t->matcher.re, name, 0, NULL, 0) == 0;
 }

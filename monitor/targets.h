@@ -5,17 +5,17 @@
 #ifndef LOOPSTAT_TARGETS_H
 #define LOOPSTAT_TARGETS_H
 
-#include <regex.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "probe_discover.h"
 
 #define TARGETS_MAX_PIDS 4096
 
 struct targets {
 	pid_t   pids[TARGETS_MAX_PIDS];
 	size_t  npids;
-	char    pattern[256];           /* the -n regex as given, "" if none */
-	regex_t name_re;
+	struct probe_matcher matcher;   /* compiled pattern, matched against comm */
 	int     has_re;
 };
 

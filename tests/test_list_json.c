@@ -161,7 +161,7 @@ Test(list, help_version_and_usage_errors)
 	cr_assert_eq(rc, 2);
 	free(run_loopstat(&rc, "list", "-n", "(unclosed"));
 	cr_assert_eq(rc, 2);
-	free(run_loopstat(&rc, "list", "-p", NULL));
+	free(run_loopstat(&rc, "-p", NULL, NULL)); /* missing argument */
 	cr_assert_eq(rc, 2);
 }
 

@@ -1,0 +1,267 @@
+/*
+ * fl_internal.h — libfiberloop internals shared by the scheduler, the
+ * common op layer and the backends. Not installed.
+ */
+#ifndef FL_INTERNAL_H
+#define FL_INTERNAL_H
+
+#include "fiberloop.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define FL__HIDDEN __attribute__((visibility("hidden")))
+#define FL__LIKELY(x) __builtin_expect(!!(x), 1)
+#define FL__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- stats: compiled out with -DFL_NO_STATS ------------------------------ */
+
+#ifdef FL_NO_STATS
+#define FL__STAT_ADD(l, field, n) ((void)(l))
+#define FL__STAT_SET(l, field, v) ((void)(l))
+#else
+#define FL__STAT_ADD(l, field, n) fl_stat_add(&(l)->slot->field, (n))
+#define FL__STAT_SET(l, field, v) fl_stat_set(&(l)->slot->field, (v))
+#endif
+
+/* ---- context switch (switch_*.S) ----------------------------------------- */
+
+/* Saves callee-saved registers (and on x86-64 MXCSR + x87 CW) on the current
+ * stack, stores sp in *save_sp, loads to_sp and restores the same from it. */
+FL__HIDDEN void fl__ctx_switch(void **save_sp, void *to_sp);
+/* First return address of a new fiber: calls fl__fiber_entry(fiber). */
+FL__HIDDEN void fl__ctx_trampoline(void);
+FL__HIDDEN void fl__fiber_entry(fl_fiber *f) __attribute__((noreturn));
+
+/* ---- fibers -------------------------------------------------------------- */
+
+enum fl__fiber_state {
+	FL__FIBER_RUNNABLE = 1, /* in the runqueue, or about to run */
+	FL__FIBER_RUNNING,
+	FL__FIBER_WAITING,      /* parked: suspend, await, op */
+	FL__FIBER_DONE,
+};
+
+enum fl__wait_kind {
+	FL__WAIT_NONE = 0,
+	FL__WAIT_SUSPEND,       /* fl_suspend: not interruptible */
+	FL__WAIT_OP,            /* backend op or wait_event: interruptible */
+};
+
+struct fl_loop;
+
+struct fl_fiber {
+	void           *sp;          /* saved stack pointer while not running */
+	struct fl_loop *loop;        /* borrowed: the owning loop */
+	uint64_t        id;
+	fl_fn           fn;
+	void           *arg;
+	void           *result;
+	void           *value;       /* value passed by the schedule that resumed it */
+	uint8_t         state;       /* enum fl__fiber_state */
+	uint8_t         in_rq;       /* 1 while in the runqueue */
+	uint8_t         wait;        /* enum fl__wait_kind */
+	int             interrupt;   /* -errno the pending/next op returns, 0 none */
+	int             refs;        /* 1 while alive + fl_fiber_ref()s */
+	const char     *tag;         /* borrowed */
+	unsigned        tag_index;   /* fl_stats_tag_index() of tag */
+	void           *stack;       /* mapping base (guard page first); NULL for root */
+	size_t          stack_size;  /* bytes mapped, guard page included */
+	fl_fiber       *awaiters;    /* fibers in fl_await() on this one */
+	fl_fiber       *next_awaiter;
+	void           *asan_fake;   /* ASan fake stack handle while switched out */
+	const void     *asan_bottom; /* stack bounds for ASan (root: filled lazily) */
+	size_t          asan_size;
+	unsigned        vg_id;       /* valgrind stack id */
+};
+
+/* ---- runqueue (runqueue.c) ----------------------------------------------- */
+
+struct fl__rq_entry {
+	fl_fiber *fiber;
+	void     *value;
+};
+
+struct fl__runqueue {
+	struct fl__rq_entry *buf;    /* owned ring of cap entries */
+	unsigned head, len, cap;     /* cap is a power of two */
+	unsigned hwm;                /* highest len seen */
+	unsigned shift_count;        /* shifts since the last poll (anti-starvation) */
+};
+
+FL__HIDDEN int  fl__rq_init(struct fl__runqueue *q, unsigned cap);
+FL__HIDDEN void fl__rq_done(struct fl__runqueue *q);
+FL__HIDDEN int  fl__rq_grow(struct fl__runqueue *q);
+FL__HIDDEN int  fl__rq_delete(struct fl__runqueue *q, fl_fiber *f);
+
+static inline int fl__rq_push(struct fl__runqueue *q, fl_fiber *f, void *value)
+{
+	if (FL__UNLIKELY(q->len == q->cap) && fl__rq_grow(q) < 0)
+		return -ENOMEM;
+	q->buf[(q->head + q->len) & (q->cap - 1)] = (struct fl__rq_entry){ f, value };
+	if (++q->len > q->hwm)
+		q->hwm = q->len;
+	return 0;
+}
+
+static inline int fl__rq_unshift(struct fl__runqueue *q, fl_fiber *f, void *value)
+{
+	if (FL__UNLIKELY(q->len == q->cap) && fl__rq_grow(q) < 0)
+		return -ENOMEM;
+	q->head = (q->head - 1) & (q->cap - 1);
+	q->buf[q->head] = (struct fl__rq_entry){ f, value };
+	if (++q->len > q->hwm)
+		q->hwm = q->len;
+	return 0;
+}
+
+/* Returns 0 and fills *e, or -EAGAIN when empty. */
+static inline int fl__rq_shift(struct fl__runqueue *q, struct fl__rq_entry *e)
+{
+	if (!q->len)
+		return -EAGAIN;
+	*e = q->buf[q->head];
+	q->head = (q->head + 1) & (q->cap - 1);
+	q->len--;
+	q->shift_count++;
+	return 0;
+}
+
+/* ---- backend interface (backend.c selects; backend_*.c implement) -------- */
+
+/*
+ * Every op blocks the current fiber (fl__op_park) until done and returns
+ * >= 0 or -errno. An interrupt (fl_cancel, a timeout, a foreign schedule)
+ * resumes the parked fiber early: the backend then cancels the op and
+ * returns fl__take_interrupt(). Ops do one attempt: loops,
+ * argument checks and stats of started ops live in the common layer.
+ */
+struct fl__backend {
+	const char *name;
+	enum loopstat_backend kind;
+	int     (*init)(struct fl_loop *l, const struct fl_options *o); /* sets l->be_data */
+	void    (*done)(struct fl_loop *l);  /* waits for in-flight ops, frees */
+	int     (*wait_fd)(struct fl_loop *l);
+	/* timeout_ns < 0: block until an event; 0: do not block. Processes
+	 * completions (scheduling fibers) and cross-thread wakeups. */
+	void    (*poll)(struct fl_loop *l, int64_t timeout_ns);
+	void    (*wakeup)(struct fl_loop *l);  /* thread-safe */
+	ssize_t (*read)(struct fl_loop *l, int fd, void *buf, size_t len);
+	ssize_t (*write)(struct fl_loop *l, int fd, const void *buf, size_t len);
+	ssize_t (*writev)(struct fl_loop *l, int fd, const struct iovec *iov, int cnt);
+	ssize_t (*recv)(struct fl_loop *l, int fd, void *buf, size_t len, int flags);
+	ssize_t (*send)(struct fl_loop *l, int fd, const void *buf, size_t len, int flags);
+	ssize_t (*sendmsg)(struct fl_loop *l, int fd, const struct msghdr *m, int flags);
+	int     (*accept)(struct fl_loop *l, int fd, struct sockaddr *a, socklen_t *alen);
+	int     (*connect)(struct fl_loop *l, int fd, const struct sockaddr *a, socklen_t alen);
+	int     (*sleep)(struct fl_loop *l, uint64_t ns);
+	int     (*wait_io)(struct fl_loop *l, int fd, int events);
+	ssize_t (*splice)(struct fl_loop *l, int fd_in, int fd_out, size_t len);
+	ssize_t (*chain)(struct fl_loop *l, const struct fl_chain_op *ops, int n);
+};
+
+extern const struct fl__backend fl__backend_uring FL__HIDDEN;
+/* Weak: present once backend_ev.c is linked in. */
+extern const struct fl__backend fl__backend_ev FL__HIDDEN __attribute__((weak));
+
+/* NULL name: $FL_BACKEND or io_uring. Returns NULL for an unknown name. */
+FL__HIDDEN const struct fl__backend *fl__backend_find(const char *name);
+
+/* ---- the loop ------------------------------------------------------------ */
+
+struct fl__timeout_scope;
+
+struct fl__xentry {               /* a cross-thread schedule request */
+	fl_fiber *fiber;
+	void     *value;
+};
+
+struct fl_loop {
+	fl_fiber                 *current;   /* running fiber (root while in fl_run) */
+	fl_fiber                 *zombie;    /* finished fiber whose stack awaits reaping */
+	fl_fiber                 *switch_from; /* the fiber the last switch left */
+	struct fl__runqueue       rq;
+	struct loopstat_shm_slot *slot;      /* shm slot, or &dummy_slot */
+	const struct fl__backend *be;
+	void                     *be_data;   /* owned by the backend */
+	unsigned                  pending;   /* ops the loop waits for (switch rule) */
+	unsigned                  live;      /* fibers created and not finished */
+	int                       polled;    /* a blocking poll happened in this switch */
+	size_t                    stack_size;
+	void                    **stack_cache; /* owned: free stacks for reuse */
+	unsigned                  stack_cached, stack_cache_cap;
+	struct fl__timeout_scope *timeouts;  /* armed timeout scopes, by deadline */
+	fl_trace_fn               trace;
+	void                     *trace_data;
+	fl_idle_fn                idle;
+	void                     *idle_data;
+	pthread_mutex_t           xlock;     /* guards xq: other threads push */
+	struct fl__xentry        *xq;        /* owned */
+	unsigned                  xlen, xcap;
+	fl_fiber                  root;      /* the thread's own stack in fl_run */
+	struct loopstat_shm_slot  dummy_slot;/* fallback when shm is unavailable */
+};
+
+extern __thread struct fl_loop *fl__tls_loop FL__HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* Scheduler core (sched.c). */
+FL__HIDDEN void *fl__switch(struct fl_loop *l);      /* run the next fiber; returns my value */
+FL__HIDDEN void  fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first);
+FL__HIDDEN void  fl__drain_xq(struct fl_loop *l);    /* backends call it on wakeup */
+FL__HIDDEN void  fl__check_timeouts(struct fl_loop *l);
+FL__HIDDEN int64_t fl__next_timeout_ns(struct fl_loop *l); /* -1: none armed */
+FL__HIDDEN uint64_t fl__now_ns(void);
+
+/* Fibers (fiber.c). */
+FL__HIDDEN fl_fiber *fl__fiber_new(struct fl_loop *l, fl_fn fn, void *arg, const char *tag);
+FL__HIDDEN void      fl__fiber_reap(struct fl_loop *l, fl_fiber *f);
+FL__HIDDEN void      fl__stack_cache_done(struct fl_loop *l);
+FL__HIDDEN void      fl__asan_before(fl_fiber *from, fl_fiber *to, int from_dies);
+FL__HIDDEN void      fl__after_switch(struct fl_loop *l, fl_fiber *self);
+FL__HIDDEN void      fl__pending_inc(struct fl_loop *l);
+FL__HIDDEN void      fl__pending_dec(struct fl_loop *l);
+
+/* Debug counters (fiber.c). */
+FL__HIDDEN void fl__debug_add(int which, int64_t n);
+enum { FL__DBG_FIBERS, FL__DBG_STACKS, FL__DBG_OPCTX, FL__DBG_LOOPS };
+
+/* Common op entry: the loop of the calling fiber, or NULL (-EPERM). */
+static inline struct fl_loop *fl__op_loop(void)
+{
+	struct fl_loop *l = fl__tls_loop;
+	return l && l->current != &l->root ? l : NULL;
+}
+
+/*
+ * Before an op starts: counts it; if the fiber has a pending interrupt the
+ * op must not start and its value is returned (consumed).
+ */
+static inline int fl__op_begin(struct fl_loop *l)
+{
+	fl_fiber *f = l->current;
+	if (FL__UNLIKELY(f->interrupt)) {
+		int e = f->interrupt;
+		f->interrupt = 0;
+		return e;
+	}
+	FL__STAT_ADD(l, ops, 1);
+	return 0;
+}
+
+/*
+ * Parks the current fiber in an interruptible op wait until the backend (or
+ * an interrupt) schedules it; returns the schedule's value. The backend
+ * tells a completion from an interrupt by its own op state.
+ */
+FL__HIDDEN void *fl__op_park(struct fl_loop *l);
+
+/* The interrupt that resumed the current fiber (consumed), -EINTR if none. */
+static inline int fl__take_interrupt(struct fl_loop *l)
+{
+	int e = l->current->interrupt;
+	l->current->interrupt = 0;
+	return e ? e : -EINTR;
+}
+
+#endif /* FL_INTERNAL_H */

@@ -1,0 +1,271 @@
+/*
+ * ops_io.c — read/write/recv/send and their variants, written once for all
+ * backends: argument checks, buffer growth, loops over partial transfers,
+ * and the retry on -EAGAIN for fds the user made non-blocking (io_uring
+ * honours O_NONBLOCK and returns -EAGAIN instead of waiting).
+ */
+#include "fl_internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IOV_STACK 16
+
+/* Waits for readiness after -EAGAIN; 0 to retry or -errno. */
+static int wait_ready(struct fl_loop *l, int fd, int events)
+{
+	int err = fl__op_begin(l);
+	if (err)
+		return err;
+	err = l->be->wait_io(l, fd, events);
+	return err < 0 ? err : 0;
+}
+
+#define RETRY_ON_EAGAIN(l, fd, ev, n)                          \
+	if ((n) == -EAGAIN) {                                  \
+		int werr_ = wait_ready((l), (fd), (ev));       \
+		if (werr_)                                     \
+			return werr_;                          \
+		continue;                                      \
+	}
+
+#define OP_PROLOGUE(l, fd)                \
+	struct fl_loop *l = fl__op_loop(); \
+	if (!l)                           \
+		return -EPERM;            \
+	if ((fd) < 0)                     \
+		return -EBADF
+
+ssize_t fl_read(int fd, void *buf, size_t len)
+{
+	OP_PROLOGUE(l, fd);
+	if (!buf && len)
+		return -EFAULT;
+	for (;;) {
+		int err = fl__op_begin(l);
+		if (err)
+			return err;
+		ssize_t n = l->be->read(l, fd, buf, len);
+		RETRY_ON_EAGAIN(l, fd, FL_READABLE, n);
+		return n;
+	}
+}
+
+ssize_t fl_read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = fl_read(fd, (char *)buf + done, len - done);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static int buf_reserve(struct fl_buf *b, size_t need)
+{
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	char *n = realloc(b->data, cap);
+	if (!n)
+		return -ENOMEM;
+	b->data = n;
+	b->cap = cap;
+	return 0;
+}
+
+ssize_t fl_read_buf(int fd, struct fl_buf *b, size_t len, int to_eof, ssize_t pos)
+{
+	if (!b || len == 0)
+		return -EINVAL;
+	size_t at = pos < 0 ? b->len : (size_t)pos;
+	if (at > b->len)
+		return -EINVAL;
+	size_t total = 0;
+	b->len = at;
+	do {
+		int err = buf_reserve(b, at + total + len);
+		if (err)
+			return err;
+		ssize_t n = fl_read(fd, b->data + at + total, len);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		total += (size_t)n;
+		b->len = at + total;
+	} while (to_eof);
+	return (ssize_t)total;
+}
+
+typedef ssize_t (*chunk_read_fn)(int fd, void *buf, size_t len, int flags);
+
+static ssize_t read_adapter(int fd, void *buf, size_t len, int flags)
+{
+	(void)flags;
+	return fl_read(fd, buf, len);
+}
+
+static ssize_t chunk_loop(int fd, size_t maxlen, fl_chunk_fn cb, void *arg, chunk_read_fn rd)
+{
+	if (!fl__op_loop())
+		return -EPERM;
+	if (!cb || maxlen == 0)
+		return -EINVAL;
+	char *buf = malloc(maxlen); /* once per loop, not per chunk */
+	if (!buf)
+		return -ENOMEM;
+	ssize_t total = 0;
+	for (;;) {
+		ssize_t n = rd(fd, buf, maxlen, 0);
+		if (n <= 0) {
+			if (n < 0)
+				total = n;
+			break;
+		}
+		total += n;
+		if (cb(arg, buf, (size_t)n))
+			break;
+	}
+	free(buf);
+	return total;
+}
+
+ssize_t fl_read_loop(int fd, size_t maxlen, fl_chunk_fn cb, void *arg)
+{
+	return chunk_loop(fd, maxlen, cb, arg, read_adapter);
+}
+
+ssize_t fl_recv_loop(int fd, size_t maxlen, fl_chunk_fn cb, void *arg)
+{
+	return chunk_loop(fd, maxlen, cb, arg, fl_recv);
+}
+
+ssize_t fl_write(int fd, const void *buf, size_t len)
+{
+	OP_PROLOGUE(l, fd);
+	if (!buf && len)
+		return -EFAULT;
+	size_t done = 0;
+	while (done < len) {
+		int err = fl__op_begin(l);
+		if (err)
+			return err;
+		ssize_t n = l->be->write(l, fd, (const char *)buf + done, len - done);
+		RETRY_ON_EAGAIN(l, fd, FL_WRITABLE, n);
+		if (n < 0)
+			return n;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Drops the first `n` bytes from a copied iovec array; returns the new count. */
+static int iov_advance(struct iovec **iov, int cnt, size_t n)
+{
+	while (cnt && n >= (*iov)->iov_len) {
+		n -= (*iov)->iov_len;
+		(*iov)++;
+		cnt--;
+	}
+	if (cnt && n) {
+		(*iov)->iov_base = (char *)(*iov)->iov_base + n;
+		(*iov)->iov_len -= n;
+	}
+	return cnt;
+}
+
+/* writev and sendv: the iovec is copied because partial writes edit it. */
+static ssize_t vec_loop(int fd, const struct iovec *iov, int cnt, int flags, int is_send)
+{
+	OP_PROLOGUE(l, fd);
+	if (cnt < 0 || cnt > IOV_MAX || (!iov && cnt))
+		return -EINVAL;
+	struct iovec stack[IOV_STACK], *copy = stack, *cur;
+	size_t total = 0, done = 0;
+	ssize_t ret;
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	if (cnt > IOV_STACK && !(copy = malloc(sizeof(*copy) * (size_t)cnt)))
+		return -ENOMEM;
+	memcpy(copy, iov, sizeof(*copy) * (size_t)cnt);
+	cur = copy;
+	cnt = iov_advance(&cur, cnt, 0);
+	while (done < total) {
+		ret = fl__op_begin(l);
+		if (ret)
+			goto out;
+		if (is_send) {
+			struct msghdr m = { .msg_iov = cur, .msg_iovlen = (size_t)cnt };
+			ret = l->be->sendmsg(l, fd, &m, flags | MSG_NOSIGNAL);
+		} else {
+			ret = l->be->writev(l, fd, cur, cnt);
+		}
+		if (ret == -EAGAIN) {
+			ret = wait_ready(l, fd, FL_WRITABLE);
+			if (ret)
+				goto out;
+			continue;
+		}
+		if (ret < 0)
+			goto out;
+		done += (size_t)ret;
+		cnt = iov_advance(&cur, cnt, (size_t)ret);
+	}
+	ret = (ssize_t)done;
+out:
+	if (copy != stack)
+		free(copy);
+	return ret;
+}
+
+ssize_t fl_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return vec_loop(fd, iov, iovcnt, 0, 0);
+}
+
+ssize_t fl_sendv(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	return vec_loop(fd, iov, iovcnt, flags, 1);
+}
+
+ssize_t fl_recv(int fd, void *buf, size_t len, int flags)
+{
+	OP_PROLOGUE(l, fd);
+	if (!buf && len)
+		return -EFAULT;
+	for (;;) {
+		int err = fl__op_begin(l);
+		if (err)
+			return err;
+		ssize_t n = l->be->recv(l, fd, buf, len, flags);
+		RETRY_ON_EAGAIN(l, fd, FL_READABLE, n);
+		return n;
+	}
+}
+
+ssize_t fl_send(int fd, const void *buf, size_t len, int flags)
+{
+	OP_PROLOGUE(l, fd);
+	if (!buf && len)
+		return -EFAULT;
+	size_t done = 0;
+	while (done < len) {
+		int err = fl__op_begin(l);
+		if (err)
+			return err;
+		ssize_t n = l->be->send(l, fd, (const char *)buf + done, len - done, flags | MSG_NOSIGNAL);
+		RETRY_ON_EAGAIN(l, fd, FL_WRITABLE, n);
+		if (n < 0)
+			return n;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}

@@ -1,0 +1,292 @@
+/*
+ * sched.c — the per-thread scheduler: the switch rule (Polyphony 0.62),
+ * schedule / snooze / suspend / cancel, cross-thread wakeups, polling with
+ * its stats, and the hooks.
+ *
+ * A switch goes straight from one fiber's stack to the next; the scheduler
+ * runs on the stack of the fiber that gives up the CPU, polling included.
+ */
+#include "fl_internal.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+/* Polyphony's anti-starvation threshold: with ops pending, poll (without
+ * blocking) at least every this many runqueue shifts. */
+#define FL__ANTI_STARVE_SHIFTS 64
+
+__thread struct fl_loop *fl__tls_loop __attribute__((tls_model("initial-exec")));
+
+uint64_t fl__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void fl__pending_inc(struct fl_loop *l)
+{
+	l->pending++;
+	FL__STAT_SET(l, pending_ops, l->pending);
+}
+
+void fl__pending_dec(struct fl_loop *l)
+{
+	l->pending--;
+	FL__STAT_SET(l, pending_ops, l->pending);
+}
+
+static void poll_backend(struct fl_loop *l, int blocking)
+{
+	int64_t timeout = 0;
+	if (blocking)
+		timeout = l->timeouts ? fl__next_timeout_ns(l) : -1;
+	if (l->trace)
+		l->trace(FL_TRACE_POLL_ENTER, NULL, blocking, l->trace_data);
+	FL__STAT_ADD(l, polls, 1);
+	if (blocking) {
+		FL__STAT_ADD(l, polls_blocking, 1);
+		FL__STAT_SET(l, current_fiber, 0);
+		FL__STAT_SET(l, current_tag, 0);
+#ifndef FL_NO_STATS
+		/* the only clock reads of the loop: around blocking polls */
+		uint64_t t0 = fl__now_ns();
+		l->be->poll(l, timeout);
+		FL__STAT_ADD(l, poll_time_ns, fl__now_ns() - t0);
+#else
+		l->be->poll(l, timeout);
+#endif
+	} else {
+		l->be->poll(l, 0);
+	}
+	l->rq.shift_count = 0;
+	if (l->trace)
+		l->trace(FL_TRACE_POLL_LEAVE, NULL, blocking, l->trace_data);
+	if (l->timeouts)
+		fl__check_timeouts(l);
+}
+
+/*
+ * Runs the next runnable fiber; returns, in the calling fiber, the value it
+ * is eventually resumed with. The caller has set its own state (and queued
+ * itself if it wants to run again).
+ */
+void *fl__switch(struct fl_loop *l)
+{
+	fl_fiber *cur = l->current;
+	struct fl__rq_entry e;
+	int polled = 0, idled = 0;
+
+	if (l->trace)
+		l->trace(FL_TRACE_SWITCHPOINT, cur, 0, l->trace_data);
+	for (;;) {
+		if (fl__rq_shift(&l->rq, &e) == 0) {
+			/* Anti-starvation: a runqueue that never empties would
+			 * otherwise never let completions in. */
+			if (!polled && l->pending &&
+			    (l->rq.shift_count >= FL__ANTI_STARVE_SHIFTS || e.fiber == cur))
+				poll_backend(l, 0);
+			break;
+		}
+		if (l->live == 0) {
+			/* every fiber finished: back to fl_run */
+			e.fiber = &l->root;
+			e.value = NULL;
+			break;
+		}
+		if (!idled) {
+			idled = 1;
+			if (l->idle) {
+				l->idle(l->idle_data);
+				continue;
+			}
+		}
+		poll_backend(l, 1);
+		polled = 1;
+	}
+
+	fl_fiber *next = e.fiber;
+	next->in_rq = 0;
+	next->state = FL__FIBER_RUNNING;
+	FL__STAT_ADD(l, switches, 1);
+	FL__STAT_SET(l, runqueue_len, l->rq.len);
+	FL__STAT_SET(l, current_fiber, next == &l->root ? 0 : next->id);
+	FL__STAT_SET(l, current_tag, next->tag_index);
+	if (l->trace)
+		l->trace(FL_TRACE_RUN, next, 0, l->trace_data);
+	if (next == cur)
+		return e.value;
+	next->value = e.value;
+	l->current = next;
+	l->switch_from = cur;
+	fl__asan_before(cur, next, cur->state == FL__FIBER_DONE);
+	fl__ctx_switch(&cur->sp, next->sp);
+	fl__after_switch(l, cur);
+	return cur->value;
+}
+
+void fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first)
+{
+	if (f->in_rq || f->state == FL__FIBER_DONE)
+		return;
+	int err = first ? fl__rq_unshift(&l->rq, f, value) : fl__rq_push(&l->rq, f, value);
+	if (FL__UNLIKELY(err))
+		abort(); /* out of memory growing the runqueue: a lost fiber would hang the loop */
+	f->in_rq = 1;
+	if (f->state != FL__FIBER_RUNNING)
+		f->state = FL__FIBER_RUNNABLE;
+	FL__STAT_SET(l, runqueue_len, l->rq.len);
+	FL__STAT_SET(l, runqueue_cap, l->rq.cap);
+	FL__STAT_SET(l, runqueue_hwm, l->rq.hwm);
+	if (l->trace)
+		l->trace(FL_TRACE_SCHEDULE, f, 0, l->trace_data);
+}
+
+void *fl__op_park(struct fl_loop *l)
+{
+	fl_fiber *me = l->current;
+	me->state = FL__FIBER_WAITING;
+	me->wait = FL__WAIT_OP;
+	void *v = fl__switch(l);
+	me->wait = FL__WAIT_NONE;
+	return v;
+}
+
+/* ---- cross-thread schedule ----------------------------------------------- */
+
+static void xq_push(struct fl_loop *l, fl_fiber *f, void *value)
+{
+	pthread_mutex_lock(&l->xlock);
+	if (l->xlen == l->xcap) {
+		unsigned cap = l->xcap ? l->xcap * 2 : 16;
+		struct fl__xentry *n = realloc(l->xq, cap * sizeof(*n));
+		if (!n)
+			abort();
+		l->xq = n;
+		l->xcap = cap;
+	}
+	l->xq[l->xlen++] = (struct fl__xentry){ f, value };
+	pthread_mutex_unlock(&l->xlock);
+	l->be->wakeup(l);
+}
+
+void fl__drain_xq(struct fl_loop *l)
+{
+	struct fl__xentry batch[64];
+	unsigned n;
+	do {
+		pthread_mutex_lock(&l->xlock);
+		n = l->xlen < 64 ? l->xlen : 64;
+		for (unsigned i = 0; i < n; i++)
+			batch[i] = l->xq[l->xlen - n + i];
+		l->xlen -= n;
+		pthread_mutex_unlock(&l->xlock);
+		for (unsigned i = 0; i < n; i++)
+			fl__schedule(l, batch[i].fiber, batch[i].value, 0);
+	} while (n == 64);
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+void fl_schedule(fl_fiber *f, void *value)
+{
+	if (f->loop != fl__tls_loop)
+		xq_push(f->loop, f, value);
+	else
+		fl__schedule(f->loop, f, value, 0);
+}
+
+void fl_schedule_first(fl_fiber *f, void *value)
+{
+	if (f->loop != fl__tls_loop)
+		xq_push(f->loop, f, value);
+	else
+		fl__schedule(f->loop, f, value, 1);
+}
+
+void fl_snooze(void)
+{
+	struct fl_loop *l = fl__op_loop();
+	if (!l)
+		return;
+	fl_fiber *me = l->current;
+	fl__schedule(l, me, NULL, 0);
+	fl__switch(l);
+}
+
+void *fl_suspend(void)
+{
+	struct fl_loop *l = fl__op_loop();
+	if (!l)
+		return NULL;
+	fl_fiber *me = l->current;
+	me->state = FL__FIBER_WAITING;
+	me->wait = FL__WAIT_SUSPEND;
+	void *v = fl__switch(l);
+	me->wait = FL__WAIT_NONE;
+	return v;
+}
+
+int fl_cancel(fl_fiber *f)
+{
+	struct fl_loop *l = fl__tls_loop;
+	if (!l || f->loop != l)
+		return -EINVAL;
+	if (f->state == FL__FIBER_DONE)
+		return -ESRCH;
+	f->interrupt = -ECANCELED;
+	if (f->wait == FL__WAIT_OP)
+		fl__schedule(l, f, NULL, 0);
+	return 0;
+}
+
+int fl_wait_event(void **value)
+{
+	struct fl_loop *l = fl__op_loop();
+	if (!l)
+		return -EPERM;
+	int err = fl__op_begin(l);
+	if (err)
+		return err;
+	fl_fiber *me = l->current;
+	fl__pending_inc(l);
+	void *v = fl__op_park(l);
+	fl__pending_dec(l);
+	FL__STAT_ADD(l, completions, 1);
+	/* an interrupt schedules with NULL; a real event clears nothing */
+	if (me->interrupt)
+		return fl__take_interrupt(l);
+	if (value)
+		*value = v;
+	return 0;
+}
+
+void fl_set_trace_hook(fl_trace_fn fn, void *data)
+{
+	struct fl_loop *l = fl__tls_loop;
+	if (l) {
+		l->trace = fn;
+		l->trace_data = data;
+	}
+}
+
+void fl_set_idle_hook(fl_idle_fn fn, void *data)
+{
+	struct fl_loop *l = fl__tls_loop;
+	if (l) {
+		l->idle = fn;
+		l->idle_data = data;
+	}
+}
+
+struct loopstat_shm_slot *fl_stats_slot(void)
+{
+	struct fl_loop *l = fl__tls_loop;
+	return l ? l->slot : NULL;
+}
+
+const char *fl_backend_name(void)
+{
+	struct fl_loop *l = fl__tls_loop;
+	return l ? l->be->name : NULL;
+}

@@ -1,0 +1,134 @@
+/*
+ * children.c — child processes with known behaviour for sampler tests.
+ */
+#include "children.h"
+#include "support.h"
+
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void die_with_parent(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* build/examples/NAME beside the loopstat under test */
+static void example_path(const char *name, char *buf, size_t len)
+{
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s", ts_loopstat_bin());
+	char *slash = strrchr(bin, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(bin, sizeof(bin), ".");
+	snprintf(buf, len, "%s/examples/%s", bin, name);
+}
+
+pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_fd)
+{
+	char path[600];
+	const char *argv[16];
+	int n = 0;
+	example_path(name, path, sizeof(path));
+	argv[n++] = path;
+	for (int i = 0; args && args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		die_with_parent();
+		dup2(p[1], STDOUT_FILENO);
+		close(p[0]);
+		close(p[1]);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	if (stdout_fd)
+		*stdout_fd = p[0];
+	else
+		close(p[0]);
+	return pid;
+}
+
+double tc_read_self_idle(int fd, int timeout_ms)
+{
+	char buf[256];
+	size_t len = 0;
+	long long end = ts_now_ms() + timeout_ms;
+	while (len < sizeof(buf) - 1 && ts_now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	const char *line = strstr(buf, "self_idle_pct ");
+	cr_assert(line, "no self_idle_pct line in '%s'", buf);
+	return strtod(line + 14, NULL);
+}
+
+/* Returns once the child sits in syscall nr (bounded: fails the test after 5 s). */
+static void wait_in_syscall(pid_t pid, long nr)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		long got = -2;
+		if (f) {
+			if (fgets(buf, sizeof(buf), f))
+				got = strtol(buf, NULL, 10);
+			fclose(f);
+		}
+		if (got == nr && strncmp(buf, "running", 7) != 0)
+			return;
+		usleep(10000);
+	}
+	cr_assert_fail("child %d never entered syscall %ld", (int)pid, nr);
+}
+
+pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		die_with_parent();
+		char c;
+		close(p[1]);
+		for (;;)
+			if (read(p[0], &c, 1) <= 0)
+				pause();
+	}
+	*pipe_fd_in_child = p[0];
+	close(p[0]);
+	wait_in_syscall(pid, SYS_read);
+	*write_end = p[1]; /* kept open so that the child's read blocks */
+	return pid;
+}
+
+void tc_kill(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}

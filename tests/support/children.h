@@ -1,0 +1,28 @@
+/*
+ * children.h — child processes with known behaviour for sampler tests.
+ */
+#ifndef TESTS_CHILDREN_H
+#define TESTS_CHILDREN_H
+
+#include <sys/types.h>
+
+/*
+ * Starts build/examples/NAME (next to $LOOPSTAT_BIN) with args (NULL-
+ * terminated, at most 14), its stdout on a pipe returned in *stdout_fd (or
+ * closed if NULL). The child dies with the test. Returns the pid.
+ */
+pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_fd);
+
+/* Reads an example's "self_idle_pct X" line (duty_cycle prints it at exit)
+ * within timeout_ms; fails the test if it does not come. */
+double tc_read_self_idle(int fd, int timeout_ms);
+
+/* Forks a child blocked in read(2) on a pipe until killed; *pipe_fd_in_child
+ * is the fd number it reads from, *write_end the parent's end, which must
+ * stay open while the child should block. Returns the pid. */
+pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end);
+
+/* Kills and reaps a child. */
+void tc_kill(pid_t pid);
+
+#endif /* TESTS_CHILDREN_H */

@@ -1,0 +1,76 @@
+/* Sampled idle% matches the worker's own measure within 3 points: runtime loops on both backends and a plain epoll loop. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fiberloop.h"
+#include "sampler.h"
+#include "support/children.h"
+#include "support/support.h"
+
+#define WINDOW_S 5.0
+/* 1 kHz gives ~5000 samples in 5 s: the 95% interval is under 1.4 points,
+ * so a 3-point bound tests the sampler, not luck. */
+#define RATE_HZ 1000.0
+
+/* backend NULL: the plain (uninstrumented) epoll loop */
+static void check(const char *backend, double idle_frac)
+{
+	char idle[16];
+	snprintf(idle, sizeof(idle), "%.2f", idle_frac);
+	const char *args[] = { "--idle", idle, "--seconds", "6.5", backend ? NULL : "--plain", NULL };
+	if (backend)
+		setenv("FL_BACKEND", backend, 1);
+	int out;
+	pid_t child = tc_spawn_example("duty_cycle", args, &out);
+
+	struct targets t;
+	targets_init(&t);
+	t.pids[t.npids++] = child;
+	struct sampler_opts o = { .rate_hz = RATE_HZ, .targets = &t };
+	struct sampler *s;
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	usleep((useconds_t)((WINDOW_S + 0.5) * 1e6));
+	struct model m;
+	cr_assert_eq(sampler_model(s, WINDOW_S, &m), 0);
+	sampler_delete(s);
+	double printed = tc_read_self_idle(out, 5000);
+	close(out);
+	waitpid(child, NULL, 0);
+
+	cr_assert_eq(m.n, 1, "%s: the child is one worker", backend ? backend : "plain");
+	const struct worker_view *w = &m.workers[0];
+	cr_assert_eq(w->pid, child);
+	cr_assert_eq(w->instrumented, backend != NULL);
+	cr_assert_gt(w->samples, 3000, "only %lu samples", (unsigned long)w->samples);
+	if (backend)
+		cr_assert_str_eq(w->backend, backend);
+	/* the runtime's own measure over the same window; the plain loop's
+	 * over its whole run */
+	double self = backend ? w->self_idle_pct : printed;
+	cr_log_info("%-8s idle %.0f%%: sampled %.2f%% (±%.2f), self %.2f%%, cpu %.1f%%, cpu wait %.1f%%",
+		    backend ? backend : "plain", idle_frac * 100, w->idle_pct, w->idle_ci95, self, w->cpu_pct,
+		    w->cpu_wait_pct);
+	cr_expect_leq(fabs(w->idle_pct - self), 3.0, "%s idle %.0f%%: sampled %.2f vs self %.2f",
+		      backend ? backend : "plain", idle_frac * 100, w->idle_pct, self);
+	model_done(&m);
+}
+
+/* One test for every case: run in parallel they would steal each other's
+ * CPU and turn wait-for-CPU into error. */
+Test(accuracy, sampled_idle_matches_own_measure, .timeout = 150)
+{
+	static const double fracs[] = { 0.25, 0.50, 0.90 };
+	static const char *backends[] = { "io_uring", "libev" };
+	for (size_t i = 0; i < sizeof(fracs) / sizeof(fracs[0]); i++) {
+		for (size_t b = 0; b < 2; b++)
+			if (fl_backend_available(backends[b]))
+				check(backends[b], fracs[i]);
+		check(NULL, fracs[i]);
+	}
+}

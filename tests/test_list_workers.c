@@ -1,0 +1,142 @@
+/* `loopstat list --json` validated field by field against known live workers (instrumented and not). */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loopstat_shm.h"
+#include "support/children.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("workers");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(list_workers, .init = setup, .fini = teardown, .timeout = 60);
+
+/* build/examples/counters next to the loopstat under test */
+static pid_t spawn_counters(int busy_pct)
+{
+	char bin[512], busy[16];
+	snprintf(bin, sizeof(bin), "%s", ts_loopstat_bin());
+	char *d = dirname(bin);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/examples/counters", d);
+	snprintf(busy, sizeof(busy), "%d", busy_pct);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		execl(path, path, "-b", busy, "-s", "30", (char *)NULL);
+		_exit(127);
+	}
+	char seg[600];
+	snprintf(seg, sizeof(seg), "%s/loopstat.%d", dir, (int)pid);
+	for (int i = 0; i < 300 && access(seg, F_OK) != 0; i++)
+		usleep(10000);
+	cr_assert_eq(access(seg, F_OK), 0, "%s never published %s", path, seg);
+	return pid;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "missing key '%s'", key);
+	return v;
+}
+
+static double num(json_object *o, const char *key) { return json_object_get_double(get(o, key)); }
+
+static json_object *worker_of(json_object *workers, pid_t pid)
+{
+	for (size_t i = 0; i < json_object_array_length(workers); i++) {
+		json_object *w = json_object_array_get_idx(workers, i);
+		if (json_object_get_int(get(w, "pid")) == pid)
+			return w;
+	}
+	return NULL;
+}
+
+Test(list_workers, every_field_against_known_workers)
+{
+	pid_t inst = spawn_counters(40);
+	int rfd, wr;
+	const char *args[] = { "--idle", "0.8", "--seconds", "30", "--plain", NULL };
+	pid_t loop = tc_spawn_example("duty_cycle", args, NULL);
+	pid_t reader = tc_spawn_blocked_read(&rfd, &wr);
+
+	char pids[64];
+	snprintf(pids, sizeof(pids), "%d,%d,%d", (int)inst, (int)loop, (int)reader);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "-p", pids, NULL };
+	char *out = NULL;
+	int rc = ts_run(argv, &out, 20000);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "not JSON: %s", out);
+	cr_assert_eq(json_object_get_int(get(doc, "version")), 1);
+	cr_assert_float_eq(num(doc, "duration_s"), 3.0, 0.5);
+	json_object *workers = get(doc, "workers");
+	cr_assert_eq(json_object_array_length(workers), 2, "the reader never polls, so it is no worker: %s", out);
+	cr_assert_null(worker_of(workers, reader));
+
+	/* the instrumented one */
+	json_object *w = worker_of(workers, inst);
+	cr_assert(w);
+	cr_assert_eq(json_object_get_int(get(w, "tid")), inst);
+	cr_assert_str_eq(json_object_get_string(get(w, "name")), "counters");
+	cr_assert_str_eq(json_object_get_string(get(w, "tag")), "counters");
+	cr_assert_str_eq(json_object_get_string(get(w, "backend")), "none");
+	cr_assert(json_object_get_boolean(get(w, "instrumented")));
+	cr_assert(!json_object_get_boolean(get(w, "gone")));
+	cr_assert_gt(json_object_get_int(get(w, "samples")), 300);
+	double idle = num(w, "idle_pct");
+	double sum = idle + num(w, "running_pct") + num(w, "blocked_pct") + num(w, "other_pct");
+	cr_assert_float_eq(sum, 100.0, 0.05);
+	cr_assert(num(w, "idle_ci95") > 0 && num(w, "idle_ci95") < 10);
+	json_object *c = get(w, "counters");
+	cr_assert_float_eq(idle, num(c, "self_idle_pct"), 8.0, "sampled %f vs self %f", idle, num(c, "self_idle_pct"));
+	cr_assert_float_eq(idle, 60.0, 15.0, "a 40%%-busy loop idles about 60%%: %f", idle);
+	cr_assert_float_eq(num(w, "cpu_pct"), 40.0, 15.0);
+	cr_assert_geq(num(w, "cpu_wait_pct"), 0.0);
+	cr_assert_float_eq(num(c, "ops_per_s"), 100.0, 15.0, "one op per 10 ms tick");
+	cr_assert_float_eq(num(c, "polls_per_s"), num(c, "ops_per_s"), 15.0);
+	cr_assert_float_eq(num(c, "headroom_ops_per_s"), num(c, "ops_per_s") / (1 - idle / 100), 0.05 * num(c, "headroom_ops_per_s"));
+	cr_assert_float_eq(num(c, "stall_ms"), 0.0, 1e-9);
+	cr_assert_eq(json_object_get_int(get(c, "fibers")), 0);
+	json_object *totals = get(w, "totals");
+	cr_assert_gt(json_object_get_int64(get(totals, "ops")), 100);
+	cr_assert_gt(json_object_get_int64(get(totals, "poll_time_ns")), 500000000);
+	cr_assert_eq(json_object_get_type(get(w, "blocked_top")), json_type_array);
+
+	/* the uninstrumented epoll loop: sampled, no counters */
+	w = worker_of(workers, loop);
+	cr_assert(w);
+	cr_assert(!json_object_get_boolean(get(w, "instrumented")));
+	cr_assert_str_eq(json_object_get_string(get(w, "backend")), "none");
+	cr_assert(!json_object_object_get_ex(w, "counters", NULL), "no counters for an uninstrumented worker");
+	cr_assert(!json_object_object_get_ex(w, "totals", NULL));
+	cr_assert_float_eq(num(w, "idle_pct"), 80.0, 10.0);
+
+	json_object *fleet = get(doc, "fleet");
+	cr_assert_eq(json_object_get_int(get(fleet, "workers")), 2);
+	cr_assert_float_eq(num(fleet, "ops_per_s"), num(c, "ops_per_s"), 0.01);
+	json_object_put(doc);
+	free(out);
+
+	kill(inst, SIGTERM);
+	waitpid(inst, NULL, 0);
+	tc_kill(loop);
+	tc_kill(reader);
+	close(wr);
+}

@@ -1,0 +1,178 @@
+/* Capacity model on recorded sample streams: idle, CI95, windows, blockers, rates, headroom, stall, history. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "acc.h"
+#include "model.h"
+
+#define NS 1000000000ull
+#define MS 1000000ull
+
+static struct acc *acc;
+static struct worker_view view;
+
+static void setup(void)
+{
+	acc = malloc(sizeof(*acc));
+	acc_init(acc);
+	memset(&view, 0, sizeof(view));
+}
+
+static void teardown(void) { free(acc); }
+
+TestSuite(model, .init = setup, .fini = teardown, .timeout = 10);
+
+static const struct probe_verdict POLL = { PROBE_POLL, SYS_epoll_wait, 3 };
+static const struct probe_verdict RUN = { PROBE_RUNNING, -1, -1 };
+static const struct probe_verdict READ5 = { PROBE_BLOCKED, SYS_read, 5 };
+static const struct probe_verdict FSYNC7 = { PROBE_BLOCKED, SYS_fsync, 7 };
+static const struct probe_verdict OTHER = { PROBE_OTHER, -1, -1 };
+
+/* n samples evenly spread over [from, to) ns, the i-th chosen by pick(i) */
+static void feed(uint64_t from, uint64_t to, int n, const struct probe_verdict *(*pick)(int))
+{
+	for (int i = 0; i < n; i++)
+		acc_add_sample(acc, from + (to - from) * (uint64_t)i / (uint64_t)n, pick(i));
+}
+
+static const struct probe_verdict *quarter_idle(int i) { return i % 4 == 0 ? &POLL : &RUN; }
+static const struct probe_verdict *all_poll(int i) { (void)i; return &POLL; }
+static const struct probe_verdict *all_run(int i) { (void)i; return &RUN; }
+static const struct probe_verdict *mixed(int i)
+{
+	static const struct probe_verdict *cycle[10] = { &READ5, &READ5, &READ5, &READ5, &READ5, &READ5,
+							 &FSYNC7, &FSYNC7, &POLL, &OTHER };
+	return cycle[i % 10];
+}
+
+Test(model, idle_share_and_wilson_interval)
+{
+	feed(1 * NS, 6 * NS, 1000, quarter_idle);
+	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	cr_assert_eq(view.samples, 1000);
+	cr_assert_float_eq(view.idle_pct, 25.0, 1e-9);
+	cr_assert_float_eq(view.running_pct, 75.0, 1e-9);
+	cr_assert_float_eq(view.blocked_pct, 0.0, 1e-9);
+	/* Wilson half-width for p = 0.25, n = 1000: 2.680 points */
+	cr_assert_float_eq(view.idle_ci95, 2.680, 0.01, "ci95 %f", view.idle_ci95);
+	cr_assert(isnan(view.ops_per_s), "uninstrumented: no rates");
+}
+
+Test(model, ci95_properties)
+{
+	cr_assert_gt(model_ci95_pts(0.5, 100), model_ci95_pts(0.5, 10000));
+	cr_assert_gt(model_ci95_pts(0.0, 50), 0.0, "never claims certainty from few samples");
+	cr_assert_float_eq(model_ci95_pts(0.5, 10000), 0.98, 0.01);
+	cr_assert(isnan(model_ci95_pts(0.5, 0)));
+}
+
+Test(model, window_excludes_older_seconds_cumulative_does_not)
+{
+	feed(1 * NS, 11 * NS, 1000, all_run);   /* 10 s fully busy */
+	feed(11 * NS, 16 * NS, 500, all_poll);  /* then 5 s idle */
+	acc_view(acc, 16 * NS - 1, 5, 0, &view);
+	cr_assert_float_eq(view.idle_pct, 100.0, 1e-9, "last 5 s: idle %f", view.idle_pct);
+	cr_assert_eq(view.samples, 500);
+	acc_view(acc, 16 * NS - 1, 0, 0, &view);
+	cr_assert_eq(view.samples, 1500);
+	cr_assert_float_eq(view.idle_pct, 100.0 / 3, 1e-9);
+}
+
+Test(model, blockers_ranked_by_share)
+{
+	feed(1 * NS, 3 * NS, 1000, mixed);
+	acc_view(acc, 3 * NS - 1, 2, 0, &view);
+	cr_assert_float_eq(view.blocked_pct, 80.0, 1e-9);
+	cr_assert_float_eq(view.other_pct, 10.0, 1e-9);
+	cr_assert_eq(view.nblocked_top, 2);
+	cr_assert_str_eq(view.blocked_top[0].syscall, "read");
+	cr_assert_eq(view.blocked_top[0].fd, 5);
+	cr_assert_float_eq(view.blocked_top[0].pct, 60.0, 1e-9);
+	cr_assert_str_eq(view.blocked_top[1].syscall, "fsync");
+	cr_assert_float_eq(view.blocked_top[1].pct, 20.0, 1e-9);
+}
+
+static void shm_at(uint64_t t, uint64_t ops, uint64_t switches, uint64_t poll_ns, uint64_t runq)
+{
+	uint64_t v[PROBE_SHM_NVALUES] = { 0 };
+	v[PROBE_SHM_ops] = ops;
+	v[PROBE_SHM_switches] = switches;
+	v[PROBE_SHM_poll_time_ns] = poll_ns;
+	v[PROBE_SHM_runqueue_len] = runq;
+	acc_add_shm(acc, t, v, "handler");
+}
+
+Test(model, rates_self_idle_and_headroom)
+{
+	/* 1000 ops/s, 75% of wall in poll by its own clock, 10 Hz readings */
+	for (uint64_t t = 1 * NS; t <= 7 * NS; t += 100 * MS) {
+		uint64_t el = t - 1 * NS;
+		shm_at(t, el / MS, el / MS * 3, el * 3 / 4, (t / (100 * MS)) % 7);
+	}
+	feed(1 * NS, 7 * NS, 1200, quarter_idle); /* sampled: 25% idle */
+	acc_view(acc, 7 * NS, 5, 1, &view);
+	cr_assert_float_eq(view.ops_per_s, 1000.0, 1e-6, "ops/s %f", view.ops_per_s);
+	cr_assert_float_eq(view.switches_per_s, 3000.0, 1e-6);
+	cr_assert_float_eq(view.self_idle_pct, 75.0, 1e-6);
+	/* headroom = ops/s / (1 - idle) with the sampled idle of 25% */
+	cr_assert_float_eq(view.headroom_ops_per_s, 1000.0 / 0.75, 1e-6);
+	cr_assert_eq(view.runqueue_max, 6);
+	cr_assert(isnan(model_headroom(1000, 99.5)), "no finite headroom for an idle worker");
+	cr_assert(isnan(model_headroom(NAN, 50)));
+}
+
+Test(model, cpu_and_wait_from_schedstat)
+{
+	for (uint64_t s = 1; s <= 6; s++)
+		acc_add_sched(acc, s * NS, (s - 1) * NS / 2, (s - 1) * NS / 10);
+	acc_view(acc, 6 * NS, 0, 0, &view);
+	cr_assert_float_eq(view.cpu_pct, 50.0, 1e-6);
+	cr_assert_float_eq(view.cpu_wait_pct, 10.0, 1e-6);
+}
+
+Test(model, stall_while_running_with_switches_frozen)
+{
+	shm_at(1 * NS, 10, 500, 0, 0);
+	for (uint64_t t = 1 * NS + 100 * MS; t <= 3 * NS; t += 100 * MS) {
+		shm_at(t, 10, 500, 0, 0); /* switches frozen */
+		acc_add_sample(acc, t, &RUN);
+	}
+	acc_view(acc, 2800 * MS, 5, 1, &view);
+	cr_assert_float_eq(view.stall_ms, 1800.0, 1e-6, "stall %f ms", view.stall_ms);
+	cr_assert_str_eq(view.fiber_tag, "handler");
+
+	acc_add_sample(acc, 2900 * MS, &POLL); /* back in its poll: idle, not stalled */
+	acc_view(acc, 3 * NS, 5, 1, &view);
+	cr_assert_float_eq(view.stall_ms, 0.0, 1e-9);
+
+	shm_at(3100 * MS, 10, 501, 0, 0); /* and a switch resets the clock */
+	acc_add_sample(acc, 3150 * MS, &RUN);
+	cr_assert_eq(acc_stall_ns(acc, 3200 * MS), 0, "100 ms is no stall");
+	cr_assert_eq(acc_stall_ns(acc, 3500 * MS), 400 * MS);
+}
+
+Test(model, per_second_history)
+{
+	feed(1 * NS, 2 * NS, 100, all_poll);
+	feed(2 * NS, 3 * NS, 100, all_run);
+	feed(4 * NS, 5 * NS, 100, quarter_idle); /* second 3 has no samples */
+	acc_view(acc, 5 * NS - 1, 5, 0, &view);
+	cr_assert_eq(view.nhistory, 4);
+	cr_assert_float_eq(view.idle_history[0], 100.0f, 1e-4);
+	cr_assert_float_eq(view.idle_history[1], 0.0f, 1e-4);
+	cr_assert(isnan(view.idle_history[2]));
+	cr_assert_float_eq(view.idle_history[3], 25.0f, 1e-4);
+}
+
+Test(model, gone_and_no_access_samples_are_not_time)
+{
+	static const struct probe_verdict gone = { PROBE_GONE, -1, -1 }, denied = { PROBE_NO_ACCESS, -1, -1 };
+	acc_add_sample(acc, 1 * NS, &gone);
+	acc_add_sample(acc, 1 * NS, &denied);
+	acc_view(acc, 2 * NS, 5, 0, &view);
+	cr_assert_eq(view.samples, 0);
+	cr_assert(isnan(view.idle_pct));
+}

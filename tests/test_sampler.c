@@ -1,0 +1,141 @@
+/* Sampler on real processes: workers appear when seen polling, blocked reads are attributed, exited workers drop. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sampler.h"
+#include "support/children.h"
+#include "support/support.h"
+
+static struct targets t;
+static struct sampler *s;
+
+static void start(pid_t a, pid_t b, int all_threads)
+{
+	targets_init(&t);
+	t.pids[t.npids++] = a;
+	if (b > 0)
+		t.pids[t.npids++] = b;
+	struct sampler_opts o = { .rate_hz = 500, .targets = &t, .all_threads = all_threads };
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+}
+
+static const struct worker_view *find(const struct model *m, pid_t pid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->workers[i].pid == pid)
+			return &m->workers[i];
+	return NULL;
+}
+
+/* Polls the model until pred holds or the deadline passes; returns it. */
+static int wait_for(struct model *m, int (*pred)(const struct model *, pid_t), pid_t pid, int ms)
+{
+	long long end = ts_now_ms() + ms;
+	for (;;) {
+		cr_assert_eq(sampler_model(s, 5, m), 0);
+		if (pred(m, pid))
+			return 1;
+		if (ts_now_ms() > end)
+			return 0;
+		model_done(m);
+		usleep(50000);
+	}
+}
+
+static int present(const struct model *m, pid_t pid) { return find(m, pid) != NULL; }
+static int absent(const struct model *m, pid_t pid) { return find(m, pid) == NULL; }
+static int marked_gone(const struct model *m, pid_t pid)
+{
+	const struct worker_view *w = find(m, pid);
+	return w && w->gone;
+}
+
+Test(sampler, blocked_read_is_attributed_to_read_on_its_fd, .timeout = 30)
+{
+	int fd, wr;
+	pid_t child = tc_spawn_blocked_read(&fd, &wr);
+	start(child, 0, 1); /* all threads: a reader never polls, so it is no worker by default */
+	struct model m;
+	cr_assert(wait_for(&m, present, child, 5000), "blocked child never listed with all_threads");
+	model_done(&m);
+	usleep(600000);
+	cr_assert_eq(sampler_model(s, 5, &m), 0);
+	const struct worker_view *w = find(&m, child);
+	cr_assert(w);
+	cr_assert_gt(w->samples, 100);
+	cr_assert_geq(w->blocked_pct, 99.0, "blocked %.1f%%", w->blocked_pct);
+	cr_assert_eq(w->nblocked_top, 1);
+	cr_assert_str_eq(w->blocked_top[0].syscall, "read");
+	cr_assert_eq(w->blocked_top[0].fd, fd);
+	cr_assert(strncmp(w->blocked_top[0].target, "pipe:[", 6) == 0, "target '%s'", w->blocked_top[0].target);
+	cr_assert_lt(w->cpu_pct, 5.0, "cpu %f", w->cpu_pct);
+	cr_assert(!w->instrumented);
+	cr_assert_str_eq(w->backend, "none");
+	model_done(&m);
+
+	sampler_set_all_threads(s, 0);
+	cr_assert_eq(sampler_model(s, 5, &m), 0);
+	cr_assert_null(find(&m, child), "a thread never seen polling is not a worker");
+	model_done(&m);
+	sampler_delete(s);
+	tc_kill(child);
+	close(wr);
+}
+
+Test(sampler, worker_appears_then_is_marked_gone_then_dropped, .timeout = 30)
+{
+	const char *args[] = { "--idle", "0.8", "--seconds", "20", "--plain", NULL };
+	pid_t child = tc_spawn_example("duty_cycle", args, NULL);
+	start(child, 0, 0);
+	struct model m;
+	cr_assert(wait_for(&m, present, child, 5000), "polling child never became a worker");
+	const struct worker_view *w = find(&m, child);
+	cr_assert(!w->gone);
+	cr_assert_eq(w->tid, child);
+	model_done(&m);
+
+	tc_kill(child);
+	cr_assert(wait_for(&m, marked_gone, child, 3000), "exit not noticed");
+	model_done(&m);
+	long long gone_at = ts_now_ms();
+	cr_assert(wait_for(&m, absent, child, 8000), "gone worker never dropped");
+	model_done(&m);
+	long long kept = ts_now_ms() - gone_at;
+	cr_assert_geq(kept, (long long)(SAMPLER_GONE_KEEP_S * 1000) - 1000, "dropped after only %lld ms", kept);
+	sampler_delete(s);
+}
+
+Test(sampler, rate_and_pause_controls, .timeout = 30)
+{
+	const char *args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	pid_t child = tc_spawn_example("duty_cycle", args, NULL);
+	start(child, 0, 0);
+	sampler_set_rate(s, 100);
+	cr_assert_float_eq(sampler_rate(s), 100.0, 1e-9);
+	sampler_set_rate(s, -5);
+	cr_assert_float_eq(sampler_rate(s), 100.0, 1e-9, "invalid rates are ignored");
+	struct model m;
+	cr_assert(wait_for(&m, present, child, 5000));
+	model_done(&m);
+	sampler_set_paused(s, 1);
+	usleep(200000);
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	uint64_t before = m.total_samples;
+	model_done(&m);
+	usleep(500000);
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(m.total_samples, before, "paused sampler took samples");
+	model_done(&m);
+	sampler_set_paused(s, 0);
+	usleep(500000);
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	/* 100 Hz for 0.5 s: about 50, never the 250 of the old rate */
+	cr_assert(m.total_samples - before >= 25 && m.total_samples - before <= 100, "took %lu",
+		  (unsigned long)(m.total_samples - before));
+	model_done(&m);
+	sampler_delete(s);
+	tc_kill(child);
+}

@@ -1,0 +1,242 @@
+/* Scheduler: FIFO order, priority unshift, anti-starvation, cross-thread wakeup, idle and trace hooks, runqueue growth. */
+#include "support/fl_test.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct order {
+	char log[64];
+	int  n;
+};
+
+struct who {
+	struct order *o;
+	char          name;
+	int           rounds;
+};
+
+static void *logger(void *arg)
+{
+	struct who *w = arg;
+	for (int i = 0; i < w->rounds; i++) {
+		w->o->log[w->o->n++] = w->name;
+		fl_snooze();
+	}
+	return NULL;
+}
+
+static void *fifo_main(void *arg)
+{
+	(void)arg;
+	struct order o = { .n = 0 };
+	struct who w[3] = { { &o, 'a', 3 }, { &o, 'b', 3 }, { &o, 'c', 3 } };
+	fl_fiber *f[3];
+	for (int i = 0; i < 3; i++)
+		fl_fiber_ref(f[i] = fl_spin(logger, &w[i], NULL));
+	for (int i = 0; i < 3; i++) {
+		fl_await(f[i], NULL);
+		fl_fiber_unref(f[i]);
+	}
+	o.log[o.n] = '\0';
+	cr_assert_str_eq(o.log, "abcabcabc");
+	return NULL;
+}
+
+Test(sched, fifo_order, .timeout = 10)
+{
+	fl_test_run(fifo_main, NULL);
+}
+
+static void *parked(void *arg)
+{
+	struct who *w = arg;
+	fl_suspend();
+	w->o->log[w->o->n++] = w->name;
+	return NULL;
+}
+
+static void *unshift_main(void *arg)
+{
+	(void)arg;
+	struct order o = { .n = 0 };
+	struct who a = { &o, 'a', 1 }, b = { &o, 'b', 1 }, p = { &o, 'p', 1 };
+	fl_fiber *fp = fl_spin(parked, &p, NULL);
+	fl_snooze(); /* fp parks */
+	fl_spin(logger, &a, NULL);
+	fl_spin(logger, &b, NULL);
+	fl_schedule_first(fp, NULL); /* jumps the queue */
+	fl_schedule_first(fp, NULL); /* already runnable: no second entry */
+	fl_snooze();
+	fl_snooze();
+	fl_snooze();
+	o.log[o.n] = '\0';
+	cr_assert_str_eq(o.log, "pab");
+	return NULL;
+}
+
+Test(sched, unshift_has_priority, .timeout = 10)
+{
+	fl_test_run(unshift_main, NULL);
+}
+
+/* ---- anti-starvation ----------------------------------------------------- */
+
+struct starve {
+	int  p[2];
+	int  done;
+	long snoozes;
+};
+
+static void *snoozer(void *arg)
+{
+	struct starve *s = arg;
+	while (!s->done) {
+		s->snoozes++;
+		fl_snooze();
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	struct starve *s = arg;
+	char c;
+	cr_assert_eq(fl_read(s->p[0], &c, 1), 1);
+	s->done = 1;
+	return NULL;
+}
+
+static void *writer(void *arg)
+{
+	struct starve *s = arg;
+	cr_assert_eq(fl_write(s->p[1], "x", 1), 1);
+	return NULL;
+}
+
+static void *starve_main(void *arg)
+{
+	(void)arg;
+	struct starve s = { .done = 0 };
+	cr_assert_eq(pipe(s.p), 0);
+	uint64_t blocking0 = fl_stats_slot()->polls_blocking;
+	fl_fiber *fs = fl_spin(snoozer, &s, NULL);
+	fl_spin(reader, &s, NULL);
+	fl_spin(writer, &s, NULL);
+	fl_await(fs, NULL);
+	/* the runqueue never emptied: only non-blocking polls brought the
+	 * completions in */
+	cr_assert_eq(fl_stats_slot()->polls_blocking, blocking0);
+	cr_assert(s.snoozes > 0);
+	close(s.p[0]);
+	close(s.p[1]);
+	return NULL;
+}
+
+Test(sched, snoozing_fiber_does_not_starve_io, .timeout = 10)
+{
+	fl_test_run(starve_main, NULL);
+}
+
+/* ---- cross-thread schedule ----------------------------------------------- */
+
+struct xthread {
+	fl_fiber *target;
+	void     *value;
+};
+
+static void *other_thread(void *arg)
+{
+	struct xthread *x = arg;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	fl_schedule(x->target, x->value);
+	return NULL;
+}
+
+static void *xthread_main(void *arg)
+{
+	(void)arg;
+	struct xthread x = { fl_current(), (void *)0x1234 };
+	pthread_t t;
+	uint64_t blocking0 = fl_stats_slot()->polls_blocking;
+	cr_assert_eq(pthread_create(&t, NULL, other_thread, &x), 0);
+	void *v = fl_suspend(); /* nothing else to do: the loop blocks in poll */
+	cr_assert_eq(v, (void *)0x1234);
+	cr_assert(fl_stats_slot()->polls_blocking > blocking0, "loop never blocked");
+	pthread_join(t, NULL);
+	return NULL;
+}
+
+Test(sched, cross_thread_schedule_wakes_blocked_loop, .timeout = 10)
+{
+	fl_test_run(xthread_main, NULL);
+}
+
+/* ---- hooks and growth ---------------------------------------------------- */
+
+static int idle_calls;
+static int trace_counts[8];
+
+static void on_idle(void *data)
+{
+	(void)data;
+	idle_calls++;
+}
+
+static void on_trace(enum fl_trace_event ev, fl_fiber *f, intptr_t arg, void *data)
+{
+	(void)f, (void)arg, (void)data;
+	trace_counts[ev]++;
+}
+
+static void *hooks_main(void *arg)
+{
+	(void)arg;
+	idle_calls = 0;
+	memset(trace_counts, 0, sizeof(trace_counts));
+	fl_set_idle_hook(on_idle, NULL);
+	fl_set_trace_hook(on_trace, NULL);
+	fl_sleep(0.01);
+	fl_snooze();
+	fl_set_trace_hook(NULL, NULL);
+	fl_set_idle_hook(NULL, NULL);
+	cr_assert_eq(idle_calls, 1, "idle ran %d times", idle_calls);
+	cr_assert_eq(trace_counts[FL_TRACE_SWITCHPOINT], 2);
+	cr_assert_eq(trace_counts[FL_TRACE_RUN], 2);
+	cr_assert_eq(trace_counts[FL_TRACE_SCHEDULE], 2);
+	cr_assert_eq(trace_counts[FL_TRACE_POLL_ENTER], 1);
+	cr_assert_eq(trace_counts[FL_TRACE_POLL_LEAVE], 1);
+	return NULL;
+}
+
+Test(sched, idle_and_trace_hooks, .timeout = 10)
+{
+	fl_test_run(hooks_main, NULL);
+}
+
+static void *nop(void *arg)
+{
+	return arg;
+}
+
+static void *grow_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 1000; i++)
+		fl_spin(nop, NULL, NULL);
+	struct loopstat_shm_slot *s = fl_stats_slot();
+	cr_assert_eq(s->runqueue_len, 1000);
+	cr_assert(s->runqueue_cap >= 1000);
+	cr_assert(s->runqueue_hwm >= 1000);
+	fl_snooze();
+	cr_assert_eq(s->runqueue_len, 0);
+	cr_assert(s->runqueue_hwm >= 1000);
+	return NULL;
+}
+
+Test(sched, runqueue_grows_and_tracks_high_water, .timeout = 10)
+{
+	fl_test_run(grow_main, NULL);
+}
