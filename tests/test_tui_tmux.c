@@ -89,6 +89,42 @@ static char *capture(void)
 	return out ? out : strdup("");
 }
 
+/* The pane with its attributes as escape sequences. */
+static char *capture_escapes(void)
+{
+	char *out = NULL;
+	tmux_out(&out, "capture-pane", "-p", "-e", "-t", "t", NULL);
+	return out ? out : strdup("");
+}
+
+/* The captured line (with escapes) that holds s, or NULL; caller frees. */
+static char *line_with(const char *s)
+{
+	char *scr = capture_escapes(), *hit = strstr(scr, s), *line = NULL;
+	if (hit) {
+		char *b = hit, *e = hit + strcspn(hit, "\n");
+		while (b > scr && b[-1] != '\n')
+			b--;
+		line = strndup(b, (size_t)(e - b));
+	}
+	free(scr);
+	return line;
+}
+
+/* An SGR sequence setting a foreground colour (30..37, or 38;...). */
+static int has_colour(const char *s)
+{
+	for (const char *p = s; (p = strstr(p, "\033[")); p++) {
+		const char *q = p + 2;
+		while (*q && *q != 'm') {
+			if (q[0] == '3' && q[1] >= '0' && q[1] <= '8' && (q == p + 2 || q[-1] == ';'))
+				return 1;
+			q++;
+		}
+	}
+	return 0;
+}
+
 static char *display(const char *fmt)
 {
 	char *out = NULL;
@@ -127,7 +163,7 @@ static int wait_text(const char *s, int absent)
 		free(scr_); \
 	} while (0)
 
-/* Starts `loopstat top ARGS` in a detached session of cols x lines, from a
+/* Starts `loopstat ARGS` in a detached session of cols x lines, from a
  * bash script that prints its exit status and stays: tmux does not always
  * reap a pane's process in time to report pane_dead_status, and bash lets
  * Ctrl-C reach loopstat without dying itself when loopstat handles it. */
@@ -137,7 +173,7 @@ static void start_top(int cols, int lines, const char *args)
 	snprintf(path, sizeof(path), "%s/run.sh", dir);
 	snprintf(script, sizeof(script),
 		 "export LOOPSTAT_SHM_DIR='%s' LANG=C.UTF-8 TERM=screen\n"
-		 "'%s' top %s\n"
+		 "'%s' %s\n"
 		 "echo loopstat-exit=$?\n"
 		 "exec sleep 600\n", dir, ts_loopstat_bin(), args);
 	cr_assert_eq(ts_write_file(path, script, strlen(script)), 0);
@@ -204,7 +240,7 @@ static char *pid_text(pid_t pid)
 Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 {
 	pid_t a = start_worker(30), b = start_worker(80);
-	start_top(100, 30, "");
+	start_top(100, 30, "top");
 	assert_shows("IDLE%");
 	assert_shows(pid_text(a));
 	assert_shows(pid_text(b));
@@ -214,6 +250,9 @@ Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 	char *alt = display("#{alternate_on}");
 	cr_assert_str_eq(alt, "1", "runs on the alternate screen");
 	free(alt);
+	char *scr = capture_escapes();
+	cr_assert(has_colour(scr), "idle figures are coloured:\n%s", scr);
+	free(scr);
 	keys("q");
 	cr_assert_eq(wait_exit(), 0);
 	assert_terminal_restored();
@@ -222,7 +261,7 @@ Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 Test(tui_tmux, sort_filter_help_and_detail_keys)
 {
 	pid_t a = start_worker(20), b = start_worker(60);
-	start_top(100, 30, "");
+	start_top(100, 30, "top");
 	assert_shows(pid_text(a));
 	assert_shows(pid_text(b));
 
@@ -271,11 +310,14 @@ Test(tui_tmux, sort_filter_help_and_detail_keys)
 Test(tui_tmux, works_at_80x24_and_survives_resizes)
 {
 	pid_t a = start_worker(50);
-	start_top(80, 24, "--no-color");
+	start_top(80, 24, "--no-color")   /* no command: top, on a terminal */;
 	assert_shows(pid_text(a));
 	assert_shows("STALL");
 	char *scr = capture();
 	cr_assert_null(strstr(scr, "TOP-BLOCKER"), "no room for TOP-BLOCKER at 80x24:\n%s", scr);
+	free(scr);
+	scr = capture_escapes();
+	cr_assert_not(has_colour(scr), "--no-color:\n%s", scr);
 	free(scr);
 
 	cr_assert_eq(tmux("resize-window", "-t", "t", "-x", "130", "-y", "35"), 0);
@@ -293,7 +335,7 @@ Test(tui_tmux, works_at_80x24_and_survives_resizes)
 Test(tui_tmux, pause_rate_and_delay_keys_show_in_the_header)
 {
 	start_worker(40);
-	start_top(100, 30, "-r 100 -d 2");
+	start_top(100, 30, "top -r 100 -d 2");
 	assert_shows("rate 100 Hz");
 	assert_shows("refresh 2 s");
 	keys("+");
@@ -314,16 +356,73 @@ Test(tui_tmux, pause_rate_and_delay_keys_show_in_the_header)
 Test(tui_tmux, sigterm_and_sigint_restore_the_terminal)
 {
 	start_worker(40);
-	start_top(100, 30, "");
+	start_top(100, 30, "top");
 	assert_shows("IDLE%");
 	cr_assert_eq(kill(top_pid(), SIGTERM), 0);
 	cr_assert_eq(wait_exit(), 128 + SIGTERM);
 	assert_terminal_restored();
 
 	tmux("kill-server");
-	start_top(100, 30, "");
+	start_top(100, 30, "top");
 	assert_shows("IDLE%");
 	keys("C-c");
 	cr_assert_eq(wait_exit(), 128 + SIGINT);
 	assert_terminal_restored();
+}
+
+Test(tui_tmux, workers_appear_and_exited_ones_dim_then_drop)
+{
+	pid_t a = start_worker(30);
+	start_top(100, 30, "top");
+	assert_shows(pid_text(a));
+	assert_shows("workers 1");
+	pid_t b = start_worker(30);
+	assert_shows(pid_text(b));
+	assert_shows("workers 2");
+
+	cr_assert_eq(kill(a, SIGTERM), 0);
+	cr_assert_eq(waitpid(a, NULL, 0), a);
+	workers[0] = b;   /* teardown must not wait for a again */
+	nworkers = 1;
+	long long deadline = ts_now_ms() + WAIT_MS;
+	int dimmed = 0;
+	while (!dimmed && ts_now_ms() < deadline) {
+		char *l = line_with(pid_text(a));
+		dimmed = l && strstr(l, "\033[2m");
+		free(l);
+		usleep(100 * 1000);
+	}
+	char *scr = capture_escapes();
+	cr_assert(dimmed, "exited worker %d never shown dim:\n%s", (int)a, scr);
+	free(scr);
+	assert_hides(pid_text(a));
+	assert_shows(pid_text(b));
+	keys("q");
+	cr_assert_eq(wait_exit(), 0);
+}
+
+Test(tui_tmux, threads_key_lists_threads_that_never_poll)
+{
+	/* a process asleep in nanosleep is sampled (-p) but is no event-loop worker */
+	pid_t sleeper = fork();
+	cr_assert_geq(sleeper, 0);
+	if (sleeper == 0) {
+		execl("/bin/sleep", "sleep", "80", (char *)NULL);
+		_exit(127);
+	}
+	workers[nworkers++] = sleeper;
+	char args[64];
+	snprintf(args, sizeof(args), "top -p %d", (int)sleeper);
+	start_top(100, 30, args);
+	assert_shows("threads: event-loop workers");
+	assert_shows("no event-loop workers found");
+	keys("t");
+	assert_shows("threads: all");
+	assert_shows(pid_text(sleeper));
+	assert_shows("sleep");
+	keys("t");
+	assert_shows("threads: event-loop workers");
+	assert_hides(pid_text(sleeper));
+	keys("q");
+	cr_assert_eq(wait_exit(), 0);
 }
