@@ -33,7 +33,7 @@ static const char usage_text[] =
 	"  -n, --name REGEX         only processes whose name matches (extended regex)\n"
 	"  -j, --json               JSON output (list)\n"
 	"      --duration SECONDS   how long list samples (default 2)\n"
-	"  -r, --rate HZ            samples per second per thread (default 200)\n"
+	"  -r, --rate HZ            samples per second per thread (default 100)\n"
 	"  -d, --delay SECONDS      seconds between screen refreshes (top; default 1)\n"
 	"      --no-color           no colours (top; also when NO_COLOR is set)\n"
 	"  -h, --help               this help\n"

@@ -78,7 +78,7 @@ Test(list_workers, every_field_against_known_workers)
 
 	char pids[64];
 	snprintf(pids, sizeof(pids), "%d,%d,%d", (int)inst, (int)loop, (int)reader);
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "-p", pids, NULL };
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "--rate", "200", "-p", pids, NULL };
 	char *out = NULL;
 	int rc = ts_run(argv, &out, 20000);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
