@@ -14,6 +14,7 @@
 #include "probe_shm.h"
 #include "sampler.h"
 #include "targets.h"
+#include "tui.h"
 
 #define EXIT_USAGE 2
 
@@ -23,7 +24,8 @@ static const char usage_text[] =
 	"Shows how close event-loop workers are to capacity.\n"
 	"\n"
 	"commands:\n"
-	"  list        sample for a while, then print every worker once (default)\n"
+	"  top         live dashboard (default when stdout is a terminal)\n"
+	"  list        sample for a while, then print every worker once (default otherwise)\n"
 	"  gc          remove segments left by processes that are gone\n"
 	"\n"
 	"options:\n"
@@ -31,7 +33,9 @@ static const char usage_text[] =
 	"  -n, --name REGEX         only processes whose name matches (extended regex)\n"
 	"  -j, --json               JSON output (list)\n"
 	"      --duration SECONDS   how long list samples (default 2)\n"
-	"  -r, --rate HZ            samples per second per thread (default 200)\n"
+	"  -r, --rate HZ            samples per second per thread (default 100)\n"
+	"  -d, --delay SECONDS      seconds between screen refreshes (top; default 1)\n"
+	"      --no-color           no colours (top; also when NO_COLOR is set)\n"
 	"  -h, --help               this help\n"
 	"  -V, --version            version\n"
 	"\n"
@@ -44,6 +48,8 @@ struct cli {
 	int json;
 	double duration_s;
 	double rate_hz;
+	double delay_s;                  /* top: 0 means default */
+	int no_color;
 	struct targets targets;
 };
 
@@ -76,6 +82,8 @@ static int parse(int argc, char **argv, struct cli *c)
 		{ "json", no_argument, NULL, 'j' },
 		{ "duration", required_argument, NULL, 'D' },
 		{ "rate", required_argument, NULL, 'r' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "no-color", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -83,7 +91,8 @@ static int parse(int argc, char **argv, struct cli *c)
 	char msg[256];
 	int opt;
 
-	c->command = "list";
+	/* a bare `loopstat` on a terminal is the dashboard; in a pipe, the list */
+	c->command = isatty(STDOUT_FILENO) ? "top" : "list";
 	if (argc > 1 && argv[1][0] != '-') {
 		c->command = argv[1];
 		argv[1] = argv[0];
@@ -91,7 +100,7 @@ static int parse(int argc, char **argv, struct cli *c)
 		argv++;
 	}
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":p:n:jr:hV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":p:n:jr:d:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (targets_add_pids(&c->targets, optarg, msg, sizeof(msg)) < 0)
@@ -111,6 +120,13 @@ static int parse(int argc, char **argv, struct cli *c)
 		case 'r':
 			if (parse_seconds(optarg, 1, 10000, &c->rate_hz) < 0)
 				return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
+			break;
+		case 'd':
+			if (parse_seconds(optarg, 0.05, 3600, &c->delay_s) < 0)
+				return usage_error("invalid delay '%s': expected seconds (0.05 to 3600)", optarg);
+			break;
+		case 'C':
+			c->no_color = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -174,6 +190,28 @@ static int cmd_list(struct cli *c)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+static int cmd_top(struct cli *c)
+{
+	struct sampler_opts so = { .rate_hz = c->rate_hz, .targets = &c->targets };
+	struct tui_opts to = { .delay_s = c->delay_s, .no_color = c->no_color };
+	struct sampler *s;
+	int err = sampler_new(&so, &s);
+	if (err == 0 && (err = sampler_start(s)) < 0)
+		sampler_delete(s);
+	if (err < 0) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		return 1;
+	}
+	int rc = tui_run(s, &to);
+	sampler_stop(s);
+	sampler_delete(s);
+	if (rc < 0) {
+		fprintf(stderr, "loopstat: top needs a terminal: %s\n", strerror(-rc));
+		return 1;
+	}
+	return rc > 0 ? 128 + rc : 0;   /* stopped by a signal, as a shell reports it */
+}
+
 static int gc_one(const char *path, pid_t pid, void *arg)
 {
 	int *removed = arg;
@@ -212,7 +250,9 @@ int main(int argc, char **argv)
 	targets_init(&c.targets);
 	int rc = parse(argc, argv, &c);
 	if (rc < 0) {
-		if (strcmp(c.command, "list") == 0)
+		if (strcmp(c.command, "top") == 0)
+			rc = cmd_top(&c);
+		else if (strcmp(c.command, "list") == 0)
 			rc = cmd_list(&c);
 		else if (strcmp(c.command, "gc") == 0)
 			rc = cmd_gc();

@@ -1,10 +1,13 @@
-/* Sampled idle% of an uninstrumented epoll loop matches the loop's own measure within 3 points. */
+/* Sampled idle% matches the worker's own measure within 3 points: runtime loops on both backends and a plain epoll loop. */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "fiberloop.h"
 #include "sampler.h"
 #include "support/children.h"
 #include "support/support.h"
@@ -14,10 +17,17 @@
  * so a 3-point bound tests the sampler, not luck. */
 #define RATE_HZ 1000.0
 
-static double sampled_vs_self(double idle_frac, double *self_pct)
+/* backend NULL: the plain (uninstrumented) epoll loop */
+static void check(const char *backend, double idle_frac)
 {
-	int report;
-	pid_t child = tc_spawn_epoll_cycle(idle_frac, WINDOW_S + 0.5, &report);
+	char idle[16];
+	snprintf(idle, sizeof(idle), "%.2f", idle_frac);
+	const char *args[] = { "--idle", idle, "--seconds", "6.5", backend ? NULL : "--plain", NULL };
+	if (backend)
+		setenv("FL_BACKEND", backend, 1);
+	int out;
+	pid_t child = tc_spawn_example("duty_cycle", args, &out);
+
 	struct targets t;
 	targets_init(&t);
 	t.pids[t.npids++] = child;
@@ -25,39 +35,42 @@ static double sampled_vs_self(double idle_frac, double *self_pct)
 	struct sampler *s;
 	cr_assert_eq(sampler_new(&o, &s), 0);
 	cr_assert_eq(sampler_start(s), 0);
-	usleep((useconds_t)(WINDOW_S * 1e6));
+	usleep((useconds_t)((WINDOW_S + 0.5) * 1e6));
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(sampler_model(s, WINDOW_S, &m), 0);
 	sampler_delete(s);
+	double printed = tc_read_self_idle(out, 5000);
+	close(out);
+	waitpid(child, NULL, 0);
 
-	struct pollfd p = { .fd = report, .events = POLLIN };
-	cr_assert_eq(poll(&p, 1, 5000), 1, "child did not report");
-	double frac;
-	cr_assert_eq(read(report, &frac, sizeof(frac)), (ssize_t)sizeof(frac));
-	close(report);
-	tc_kill(child);
-
-	cr_assert_eq(m.n, 1, "the child is one worker (seen polling)");
+	cr_assert_eq(m.n, 1, "%s: the child is one worker", backend ? backend : "plain");
 	const struct worker_view *w = &m.workers[0];
 	cr_assert_eq(w->pid, child);
+	cr_assert_eq(w->instrumented, backend != NULL);
 	cr_assert_gt(w->samples, 3000, "only %lu samples", (unsigned long)w->samples);
-	*self_pct = 100.0 * frac;
-	double sampled = w->idle_pct;
-	cr_log_info("idle target %.0f%%: sampled %.2f%% (±%.2f), self %.2f%%, cpu %.1f%%, wait %.1f%%",
-		    idle_frac * 100, sampled, w->idle_ci95, *self_pct, w->cpu_pct, w->cpu_wait_pct);
+	if (backend)
+		cr_assert_str_eq(w->backend, backend);
+	/* the runtime's own measure over the same window; the plain loop's
+	 * over its whole run */
+	double self = backend ? w->self_idle_pct : printed;
+	cr_log_info("%-8s idle %.0f%%: sampled %.2f%% (±%.2f), self %.2f%%, cpu %.1f%%, cpu wait %.1f%%",
+		    backend ? backend : "plain", idle_frac * 100, w->idle_pct, w->idle_ci95, self, w->cpu_pct,
+		    w->cpu_wait_pct);
+	cr_expect_leq(fabs(w->idle_pct - self), 3.0, "%s idle %.0f%%: sampled %.2f vs self %.2f",
+		      backend ? backend : "plain", idle_frac * 100, w->idle_pct, self);
 	model_done(&m);
-	return sampled;
 }
 
-/* One test for all fractions: run in parallel they would steal each
- * other's CPU and turn wait-for-CPU into error. */
-Test(accuracy, uninstrumented_epoll_loop, .timeout = 60)
+/* One test for every case: run in parallel they would steal each other's
+ * CPU and turn wait-for-CPU into error. */
+Test(accuracy, sampled_idle_matches_own_measure, .timeout = 150)
 {
 	static const double fracs[] = { 0.25, 0.50, 0.90 };
+	static const char *backends[] = { "io_uring", "libev" };
 	for (size_t i = 0; i < sizeof(fracs) / sizeof(fracs[0]); i++) {
-		double self;
-		double sampled = sampled_vs_self(fracs[i], &self);
-		cr_expect_leq(fabs(sampled - self), 3.0, "idle %.0f%%: sampled %.2f vs self %.2f", fracs[i] * 100,
-			      sampled, self);
+		for (size_t b = 0; b < 2; b++)
+			if (fl_backend_available(backends[b]))
+				check(backends[b], fracs[i]);
+		check(NULL, fracs[i]);
 	}
 }

@@ -87,8 +87,8 @@ Test(sampler, blocked_read_is_attributed_to_read_on_its_fd, .timeout = 30)
 
 Test(sampler, worker_appears_then_is_marked_gone_then_dropped, .timeout = 30)
 {
-	int report;
-	pid_t child = tc_spawn_epoll_cycle(0.8, 20, &report);
+	const char *args[] = { "--idle", "0.8", "--seconds", "20", "--plain", NULL };
+	pid_t child = tc_spawn_example("duty_cycle", args, NULL);
 	start(child, 0, 0);
 	struct model m;
 	cr_assert(wait_for(&m, present, child, 5000), "polling child never became a worker");
@@ -106,13 +106,12 @@ Test(sampler, worker_appears_then_is_marked_gone_then_dropped, .timeout = 30)
 	long long kept = ts_now_ms() - gone_at;
 	cr_assert_geq(kept, (long long)(SAMPLER_GONE_KEEP_S * 1000) - 1000, "dropped after only %lld ms", kept);
 	sampler_delete(s);
-	close(report);
 }
 
 Test(sampler, rate_and_pause_controls, .timeout = 30)
 {
-	int report;
-	pid_t child = tc_spawn_epoll_cycle(0.5, 20, &report);
+	const char *args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	pid_t child = tc_spawn_example("duty_cycle", args, NULL);
 	start(child, 0, 0);
 	sampler_set_rate(s, 100);
 	cr_assert_float_eq(sampler_rate(s), 100.0, 1e-9);
@@ -139,5 +138,4 @@ Test(sampler, rate_and_pause_controls, .timeout = 30)
 	model_done(&m);
 	sampler_delete(s);
 	tc_kill(child);
-	close(report);
 }

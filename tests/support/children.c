@@ -2,8 +2,11 @@
  * children.c — child processes with known behaviour for sampler tests.
  */
 #include "children.h"
+#include "support.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,61 +19,74 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void die_with_parent(void)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
-static void epoll_cycle(double idle_frac, double seconds, int out)
+/* build/examples/NAME beside the loopstat under test */
+static void example_path(const char *name, char *buf, size_t len)
 {
-	const uint64_t period = 10 * 1000 * 1000;
-	int ep = epoll_create1(0);
-	struct epoll_event ev;
-	uint64_t start = now_ns(), idle = 0, end = start + (uint64_t)(seconds * 1e9);
-	uint64_t next = start;
-	while (now_ns() < end) {
-		uint64_t busy_until = next + (uint64_t)((1.0 - idle_frac) * (double)period);
-		next += period;
-		while (now_ns() < busy_until)
-			;
-		for (;;) {
-			uint64_t t0 = now_ns();
-			if (t0 >= next)
-				break;
-			/* epoll_wait's timeout is in ms; the remainder is waited in
-			 * the next call, so the loop stays in epoll_wait throughout */
-			int ms = (int)((next - t0 + 999999) / 1000000);
-			epoll_wait(ep, &ev, 1, ms > 1 ? ms - 1 : 1);
-			idle += now_ns() - t0;
-		}
-	}
-	double frac = (double)idle / (double)(now_ns() - start);
-	if (write(out, &frac, sizeof(frac)) != sizeof(frac))
-		_exit(1);
-	_exit(0);
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s", ts_loopstat_bin());
+	char *slash = strrchr(bin, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(bin, sizeof(bin), ".");
+	snprintf(buf, len, "%s/examples/%s", bin, name);
 }
 
-pid_t tc_spawn_epoll_cycle(double idle_frac, double seconds, int *report_fd)
+pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_fd)
 {
+	char path[600];
+	const char *argv[16];
+	int n = 0;
+	example_path(name, path, sizeof(path));
+	argv[n++] = path;
+	for (int i = 0; args && args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		die_with_parent();
+		/* output nobody reads goes to /dev/null, not a closed pipe (SIGPIPE) */
+		int out = stdout_fd ? p[1] : open("/dev/null", O_WRONLY);
+		dup2(out, STDOUT_FILENO);
 		close(p[0]);
-		epoll_cycle(idle_frac, seconds, p[1]);
+		close(p[1]);
+		execv(path, (char *const *)argv);
+		_exit(127);
 	}
 	close(p[1]);
-	*report_fd = p[0];
+	if (stdout_fd)
+		*stdout_fd = p[0];
+	else
+		close(p[0]);
 	return pid;
+}
+
+double tc_read_self_idle(int fd, int timeout_ms)
+{
+	char buf[256];
+	size_t len = 0;
+	long long end = ts_now_ms() + timeout_ms;
+	while (len < sizeof(buf) - 1 && ts_now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	const char *line = strstr(buf, "self_idle_pct ");
+	cr_assert(line, "no self_idle_pct line in '%s'", buf);
+	return strtod(line + 14, NULL);
 }
 
 /* Returns once the child sits in syscall nr (bounded: fails the test after 5 s). */

@@ -7,13 +7,15 @@
 #include <sys/types.h>
 
 /*
- * Forks a child that runs an event loop for `seconds`: each 10 ms period it
- * works (spins) for (1 - idle_frac) of the period and waits in epoll_wait
- * for the rest. At the end it writes its own measure of the idle fraction
- * (time inside epoll_wait / wall time, a double) to the returned pipe fd
- * *report_fd, then exits. Returns the child's pid.
+ * Starts build/examples/NAME (next to $LOOPSTAT_BIN) with args (NULL-
+ * terminated, at most 14), its stdout on a pipe returned in *stdout_fd (or
+ * closed if NULL). The child dies with the test. Returns the pid.
  */
-pid_t tc_spawn_epoll_cycle(double idle_frac, double seconds, int *report_fd);
+pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_fd);
+
+/* Reads an example's "self_idle_pct X" line (duty_cycle prints it at exit)
+ * within timeout_ms; fails the test if it does not come. */
+double tc_read_self_idle(int fd, int timeout_ms);
 
 /* Forks a child blocked in read(2) on a pipe until killed; *pipe_fd_in_child
  * is the fd number it reads from, *write_end the parent's end, which must

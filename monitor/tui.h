@@ -1,0 +1,29 @@
+/*
+ * tui.h — the live dashboard (`loopstat top`): a top-like ncursesw view of
+ * the sampler's model. It only formats, sorts and filters model rows; all
+ * figures come from sampler_model().
+ */
+#ifndef LOOPSTAT_TUI_H
+#define LOOPSTAT_TUI_H
+
+#include "sampler.h"
+
+#define TUI_DEFAULT_DELAY_S   1.0
+#define TUI_DEFAULT_WINDOW_S  5.0   /* figures cover the last 5 s: ±7 points at 200 Hz */
+#define TUI_MIN_RATE_HZ       10.0
+#define TUI_MAX_RATE_HZ       2000.0
+
+struct tui_opts {
+	double delay_s;      /* seconds between screen refreshes; 0: default */
+	double window_s;     /* seconds of samples each figure covers; 0: default */
+	int    no_color;     /* --no-color; NO_COLOR in the environment also disables colours */
+};
+
+/*
+ * Runs the dashboard on the terminal until the user quits. Returns 0 after
+ * 'q', the signal number when SIGINT or SIGTERM stopped it (the terminal is
+ * restored either way), or -errno when the terminal cannot be set up.
+ */
+int tui_run(struct sampler *s, const struct tui_opts *o);
+
+#endif /* LOOPSTAT_TUI_H */
