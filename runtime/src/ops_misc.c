@@ -85,6 +85,33 @@ int fl_wait_io(int fd, int events)
 	return l->be->wait_io(l, fd, events);
 }
 
+/*
+ * Without pidfds (kernel < 5.3, or pidfd_open refused by a seccomp profile)
+ * the child is polled, backing off from 1 to 64 ms. Not libev's ev_child:
+ * it needs libev's default loop, whose SIGCHLD handler reaps every child of
+ * the process, the application's own included.
+ */
+static int waitpid_polling(pid_t pid, int *status)
+{
+	double delay = 0.001;
+	for (;;) {
+		int st = 0;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r < 0)
+			return -errno;
+		if (r == pid) {
+			if (status)
+				*status = st;
+			return pid;
+		}
+		int err = fl_sleep(delay);
+		if (err)
+			return err;
+		if (delay < 0.064)
+			delay *= 2;
+	}
+}
+
 int fl_waitpid(pid_t pid, int *status)
 {
 	struct fl_loop *l = fl__op_loop();
@@ -93,6 +120,8 @@ int fl_waitpid(pid_t pid, int *status)
 	if (pid <= 0)
 		return -EINVAL;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0 && (errno == ENOSYS || errno == EPERM))
+		return waitpid_polling(pid, status);
 	if (pfd < 0)
 		return -errno;
 	int err = fl__op_begin(l);
