@@ -120,6 +120,19 @@ static int waits_for_events(const struct probe_sc_sample *s)
 	return 1;
 }
 
+/* io_uring_enter on a registered ring (liburing's io_uring_register_ring_fd)
+ * passes an index into the task's ring table, not an fd: it can neither be
+ * resolved nor compared with the published wait fd. */
+static int registered_ring(const struct probe_sc_sample *s)
+{
+#if defined(SYS_io_uring_enter) && defined(IORING_ENTER_REGISTERED_RING)
+	return s->nr == SYS_io_uring_enter && ((uint32_t)s->args[3] & IORING_ENTER_REGISTERED_RING);
+#else
+	(void)s;
+	return 0;
+#endif
+}
+
 void probe_classify(const struct probe_sc_sample *s, int wait_fd, struct probe_verdict *out)
 {
 	out->nr = -1;
@@ -150,10 +163,13 @@ void probe_classify(const struct probe_sc_sample *s, int wait_fd, struct probe_v
 	/* fds are ints; the register holds them zero- or sign-extended */
 	if (has_fd)
 		out->fd = (int)(uint32_t)s->args[0];
+	int fd_unknown = registered_ring(s);
+	if (fd_unknown)
+		out->fd = -1;
 	out->cls = PROBE_BLOCKED;
 	if (!probe_syscall_is_event_wait(s->nr) || !waits_for_events(s))
 		return;
-	if (wait_fd < 0 || (has_fd && out->fd == wait_fd))
+	if (wait_fd < 0 || fd_unknown || (has_fd && out->fd == wait_fd))
 		out->cls = PROBE_POLL;
 }
 
