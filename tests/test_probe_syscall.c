@@ -2,6 +2,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "probe_proc.h"
 #include "probe_syscall.h"
 #include "support/probe_child.h"
 
@@ -294,4 +297,50 @@ Test(probe_syscall, same_user_has_access_unless_not_dumpable, .timeout = PROBE_T
 	st = probe_as_nobody(target);
 	cr_assert_eq(st, PROBE_SC_NO_ACCESS, "not dumpable: prober saw state %d", st);
 	tchild_reap(target);
+}
+
+Test(probe_syscall, fixture_files, .timeout = PROBE_TEST_TIMEOUT)
+{
+	char root[PATH_MAX];
+	cr_assert_eq(tchild_fixture_dir(root, sizeof(root)), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/6/syscall", "7 0x3 0x0 0x1 0x0 0x0 0x0 0x7ffc0 0x7f001\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/7/syscall", "7 0x3 0x0 0x1\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/8/syscall", "seven 0x3\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/9/syscall", ""), 0);
+	char big[1024];
+	memset(big, '1', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	cr_assert_eq(tchild_fixture_write(root, "5/task/10/syscall", big), 0);
+	setenv(PROBE_PROC_ROOT_ENV, root, 1);
+
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	cr_assert_eq(probe_syscall_open(&p, 5, 6), 0);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_IN_SYSCALL);
+	cr_assert_eq(s.nr, 7);
+	cr_assert_eq(s.args[0], 3);
+	cr_assert_eq(s.pc, 0x7f001);
+	/* sampled twice from the same open file: pread at offset 0 */
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.nr, 7);
+	probe_syscall_close(&p);
+
+	for (int tid = 7; tid <= 10; tid++) {
+		cr_assert_eq(probe_syscall_open(&p, 5, tid), 0);
+		int r = probe_syscall_sample(&p, &s);
+		if (tid == 9) {
+			cr_assert_eq(r, 0);
+			cr_assert_eq(s.state, PROBE_SC_GONE, "empty file");
+		} else {
+			cr_assert_eq(r, -EINVAL, "tid %d: %d", tid, r);
+			cr_assert_eq(s.state, 0);
+		}
+		probe_syscall_close(&p);
+	}
+	cr_assert_eq(probe_syscall_open(&p, 5, 11), -ENOENT);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE);
+	unsetenv(PROBE_PROC_ROOT_ENV);
+	tchild_fixture_remove(root);
 }
