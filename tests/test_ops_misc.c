@@ -284,3 +284,61 @@ Test(ops_misc, chain_runs_linked_in_order_and_stops_on_failure, .timeout = 10)
 {
 	fl_test_run(chain_main, NULL);
 }
+
+struct chain_run {
+	const struct fl_chain_op *ops;
+	int     n;
+	ssize_t res;
+};
+
+static void *chain_runner(void *arg)
+{
+	struct chain_run *c = arg;
+	c->res = fl_chain(c->ops, c->n);
+	return NULL;
+}
+
+static void *chain_cancel_main(void *arg)
+{
+	(void)arg;
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	/* fill sv[0]'s buffers: the chain's first send must wait */
+	char junk[4096];
+	memset(junk, 'j', sizeof(junk));
+	size_t queued = 0;
+	ssize_t n;
+	while ((n = send(sv[0], junk, sizeof(junk), MSG_DONTWAIT)) > 0)
+		queued += (size_t)n;
+	struct fl_chain_op ops[2] = {
+		{ .kind = FL_CHAIN_SEND, .fd = sv[0], .buf = "x", .len = 1 },
+		{ .kind = FL_CHAIN_WRITE, .fd = sv[0], .buf = "y", .len = 1 },
+	};
+	struct chain_run c = { ops, 2, 1 };
+	fl_fiber *f = fl_spin(chain_runner, &c, NULL);
+	fl_fiber_ref(f);
+	fl_sleep(0.01);
+	cr_assert_eq(c.res, 1, "the chain waits for room");
+	cr_assert_eq(fl_cancel(f), 0);
+	fl_await(f, NULL);
+	fl_fiber_unref(f);
+	cr_assert_eq(c.res, -ECANCELED);
+	/* neither op ran: only the junk arrives */
+	shutdown(sv[0], SHUT_WR);
+	size_t got = 0;
+	char buf[4096];
+	while ((n = fl_read(sv[1], buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			cr_assert_eq(buf[i], 'j', "a cancelled chain op wrote");
+		got += (size_t)n;
+	}
+	cr_assert_eq(got, queued);
+	close(sv[0]);
+	close(sv[1]);
+	return NULL;
+}
+
+Test(ops_misc, chain_cancelled_while_waiting_runs_no_later_op, .timeout = 10)
+{
+	fl_test_run(chain_cancel_main, NULL);
+}
