@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TUI_TICK_MS 100   /* key wait: bounds how late a refresh or a signal is seen */
 
@@ -99,6 +100,9 @@ int tui_run(struct sampler *s, const struct tui_opts *o)
 	struct tui t;
 	struct sigaction old[2];
 
+	/* without a terminal on both ends, keys never come and q cannot quit */
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+		return -ENOTTY;
 	setlocale(LC_ALL, "");
 	tui_state_init(&t, s, o);
 	t.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -428,6 +430,66 @@ Test(tui_tmux, threads_key_lists_threads_that_never_poll)
 	keys("t");
 	assert_shows("threads: event-loop workers");
 	assert_hides(pid_text(sleeper));
+	keys("q");
+	cr_assert_eq(wait_exit(), 0);
+}
+
+Test(tui_tmux, top_without_a_terminal_fails_with_a_message)
+{
+	char *argv[] = { (char *)ts_loopstat_bin(), "top", NULL };
+	char *out = NULL;
+	int rc = ts_run(argv, &out, 10000);
+	cr_assert_eq(rc, 1, "stdout is a pipe here: exit %d, %s", rc, out);
+	free(out);
+	char *bad[] = { (char *)ts_loopstat_bin(), "top", "-d", "0", NULL };
+	cr_assert_eq(ts_run(bad, NULL, 10000), 2, "a zero delay is a usage error");
+}
+
+/* An uninstrumented loop that waits 20 ms in epoll_wait, then 20 ms blocked
+ * in read() on a timerfd: half idle, half blocked on a known fd. */
+static pid_t start_blocking_loop(void)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int ep = epoll_create1(0), tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+		struct itimerspec its = { .it_value = { 0, 20 * 1000 * 1000 } };
+		struct epoll_event ev;
+		uint64_t ticks;
+		if (ep < 0 || tfd < 0)
+			_exit(1);
+		for (int i = 0; i < 4000; i++) {
+			epoll_wait(ep, &ev, 1, 20);
+			timerfd_settime(tfd, 0, &its, NULL);
+			if (read(tfd, &ticks, sizeof(ticks)) < 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	workers[nworkers++] = pid;
+	return pid;
+}
+
+Test(tui_tmux, top_blocker_and_detail_name_the_syscall_and_fd)
+{
+	pid_t loop = start_blocking_loop();
+	char args[64];
+	snprintf(args, sizeof(args), "top -p %d", (int)loop);
+	start_top(130, 30, args);
+	assert_shows(pid_text(loop));
+	assert_shows("TOP-BLOCKER");
+	assert_shows("timerfd");
+	char *l = line_with(pid_text(loop));
+	cr_assert(l && strstr(l, "read "), "the row names read():\n%s", l ? l : "(none)");
+	free(l);
+	keys("Enter");
+	assert_shows("Blocked in");
+	assert_shows("not instrumented");
+	char *scr = capture();
+	const char *b = strstr(scr, "Blocked in");
+	cr_assert(b && strstr(b, "read") && strstr(b, "fd ") && strstr(b, "timerfd"), "%s", scr);
+	free(scr);
+	keys("q");
 	keys("q");
 	cr_assert_eq(wait_exit(), 0);
 }
