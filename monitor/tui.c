@@ -58,7 +58,6 @@ static void setup_colors(struct tui *t)
 	init_pair(TUI_PAIR_RED, COLOR_RED, -1);
 	init_pair(TUI_PAIR_YELLOW, COLOR_YELLOW, -1);
 	init_pair(TUI_PAIR_GREEN, COLOR_GREEN, -1);
-	init_pair(TUI_PAIR_TITLE, COLOR_BLACK, COLOR_CYAN);
 }
 
 /* Handlers are set before newterm(): ncurses then leaves SIGINT/SIGTERM to us. */

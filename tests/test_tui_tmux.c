@@ -21,6 +21,7 @@ static char *dir;
 static char sock[64];
 static pid_t workers[MAX_WORKERS];
 static int nworkers;
+static int tmux_started;   /* kill-server complains when there is none */
 
 static void setup(void)
 {
@@ -48,7 +49,8 @@ static int tmux_out(char **out, ...)
 
 static void teardown(void)
 {
-	tmux("kill-server");
+	if (tmux_started)
+		tmux("kill-server");
 	for (int i = 0; i < nworkers; i++) {
 		kill(workers[i], SIGTERM);
 		waitpid(workers[i], NULL, 0);
@@ -184,6 +186,7 @@ static void start_top(int cols, int lines, const char *args)
 	snprintf(cmd, sizeof(cmd), "exec /bin/bash '%s'", path);
 	snprintf(x, sizeof(x), "%d", cols);
 	snprintf(y, sizeof(y), "%d", lines);
+	tmux_started = 1;
 	cr_assert_eq(tmux("new-session", "-d", "-s", "t", "-x", x, "-y", y, cmd), 0, "tmux new-session");
 }
 
