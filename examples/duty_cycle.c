@@ -5,11 +5,15 @@
  * benchmark, and by `make demo`.
  *
  *   duty_cycle --idle F [--seconds S] [--period-ms P] [--plain] [--wave S]
+ *              [--block B]
  *
  * By default it runs on libfiberloop (backend from FL_BACKEND) and so
  * publishes counters; --plain runs a bare epoll_wait loop instead, an
  * uninstrumented worker. --wave S swings the idle fraction between F and
- * 1 - (1 - F) / 4 over a period of S seconds (a varying load).
+ * 1 - (1 - F) / 4 over a period of S seconds (a varying load). --block B
+ * (plain only) spends B of each period blocked in a synchronous read(2) on
+ * a pipe that a helper thread fills late: the "worker stuck in a blocking
+ * call" that CPU% cannot see.
  * On exit it prints "self_idle_pct X": its own measure of time spent
  * waiting, over wall time.
  */
@@ -17,6 +21,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +35,32 @@ struct cfg {
 	double seconds;    /* run time; 0: until SIGTERM/SIGINT */
 	double period;     /* seconds */
 	double wave;       /* seconds per load swing; 0: constant */
+	double block;      /* fraction of each period blocked in read(2), plain only */
 	int    plain;
 };
+
+/* --block: the worker writes a request, then blocks reading the answer,
+ * which a helper thread sends block*period later (a slow synchronous call) */
+static int req_pipe[2], ans_pipe[2];
+
+static void *slow_peer(void *arg)
+{
+	const struct cfg *c = arg;
+	char b;
+	struct timespec d = { 0, (long)(c->block * c->period * 1e9) };
+	while (read(req_pipe[0], &b, 1) == 1) {
+		nanosleep(&d, NULL);
+		if (write(ans_pipe[1], &b, 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+static int blocking_call(void)
+{
+	char b = 'x';
+	return write(req_pipe[1], &b, 1) == 1 && read(ans_pipe[0], &b, 1) == 1 ? 0 : -1;
+}
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
@@ -67,7 +96,9 @@ static double run(const struct cfg *c, wait_fn wait, void *ctx)
 	double end = c->seconds > 0 ? start + c->seconds : INFINITY;
 	while (!stop && now_s() < end) {
 		double idle = idle_at(c, next - start);
-		work_until(next + (1 - idle) * c->period);
+		work_until(next + (1 - idle - c->block) * c->period);
+		if (c->block > 0 && blocking_call() < 0)
+			break;
 		next += c->period;
 		waited += wait(next, ctx);
 	}
@@ -107,7 +138,8 @@ static void *fiber_main(void *arg)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: duty_cycle --idle F [--seconds S] [--period-ms P] [--plain] [--wave S]\n");
+	fprintf(stderr, "usage: duty_cycle --idle F [--seconds S] [--period-ms P] [--plain] [--wave S] [--block B]\n"
+			"  (--block needs --plain and B <= 1 - F)\n");
 	return 2;
 }
 
@@ -116,25 +148,35 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "idle", required_argument, NULL, 'i' },   { "seconds", required_argument, NULL, 's' },
 		{ "period-ms", required_argument, NULL, 'p' }, { "wave", required_argument, NULL, 'w' },
-		{ "plain", no_argument, NULL, 'P' },        { 0 },
+		{ "plain", no_argument, NULL, 'P' },        { "block", required_argument, NULL, 'b' },
+		{ 0 },
 	};
 	struct cfg c = { .idle = -1, .period = 0.010 };
 	int opt;
-	while ((opt = getopt_long(argc, argv, "i:s:p:w:P", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:s:p:w:Pb:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': c.idle = atof(optarg); break;
 		case 's': c.seconds = atof(optarg); break;
 		case 'p': c.period = atof(optarg) / 1000; break;
 		case 'w': c.wave = atof(optarg); break;
 		case 'P': c.plain = 1; break;
+		case 'b': c.block = atof(optarg); break;
 		default: return usage();
 		}
 	}
-	if (c.idle < 0 || c.idle > 1 || c.period <= 0 || c.seconds < 0 || c.wave < 0)
+	if (c.idle < 0 || c.idle > 1 || c.period <= 0 || c.seconds < 0 || c.wave < 0 || c.block < 0 ||
+	    c.block > 1 - c.idle || (c.block > 0 && !c.plain))
 		return usage();
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
+	if (c.block > 0) {
+		pthread_t peer;
+		if (pipe(req_pipe) < 0 || pipe(ans_pipe) < 0 || pthread_create(&peer, NULL, slow_peer, &c) != 0) {
+			perror("duty_cycle: slow peer");
+			return 1;
+		}
+	}
 	if (c.plain) {
 		int ep = epoll_create1(EPOLL_CLOEXEC);
 		if (ep < 0) {

@@ -41,10 +41,55 @@ void json_object_end(struct json *j) { close_scope(j, '}'); }
 void json_array_begin(struct json *j) { open_scope(j, '['); }
 void json_array_end(struct json *j) { close_scope(j, ']'); }
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static int utf8_len(const unsigned char *p)
+{
+	int n;
+	unsigned cp;
+	if (p[0] < 0x80)
+		return 1;
+	if ((p[0] & 0xe0) == 0xc0) {
+		n = 2;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		n = 3;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		n = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (int i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and values past Unicode are not text */
+	static const unsigned min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Process names and tags are bytes, not text (the kernel cuts comm at 15
+ * bytes, often inside a character): invalid UTF-8 becomes U+FFFD so the
+ * document always parses. */
 static void write_string(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		int n = utf8_len(p);
+		if (n == 0) {
+			fputs("\\ufffd", out);
+			p++;
+			continue;
+		}
+		if (n > 1) {
+			fwrite(p, 1, (size_t)n, out);
+			p += n;
+			continue;
+		}
 		switch (*p) {
 		case '"': fputs("\\\"", out); break;
 		case '\\': fputs("\\\\", out); break;
@@ -52,11 +97,12 @@ static void write_string(FILE *out, const char *s)
 		case '\r': fputs("\\r", out); break;
 		case '\t': fputs("\\t", out); break;
 		default:
-			if (*p < 0x20)
+			if (*p < 0x20 || *p == 0x7f)
 				fprintf(out, "\\u%04x", *p);
 			else
 				fputc(*p, out);
 		}
+		p++;
 	}
 	fputc('"', out);
 }
@@ -96,7 +142,7 @@ void json_double(struct json *j, double v, int decimals)
 		fputs("null", j->out);
 }
 
-void json_bool(struct json *j, int v)
+void json_boolean(struct json *j, int v)
 {
 	before_value(j);
 	fputs(v ? "true" : "false", j->out);

@@ -28,7 +28,7 @@ void json_u64(struct json *j, uint64_t v);
 void json_i64(struct json *j, int64_t v);
 /* Non-finite values are written as null: JSON has no NaN. */
 void json_double(struct json *j, double v, int decimals);
-void json_bool(struct json *j, int v);
+void json_boolean(struct json *j, int v);
 void json_null(struct json *j);
 
 #endif /* LOOPSTAT_JSON_H */

@@ -77,9 +77,9 @@ static void json_worker(struct json *j, const struct worker_view *w)
 	json_key(j, "backend");
 	json_string(j, w->backend);
 	json_key(j, "instrumented");
-	json_bool(j, w->instrumented);
+	json_boolean(j, w->instrumented);
 	json_key(j, "gone");
-	json_bool(j, w->gone);
+	json_boolean(j, w->gone);
 	json_key(j, "samples");
 	json_u64(j, w->samples);
 	json_pct(j, "idle_pct", w->idle_pct);
@@ -136,6 +136,14 @@ static const char *num(char *buf, size_t len, double v, int decimals)
 	return buf;
 }
 
+/* A process names itself: control bytes must not reach the terminal. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 void list_print_text(FILE *out, const struct model *m)
 {
 	char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], blk[64], name[PROBE_COMM_LEN + LOOPSTAT_TAG_LEN + 2];
@@ -152,6 +160,7 @@ void list_print_text(FILE *out, const struct model *m)
 			snprintf(name, sizeof(name), "%s:%s", w->name, w->tag);
 		else
 			snprintf(name, sizeof(name), "%s", w->name);
+		printable(name);
 		fprintf(out, "%7d %7d %-24.24s %-8s %6s %5s %6s %6s %-22.22s %9s %5s %5s %8s\n", (int)w->pid,
 			(int)w->tid, name, w->backend, num(a, sizeof(a), w->idle_pct, 1),
 			num(b, sizeof(b), w->idle_ci95, 1), num(c, sizeof(c), w->cpu_pct, 1),

@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "list.h"
 #include "probe_shm.h"
+#include "probe_stat.h"
 #include "sampler.h"
 #include "targets.h"
 #include "tui.h"
@@ -33,7 +36,7 @@ static const char usage_text[] =
 	"  -n, --name REGEX         only processes whose name matches (extended regex)\n"
 	"  -j, --json               JSON output (list)\n"
 	"      --duration SECONDS   how long list samples (default 2)\n"
-	"  -r, --rate HZ            samples per second per thread (default 200)\n"
+	"  -r, --rate HZ            samples per second per thread (default 100)\n"
 	"  -d, --delay SECONDS      seconds between screen refreshes (top; default 1)\n"
 	"      --no-color           no colours (top; also when NO_COLOR is set)\n"
 	"  -h, --help               this help\n"
@@ -161,22 +164,30 @@ static void wait_sampling(double seconds)
 		fputs("\r\033[K", stderr);
 }
 
-static int cmd_list(struct cli *c)
+/* The sampler for list and top, running; NULL (reported) on failure. */
+static struct sampler *start_sampler(struct cli *c)
 {
 	struct sampler_opts o = { .rate_hz = c->rate_hz, .targets = &c->targets };
-	struct sampler *s;
-	struct model m;
+	struct sampler *s = NULL;
 	int err = sampler_new(&o, &s);
-	if (!err)
-		err = sampler_start(s);
-	if (err) {
-		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+	if (err == 0 && (err = sampler_start(s)) < 0)
 		sampler_delete(s);
-		return 1;
+	if (err < 0) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		return NULL;
 	}
+	return s;
+}
+
+static int cmd_list(struct cli *c)
+{
+	struct sampler *s = start_sampler(c);
+	struct model m;
+	if (!s)
+		return 1;
 	wait_sampling(c->duration_s);
 	sampler_stop(s);
-	err = sampler_model(s, 0, &m);
+	int err = sampler_model(s, 0, &m);
 	sampler_delete(s);
 	if (err) {
 		fprintf(stderr, "loopstat: %s\n", strerror(-err));
@@ -192,16 +203,10 @@ static int cmd_list(struct cli *c)
 
 static int cmd_top(struct cli *c)
 {
-	struct sampler_opts so = { .rate_hz = c->rate_hz, .targets = &c->targets };
 	struct tui_opts to = { .delay_s = c->delay_s, .no_color = c->no_color };
-	struct sampler *s;
-	int err = sampler_new(&so, &s);
-	if (err == 0 && (err = sampler_start(s)) < 0)
-		sampler_delete(s);
-	if (err < 0) {
-		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+	struct sampler *s = start_sampler(c);
+	if (!s)
 		return 1;
-	}
 	int rc = tui_run(s, &to);
 	sampler_stop(s);
 	sampler_delete(s);
@@ -212,22 +217,41 @@ static int cmd_top(struct cli *c)
 	return rc > 0 ? 128 + rc : 0;   /* stopped by a signal, as a shell reports it */
 }
 
+/*
+ * A segment is stale when the process its name claims is gone, or that pid
+ * now belongs to a later process. Decided from the name and /proc first, so
+ * that files a writer left half-made (no header yet) are collected too; the
+ * inode is checked again right before the unlink so that a file recreated
+ * meanwhile by a new process with that pid is kept.
+ */
 static int gc_one(const char *path, pid_t pid, void *arg)
 {
 	int *removed = arg;
-	struct probe_shm *shm;
-	int err = probe_shm_open(path, &shm);
-	if (err == 0) {
-		probe_shm_close(shm);
+	struct stat before, now;
+	struct probe_stat st;
+	const char *why = NULL;
+	if (lstat(path, &before) < 0)
 		return 0;
+	int err = probe_stat_read(pid, 0, &st);
+	if (err == -ESRCH) {
+		why = "is gone";
+	} else if (err == 0) {
+		struct probe_shm *shm;
+		err = probe_shm_open(path, &shm);
+		if (err == 0)
+			probe_shm_close(shm);
+		if (err == -ESTALE)
+			why = "was reused";
+		else if (err == -ESRCH)
+			why = "is gone";
 	}
-	if (err != -ESRCH && err != -ESTALE)
+	if (!why || lstat(path, &now) < 0 || now.st_ino != before.st_ino)
 		return 0;
 	if (unlink(path) < 0) {
 		fprintf(stderr, "loopstat: unlink(%s): %s\n", path, strerror(errno));
 		return 0;
 	}
-	printf("removed %s (pid %d %s)\n", path, (int)pid, err == -ESRCH ? "is gone" : "was reused");
+	printf("removed %s (pid %d %s)\n", path, (int)pid, why);
 	(*removed)++;
 	return 0;
 }
@@ -244,8 +268,20 @@ static int cmd_gc(void)
 	return 0;
 }
 
+/* Each sampled thread holds two /proc files open: a large -p target must
+ * not run out of descriptors at the default soft limit. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	raise_fd_limit();
 	struct cli c = { .duration_s = 2.0 };
 	targets_init(&c.targets);
 	int rc = parse(argc, argv, &c);

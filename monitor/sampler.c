@@ -481,7 +481,7 @@ static void fleet_totals(struct model *m)
 {
 	struct fleet_view *f = &m->fleet;
 	double idle_sum = 0;
-	unsigned idle_n = 0;
+	unsigned idle_n = 0, ops_n = 0, headroom_n = 0;
 	memset(f, 0, sizeof(*f));
 	f->workers = (unsigned)m->n;
 	for (size_t i = 0; i < m->n; i++) {
@@ -490,14 +490,23 @@ static void fleet_totals(struct model *m)
 			idle_sum += w->idle_pct;
 			idle_n++;
 		}
-		if (!isnan(w->ops_per_s))
+		if (!isnan(w->ops_per_s)) {
 			f->ops_per_s += w->ops_per_s;
-		if (!isnan(w->headroom_ops_per_s))
+			ops_n++;
+		}
+		if (!isnan(w->headroom_ops_per_s)) {
 			f->headroom_ops_per_s += w->headroom_ops_per_s;
+			headroom_n++;
+		}
 		if (w->nhistory > f->nhistory)
 			f->nhistory = w->nhistory;
 	}
+	/* unknown, not zero, when no worker can tell */
 	f->mean_idle_pct = idle_n ? idle_sum / idle_n : NAN;
+	if (!ops_n)
+		f->ops_per_s = NAN;
+	if (!headroom_n)
+		f->headroom_ops_per_s = NAN;
 	/* per-second mean over the workers that have that second */
 	for (int k = 0; k < f->nhistory; k++) {
 		double sum = 0;

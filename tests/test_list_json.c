@@ -183,11 +183,21 @@ Test(list, gc_removes_only_stale_segments)
 	fclose(in);
 	((struct loopstat_shm_header *)buf)->pid = dead;
 	cr_assert_eq(ts_write_file(stale, buf, n), 0);
+	/* and a file a writer left before its header was written */
+	pid_t dead2 = fork();
+	cr_assert_geq(dead2, 0);
+	if (dead2 == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(dead2, NULL, 0), dead2);
+	char empty[600];
+	snprintf(empty, sizeof(empty), "%s/loopstat.%d", dir, (int)dead2);
+	cr_assert_eq(ts_write_file(empty, "", 0), 0);
 	int rc;
 	char *out = run_loopstat(&rc, "gc", NULL, NULL);
 	cr_assert_eq(rc, 0);
-	cr_assert(strstr(out, "1 stale segment removed"), "%s", out);
+	cr_assert(strstr(out, "2 stale segments removed"), "%s", out);
 	free(out);
 	cr_assert_neq(access(stale, F_OK), 0, "stale segment removed");
+	cr_assert_neq(access(empty, F_OK), 0, "half-made segment removed");
 	cr_assert_eq(access(fl_stats_path(), F_OK), 0, "live segment kept");
 }

@@ -1,7 +1,6 @@
 /* `loopstat list --json` validated field by field against known live workers (instrumented and not). */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
-#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,26 +25,18 @@ static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(list_workers, .init = setup, .fini = teardown, .timeout = 60);
 
-/* build/examples/counters next to the loopstat under test */
+/* build/examples/counters beside the loopstat under test; returns once it published */
 static pid_t spawn_counters(int busy_pct)
 {
-	char bin[512], busy[16];
-	snprintf(bin, sizeof(bin), "%s", ts_loopstat_bin());
-	char *d = dirname(bin);
-	char path[600];
-	snprintf(path, sizeof(path), "%s/examples/counters", d);
+	char busy[16];
 	snprintf(busy, sizeof(busy), "%d", busy_pct);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		execl(path, path, "-b", busy, "-s", "30", (char *)NULL);
-		_exit(127);
-	}
+	const char *args[] = { "-b", busy, "-s", "30", NULL };
+	pid_t pid = tc_spawn_example("counters", args, NULL);
 	char seg[600];
 	snprintf(seg, sizeof(seg), "%s/loopstat.%d", dir, (int)pid);
 	for (int i = 0; i < 300 && access(seg, F_OK) != 0; i++)
 		usleep(10000);
-	cr_assert_eq(access(seg, F_OK), 0, "%s never published %s", path, seg);
+	cr_assert_eq(access(seg, F_OK), 0, "counters never published %s", seg);
 	return pid;
 }
 
@@ -78,7 +69,7 @@ Test(list_workers, every_field_against_known_workers)
 
 	char pids[64];
 	snprintf(pids, sizeof(pids), "%d,%d,%d", (int)inst, (int)loop, (int)reader);
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "-p", pids, NULL };
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "--rate", "200", "-p", pids, NULL };
 	char *out = NULL;
 	int rc = ts_run(argv, &out, 20000);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);

@@ -201,8 +201,9 @@ static uint64_t header_generation(const char *buf)
 	return g;
 }
 
-/* The slot table is consistent when the header generation, bumped around
- * every slot acquire and release, did not move while it was copied. */
+/* The slot table is consistent when the header generation (a seqlock: odd
+ * while the writer resets a slot) was even and did not move while it was
+ * copied. */
 static int read_snapshot(struct probe_shm *shm)
 {
 	for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
@@ -215,7 +216,7 @@ static int read_snapshot(struct probe_shm *shm)
 		n = pread(shm->fd, &after, sizeof(after), offsetof(struct loopstat_shm_header, generation));
 		if (n != (ssize_t)sizeof(after))
 			return -EBADMSG;
-		if (after == header_generation(shm->buf))
+		if (after == header_generation(shm->buf) && after % 2 == 0)
 			return 0;
 	}
 	return -EAGAIN;

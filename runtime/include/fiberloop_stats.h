@@ -25,14 +25,16 @@ struct fl_stats_options {
 
 /*
  * Creates this process's segment, exclusively, removing a stale file left by
- * a dead process that had the same pid. Idempotent: a second call returns 0.
+ * a dead process that had the same pid (or by this process before an
+ * execve). Idempotent: a second call returns 0.
  * Called implicitly (with defaults) by the first fl_stats_slot_acquire().
  * The segment is unlinked at normal exit or by fl_stats_close().
  * Returns 0 or -errno.
  */
 FL_API int fl_stats_open(const struct fl_stats_options *opts);
 
-/* Unmaps and unlinks the segment. Slots handed out become invalid. */
+/* Unlinks the segment. Slots handed out stay writable but are no longer
+ * published (their memory becomes private). */
 FL_API void fl_stats_close(void);
 
 /* Path of the open segment, or NULL. Borrowed; valid until fl_stats_close(). */

@@ -13,8 +13,10 @@
  *    fence. A reader ignores a segment whose `ready` is not 1.
  *  - A reader rejects an unknown abi_major and accepts any abi_minor.
  *  - Each slot has a single writer: the loop thread that acquired it. Its
- *    u64 fields are stored with relaxed atomic stores and read with relaxed
- *    atomic loads; no locks, no syscalls on the hot path.
+ *    u64 fields are aligned and stored with relaxed atomic stores; no locks,
+ *    no syscalls on the hot path. Slot acquisition and release (slow path)
+ *    move header.generation like a seqlock: readers retry a copy of the
+ *    slot table taken while it was odd or that it changed under.
  *  - Counters are monotonic and never reset while the slot is held; a slot
  *    that is re-acquired by another thread gets a new `generation`, so a
  *    reader computing deltas must key them by (tid, generation).
@@ -96,7 +98,7 @@ struct loopstat_shm_header {
 	uint32_t slot_count;    /* slots in the segment */
 	int32_t  pid;           /* writer's pid */
 	uint64_t start_time;    /* writer's start time, clock ticks after boot (/proc/PID/stat field 22) */
-	uint64_t generation;    /* bumped on every slot acquire and release */
+	uint64_t generation;    /* seqlock over the slot table: odd while a slot is reset, +2 per change */
 	uint64_t created_ns;    /* CLOCK_REALTIME when the segment was created, ns */
 	uint32_t ready;         /* 1 once the header is complete; stored last (release) */
 	uint32_t reserved;

@@ -187,6 +187,9 @@ struct fl_loop {
 	void                     *be_data;   /* owned by the backend */
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
 	unsigned                  live;      /* fibers created and not finished */
+	uint64_t                  switches;  /* mirror of slot->switches */
+	unsigned                  published_hwm; /* runqueue_hwm last stored in the slot */
+	unsigned                  published_len; /* runqueue_len last stored in the slot */
 	int                       polled;    /* a blocking poll happened in this switch */
 	size_t                    stack_size;
 	void                    **stack_cache; /* owned: free stacks for reuse */

@@ -67,6 +67,33 @@ static void poll_backend(struct fl_loop *l, int blocking)
 }
 
 /*
+ * The slot's part of a switch. The values are read before the first store:
+ * the compiler must assume that a store into the slot may alias the loop's
+ * and fibers' fields, and would reload them after every store otherwise.
+ * The switch count lives in the loop too, so the shm side is store-only.
+ */
+static inline void publish_switch(struct fl_loop *l, fl_fiber *f, uint64_t id, unsigned tag, int tag_changed)
+{
+#ifndef FL_NO_STATS
+	struct loopstat_shm_slot *s = l->slot;
+	uint64_t sw = ++l->switches;
+	unsigned len = l->rq.len;
+	fl_stat_set(&s->switches, sw);
+	if (len != l->published_len) {
+		l->published_len = len;
+		fl_stat_set(&s->runqueue_len, len);
+	}
+	fl_stat_set(&s->current_fiber, id); /* the root's id is 0 */
+	/* most switches stay within untagged fibers: skip the equal store */
+	if (FL__UNLIKELY(tag_changed))
+		fl_stat_set(&s->current_tag, tag);
+#else
+	(void)l, (void)id, (void)tag, (void)tag_changed;
+#endif
+	(void)f;
+}
+
+/*
  * Runs the next runnable fiber; returns, in the calling fiber, the value it
  * is eventually resumed with. The caller has set its own state (and queued
  * itself if it wants to run again).
@@ -108,17 +135,17 @@ void *fl__switch(struct fl_loop *l)
 	fl_fiber *next = e.fiber;
 	next->in_rq = 0;
 	next->state = FL__FIBER_RUNNING;
-	FL__STAT_ADD(l, switches, 1);
-	FL__STAT_SET(l, runqueue_len, l->rq.len);
-	FL__STAT_SET(l, current_fiber, next == &l->root ? 0 : next->id);
-	FL__STAT_SET(l, current_tag, next->tag_index);
 	if (l->trace)
 		l->trace(FL_TRACE_RUN, next, 0, l->trace_data);
-	if (next == cur)
+	if (next == cur) {
+		/* a blocking poll published "no fiber running" */
+		publish_switch(l, cur, cur->id, cur->tag_index, polled);
 		return e.value;
+	}
 	next->value = e.value;
 	l->current = next;
 	l->switch_from = cur;
+	publish_switch(l, next, next->id, next->tag_index, polled || next->tag_index != cur->tag_index);
 	fl__asan_before(cur, next, cur->state == FL__FIBER_DONE);
 	fl__ctx_switch(&cur->sp, next->sp);
 	fl__after_switch(l, cur);
@@ -135,9 +162,16 @@ void fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first)
 	f->in_rq = 1;
 	if (f->state != FL__FIBER_RUNNING)
 		f->state = FL__FIBER_RUNNABLE;
-	FL__STAT_SET(l, runqueue_len, l->rq.len);
-	FL__STAT_SET(l, runqueue_cap, l->rq.cap);
-	FL__STAT_SET(l, runqueue_hwm, l->rq.hwm);
+	/* runqueue_len is published at the next switch, not here: a spin or
+	 * a snooze would otherwise pay for two stores of the same gauge */
+#ifndef FL_NO_STATS
+	if (FL__UNLIKELY(l->rq.hwm != l->published_hwm)) {
+		/* a new high-water mark (the ring may have grown with it) */
+		l->published_hwm = l->rq.hwm;
+		FL__STAT_SET(l, runqueue_cap, l->rq.cap);
+		FL__STAT_SET(l, runqueue_hwm, l->rq.hwm);
+	}
+#endif
 	if (l->trace)
 		l->trace(FL_TRACE_SCHEDULE, f, 0, l->trace_data);
 }

@@ -80,21 +80,12 @@ static const char *default_dir(void)
 }
 
 /*
- * The file already exists. Our pid is unique among live processes, so it was
- * left by a dead process with the same pid (or planted): remove it unless it
- * is this very process's segment.
+ * The file already exists, and this process holds no segment (the caller
+ * checked): it was left by a dead process with the same pid, by this very
+ * process before an execve(), or planted. Either way it is stale.
  */
-static int remove_stale(const char *path, uint64_t my_start)
+static int remove_stale(const char *path)
 {
-	struct loopstat_shm_header h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		ssize_t n = pread(fd, &h, sizeof(h), 0);
-		close(fd);
-		if (n == (ssize_t)sizeof(h) && h.magic == LOOPSTAT_SHM_MAGIC && h.pid == getpid() &&
-		    h.start_time == my_start)
-			return -EEXIST;
-	}
 	if (unlink(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
@@ -126,7 +117,7 @@ static int create_segment(const struct fl_stats_options *opts)
 		fd = open(seg.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 		if (fd < 0 && (errno != EEXIST || attempt == 1))
 			return -errno;
-		if (fd < 0 && (err = remove_stale(seg.path, start)) < 0)
+		if (fd < 0 && (err = remove_stale(seg.path)) < 0)
 			return err;
 	}
 
@@ -189,12 +180,18 @@ int fl_stats_open(const struct fl_stats_options *opts)
 	return err;
 }
 
+/*
+ * Loops on other threads may still hold slot pointers (at exit, or when
+ * closed early), so the memory must stay writable: the shared mapping is
+ * replaced in place by private anonymous memory, which the monitor no
+ * longer sees, rather than unmapped.
+ */
 void fl_stats_close(void)
 {
 	pthread_mutex_lock(&seg.lock);
 	if (seg.hdr && seg.pid == getpid()) {
-		munmap(seg.hdr, seg.size);
 		unlink(seg.path);
+		mmap(seg.hdr, seg.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	}
 	seg.hdr = NULL;
 	pthread_mutex_unlock(&seg.lock);
@@ -238,10 +235,10 @@ struct loopstat_shm_slot *fl_stats_slot_acquire(const char *tag, enum loopstat_b
 		errno = ENOSPC;
 		return NULL;
 	}
-	uint64_t gen = __atomic_add_fetch(&seg.hdr->generation, 1, __ATOMIC_RELAXED);
-
-	/* Readers skip a slot that is not ACTIVE, so the reset below cannot be
-	 * seen half-done: mark it FREE first, publish ACTIVE last. */
+	/* A seqlock on the slot table: the generation is odd while a slot is
+	 * being reset, and readers retry a copy taken while it was odd or that
+	 * it changed under. The slot is also FREE until complete. */
+	uint64_t gen = __atomic_add_fetch(&seg.hdr->generation, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->state, LOOPSTAT_SLOT_FREE, __ATOMIC_RELEASE);
 	memset((char *)s + sizeof(s->state), 0, sizeof(*s) - sizeof(s->state));
 	s->tid = (int32_t)syscall(SYS_gettid);
@@ -251,6 +248,7 @@ struct loopstat_shm_slot *fl_stats_slot_acquire(const char *tag, enum loopstat_b
 	if (tag)
 		snprintf(s->tag, sizeof(s->tag), "%s", tag);
 	__atomic_store_n(&s->state, LOOPSTAT_SLOT_ACTIVE, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&seg.hdr->generation, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&seg.lock);
 	return s;
 }
@@ -261,8 +259,9 @@ void fl_stats_slot_release(struct loopstat_shm_slot *slot)
 		return;
 	pthread_mutex_lock(&seg.lock);
 	if (seg.hdr && seg.pid == getpid()) {
+		/* one atomic store: the generation moves by two, staying even */
 		__atomic_store_n(&slot->state, LOOPSTAT_SLOT_EXITED, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&seg.hdr->generation, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&seg.hdr->generation, 2, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&seg.lock);
 }

@@ -1,0 +1,54 @@
+#!/bin/sh
+# stats_overhead — cost of the live counters: the switch benchmark and the
+# echo server built with the stats writer (build/) and with it compiled out
+# (-DFL_NO_STATS, build/nostats/), run interleaved A B A B ... for ROUNDS
+# rounds, both pinned to the same CPU; each run reports the minimum of its
+# 7 in-process repetitions (filters out interruptions by other processes)
+# and the figure is the median of the per-round overheads. The echo rounds (messages/s through examples/load) are printed
+# as raw figures: the echo path is dominated by TCP syscalls, so the noise
+# of this machine (+-10-25%) is far larger than any counter cost there.
+set -eu
+BUILD=${BUILD:-build}
+ROUNDS=${ROUNDS:-21}
+# both variants on the same CPU: the two cores of this machine differ in load
+PIN="taskset -c ${CPU:-1}"
+NOSTATS=$BUILD/nostats
+make --no-print-directory -s BUILD="$BUILD" benches examples >/dev/null
+make --no-print-directory -s BUILD="$NOSTATS" EXTRA_CFLAGS=-DFL_NO_STATS benches examples >/dev/null
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+
+ov=$(mktemp); trap 'rm -f "$ov"' EXIT
+i=0
+while [ $i -lt "$ROUNDS" ]; do
+	on=$(SWITCH_ITERS=500000 $PIN "$BUILD/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+	off=$(SWITCH_ITERS=500000 $PIN "$NOSTATS/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+	pct=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", (a - b) / b * 100}')
+	echo "round $i: switch_ns stats=$on nostats=$off overhead=$pct%"
+	echo "$pct" >>"$ov"
+	i=$((i + 1))
+done
+
+# echo: one server per variant, 50 connections x 64 B, closed loop
+echo_rate() {
+	srv=$1
+	out=$(mktemp)
+	"$srv" --port 0 >"$out" 2>/dev/null &
+	pid=$!
+	while ! grep -q '^port' "$out"; do sleep 0.05; done
+	port=$(awk '/^port/{print $2}' "$out")
+	"$BUILD/examples/load" --port "$port" --connections 50 --size 64 --duration 2 |
+		awk '/^messages_per_sec/{print $2}'
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+	rm -f "$out"
+}
+i=0
+while [ $i -lt 3 ]; do
+	a=$(echo_rate "$BUILD/examples/echo_server")
+	b=$(echo_rate "$NOSTATS/examples/echo_server")
+	echo "echo round $i: msgs/s stats=$a nostats=$b ratio=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", a/b}')"
+	i=$((i + 1))
+done
+
+echo "figure stats_overhead_pct $(median <"$ov") %"

@@ -1,0 +1,108 @@
+/* A fiber that hogs its loop shows as a stall with its tag; a loop that idles or switches does not. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fiberloop.h"
+#include "sampler.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("stall");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(stall, .init = setup, .fini = teardown, .timeout = 40);
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Child: idles in its loop for 1.5 s, then a fiber tagged "hog" spins for
+ * 4 s without yielding, then the loop idles again. */
+static void *hog(void *arg)
+{
+	(void)arg;
+	double end = now_s() + 4;
+	while (now_s() < end)
+		;
+	return NULL;
+}
+
+static void *child_main(void *arg)
+{
+	(void)arg;
+	fl_sleep(1.5);
+	fl_fiber *f = fl_spin(hog, NULL, "hog");
+	fl_await(f, NULL);
+	fl_sleep(30);
+	return NULL;
+}
+
+static pid_t spawn_child(void)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		struct fl_options o = { .tag = "stall-test" };
+		_exit(fl_run(child_main, NULL, &o, NULL) == 0 ? 0 : 1);
+	}
+	return pid;
+}
+
+Test(stall, hogging_fiber_is_reported_with_its_tag)
+{
+	const char *const *backends = (const char *const[]){ "io_uring", "libev", NULL };
+	for (; *backends; backends++) {
+		if (!fl_backend_available(*backends))
+			continue;
+		setenv("FL_BACKEND", *backends, 1);
+		pid_t child = spawn_child();
+		struct targets t;
+		targets_init(&t);
+		t.pids[t.npids++] = child;
+		struct sampler_opts o = { .rate_hz = 200, .targets = &t };
+		struct sampler *s;
+		cr_assert_eq(sampler_new(&o, &s), 0);
+		cr_assert_eq(sampler_start(s), 0);
+
+		struct model m;
+		usleep(1000000); /* idle phase: in its poll, no stall */
+		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		cr_assert_eq(m.n, 1, "%s: worker not found", *backends);
+		cr_assert_float_eq(m.workers[0].stall_ms, 0.0, 1e-9, "%s: idle loop reported stalled", *backends);
+		model_done(&m);
+
+		usleep(2500000); /* 2 s into the hog */
+		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		cr_assert_eq(m.n, 1);
+		const struct worker_view *w = &m.workers[0];
+		cr_assert_gt(w->stall_ms, 1000.0, "%s: stall %.0f ms", *backends, w->stall_ms);
+		cr_assert_lt(w->stall_ms, 3000.0, "%s: stall %.0f ms", *backends, w->stall_ms);
+		cr_assert_str_eq(w->fiber_tag, "hog");
+		cr_assert_gt(w->running_pct, 80.0);
+		model_done(&m);
+
+		usleep(3000000); /* the hog is done: back in its poll */
+		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		cr_assert_float_eq(m.workers[0].stall_ms, 0.0, 1e-9, "%s: stall outlived the hog", *backends);
+		model_done(&m);
+		sampler_delete(s);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+}
