@@ -225,6 +225,31 @@ static int wait_exit(void)
 	return -1;
 }
 
+/* " PID ": a pid as a table cell, not part of a longer number */
+static char *pid_text(pid_t pid)
+{
+	static char buf[2][16];
+	static int i;
+	i ^= 1;
+	snprintf(buf[i], sizeof(buf[i]), " %d ", (int)pid);
+	return buf[i];
+}
+
+/* Polls until the row of pid `first` is shown above the row of `second`. */
+static int wait_order(pid_t first, pid_t second)
+{
+	long long deadline = ts_now_ms() + WAIT_MS;
+	while (ts_now_ms() < deadline) {
+		char *scr = capture(), *x = strstr(scr, pid_text(first)), *y = strstr(scr, pid_text(second));
+		int ok = x && y && x < y;
+		free(scr);
+		if (ok)
+			return 1;
+		usleep(100 * 1000);
+	}
+	return 0;
+}
+
 static void assert_terminal_restored(void)
 {
 	char *alt = display("#{alternate_on}");
@@ -235,14 +260,6 @@ static void assert_terminal_restored(void)
 	free(scr);
 }
 
-static char *pid_text(pid_t pid)
-{
-	static char buf[2][16];
-	static int i;
-	i ^= 1;
-	snprintf(buf[i], sizeof(buf[i]), " %d ", (int)pid);
-	return buf[i];
-}
 
 Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 {
@@ -278,8 +295,15 @@ Test(tui_tmux, sort_filter_help_and_detail_keys)
 	keys("<");
 	keys("<");
 	assert_shows("sort BACKEND");
+	keys("<");
+	keys("<");
+	keys("<");
+	assert_shows("sort PID");
+	cr_assert(a < b, "pids in start order");   /* no wrap-around in a test's lifetime */
+	cr_assert(wait_order(a, b), "PID ascending puts %d above %d", (int)a, (int)b);
 	keys("r");
-	assert_shows("(reversed)");
+	assert_shows("sort PID (reversed)");
+	cr_assert(wait_order(b, a), "reversed puts %d above %d", (int)b, (int)a);
 
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)a);
