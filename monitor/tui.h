@@ -21,8 +21,8 @@ struct tui_opts {
 
 /*
  * Runs the dashboard on the terminal until the user quits. Returns 0 after
- * 'q', the signal number when SIGINT or SIGTERM stopped it (the terminal is
- * restored either way), or -errno when the terminal cannot be set up.
+ * 'q', the signal number when SIGINT, SIGTERM or SIGHUP stopped it (the
+ * terminal is restored either way), or -errno when there is no terminal.
  */
 int tui_run(struct sampler *s, const struct tui_opts *o);
 

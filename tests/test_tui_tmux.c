@@ -387,7 +387,7 @@ Test(tui_tmux, pause_rate_and_delay_keys_show_in_the_header)
 	cr_assert_eq(wait_exit(), 0);
 }
 
-Test(tui_tmux, sigterm_and_sigint_restore_the_terminal)
+Test(tui_tmux, sigterm_sigint_and_sighup_restore_the_terminal)
 {
 	start_worker(10);
 	start_top(100, 30, "top");
@@ -401,6 +401,14 @@ Test(tui_tmux, sigterm_and_sigint_restore_the_terminal)
 	assert_shows("IDLE%");
 	keys("C-c");
 	cr_assert_eq(wait_exit(), 128 + SIGINT);
+	assert_terminal_restored();
+
+	/* a hung-up terminal must end it too, not leave it spinning on EOF */
+	tmux("kill-server");
+	start_top(100, 30, "top");
+	assert_shows("IDLE%");
+	cr_assert_eq(kill(top_pid(), SIGHUP), 0);
+	cr_assert_eq(wait_exit(), 128 + SIGHUP);
 	assert_terminal_restored();
 }
 
