@@ -31,6 +31,13 @@
 #define MAX_THREADS 4096
 #define MAX_SLOTS   1024
 
+#define TARGETS_MAX 16
+
+struct fd_target {
+	int  fd;
+	char text[PROBE_TARGET_LEN];
+};
+
 struct sworker {
 	pid_t    pid, tid;
 	int      instrumented;
@@ -44,6 +51,8 @@ struct sworker {
 	uint64_t gone_ns;             /* 0 while alive */
 	int      no_access;
 	int      seen;                /* mark for discovery sweeps */
+	struct fd_target targets[TARGETS_MAX]; /* what recently blocking fds are */
+	int      ntargets;
 	struct acc acc;
 };
 
@@ -296,6 +305,45 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 
 /* ---- the tick ------------------------------------------------------------- */
 
+static int has_target(const struct sworker *w, int fd)
+{
+	for (int i = 0; i < w->ntargets; i++)
+		if (w->targets[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+static void add_target(struct sampler *s, struct sworker *w, int fd)
+{
+	const struct probe_fd_target *t;
+	if (w->ntargets == TARGETS_MAX || has_target(w, fd) || probe_fd_cache_get(s->fds, w->pid, fd, &t) < 0)
+		return;
+	w->targets[w->ntargets].fd = fd;
+	snprintf(w->targets[w->ntargets].text, PROBE_TARGET_LEN, "%s", t->text);
+	w->ntargets++;
+}
+
+/*
+ * Resolves, on the sampler thread, what the fds a worker blocked on in the
+ * detailed history are, newest seconds first: /proc/PID/fd and net tables
+ * are read here once per sweep (through the window cache), never by views.
+ */
+static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
+{
+	w->ntargets = 0;
+	if (w->gone_ns)
+		return;
+	int64_t sec = (int64_t)(now / NS);
+	for (int64_t k = 0; k < ACC_DETAIL_S && sec - k >= 0 && w->ntargets < TARGETS_MAX; k++) {
+		const struct acc_bucket *b = &w->acc.detail[(sec - k) % ACC_DETAIL_S];
+		if (b->sec != sec - k)
+			continue;
+		for (int i = 0; i < ACC_BLOCK_KEYS && b->blocks[i].n; i++)
+			if (b->blocks[i].fd >= 0)
+				add_target(s, w, b->blocks[i].fd);
+	}
+}
+
 static void sample_all(struct sampler *s, uint64_t now)
 {
 	for (size_t i = 0; i < s->n; i++) {
@@ -313,6 +361,8 @@ static void sample_all(struct sampler *s, uint64_t now)
 		}
 		w->no_access = v.cls == PROBE_NO_ACCESS;
 		acc_add_sample(&w->acc, now, &v);
+		if (v.cls == PROBE_BLOCKED && v.fd >= 0)
+			add_target(s, w, v.fd); /* a new fd is named at once, not a sweep later */
 		s->total_samples++;
 	}
 }
@@ -335,6 +385,8 @@ void sampler_step(struct sampler *s)
 		discover_segments(s);
 		discover_threads(s);
 		probe_fd_cache_begin_window(s->fds);
+		for (size_t i = 0; i < s->n; i++)
+			refresh_targets(s, s->w[i], now);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 	}
 	if (now >= s->next_shm) {
@@ -356,21 +408,26 @@ void sampler_step(struct sampler *s)
 /*
  * A sampler that must queue for a CPU wakes late exactly when the CPUs are
  * busy, i.e. more often while its targets are running than while they
- * wait: its samples would over-count idle on a saturated machine. A real-
- * time priority (when allowed: root or CAP_SYS_NICE) lets it wake on time;
- * it uses little CPU, so it cannot starve anyone. Otherwise it runs as is.
+ * wait: its samples would over-count idle on a saturated machine. So it
+ * asks for a real-time priority (granted to root or CAP_SYS_NICE), but only
+ * while its own cost stays small: a real-time thread that took a large
+ * share of a CPU would starve the very workers it measures.
  */
-static void raise_priority(void)
+#define RT_MAX_SHARE  0.20  /* drop real-time above this share of a CPU */
+#define RT_BACK_SHARE 0.10  /* and take it back below this one */
+
+static int set_realtime(int on)
 {
-	struct sched_param sp = { .sched_priority = 1 };
-	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+	return pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0;
 }
 
 static void *sampler_main(void *arg)
 {
 	struct sampler *s = arg;
 	struct timespec next;
-	raise_priority();
+	int rt_allowed = set_realtime(1), rt = rt_allowed;
+	double step_ns = 0; /* moving average of one step's cost */
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -379,8 +436,16 @@ static void *sampler_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (stop)
 			break;
-		if (!paused)
+		if (!paused) {
+			uint64_t t0 = mono_ns();
 			sampler_step(s);
+			step_ns += ((double)(mono_ns() - t0) - step_ns) / 16;
+			double share = step_ns * hz / 1e9;
+			if (rt && share > RT_MAX_SHARE)
+				rt = !set_realtime(0);
+			else if (!rt && rt_allowed && share < RT_BACK_SHARE)
+				rt = set_realtime(1);
+		}
 		double jitter = 0.5 + (double)rand_r(&s->rng) / ((double)RAND_MAX + 1.0);
 		uint64_t gap = paused ? NS / 20 : (uint64_t)(jitter * 1e9 / hz);
 		uint64_t t = (uint64_t)next.tv_sec * NS + (uint64_t)next.tv_nsec + gap;
@@ -523,14 +588,14 @@ static void fleet_totals(struct model *m)
 	}
 }
 
-/* What each top blocker's fd is, through the per-window cache. */
-static void resolve_targets(struct sampler *s, struct worker_view *v)
+/* What each top blocker's fd is, as the sampler thread last resolved it. */
+static void copy_targets(const struct sworker *w, struct worker_view *v)
 {
 	for (int i = 0; i < v->nblocked_top; i++) {
 		struct blocker_view *b = &v->blocked_top[i];
-		const struct probe_fd_target *t;
-		if (b->fd >= 0 && !v->gone && probe_fd_cache_get(s->fds, v->pid, b->fd, &t) == 0)
-			snprintf(b->target, sizeof(b->target), "%s", t->text);
+		for (int k = 0; k < w->ntargets; k++)
+			if (w->targets[k].fd == b->fd)
+				snprintf(b->target, sizeof(b->target), "%s", w->targets[k].text);
 	}
 }
 
@@ -558,7 +623,9 @@ int sampler_model(struct sampler *s, double window_s, struct model *m)
 		v->gone = w->gone_ns != 0;
 		v->no_access = w->no_access;
 		acc_view(&w->acc, now, window_s, w->instrumented, v);
-		resolve_targets(s, v);
+		copy_targets(w, v);
+		if (v->gone)
+			v->stall_ms = 0; /* an exited thread is not stalled */
 	}
 	m->rate_hz = s->rate_hz;
 	m->window_s = window_s;

@@ -1,9 +1,10 @@
-/* read/write family on pipes: success, EOF, bad fd, closed peer, cancel and timeout while pending, late completion, buffers, loops, partial writes. */
+/* read/write family on pipes (and files, eventfds): success, EOF, bad fd, closed peer, cancel and timeout while pending, late completion, buffers, loops, partial writes. */
 #include "support/fl_test.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 struct pipes {
@@ -327,4 +328,61 @@ static void *nonblock_main(void *arg)
 Test(ops_rw, nonblocking_fd_waits_for_data, .timeout = 10)
 {
 	fl_test_run(nonblock_main, NULL);
+}
+
+struct efd_wait {
+	int      fd;
+	ssize_t  res;
+	uint64_t v;
+};
+
+static void *efd_reader(void *arg)
+{
+	struct efd_wait *w = arg;
+	w->res = fl_read(w->fd, &w->v, sizeof(w->v));
+	return NULL;
+}
+
+/* fds that are not pipes or sockets: regular files (never "not ready") and
+ * eventfds (readiness, but no non-blocking write flag on some kernels) */
+static void *files_main(void *arg)
+{
+	(void)arg;
+	char path[] = "/tmp/fltest-rw-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	unlink(path);
+	enum { LEN = 200 * 1024 };
+	char *src = malloc(LEN);
+	for (size_t i = 0; i < LEN; i++)
+		src[i] = (char)(i * 13);
+	cr_assert_eq(fl_write(fd, src, LEN), LEN);
+	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+	struct fl_buf b = { 0 };
+	cr_assert_eq(fl_read_buf(fd, &b, 16384, 1, -1), LEN);
+	cr_assert_eq(memcmp(b.data, src, LEN), 0);
+	cr_assert_eq(fl_read(fd, src, 1), 0, "EOF");
+	free(b.data);
+	free(src);
+	close(fd);
+
+	struct efd_wait w = { .fd = eventfd(0, EFD_CLOEXEC) };
+	cr_assert(w.fd >= 0);
+	fl_fiber *f = fl_spin(efd_reader, &w, NULL);
+	fl_fiber_ref(f);
+	fl_sleep(0.01); /* the reader waits: the counter is 0 */
+	cr_assert_eq(w.res, 0);
+	uint64_t v = 5;
+	cr_assert_eq(fl_write(w.fd, &v, sizeof(v)), sizeof(v));
+	fl_await(f, NULL);
+	fl_fiber_unref(f);
+	cr_assert_eq(w.res, sizeof(v));
+	cr_assert_eq(w.v, 5);
+	close(w.fd);
+	return NULL;
+}
+
+Test(ops_rw, regular_files_and_eventfds, .timeout = 10)
+{
+	fl_test_run(files_main, NULL);
 }

@@ -36,6 +36,17 @@ static void park_uring(void *arg, int ready_fd)
 		io_uring_wait_cqe(&ring, &cqe);
 }
 
+static void park_uring_registered(void *arg, int ready_fd)
+{
+	(void)arg;
+	struct io_uring_cqe *cqe;
+	if (io_uring_register_ring_fd(&ring) != 1)
+		_exit(4);
+	tchild_ready(ready_fd);
+	for (;;)
+		io_uring_wait_cqe(&ring, &cqe);
+}
+
 static void park_select_epoll(void *arg, int ready_fd)
 {
 	(void)arg;
@@ -158,6 +169,23 @@ Test(probe_classify, io_uring_wait_cqe_is_poll, .timeout = PROBE_TEST_TIMEOUT)
 	done(pid, &p);
 }
 
+Test(probe_classify, io_uring_registered_ring_is_poll, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	struct probe_verdict v;
+	pid_t pid = park_and_sample(park_uring_registered, &p, &s);
+	cr_assert_eq(s.nr, SYS_io_uring_enter, "nr %ld", s.nr);
+	cr_assert(s.args[3] & IORING_ENTER_REGISTERED_RING, "flags %#llx", (unsigned long long)s.args[3]);
+	/* the first argument is a ring index, not the ring fd */
+	probe_classify(&s, ringfd, &v);
+	cr_assert_eq(v.cls, PROBE_POLL, "class %s", probe_class_name(v.cls));
+	cr_assert_eq(v.fd, -1);
+	probe_classify(&s, -1, &v);
+	cr_assert_eq(v.cls, PROBE_POLL);
+	done(pid, &p);
+}
+
 Test(probe_classify, select_on_epoll_fd_is_poll, .timeout = PROBE_TEST_TIMEOUT)
 {
 	struct probe_syscall p;
@@ -275,6 +303,15 @@ Test(probe_classify, io_uring_flags, .timeout = PROBE_TEST_TIMEOUT)
 	s = uring_sample(1, 0, IORING_ENTER_GETEVENTS);
 	probe_classify(&s, -1, &v);
 	cr_assert_eq(v.cls, PROBE_BLOCKED);
+	/* a registered ring: the index is not an fd */
+	s = uring_sample(0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING);
+	probe_classify(&s, 3, &v);
+	cr_assert_eq(v.cls, PROBE_POLL);
+	cr_assert_eq(v.fd, -1);
+	s = uring_sample(1, 0, IORING_ENTER_REGISTERED_RING);
+	probe_classify(&s, 3, &v);
+	cr_assert_eq(v.cls, PROBE_BLOCKED);
+	cr_assert_eq(v.fd, -1);
 	/* plain submission */
 	s = uring_sample(1, 0, 0);
 	probe_classify(&s, -1, &v);

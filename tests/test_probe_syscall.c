@@ -2,13 +2,17 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "probe_proc.h"
 #include "probe_syscall.h"
 #include "support/probe_child.h"
 
@@ -205,35 +209,56 @@ Test(probe_syscall, thread_exits_between_samples, .timeout = PROBE_TEST_TIMEOUT)
 	close(thread_pipe[1]);
 }
 
-/* The prober runs as nobody against a root-owned parked child. */
+/* The prober runs as nobody against a parked child; it reports the state
+ * it settles on (IN_SYSCALL within 5 s, or whatever it last saw) as its
+ * exit status. */
 struct prober_arg {
 	pid_t target;
 };
 
+/* Changing uid clears the parent-death signal: arm it again, so that a
+ * failed assertion in the test still leaves no process behind. */
+static void become_nobody(void)
+{
+	pid_t parent = getppid();
+	if (setgid(65534) < 0 || setuid(65534) < 0)
+		_exit(10);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(12);
+}
+
 static void park_prober(void *arg, int ready_fd)
 {
 	struct prober_arg *a = arg;
-	if (setgid(65534) < 0 || setuid(65534) < 0)
-		_exit(10);
+	become_nobody();
+	tchild_ready(ready_fd);
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	probe_syscall_open(&p, a->target, a->target);
-	int r = probe_syscall_sample(&p, &s);
-	tchild_ready(ready_fd);
-	_exit(r < 0 ? 11 : (int)s.state);
+	if (probe_syscall_sample(&p, &s) == 0 && s.state == PROBE_SC_NO_ACCESS)
+		_exit(PROBE_SC_NO_ACCESS);
+	int r = tchild_wait_state(&p, PROBE_SC_IN_SYSCALL, 5000, &s);
+	_exit(r < 0 && !s.state ? 11 : (int)s.state);
 }
 
-Test(probe_syscall, no_access_as_nobody, .timeout = PROBE_TEST_TIMEOUT)
+static int probe_as_nobody(pid_t target)
 {
-	pid_t target = tchild_fork(park_pause, NULL);
-	cr_assert_gt(target, 0);
 	struct prober_arg a = { target };
 	pid_t prober = tchild_fork(park_prober, &a);
 	cr_assert_gt(prober, 0);
 	int status;
 	cr_assert_eq(waitpid(prober, &status, 0), prober);
 	cr_assert(WIFEXITED(status));
-	cr_assert_eq(WEXITSTATUS(status), PROBE_SC_NO_ACCESS, "prober exit %d", WEXITSTATUS(status));
+	return WEXITSTATUS(status);
+}
+
+Test(probe_syscall, no_access_as_nobody, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t target = tchild_fork(park_pause, NULL);
+	cr_assert_gt(target, 0);
+	int st = probe_as_nobody(target);
+	cr_assert_eq(st, PROBE_SC_NO_ACCESS, "prober saw state %d", st);
 
 	/* and root sees the same task fine */
 	struct probe_syscall p;
@@ -242,4 +267,80 @@ Test(probe_syscall, no_access_as_nobody, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert_eq(tchild_wait_state(&p, PROBE_SC_IN_SYSCALL, 5000, &s), 0);
 	probe_syscall_close(&p);
 	tchild_reap(target);
+}
+
+static void park_pause_as_nobody(void *arg, int ready_fd)
+{
+	int dumpable = *(int *)arg;
+	become_nobody();
+	/* changing uid made the process non-dumpable; a worker that wants to
+	 * be sampled by its own user turns it back on */
+	if (dumpable)
+		prctl(PR_SET_DUMPABLE, 1);
+	tchild_ready(ready_fd);
+	for (;;)
+		pause();
+}
+
+Test(probe_syscall, same_user_has_access_unless_not_dumpable, .timeout = PROBE_TEST_TIMEOUT)
+{
+	int dumpable = 1;
+	pid_t target = tchild_fork(park_pause_as_nobody, &dumpable);
+	cr_assert_gt(target, 0);
+	int st = probe_as_nobody(target);
+	cr_assert_eq(st, PROBE_SC_IN_SYSCALL, "same user: prober saw state %d", st);
+	tchild_reap(target);
+
+	dumpable = 0;
+	target = tchild_fork(park_pause_as_nobody, &dumpable);
+	cr_assert_gt(target, 0);
+	st = probe_as_nobody(target);
+	cr_assert_eq(st, PROBE_SC_NO_ACCESS, "not dumpable: prober saw state %d", st);
+	tchild_reap(target);
+}
+
+Test(probe_syscall, fixture_files, .timeout = PROBE_TEST_TIMEOUT)
+{
+	char root[PATH_MAX];
+	cr_assert_eq(tchild_fixture_dir(root, sizeof(root)), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/6/syscall", "7 0x3 0x0 0x1 0x0 0x0 0x0 0x7ffc0 0x7f001\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/7/syscall", "7 0x3 0x0 0x1\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/8/syscall", "seven 0x3\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "5/task/9/syscall", ""), 0);
+	char big[1024];
+	memset(big, '1', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	cr_assert_eq(tchild_fixture_write(root, "5/task/10/syscall", big), 0);
+	setenv(PROBE_PROC_ROOT_ENV, root, 1);
+
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	cr_assert_eq(probe_syscall_open(&p, 5, 6), 0);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_IN_SYSCALL);
+	cr_assert_eq(s.nr, 7);
+	cr_assert_eq(s.args[0], 3);
+	cr_assert_eq(s.pc, 0x7f001);
+	/* sampled twice from the same open file: pread at offset 0 */
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.nr, 7);
+	probe_syscall_close(&p);
+
+	for (int tid = 7; tid <= 10; tid++) {
+		cr_assert_eq(probe_syscall_open(&p, 5, tid), 0);
+		int r = probe_syscall_sample(&p, &s);
+		if (tid == 9) {
+			cr_assert_eq(r, 0);
+			cr_assert_eq(s.state, PROBE_SC_GONE, "empty file");
+		} else {
+			cr_assert_eq(r, -EINVAL, "tid %d: %d", tid, r);
+			cr_assert_eq(s.state, 0);
+		}
+		probe_syscall_close(&p);
+	}
+	cr_assert_eq(probe_syscall_open(&p, 5, 11), -ENOENT);
+	cr_assert_eq(probe_syscall_sample(&p, &s), 0);
+	cr_assert_eq(s.state, PROBE_SC_GONE);
+	unsetenv(PROBE_PROC_ROOT_ENV);
+	tchild_fixture_remove(root);
 }

@@ -82,7 +82,10 @@ static void *known_main(void *arg)
 	/* 2: K sleeps: one op, one blocking poll, one completion, one switch each */
 	for (int i = 0; i < K_SLEEP; i++)
 		cr_assert_eq(fl_sleep(0.001), 0);
-	/* 3: one write to a pipe, completed by one blocking poll */
+	/* 3: one write to a pipe: io_uring completes it in one blocking poll;
+	 * libev's write succeeds at once and yields (a switch, no poll: the
+	 * lone fiber has nothing pending) */
+	int uring = strcmp(fl_test_backend, "io_uring") == 0;
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
 	cr_assert_eq(fl_write(p[1], "hello", 5), 5);
@@ -92,8 +95,8 @@ static void *known_main(void *arg)
 		     (unsigned long)(b.switches - a.switches));
 	cr_assert_eq(b.ops - a.ops, K_SLEEP + 1);
 	cr_assert_eq(b.completions - a.completions, K_SLEEP + 1);
-	cr_assert_eq(b.polls - a.polls, K_SLEEP + 1, "polls %lu", (unsigned long)(b.polls - a.polls));
-	cr_assert_eq(b.polls_blocking - a.polls_blocking, K_SLEEP + 1);
+	cr_assert_eq(b.polls - a.polls, K_SLEEP + uring, "polls %lu", (unsigned long)(b.polls - a.polls));
+	cr_assert_eq(b.polls_blocking - a.polls_blocking, K_SLEEP + uring);
 	cr_assert(b.poll_time_ns - a.poll_time_ns >= K_SLEEP * 1000000ull);
 	cr_assert_eq(b.fibers_spawned - a.fibers_spawned, 1);
 	cr_assert_eq(b.fibers_done - a.fibers_done, 1);

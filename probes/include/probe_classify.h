@@ -23,6 +23,9 @@
  * instrumented worker they count as BLOCKED: loopstat's runtime never waits
  * in them, so they are somebody else's wait (a resolver, a library). With
  * wait_fd < 0 (uninstrumented) every event-wait syscall is POLL.
+ * io_uring_enter with IORING_ENTER_REGISTERED_RING passes a ring index, not
+ * an fd: fd is reported as -1 and a wait for completions counts as POLL
+ * even for an instrumented worker (the index cannot be checked).
  *
  * Numbers are the running architecture's (<sys/syscall.h>); a 32-bit
  * process on a 64-bit kernel reports compat numbers, which are not mapped.

@@ -12,7 +12,8 @@
  *
  * Resolving a socket reads whole tables, so the monitor goes through a
  * probe_fd_cache: each (pid, fd) is resolved at most once per sampling
- * window. The cache allocates once, at creation.
+ * window. The cache allocates once, at creation. A cache is not locked:
+ * one per thread (the sampler's).
  */
 #ifndef PROBE_FD_H
 #define PROBE_FD_H

@@ -5,6 +5,13 @@
  * the kernel regenerates its content on every read at offset 0, so a sample
  * costs one syscall and a parse that never allocates.
  *
+ * The open fd is bound to the task, not to its number: once the task has
+ * exited, reads fail with ESRCH (GONE) even if the tid is reused, so a
+ * probe never silently samples a different task.
+ *
+ * A probe belongs to one thread at a time; different probes may be sampled
+ * from different threads without locking.
+ *
  * Content, as the kernel prints it (nr in decimal, the rest in hex):
  *   "running"                          the task is runnable (on a CPU or queued)
  *   "-1 0xSP 0xPC"                     blocked outside a syscall (stopped, page fault)

@@ -4,17 +4,25 @@
  * Syscall sets are built from <sys/syscall.h> constants (guarded: aarch64
  * has no epoll_wait, select or poll), never from hand-typed numbers, so the
  * same source is right on every architecture.
+ *
+ * Names come from libseccomp for the native architecture.
+ * seccomp_syscall_resolve_num_arch() returns a malloc'd string and searches
+ * a table, so names are resolved once into a table of our own and looked up
+ * by index afterwards.
  */
 #include "probe_classify.h"
 
 #include <linux/io_uring.h>
 #include <pthread.h>
+#include <seccomp.h>
 #include <sys/syscall.h>
 
 /* Above every syscall number of x86-64 and aarch64 (x32 numbers, with bit
  * 30 set, are out of range and simply not classified as waits). */
 #define NR_LIMIT 1024
 
+static char *names[NR_LIMIT];            /* owned for the process lifetime */
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 static unsigned char is_wait[NR_LIMIT];  /* event-wait syscalls */
 static unsigned char takes_fd[NR_LIMIT]; /* first argument is an fd */
 static pthread_once_t sets_once = PTHREAD_ONCE_INIT;
@@ -112,6 +120,19 @@ static int waits_for_events(const struct probe_sc_sample *s)
 	return 1;
 }
 
+/* io_uring_enter on a registered ring (liburing's io_uring_register_ring_fd)
+ * passes an index into the task's ring table, not an fd: it can neither be
+ * resolved nor compared with the published wait fd. */
+static int registered_ring(const struct probe_sc_sample *s)
+{
+#if defined(SYS_io_uring_enter) && defined(IORING_ENTER_REGISTERED_RING)
+	return s->nr == SYS_io_uring_enter && ((uint32_t)s->args[3] & IORING_ENTER_REGISTERED_RING);
+#else
+	(void)s;
+	return 0;
+#endif
+}
+
 void probe_classify(const struct probe_sc_sample *s, int wait_fd, struct probe_verdict *out)
 {
 	out->nr = -1;
@@ -142,11 +163,28 @@ void probe_classify(const struct probe_sc_sample *s, int wait_fd, struct probe_v
 	/* fds are ints; the register holds them zero- or sign-extended */
 	if (has_fd)
 		out->fd = (int)(uint32_t)s->args[0];
+	int fd_unknown = registered_ring(s);
+	if (fd_unknown)
+		out->fd = -1;
 	out->cls = PROBE_BLOCKED;
 	if (!probe_syscall_is_event_wait(s->nr) || !waits_for_events(s))
 		return;
-	if (wait_fd < 0 || (has_fd && out->fd == wait_fd))
+	if (wait_fd < 0 || fd_unknown || (has_fd && out->fd == wait_fd))
 		out->cls = PROBE_POLL;
+}
+
+static void build_names(void)
+{
+	for (int nr = 0; nr < NR_LIMIT; nr++)
+		names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+}
+
+const char *probe_syscall_name(long nr)
+{
+	if (nr < 0 || nr >= NR_LIMIT)
+		return NULL;
+	pthread_once(&names_once, build_names);
+	return names[nr];
 }
 
 const char *probe_class_name(enum probe_class cls)

@@ -33,7 +33,8 @@ typedef void *(*fl_fn)(void *arg);
 /* ---- loop ---------------------------------------------------------------- */
 
 struct fl_options {
-	const char *backend;     /* "io_uring" or "libev"; NULL: $FL_BACKEND, default io_uring */
+	const char *backend;     /* "io_uring" or "libev"; NULL: $FL_BACKEND, else io_uring,
+	                          * or libev (said once on stderr) if the ring cannot be made */
 	size_t      stack_size;  /* bytes per fiber stack; 0: $FL_STACK_SIZE or 256 KiB */
 	unsigned    sqe_limit;   /* prepared SQEs before a forced submit; 0: 64 */
 	unsigned    ring_entries;/* io_uring SQ size; 0: 1024 */

@@ -163,8 +163,10 @@ static int op_wait(struct fl_loop *l, struct uop *op, int detachable)
 	}
 	while (!op->done)
 		fl__op_park(l);
-	/* completed anyway: report what happened, nothing was lost */
-	int res = op->res == -ECANCELED || op->res == -EINTR ? err : op->res;
+	/* Completed anyway: report what happened, nothing was lost. A failure
+	 * now is the cancel's doing, whatever the kernel called it (a splice
+	 * interrupted in io-wq reports -ERESTARTSYS). */
+	int res = op->res < 0 ? err : op->res;
 	l->current->interrupt = 0;
 	uop_put(u, op);
 	return res;
@@ -451,7 +453,7 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 			fl__op_park(l);
 		l->current->interrupt = 0;
 		for (int i = 0; i < n; i++)
-			if (uops[i]->res == -ECANCELED)
+			if (uops[i]->res < 0) /* see op_wait() */
 				uops[i]->res = err;
 	}
 	/* the first failure decides; the ops after it report -ECANCELED */

@@ -158,12 +158,12 @@ struct fl__backend {
 	int     (*sleep)(struct fl_loop *l, uint64_t ns);
 	int     (*wait_io)(struct fl_loop *l, int fd, int events);
 	ssize_t (*splice)(struct fl_loop *l, int fd_in, int fd_out, size_t len);
+	/* NULL: the common layer runs the ops one after another */
 	ssize_t (*chain)(struct fl_loop *l, const struct fl_chain_op *ops, int n);
 };
 
 extern const struct fl__backend fl__backend_uring FL__HIDDEN;
-/* Weak: present once backend_ev.c is linked in. */
-extern const struct fl__backend fl__backend_ev FL__HIDDEN __attribute__((weak));
+extern const struct fl__backend fl__backend_ev FL__HIDDEN;
 
 /* NULL name: $FL_BACKEND or io_uring. Returns NULL for an unknown name. */
 FL__HIDDEN const struct fl__backend *fl__backend_find(const char *name);

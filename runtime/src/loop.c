@@ -10,14 +10,21 @@
 
 #define FL__DEFAULT_STACK (256 * 1024)
 
-const struct fl__backend *fl__backend_find(const char *name)
+/* The name asked for: the option, else $FL_BACKEND; NULL for the default. */
+static const char *backend_wanted(const char *name)
 {
 	if (!name || !*name)
 		name = getenv("FL_BACKEND");
-	if (!name || !*name || strcmp(name, "io_uring") == 0 || strcmp(name, "uring") == 0)
+	return name && *name ? name : NULL;
+}
+
+const struct fl__backend *fl__backend_find(const char *name)
+{
+	name = backend_wanted(name);
+	if (!name || strcmp(name, "io_uring") == 0 || strcmp(name, "uring") == 0)
 		return &fl__backend_uring;
 	if (strcmp(name, "libev") == 0 || strcmp(name, "ev") == 0)
-		return &fl__backend_ev ? &fl__backend_ev : NULL;
+		return &fl__backend_ev;
 	return NULL;
 }
 
@@ -40,6 +47,19 @@ static size_t stack_size_option(const struct fl_options *o)
 	return ((sz + 4095) & ~(size_t)4095) + 4096;
 }
 
+/*
+ * io_uring is often refused (seccomp profiles of container runtimes,
+ * kernel.io_uring_disabled): the default then falls back to libev. Said
+ * once per process, however many loops start.
+ */
+static void fallback_notice(int err)
+{
+	static int said;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "libfiberloop: io_uring unavailable (io_uring_setup: %s), using libev\n",
+			strerror(-err));
+}
+
 static int loop_init(struct fl_loop *l, const struct fl_options *o)
 {
 	int err;
@@ -57,6 +77,12 @@ static int loop_init(struct fl_loop *l, const struct fl_options *o)
 	if (err)
 		goto fail_lock;
 	err = l->be->init(l, o);
+	if (err && l->be == &fl__backend_uring && !backend_wanted(o ? o->backend : NULL)) {
+		/* the default only: io_uring asked for by name fails instead */
+		fallback_notice(err);
+		l->be = &fl__backend_ev;
+		err = l->be->init(l, o);
+	}
 	if (err)
 		goto fail_rq;
 	/* No shm (or no free slot) must not put a branch on the hot path:

@@ -209,6 +209,44 @@ out:
 	return n;
 }
 
+/*
+ * A chain on a backend without linked ops: each op runs after the previous
+ * one succeeded, writes and sends to their full length (a linked SQE waits
+ * for its whole buffer too), and the first failure or interrupt ends it.
+ * Returns the last op's result (bytes) or that failure.
+ */
+static ssize_t chain_in_order(struct fl_loop *l, const struct fl_chain_op *ops, int n)
+{
+	ssize_t res = 0;
+	for (int i = 0; i < n; i++) {
+		const struct fl_chain_op *c = &ops[i];
+		size_t done = 0;
+		if (i && l->current->interrupt)
+			return fl__take_interrupt(l);
+		do {
+			const char *p = (const char *)c->buf + done;
+			if (c->kind == FL_CHAIN_WRITE)
+				res = l->be->write(l, c->fd, p, c->len - done);
+			else if (c->kind == FL_CHAIN_SEND)
+				res = l->be->send(l, c->fd, p, c->len - done, c->flags | MSG_NOSIGNAL);
+			else
+				res = l->be->splice(l, c->fd_in, c->fd, c->len);
+			if (res == -EAGAIN) {
+				int ev = c->kind == FL_CHAIN_SPLICE ? FL_READABLE : FL_WRITABLE;
+				int w = l->be->wait_io(l, c->kind == FL_CHAIN_SPLICE ? c->fd_in : c->fd, ev);
+				if (w < 0)
+					return w;
+				continue;
+			}
+			if (res < 0)
+				return res;
+			done += (size_t)res;
+		} while (c->kind != FL_CHAIN_SPLICE && done < c->len);
+		res = (ssize_t)done;
+	}
+	return res;
+}
+
 ssize_t fl_chain(const struct fl_chain_op *ops, int n)
 {
 	struct fl_loop *l = fl__op_loop();
@@ -229,5 +267,5 @@ ssize_t fl_chain(const struct fl_chain_op *ops, int n)
 	if (err)
 		return err;
 	FL__STAT_ADD(l, ops, (uint64_t)n - 1); /* one op per linked SQE */
-	return l->be->chain(l, ops, n);
+	return l->be->chain ? l->be->chain(l, ops, n) : chain_in_order(l, ops, n);
 }

@@ -109,8 +109,9 @@ void *fl__switch(struct fl_loop *l)
 	for (;;) {
 		if (fl__rq_shift(&l->rq, &e) == 0) {
 			/* Anti-starvation: a runqueue that never empties would
-			 * otherwise never let completions in. */
-			if (!polled && l->pending &&
+			 * otherwise never let completions (or expired timeout
+			 * scopes) in. */
+			if (!polled && (l->pending || l->timeouts) &&
 			    (l->rq.shift_count >= FL__ANTI_STARVE_SHIFTS || e.fiber == cur))
 				poll_backend(l, 0);
 			break;
