@@ -136,6 +136,23 @@ static inline int fl__rq_shift(struct fl__runqueue *q, struct fl__rq_entry *e)
  * resumes the parked fiber early: the backend then cancels the op and
  * returns fl__take_interrupt(). Ops do one attempt: loops,
  * argument checks and stats of started ops live in the common layer.
+ *
+ * Contract for a backend (backend_uring.c is the reference; a libev
+ * backend only adds backend_ev.c defining fl__backend_ev, which
+ * fl__backend_find() picks up through the weak reference below):
+ *  - fl__pending_inc() when an op starts waiting, fl__pending_dec() and
+ *    FL__STAT_ADD(l, completions, 1) when its completion is processed;
+ *    the scheduler's anti-starvation rule and the pending_ops gauge use it.
+ *  - -EAGAIN may be returned: the common layer then waits with wait_io
+ *    and retries (so a readiness backend can try the syscall first).
+ *  - poll() schedules the fibers whose ops completed (fl__schedule), never
+ *    switches, and calls fl__drain_xq() when woken by wakeup().
+ *  - sleep returns 0 when the time is up; wait_io returns poll revents.
+ *  - chain runs the ops in order and stops at the first failure.
+ *  - done() must not return while the kernel/loop may still touch memory
+ *    of an op (io_uring: cancelled ops detached from their fiber).
+ * The shared suite (tests/test_*.c through tests/support/fl_test.c) runs
+ * every runtime test on each backend fl_backend_available() reports.
  */
 struct fl__backend {
 	const char *name;
