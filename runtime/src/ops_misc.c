@@ -5,6 +5,7 @@
 #include "fl_internal.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -85,6 +86,27 @@ int fl_wait_io(int fd, int events)
 	return l->be->wait_io(l, fd, events);
 }
 
+/* Without pidfds (kernel < 5.3, or valgrind, which does not know the
+ * syscall): poll the child every 10 ms, sleeping as an op in between. */
+static int waitpid_polling(pid_t pid, int *status)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return pid;
+		if (r < 0) {
+			/* same errors as the pidfd path: ESRCH for no such process */
+			int e = errno;
+			if (e == ECHILD && kill(pid, 0) < 0 && errno == ESRCH)
+				e = ESRCH;
+			return -e;
+		}
+		int err = fl_sleep(0.01);
+		if (err)
+			return err;
+	}
+}
+
 int fl_waitpid(pid_t pid, int *status)
 {
 	struct fl_loop *l = fl__op_loop();
@@ -93,6 +115,8 @@ int fl_waitpid(pid_t pid, int *status)
 	if (pid <= 0)
 		return -EINVAL;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0 && errno == ENOSYS)
+		return waitpid_polling(pid, status);
 	if (pfd < 0)
 		return -errno;
 	int err = fl__op_begin(l);
