@@ -65,7 +65,9 @@ cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-echo "# echo: $(nproc) CPUs, kernel $(uname -r), load avg $(cut -d' ' -f1-3 /proc/loadavg)"
+# how much other work competed for the CPUs (PSI: share of time some task waited for a CPU)
+pressure() { awk '/^some/{ print $2 }' /proc/pressure/cpu 2>/dev/null || echo "avg10=?"; }
+echo "# echo: $(nproc) CPUs, kernel $(uname -r), load avg $(cut -d' ' -f1-3 /proc/loadavg), cpu pressure $(pressure)"
 echo "# servers on CPU $SRV_CPU, load on CPU $LOAD_CPU, $ROUNDS rounds x ${DURATION}s per case"
 tck=$(getconf CLK_TCK)
 
@@ -144,4 +146,4 @@ END {
 		printf "figure echo_uring_cpu_per_msg_vs_epoll_200c %.3f x\n", median(k SUBSEP "uring_cpu")
 	}
 }' "$raw"
-echo "# load avg after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# load avg after: $(cut -d' ' -f1-3 /proc/loadavg), cpu pressure $(pressure)"

@@ -1,4 +1,4 @@
-/* Backend choice (option, $FL_BACKEND, fallback to libev when io_uring is refused by seccomp) and the wait fd each backend publishes and really polls. */
+/* Backend choice (option, $FL_BACKEND, fallback to libev when io_uring is refused by seccomp), the wait fd each backend publishes and really polls, and waitpid without pidfds. */
 #include "support/fl_test.h"
 
 #include <fcntl.h>
@@ -106,7 +106,8 @@ static const char *run_named(const char *option)
 	return err ? strerror(-err) : name;
 }
 
-Test(backend, option_overrides_env_default_is_io_uring, .timeout = 10)
+Test(backend, option_overrides_env_default_is_io_uring, .timeout = 10, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
 {
 	unsetenv("FL_BACKEND");
 	cr_assert_str_eq(run_named(NULL), "io_uring");
@@ -170,10 +171,12 @@ static int child_fallback(void)
 	struct fl_options o = { .backend = "io_uring" };
 	if (fl_run(fallback_main, &bad2, &o, NULL) != -ENOSYS)
 		bad |= BAD_EXPLICIT;
+	fl_stats_close(); /* _exit skips the atexit unlink */
 	return bad;
 }
 
-Test(backend, default_falls_back_to_libev_when_io_uring_is_refused, .timeout = 20)
+Test(backend, default_falls_back_to_libev_when_io_uring_is_refused, .timeout = 20, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
 {
 	int err[2];
 	cr_assert_eq(pipe(err), 0);
@@ -232,4 +235,52 @@ static void *modes_main(void *arg)
 Test(backend, read_write_recv_send_leave_fd_mode_alone, .timeout = 10)
 {
 	fl_test_run(modes_main, NULL);
+}
+
+/* ---- waitpid without pidfds --------------------------------------------- */
+
+static void *nopidfd_main(void *arg)
+{
+	int *bad = arg;
+	pid_t pid = fork();
+	if (pid == 0) {
+		usleep(20000);
+		_exit(3);
+	}
+	int st = 0;
+	if (fl_waitpid(pid, &st) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
+		*bad |= 1;
+	if (fl_waitpid(pid, &st) != -ECHILD)
+		*bad |= 2; /* reaped: without a pidfd the error is waitpid's */
+	return NULL;
+}
+
+static int child_nopidfd(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(pidfd_open), 0) < 0 ||
+	    seccomp_load(ctx) < 0)
+		return 64;
+	seccomp_release(ctx);
+	int bad = 0;
+	for (const char *const *b = fl_test_backends(); *b; b++) {
+		struct fl_options o = { .backend = *b };
+		if (fl_run(nopidfd_main, &bad, &o, NULL) != 0)
+			bad |= 4;
+	}
+	fl_stats_close();
+	return bad;
+}
+
+Test(backend, waitpid_without_pidfd_polls_the_child, .timeout = 20, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
+{
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		_exit(child_nopidfd());
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died: status 0x%x", st);
+	cr_assert_eq(WEXITSTATUS(st), 0, "child checks failed: mask 0x%x", WEXITSTATUS(st));
 }

@@ -20,6 +20,13 @@
  * mode for good (as Polyphony does); the common layer already copes with
  * non-blocking fds on either backend. Regular files cannot be polled
  * (epoll refuses them): they are read and written synchronously.
+ *
+ * Every wait arms its watcher with ev_io_set, which makes libev confirm the
+ * registration with the kernel (one epoll_ctl) at the next poll. That is
+ * the price of safety: an fd number may have been closed and handed to a
+ * new file since the last wait, and the kernel dropped the old file's
+ * registration with it; a watcher re-armed without ev_io_set (ev_io_modify
+ * semantics) would then never fire.
  */
 #include "fl_internal.h"
 
@@ -72,7 +79,7 @@ static void fired(struct evop *op, int revents)
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	ev_io_stop(loop, w); /* one shot: restarting before the next poll costs no syscall */
+	ev_io_stop(loop, w); /* one shot: the next wait arms a fresh watcher */
 	fired(FL__CONTAINER(w, struct evop, w.io), revents);
 }
 

@@ -86,14 +86,18 @@ int fl_wait_io(int fd, int events)
 	return l->be->wait_io(l, fd, events);
 }
 
-/* Without pidfds (kernel < 5.3, or valgrind, which does not know the
- * syscall): poll the child every 10 ms, sleeping as an op in between. */
+/*
+ * Without pidfds (kernel < 5.3, valgrind, or pidfd_open refused by a
+ * seccomp profile) the child is polled, backing off from 1 to 64 ms. Not
+ * libev's ev_child: it needs libev's default loop, whose SIGCHLD handler
+ * reaps every child of the process, the application's own included.
+ */
 static int waitpid_polling(pid_t pid, int *status)
 {
+	double delay = 0.001;
 	for (;;) {
-		pid_t r = waitpid(pid, status, WNOHANG);
-		if (r == pid)
-			return pid;
+		int st = 0;
+		pid_t r = waitpid(pid, &st, WNOHANG);
 		if (r < 0) {
 			/* same errors as the pidfd path: ESRCH for no such process */
 			int e = errno;
@@ -101,9 +105,16 @@ static int waitpid_polling(pid_t pid, int *status)
 				e = ESRCH;
 			return -e;
 		}
-		int err = fl_sleep(0.01);
+		if (r == pid) {
+			if (status)
+				*status = st;
+			return pid;
+		}
+		int err = fl_sleep(delay);
 		if (err)
 			return err;
+		if (delay < 0.064)
+			delay *= 2;
 	}
 }
 
@@ -115,7 +126,7 @@ int fl_waitpid(pid_t pid, int *status)
 	if (pid <= 0)
 		return -EINVAL;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd < 0 && errno == ENOSYS)
+	if (pfd < 0 && (errno == ENOSYS || errno == EPERM))
 		return waitpid_polling(pid, status);
 	if (pfd < 0)
 		return -errno;
