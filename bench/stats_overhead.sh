@@ -1,7 +1,7 @@
 #!/bin/sh
 # stats_overhead — cost of the live counters: the switch benchmark and the
 # echo server built with the stats writer (build/) and with it compiled out
-# (-DFL_NO_STATS, build/nostats/), run interleaved A B A B ... for ROUNDS
+# (-DFL_NO_STATS, build/nostats/), run interleaved A B B A A B ... for ROUNDS
 # rounds, both pinned to the same CPU; each run reports the minimum of its
 # 7 in-process repetitions (filters out interruptions by other processes)
 # and stats_overhead_pct is the median of the per-round overheads. The echo
@@ -23,8 +23,14 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 ov=$(mktemp); trap 'rm -f "$ov"' EXIT
 i=0
 while [ $i -lt "$ROUNDS" ]; do
-	on=$(SWITCH_ITERS=500000 $PIN "$BUILD/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
-	off=$(SWITCH_ITERS=500000 $PIN "$NOSTATS/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+	# alternate which variant goes first: no bias from the order
+	if [ $((i % 2)) -eq 0 ]; then
+		on=$(SWITCH_ITERS=500000 $PIN "$BUILD/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+		off=$(SWITCH_ITERS=500000 $PIN "$NOSTATS/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+	else
+		off=$(SWITCH_ITERS=500000 $PIN "$NOSTATS/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+		on=$(SWITCH_ITERS=500000 $PIN "$BUILD/bench/switch" --fl-only | awk '/^switch_ns_min/{print $2}')
+	fi
 	pct=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", (a - b) / b * 100}')
 	echo "round $i: switch_ns stats=$on nostats=$off overhead=$pct%"
 	echo "$pct" >>"$ov"
@@ -47,9 +53,14 @@ echo_rate() {
 }
 eo=$(mktemp); trap 'rm -f "$ov" "$eo"' EXIT
 i=0
-while [ $i -lt "${ECHO_ROUNDS:-5}" ]; do
-	a=$(echo_rate "$BUILD/examples/echo_server")
-	b=$(echo_rate "$NOSTATS/examples/echo_server")
+while [ $i -lt "${ECHO_ROUNDS:-6}" ]; do
+	if [ $((i % 2)) -eq 0 ]; then
+		a=$(echo_rate "$BUILD/examples/echo_server")
+		b=$(echo_rate "$NOSTATS/examples/echo_server")
+	else
+		b=$(echo_rate "$NOSTATS/examples/echo_server")
+		a=$(echo_rate "$BUILD/examples/echo_server")
+	fi
 	# overhead = how much slower the instrumented server is
 	pct=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.2f", (b / a - 1) * 100}')
 	echo "echo round $i: msgs/s stats=$a nostats=$b overhead=$pct%"

@@ -7,7 +7,8 @@
  *                             is "port N" either way)
  *   FL_BACKEND=io_uring|libev selects the backend.
  *
- * SIGINT/SIGTERM end it cleanly (the shm segment is unlinked).
+ * SIGINT/SIGTERM end it cleanly: connections are closed, every fiber
+ * finishes and the shm segment is unlinked.
  */
 #include "fiberloop.h"
 
@@ -25,20 +26,41 @@
 
 #define BUF_SIZE 16384
 
+/* A connection's fiber, listed so that shutdown can cancel it. Lives on
+ * that fiber's stack. */
+struct conn {
+	fl_fiber    *fiber;
+	struct conn *prev, *next;
+};
+
 static int listen_fd = -1;
 static long connections;
+static struct conn *conns;
+static fl_fiber *acceptor_fiber;
+static int shutting_down;
 
 static void *serve(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
 	char buf[BUF_SIZE];
-	for (;;) {
+	struct conn c = { .fiber = fl_current(), .next = conns };
+	if (conns)
+		conns->prev = &c;
+	conns = &c;
+	/* spun before shutdown began but never ran: not in the list it cancels */
+	while (!shutting_down) {
 		ssize_t n = fl_recv(fd, buf, sizeof(buf), 0);
 		if (n <= 0)
 			break;
 		if (fl_send(fd, buf, (size_t)n, 0) < 0)
 			break;
 	}
+	if (c.prev)
+		c.prev->next = c.next;
+	else
+		conns = c.next;
+	if (c.next)
+		c.next->prev = c.prev;
 	close(fd);
 	connections--;
 	return NULL;
@@ -66,22 +88,26 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
-/* Signals arrive as reads on a signalfd, inside the loop. */
+/* Signals arrive as reads on a signalfd, inside the loop. Shutdown cancels
+ * the acceptor and every connection: when their fibers are done, fl_run
+ * returns and main exits normally (the shm segment is unlinked). */
 static void *signals(void *arg)
 {
 	int sfd = (int)(intptr_t)arg;
 	struct signalfd_siginfo si;
 	if (fl_read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		fprintf(stderr, "echo_server: signal %u, %ld connections open, exiting\n", si.ssi_signo,
-			connections);
-	/* exit() runs atexit handlers: the shm segment is unlinked */
-	exit(0);
+		fprintf(stderr, "echo_server: signal %u, closing %ld connections\n", si.ssi_signo, connections);
+	shutting_down = 1;
+	fl_cancel(acceptor_fiber);
+	for (struct conn *c = conns; c; c = c->next)
+		fl_cancel(c->fiber);
+	return NULL;
 }
 
 static void *server_main(void *arg)
 {
+	acceptor_fiber = fl_spin(acceptor, NULL, "acceptor");
 	fl_spin(signals, arg, "signals");
-	fl_spin(acceptor, NULL, "acceptor");
 	return NULL;
 }
 
@@ -152,6 +178,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	struct fl_options o = { .stack_size = 64 * 1024, .tag = "echo" };
 	int err = fl_run(server_main, (void *)(intptr_t)sfd, &o, NULL);
+	close(listen_fd);
+	close(sfd);
 	if (err) {
 		fprintf(stderr, "echo_server: fl_run: %s\n", strerror(-err));
 		return 1;

@@ -204,9 +204,14 @@ static void view_sched(const struct acc_sched *from, const struct acc_sched *to,
 	w->cpu_wait_pct = 100.0 * (double)(to->wait_ns - from->wait_ns) / dt;
 }
 
+/* Complete seconds only: the current one holds a handful of samples and
+ * would flicker at the end of every sparkline. */
 static void view_history(const struct acc *a, int64_t now_sec, struct worker_view *w)
 {
+	now_sec--;
 	int64_t span = a->first_sec < 0 ? 0 : now_sec - a->first_sec + 1;
+	if (span < 0)
+		span = 0;
 	w->nhistory = span > MODEL_HISTORY ? MODEL_HISTORY : (int)span;
 	for (int i = 0; i < w->nhistory; i++) {
 		int64_t sec = now_sec - w->nhistory + 1 + i;

@@ -1,8 +1,8 @@
 /*
  * tui.c — the dashboard's main loop: terminal setup and restore, a model
  * from the sampler once per refresh delay, keys in between, redraw on
- * resize. SIGINT and SIGTERM end the loop through a flag, so the terminal
- * is always restored by the same endwin() as a normal quit.
+ * resize. SIGINT, SIGTERM and SIGHUP end the loop through a flag, so the
+ * terminal is always restored by the same endwin() as a normal quit.
  */
 #include "tui_int.h"
 
@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TUI_TICK_MS 100   /* key wait: bounds how late a refresh or a signal is seen */
 
@@ -57,19 +58,27 @@ static void setup_colors(struct tui *t)
 	init_pair(TUI_PAIR_RED, COLOR_RED, -1);
 	init_pair(TUI_PAIR_YELLOW, COLOR_YELLOW, -1);
 	init_pair(TUI_PAIR_GREEN, COLOR_GREEN, -1);
-	init_pair(TUI_PAIR_TITLE, COLOR_BLACK, COLOR_CYAN);
 }
 
-/* Handlers are set before newterm(): ncurses then leaves SIGINT/SIGTERM to us. */
-static void catch_signals(struct sigaction old[2])
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+/* Handlers are set before newterm(): ncurses then leaves these signals to us. */
+static void catch_signals(struct sigaction old[NSTOP])
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;   /* no SA_RESTART: the key wait returns at once */
 	sigemptyset(&sa.sa_mask);
 	stop_signal = 0;
-	sigaction(SIGINT, &sa, &old[0]);
-	sigaction(SIGTERM, &sa, &old[1]);
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &sa, &old[i]);
+}
+
+static void restore_signals(const struct sigaction old[NSTOP])
+{
+	for (size_t i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &old[i], NULL);
 }
 
 static void loop(struct tui *t)
@@ -97,16 +106,18 @@ static void loop(struct tui *t)
 int tui_run(struct sampler *s, const struct tui_opts *o)
 {
 	struct tui t;
-	struct sigaction old[2];
+	struct sigaction old[NSTOP];
 
+	/* without a terminal on both ends, keys never come and q cannot quit */
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+		return -ENOTTY;
 	setlocale(LC_ALL, "");
 	tui_state_init(&t, s, o);
 	t.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 	catch_signals(old);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
-		sigaction(SIGINT, &old[0], NULL);
-		sigaction(SIGTERM, &old[1], NULL);
+		restore_signals(old);
 		tui_state_done(&t);
 		return -ENOTTY;
 	}
@@ -123,8 +134,7 @@ int tui_run(struct sampler *s, const struct tui_opts *o)
 
 	endwin();
 	delscreen(scr);
-	sigaction(SIGINT, &old[0], NULL);
-	sigaction(SIGTERM, &old[1], NULL);
+	restore_signals(old);
 	tui_state_done(&t);
 	return stop_signal ? (int)stop_signal : 0;
 }

@@ -24,9 +24,9 @@ static void bar_line(const struct tui *t, int y, const char *label, double pct, 
 	tui_fmt_pct(num, sizeof(num), pct);
 	mvprintw(y, 2, "%-9s %6s%%", label, num);
 	if (!isnan(ci) && ci > 0)
-		printw(" ±%-4.1f ", ci);
+		printw(" %s%-4.1f ", t->utf8 ? "±" : "+-", ci);
 	else
-		printw("       ");
+		printw("%*s", t->utf8 ? 7 : 8, "");   /* as wide as the interval, so bars line up */
 	tui_bar(bar, sizeof(bar), pct, width, t->utf8);
 	attron(attr);
 	printw("%s", bar);

@@ -80,8 +80,10 @@ void tui_draw_status(struct tui *t)
 	}
 	static const char table_hints[] =
 		"q quit  ? help  Enter detail  / filter  s sort  t threads  space pause  +/- rate  d delay";
-	static const char back_hints[] = "q/Esc back  ? help";
-	const char *h = t->mode == TUI_MODE_TABLE ? table_hints : back_hints;
+	static const char detail_hints[] = "q/Esc back  ? help";
+	static const char help_hints[] = "q/Esc back  Up/Down/PgUp/PgDn scroll";
+	const char *h = t->mode == TUI_MODE_TABLE ? table_hints
+		      : t->mode == TUI_MODE_HELP ? help_hints : detail_hints;
 	attron(A_DIM);
 	mvprintw(y, 0, "%.*s", COLS - 1, h);
 	attroff(A_DIM);

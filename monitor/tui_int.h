@@ -64,26 +64,27 @@ extern const size_t tui_nkeys;
 enum tui_action tui_key_action(int ch);
 
 /*
- * The table's columns: id, title, width, minimum width, and drop order when
- * the terminal is narrow (1 goes first, 0 never). NAME and TOP-BLOCKER
- * stretch (see tui_layout); TOP-BLOCKER gives up its width first.
+ * The table's columns: id, title, width, minimum width, drop order when the
+ * terminal is narrow (1 goes first, 0 never), and the help screen's line.
+ * NAME and TOP-BLOCKER stretch (see tui_layout); TOP-BLOCKER gives up its
+ * width first.
  */
 #define TUI_COLUMNS(X) \
-	X(PID,      "PID",          7,  7, 0) \
-	X(TID,      "TID",          7,  7, 5) \
-	X(NAME,     "NAME",        16,  6, 0) \
-	X(BACKEND,  "BACKEND",      8,  8, 4) \
-	X(IDLE,     "IDLE%",        5,  5, 0) \
-	X(CPU,      "CPU%",         5,  5, 6) \
-	X(BLOCKED,  "BLOCKED%",     8,  8, 7) \
-	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1) \
-	X(OPS,      "OPS/s",        7,  7, 8) \
-	X(RUNQ,     "RUNQ",         4,  4, 3) \
-	X(PEND,     "PEND",         4,  4, 2) \
-	X(STALL,    "STALL",        6,  6, 9)
+	X(PID,      "PID",          7,  7, 0, "process id") \
+	X(TID,      "TID",          7,  7, 5, "thread id (the worker is one thread)") \
+	X(NAME,     "NAME",        16,  6, 0, "process name, /thread tag if it has one") \
+	X(BACKEND,  "BACKEND",      8,  8, 4, "event-loop backend: io_uring, libev, none (not on the runtime)") \
+	X(IDLE,     "IDLE%",        5,  5, 0, "time waiting in the loop's poll: spare capacity") \
+	X(CPU,      "CPU%",         5,  5, 6, "CPU time used over wall time") \
+	X(BLOCKED,  "BLOCKED%",     8,  8, 7, "time in any other syscall (read, fsync, connect...)") \
+	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1, "the syscall blocked in most, its share, fd and target") \
+	X(OPS,      "OPS/s",        7,  7, 8, "operations per second (instrumented workers)") \
+	X(RUNQ,     "RUNQ",         4,  4, 3, "fibers ready to run now") \
+	X(PEND,     "PEND",         4,  4, 2, "operations waiting for completion") \
+	X(STALL,    "STALL",        6,  6, 9, "how long the loop has run without switching fibers")
 
 enum tui_column {
-#define TUI_X_COL(id, title, width, min, drop) TUI_COL_##id,
+#define TUI_X_COL(id, title, width, min, drop, desc) TUI_COL_##id,
 	TUI_COLUMNS(TUI_X_COL)
 #undef TUI_X_COL
 	TUI_NCOLS
@@ -92,12 +93,13 @@ enum tui_column {
 struct tui_column_info {
 	const char *title;
 	int width, min, drop;
+	const char *desc;
 };
 extern const struct tui_column_info tui_columns[TUI_NCOLS];
 
 enum tui_mode { TUI_MODE_TABLE, TUI_MODE_DETAIL, TUI_MODE_HELP };
 
-enum tui_pair { TUI_PAIR_RED = 1, TUI_PAIR_YELLOW, TUI_PAIR_GREEN, TUI_PAIR_TITLE };
+enum tui_pair { TUI_PAIR_RED = 1, TUI_PAIR_YELLOW, TUI_PAIR_GREEN };
 
 #define TUI_FILTER_LEN 64
 

@@ -26,21 +26,6 @@ enum tui_action tui_key_action(int ch)
 	return TUI_NONE;
 }
 
-static const char *const column_help[TUI_NCOLS] = {
-	[TUI_COL_PID]     = "process id",
-	[TUI_COL_TID]     = "thread id (the worker is one thread)",
-	[TUI_COL_NAME]    = "process name, /thread tag if it has one",
-	[TUI_COL_BACKEND] = "event-loop backend: io_uring, libev, none (not on the runtime)",
-	[TUI_COL_IDLE]    = "time waiting in the loop's poll: spare capacity",
-	[TUI_COL_CPU]     = "CPU time used over wall time",
-	[TUI_COL_BLOCKED] = "time in any other syscall (read, fsync, connect...)",
-	[TUI_COL_BLOCKER] = "the syscall blocked in most, its share, fd and target",
-	[TUI_COL_OPS]     = "operations per second (instrumented workers)",
-	[TUI_COL_RUNQ]    = "fibers ready to run now",
-	[TUI_COL_PEND]    = "operations waiting for completion",
-	[TUI_COL_STALL]   = "how long the loop has not switched while running",
-};
-
 /* Line i of the help text into buf; returns 0 past the end. */
 static int help_line(int i, char *buf, size_t n, int *bold)
 {
@@ -66,7 +51,7 @@ static int help_line(int i, char *buf, size_t n, int *bold)
 	}
 	i -= 2;
 	if (i < TUI_NCOLS) {
-		snprintf(buf, n, "  %-11s %s", tui_columns[i].title, column_help[i]);
+		snprintf(buf, n, "  %-11s %s", tui_columns[i].title, tui_columns[i].desc);
 		return 1;
 	}
 	return 0;

@@ -93,7 +93,8 @@ int tui_rows_update(struct tui *t)
 	for (size_t i = 0; i < t->m.n; i++)
 		if (tui_row_matches(&t->m.workers[i], t->filter))
 			t->rows[t->nrows++] = i;
-	qsort_r(t->rows, t->nrows, sizeof(*t->rows), cmp_rows, t);
+	if (t->nrows > 1)   /* rows is NULL while the model is empty */
+		qsort_r(t->rows, t->nrows, sizeof(*t->rows), cmp_rows, t);
 
 	/* keep the selection on its worker; if it went, keep the position */
 	for (size_t r = 0; r < t->nrows; r++) {

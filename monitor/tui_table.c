@@ -10,7 +10,7 @@
 #include <string.h>
 
 const struct tui_column_info tui_columns[TUI_NCOLS] = {
-#define TUI_X_INFO(id, title, width, min, drop) { title, width, min, drop },
+#define TUI_X_INFO(id, title, width, min, drop, desc) { title, width, min, drop, desc },
 	TUI_COLUMNS(TUI_X_INFO)
 #undef TUI_X_INFO
 };

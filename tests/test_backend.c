@@ -250,8 +250,8 @@ static void *nopidfd_main(void *arg)
 	int st = 0;
 	if (fl_waitpid(pid, &st) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
 		*bad |= 1;
-	if (fl_waitpid(pid, &st) != -ECHILD)
-		*bad |= 2; /* reaped: without a pidfd the error is waitpid's */
+	if (fl_waitpid(pid, &st) != -ESRCH)
+		*bad |= 2; /* reaped: the same error as with a pidfd (pidfd_open's ESRCH) */
 	return NULL;
 }
 

@@ -159,7 +159,8 @@ Test(model, per_second_history)
 	feed(1 * NS, 2 * NS, 100, all_poll);
 	feed(2 * NS, 3 * NS, 100, all_run);
 	feed(4 * NS, 5 * NS, 100, quarter_idle); /* second 3 has no samples */
-	acc_view(acc, 5 * NS - 1, 5, 0, &view);
+	acc_add_sample(acc, 5 * NS + 1, &POLL);  /* second 5 is under way: not history yet */
+	acc_view(acc, 5 * NS + 2, 5, 0, &view);
 	cr_assert_eq(view.nhistory, 4);
 	cr_assert_float_eq(view.idle_history[0], 100.0f, 1e-4);
 	cr_assert_float_eq(view.idle_history[1], 0.0f, 1e-4);

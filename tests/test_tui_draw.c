@@ -83,6 +83,7 @@ static void setup(void)
 	t.m.fleet.ops_per_s = 21000;
 	t.m.fleet.headroom_ops_per_s = 30000;
 	t.m.rate_hz = 200;
+	t.rate_hz = 200;   /* as tui_refresh_model would set it */
 	t.m.window_s = 5;
 	cr_assert_eq(tui_rows_update(&t), 0);
 }
@@ -387,4 +388,44 @@ Test(tui_draw, help_lists_every_key_and_scrolls)
 	tui_draw(&t);
 	all = screen_text();
 	cr_assert(strstr(all, "STALL "), "scrolled to the columns:\n%s", all);
+}
+
+Test(tui_draw, detail_of_an_uninstrumented_worker_and_the_ascii_header)
+{
+	open_screen(24, 80);
+	struct worker_view *w = &t.m.workers[2];   /* cache: no ops, so not instrumented */
+	w->no_access = 1;
+	w->nblocked_top = 0;
+	w->backend = "none";
+	t.m.fleet.nhistory = 3;
+	t.m.fleet.idle_history[0] = 0;
+	t.m.fleet.idle_history[1] = 50;
+	t.m.fleet.idle_history[2] = 100;
+	tui_handle_key(&t, KEY_DOWN);
+	cr_assert_eq(t.sel_pid, 300);
+	tui_handle_key(&t, '\r');
+	tui_draw(&t);
+	const char *all = screen_text();
+	cr_assert(strstr(all, "fleet idle% (3 s) _=#"), "ASCII sparkline:\n%s", all);
+	cr_assert(strstr(all, "not instrumented"), "%s", all);
+	cr_assert(strstr(all, "/proc refused access"), "%s", all);
+	cr_assert(strstr(all, "not on the loopstat runtime"), "%s", all);
+	cr_assert(strstr(all, "no blocking syscall seen"), "%s", all);
+	cr_assert(strstr(all, "+-2.5"), "ASCII interval:\n%s", all);
+}
+
+Test(tui_draw, empty_model_draws_a_hint)
+{
+	struct tui e;
+	tui_state_init(&e, NULL, NULL);
+	cr_assert_eq(tui_rows_update(&e), 0);
+	cr_assert_eq(e.nrows, 0);
+	open_screen(24, 80);
+	tui_draw(&e);
+	cr_assert_geq(find_line("no event-loop workers found"), 0, "%s", screen_text());
+	cr_assert_eq(tui_handle_key(&e, '\r'), 0);
+	cr_assert_eq(e.mode, TUI_MODE_TABLE, "no detail view without a worker");
+	tui_handle_key(&e, KEY_DOWN);
+	tui_handle_key(&e, 's');
+	tui_state_done(&e);
 }

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@ static char *dir;
 static char sock[64];
 static pid_t workers[MAX_WORKERS];
 static int nworkers;
+static int tmux_started;   /* kill-server complains when there is none */
 
 static void setup(void)
 {
@@ -46,7 +49,8 @@ static int tmux_out(char **out, ...)
 
 static void teardown(void)
 {
-	tmux("kill-server");
+	if (tmux_started)
+		tmux("kill-server");
 	for (int i = 0; i < nworkers; i++) {
 		kill(workers[i], SIGTERM);
 		waitpid(workers[i], NULL, 0);
@@ -66,6 +70,8 @@ static const char *counters_bin(void)
 	return path;
 }
 
+/* Workers stay mostly idle: the dashboard's text does not depend on the
+ * load, and timing-sensitive suites may run on the same cores. */
 static pid_t start_worker(int busy_pct)
 {
 	char busy[16];
@@ -180,7 +186,15 @@ static void start_top(int cols, int lines, const char *args)
 	snprintf(cmd, sizeof(cmd), "exec /bin/bash '%s'", path);
 	snprintf(x, sizeof(x), "%d", cols);
 	snprintf(y, sizeof(y), "%d", lines);
-	cr_assert_eq(tmux("new-session", "-d", "-s", "t", "-x", x, "-y", y, cmd), 0, "tmux new-session");
+	tmux_started = 1;
+	/* a server just killed may still hold the socket for a moment */
+	int rc = -1;
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		rc = tmux("new-session", "-d", "-s", "t", "-x", x, "-y", y, cmd);
+		if (rc != 0)
+			usleep(100000);
+	}
+	cr_assert_eq(rc, 0, "tmux new-session");
 }
 
 static void keys(const char *k)
@@ -218,6 +232,31 @@ static int wait_exit(void)
 	return -1;
 }
 
+/* " PID ": a pid as a table cell, not part of a longer number */
+static char *pid_text(pid_t pid)
+{
+	static char buf[2][16];
+	static int i;
+	i ^= 1;
+	snprintf(buf[i], sizeof(buf[i]), " %d ", (int)pid);
+	return buf[i];
+}
+
+/* Polls until the row of pid `first` is shown above the row of `second`. */
+static int wait_order(pid_t first, pid_t second)
+{
+	long long deadline = ts_now_ms() + WAIT_MS;
+	while (ts_now_ms() < deadline) {
+		char *scr = capture(), *x = strstr(scr, pid_text(first)), *y = strstr(scr, pid_text(second));
+		int ok = x && y && x < y;
+		free(scr);
+		if (ok)
+			return 1;
+		usleep(100 * 1000);
+	}
+	return 0;
+}
+
 static void assert_terminal_restored(void)
 {
 	char *alt = display("#{alternate_on}");
@@ -228,18 +267,10 @@ static void assert_terminal_restored(void)
 	free(scr);
 }
 
-static char *pid_text(pid_t pid)
-{
-	static char buf[2][16];
-	static int i;
-	i ^= 1;
-	snprintf(buf[i], sizeof(buf[i]), " %d ", (int)pid);
-	return buf[i];
-}
 
 Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 {
-	pid_t a = start_worker(30), b = start_worker(80);
+	pid_t a = start_worker(10), b = start_worker(20);
 	start_top(100, 30, "top");
 	assert_shows("IDLE%");
 	assert_shows(pid_text(a));
@@ -260,7 +291,7 @@ Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 
 Test(tui_tmux, sort_filter_help_and_detail_keys)
 {
-	pid_t a = start_worker(20), b = start_worker(60);
+	pid_t a = start_worker(10), b = start_worker(20);
 	start_top(100, 30, "top");
 	assert_shows(pid_text(a));
 	assert_shows(pid_text(b));
@@ -271,8 +302,15 @@ Test(tui_tmux, sort_filter_help_and_detail_keys)
 	keys("<");
 	keys("<");
 	assert_shows("sort BACKEND");
+	keys("<");
+	keys("<");
+	keys("<");
+	assert_shows("sort PID");
+	cr_assert(a < b, "pids in start order");   /* no wrap-around in a test's lifetime */
+	cr_assert(wait_order(a, b), "PID ascending puts %d above %d", (int)a, (int)b);
 	keys("r");
-	assert_shows("(reversed)");
+	assert_shows("sort PID (reversed)");
+	cr_assert(wait_order(b, a), "reversed puts %d above %d", (int)b, (int)a);
 
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)a);
@@ -309,7 +347,7 @@ Test(tui_tmux, sort_filter_help_and_detail_keys)
 
 Test(tui_tmux, works_at_80x24_and_survives_resizes)
 {
-	pid_t a = start_worker(50);
+	pid_t a = start_worker(10);
 	start_top(80, 24, "--no-color")   /* no command: top, on a terminal */;
 	assert_shows(pid_text(a));
 	assert_shows("STALL");
@@ -325,8 +363,11 @@ Test(tui_tmux, works_at_80x24_and_survives_resizes)
 	cr_assert_eq(tmux("resize-window", "-t", "t", "-x", "50", "-y", "12"), 0);
 	assert_hides("TOP-BLOCKER");
 	assert_shows(pid_text(a));
+	cr_assert_eq(tmux("resize-window", "-t", "t", "-x", "20", "-y", "5"), 0);
+	assert_hides("STALL");
 	cr_assert_eq(tmux("resize-window", "-t", "t", "-x", "80", "-y", "24"), 0);
 	assert_shows("STALL");
+	assert_shows(pid_text(a));
 	keys("q");
 	cr_assert_eq(wait_exit(), 0);
 	assert_terminal_restored();
@@ -334,7 +375,7 @@ Test(tui_tmux, works_at_80x24_and_survives_resizes)
 
 Test(tui_tmux, pause_rate_and_delay_keys_show_in_the_header)
 {
-	start_worker(40);
+	start_worker(10);
 	start_top(100, 30, "top -r 100 -d 2");
 	assert_shows("rate 100 Hz");
 	assert_shows("refresh 2 s");
@@ -353,9 +394,9 @@ Test(tui_tmux, pause_rate_and_delay_keys_show_in_the_header)
 	cr_assert_eq(wait_exit(), 0);
 }
 
-Test(tui_tmux, sigterm_and_sigint_restore_the_terminal)
+Test(tui_tmux, sigterm_sigint_and_sighup_restore_the_terminal)
 {
-	start_worker(40);
+	start_worker(10);
 	start_top(100, 30, "top");
 	assert_shows("IDLE%");
 	cr_assert_eq(kill(top_pid(), SIGTERM), 0);
@@ -368,15 +409,42 @@ Test(tui_tmux, sigterm_and_sigint_restore_the_terminal)
 	keys("C-c");
 	cr_assert_eq(wait_exit(), 128 + SIGINT);
 	assert_terminal_restored();
+
+	/* a hung-up terminal must end it too, not leave it spinning on EOF */
+	tmux("kill-server");
+	start_top(100, 30, "top");
+	assert_shows("IDLE%");
+	cr_assert_eq(kill(top_pid(), SIGHUP), 0);
+	cr_assert_eq(wait_exit(), 128 + SIGHUP);
+	assert_terminal_restored();
+}
+
+/* Whether an SGR sequence in line sets dim (parameter 2), alone or
+ * combined with others ("\033[2m", "\033[2;32m", "\033[32;2m"). */
+static int has_dim(const char *line)
+{
+	for (const char *p = line; (p = strstr(p, "\033[")); ) {
+		p += 2;
+		for (;;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+			if (end != p && v == 2 && (*end == ';' || *end == 'm'))
+				return 1;
+			if (*end != ';')
+				break;
+			p = end + 1;
+		}
+	}
+	return 0;
 }
 
 Test(tui_tmux, workers_appear_and_exited_ones_dim_then_drop)
 {
-	pid_t a = start_worker(30);
+	pid_t a = start_worker(10);
 	start_top(100, 30, "top");
 	assert_shows(pid_text(a));
 	assert_shows("workers 1");
-	pid_t b = start_worker(30);
+	pid_t b = start_worker(10);
 	assert_shows(pid_text(b));
 	assert_shows("workers 2");
 
@@ -388,7 +456,7 @@ Test(tui_tmux, workers_appear_and_exited_ones_dim_then_drop)
 	int dimmed = 0;
 	while (!dimmed && ts_now_ms() < deadline) {
 		char *l = line_with(pid_text(a));
-		dimmed = l && strstr(l, "\033[2m");
+		dimmed = l && has_dim(l);
 		free(l);
 		usleep(100 * 1000);
 	}
@@ -423,6 +491,66 @@ Test(tui_tmux, threads_key_lists_threads_that_never_poll)
 	keys("t");
 	assert_shows("threads: event-loop workers");
 	assert_hides(pid_text(sleeper));
+	keys("q");
+	cr_assert_eq(wait_exit(), 0);
+}
+
+Test(tui_tmux, top_without_a_terminal_fails_with_a_message)
+{
+	char *argv[] = { (char *)ts_loopstat_bin(), "top", NULL };
+	char *out = NULL;
+	int rc = ts_run(argv, &out, 10000);
+	cr_assert_eq(rc, 1, "stdout is a pipe here: exit %d, %s", rc, out);
+	free(out);
+	char *bad[] = { (char *)ts_loopstat_bin(), "top", "-d", "0", NULL };
+	cr_assert_eq(ts_run(bad, NULL, 10000), 2, "a zero delay is a usage error");
+}
+
+/* An uninstrumented loop that waits 20 ms in epoll_wait, then 20 ms blocked
+ * in read() on a timerfd: half idle, half blocked on a known fd. */
+static pid_t start_blocking_loop(void)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int ep = epoll_create1(0), tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+		struct itimerspec its = { .it_value = { 0, 20 * 1000 * 1000 } };
+		struct epoll_event ev;
+		uint64_t ticks;
+		if (ep < 0 || tfd < 0)
+			_exit(1);
+		for (int i = 0; i < 4000; i++) {
+			epoll_wait(ep, &ev, 1, 20);
+			timerfd_settime(tfd, 0, &its, NULL);
+			if (read(tfd, &ticks, sizeof(ticks)) < 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	workers[nworkers++] = pid;
+	return pid;
+}
+
+Test(tui_tmux, top_blocker_and_detail_name_the_syscall_and_fd)
+{
+	pid_t loop = start_blocking_loop();
+	char args[64];
+	snprintf(args, sizeof(args), "top -p %d", (int)loop);
+	start_top(130, 30, args);
+	assert_shows(pid_text(loop));
+	assert_shows("TOP-BLOCKER");
+	assert_shows("timerfd");
+	char *l = line_with(pid_text(loop));
+	cr_assert(l && strstr(l, "read "), "the row names read():\n%s", l ? l : "(none)");
+	free(l);
+	keys("Enter");
+	assert_shows("Blocked in");
+	assert_shows("not instrumented");
+	char *scr = capture();
+	const char *b = strstr(scr, "Blocked in");
+	cr_assert(b && strstr(b, "read") && strstr(b, "fd ") && strstr(b, "timerfd"), "%s", scr);
+	free(scr);
+	keys("q");
 	keys("q");
 	cr_assert_eq(wait_exit(), 0);
 }

@@ -23,6 +23,17 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+/* The kernel fills read buffers behind valgrind's back: tell it. */
+#define MARK_DEFINED(buf, n) ((n) > 0 ? (void)VALGRIND_MAKE_MEM_DEFINED((buf), (size_t)(n)) : (void)0)
+#endif
+#endif
+#ifndef MARK_DEFINED
+#define MARK_DEFINED(buf, n) ((void)0)
+#endif
+
 #define FL__DEFAULT_ENTRIES   1024
 #define FL__DEFAULT_SQE_LIMIT 64
 #define FL__CHAIN_MAX         32
@@ -326,7 +337,9 @@ static ssize_t uring_read(struct fl_loop *l, int fd, void *buf, size_t len)
 {
 	OP_START(UOP_IO);
 	io_uring_prep_read(sqe, fd, buf, len, (uint64_t)-1);
-	return op_wait(l, op, 0);
+	int res = op_wait(l, op, 0);
+	MARK_DEFINED(buf, res);
+	return res;
 }
 
 static ssize_t uring_write(struct fl_loop *l, int fd, const void *buf, size_t len)
@@ -347,7 +360,9 @@ static ssize_t uring_recv(struct fl_loop *l, int fd, void *buf, size_t len, int 
 {
 	OP_START(UOP_IO);
 	io_uring_prep_recv(sqe, fd, buf, len, flags);
-	return op_wait(l, op, 0);
+	int res = op_wait(l, op, 0);
+	MARK_DEFINED(buf, res);
+	return res;
 }
 
 static ssize_t uring_send(struct fl_loop *l, int fd, const void *buf, size_t len, int flags)
@@ -368,7 +383,12 @@ static int uring_accept(struct fl_loop *l, int fd, struct sockaddr *a, socklen_t
 {
 	OP_START(UOP_ACCEPT);
 	io_uring_prep_accept(sqe, fd, a, alen, SOCK_CLOEXEC);
-	return op_wait(l, op, a == NULL);
+	int res = op_wait(l, op, a == NULL);
+	if (a && res >= 0) {
+		MARK_DEFINED(alen, sizeof(*alen));
+		MARK_DEFINED(a, *alen);
+	}
+	return res;
 }
 
 static int uring_connect(struct fl_loop *l, int fd, const struct sockaddr *a, socklen_t alen)

@@ -88,7 +88,19 @@ struct fl__runqueue {
 	unsigned head, len, cap;     /* cap is a power of two */
 	unsigned hwm;                /* highest len seen */
 	unsigned shift_count;        /* shifts since the last poll (anti-starvation) */
+	uint64_t *pub_hwm, *pub_cap; /* borrowed: the stats slot's gauges */
+	uint64_t scratch;            /* their target before the slot exists */
 };
+
+/* A new high-water mark is rare: publishing it inside that branch keeps
+ * the gauge exact at no cost to the common push. */
+static inline void fl__rq_new_hwm(struct fl__runqueue *q)
+{
+	q->hwm = q->len;
+#ifndef FL_NO_STATS
+	fl_stat_set(q->pub_hwm, q->hwm);
+#endif
+}
 
 FL__HIDDEN int  fl__rq_init(struct fl__runqueue *q, unsigned cap);
 FL__HIDDEN void fl__rq_done(struct fl__runqueue *q);
@@ -100,8 +112,8 @@ static inline int fl__rq_push(struct fl__runqueue *q, fl_fiber *f, void *value)
 	if (FL__UNLIKELY(q->len == q->cap) && fl__rq_grow(q) < 0)
 		return -ENOMEM;
 	q->buf[(q->head + q->len) & (q->cap - 1)] = (struct fl__rq_entry){ f, value };
-	if (++q->len > q->hwm)
-		q->hwm = q->len;
+	if (FL__UNLIKELY(++q->len > q->hwm))
+		fl__rq_new_hwm(q);
 	return 0;
 }
 
@@ -111,8 +123,8 @@ static inline int fl__rq_unshift(struct fl__runqueue *q, fl_fiber *f, void *valu
 		return -ENOMEM;
 	q->head = (q->head - 1) & (q->cap - 1);
 	q->buf[q->head] = (struct fl__rq_entry){ f, value };
-	if (++q->len > q->hwm)
-		q->hwm = q->len;
+	if (FL__UNLIKELY(++q->len > q->hwm))
+		fl__rq_new_hwm(q);
 	return 0;
 }
 
@@ -136,6 +148,23 @@ static inline int fl__rq_shift(struct fl__runqueue *q, struct fl__rq_entry *e)
  * resumes the parked fiber early: the backend then cancels the op and
  * returns fl__take_interrupt(). Ops do one attempt: loops,
  * argument checks and stats of started ops live in the common layer.
+ *
+ * Contract for a backend (backend_uring.c is the reference; a libev
+ * backend only adds backend_ev.c defining fl__backend_ev, which
+ * fl__backend_find() picks up through the weak reference below):
+ *  - fl__pending_inc() when an op starts waiting, fl__pending_dec() and
+ *    FL__STAT_ADD(l, completions, 1) when its completion is processed;
+ *    the scheduler's anti-starvation rule and the pending_ops gauge use it.
+ *  - -EAGAIN may be returned: the common layer then waits with wait_io
+ *    and retries (so a readiness backend can try the syscall first).
+ *  - poll() schedules the fibers whose ops completed (fl__schedule), never
+ *    switches, and calls fl__drain_xq() when woken by wakeup().
+ *  - sleep returns 0 when the time is up; wait_io returns poll revents.
+ *  - chain runs the ops in order and stops at the first failure.
+ *  - done() must not return while the kernel/loop may still touch memory
+ *    of an op (io_uring: cancelled ops detached from their fiber).
+ * The shared suite (tests/test_*.c through tests/support/fl_test.c) runs
+ * every runtime test on each backend fl_backend_available() reports.
  */
 struct fl__backend {
 	const char *name;
@@ -188,7 +217,6 @@ struct fl_loop {
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
 	unsigned                  live;      /* fibers created and not finished */
 	uint64_t                  switches;  /* mirror of slot->switches */
-	unsigned                  published_hwm; /* runqueue_hwm last stored in the slot */
 	unsigned                  published_len; /* runqueue_len last stored in the slot */
 	int                       polled;    /* a blocking poll happened in this switch */
 	size_t                    stack_size;

@@ -90,6 +90,8 @@ static int loop_init(struct fl_loop *l, const struct fl_options *o)
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire(o ? o->tag : NULL, l->be->kind, l->be->wait_fd(l));
 	if (s)
 		l->slot = s;
+	l->rq.pub_hwm = &l->slot->runqueue_hwm;
+	l->rq.pub_cap = &l->slot->runqueue_cap;
 	FL__STAT_SET(l, runqueue_cap, l->rq.cap);
 	return 0;
 

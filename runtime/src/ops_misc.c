@@ -5,6 +5,7 @@
 #include "fl_internal.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -86,10 +87,10 @@ int fl_wait_io(int fd, int events)
 }
 
 /*
- * Without pidfds (kernel < 5.3, or pidfd_open refused by a seccomp profile)
- * the child is polled, backing off from 1 to 64 ms. Not libev's ev_child:
- * it needs libev's default loop, whose SIGCHLD handler reaps every child of
- * the process, the application's own included.
+ * Without pidfds (kernel < 5.3, valgrind, or pidfd_open refused by a
+ * seccomp profile) the child is polled, backing off from 1 to 64 ms. Not
+ * libev's ev_child: it needs libev's default loop, whose SIGCHLD handler
+ * reaps every child of the process, the application's own included.
  */
 static int waitpid_polling(pid_t pid, int *status)
 {
@@ -97,8 +98,13 @@ static int waitpid_polling(pid_t pid, int *status)
 	for (;;) {
 		int st = 0;
 		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r < 0)
-			return -errno;
+		if (r < 0) {
+			/* same errors as the pidfd path: ESRCH for no such process */
+			int e = errno;
+			if (e == ECHILD && kill(pid, 0) < 0 && errno == ESRCH)
+				e = ESRCH;
+			return -e;
+		}
 		if (r == pid) {
 			if (status)
 				*status = st;

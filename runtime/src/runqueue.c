@@ -19,6 +19,8 @@ int fl__rq_init(struct fl__runqueue *q, unsigned cap)
 	if (!q->buf)
 		return -ENOMEM;
 	q->cap = c;
+	/* until the loop has its stats slot, publish into the queue itself */
+	q->pub_hwm = q->pub_cap = &q->scratch;
 	return 0;
 }
 
@@ -42,6 +44,9 @@ int fl__rq_grow(struct fl__runqueue *q)
 	q->buf = n;
 	q->head = 0;
 	q->cap = ncap;
+#ifndef FL_NO_STATS
+	fl_stat_set(q->pub_cap, ncap);
+#endif
 	return 0;
 }
 

@@ -165,14 +165,6 @@ void fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first)
 		f->state = FL__FIBER_RUNNABLE;
 	/* runqueue_len is published at the next switch, not here: a spin or
 	 * a snooze would otherwise pay for two stores of the same gauge */
-#ifndef FL_NO_STATS
-	if (FL__UNLIKELY(l->rq.hwm != l->published_hwm)) {
-		/* a new high-water mark (the ring may have grown with it) */
-		l->published_hwm = l->rq.hwm;
-		FL__STAT_SET(l, runqueue_cap, l->rq.cap);
-		FL__STAT_SET(l, runqueue_hwm, l->rq.hwm);
-	}
-#endif
 	if (l->trace)
 		l->trace(FL_TRACE_SCHEDULE, f, 0, l->trace_data);
 }
