@@ -92,11 +92,11 @@ check: all tests
 	@sh scripts/run-tests.sh $(BUILD) $(TESTS)
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@sh scripts/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory all benches
+	@$(MAKE) --no-print-directory -j$$(nproc) all benches
 	@sh scripts/run-bench.sh $(BUILD) $(B)
 
 $(BUILD)/obj/%.o: %.c
