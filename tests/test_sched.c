@@ -248,3 +248,34 @@ Test(sched, runqueue_grows_and_tracks_high_water, .timeout = 10)
 {
 	fl_test_run(grow_main, NULL);
 }
+
+/* ---- a fiber that finishes while queued ---------------------------------- */
+
+static int self_scheduled_ran;
+
+static void *schedule_self_and_return(void *arg)
+{
+	(void)arg;
+	self_scheduled_ran++;
+	/* queued while RUNNING: the entry must go when the fiber finishes */
+	fl_schedule(fl_current(), (void *)1);
+	return NULL;
+}
+
+static void *finish_queued_main(void *arg)
+{
+	(void)arg;
+	self_scheduled_ran = 0;
+	for (int i = 0; i < 4; i++)
+		fl_spin(schedule_self_and_return, NULL, NULL);
+	for (int i = 0; i < 8; i++)
+		fl_snooze();
+	cr_assert_eq(self_scheduled_ran, 4, "ran %d times", self_scheduled_ran);
+	cr_assert_eq(fl_stats_slot()->runqueue_len, 0);
+	return NULL;
+}
+
+Test(sched, fiber_finishing_while_queued_leaves_no_entry, .timeout = 10)
+{
+	fl_test_run(finish_queued_main, NULL);
+}

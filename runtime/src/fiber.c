@@ -218,6 +218,12 @@ void fl__fiber_entry(fl_fiber *f)
 
 	f->state = FL__FIBER_DONE;
 	f->interrupt = 0;
+	/* fl_schedule(fl_current(), v) before returning queued it: that entry
+	 * would be switched to after the fiber is reaped (use after free) */
+	if (FL__UNLIKELY(f->in_rq)) {
+		fl__rq_delete(&l->rq, f);
+		f->in_rq = 0;
+	}
 	l->live--;
 	FL__STAT_ADD(l, fibers_done, 1);
 	FL__STAT_SET(l, fibers_live, l->live);
