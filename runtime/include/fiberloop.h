@@ -130,7 +130,11 @@ struct fl_buf {
 	size_t cap;  /* bytes allocated */
 };
 
-/* One read of up to len bytes: > 0 bytes, 0 at EOF, or -errno. */
+/*
+ * One read of up to len bytes: > 0 bytes, 0 at EOF, or -errno. Like every
+ * single-transfer op (read, recv, splice) it asks the kernel for at most
+ * INT_MAX & ~4095 bytes at a time, as read(2) itself does.
+ */
 FL_API ssize_t fl_read(int fd, void *buf, size_t len);
 /* Reads exactly len bytes unless EOF comes first: returns the bytes read. */
 FL_API ssize_t fl_read_full(int fd, void *buf, size_t len);
@@ -138,7 +142,8 @@ FL_API ssize_t fl_read_full(int fd, void *buf, size_t len);
  * Reads into b at position pos (-1: append at b->len; the data after pos is
  * replaced), growing b as needed: one read of up to len bytes, or, when
  * to_eof, reads of len bytes until EOF. b->len = pos + bytes read. Returns
- * the bytes read or -errno.
+ * the bytes read or -errno (-EOVERFLOW when pos + len does not fit a
+ * size_t, -ENOMEM when the buffer cannot grow that far).
  */
 FL_API ssize_t fl_read_buf(int fd, struct fl_buf *b, size_t len, int to_eof, ssize_t pos);
 /* Chunk callback of the *_loop ops: return 0 to go on, non-zero to stop. */
@@ -146,7 +151,8 @@ typedef int (*fl_chunk_fn)(void *arg, const char *data, size_t len);
 /* Reads chunks of at most maxlen until EOF or cb stops: total bytes or -errno. */
 FL_API ssize_t fl_read_loop(int fd, size_t maxlen, fl_chunk_fn cb, void *arg);
 
-/* Writes all len bytes (looping on partial writes): len or -errno. */
+/* Writes all len bytes (looping on partial writes): len or -errno; -EIO
+ * if the kernel accepts 0 bytes of a non-empty request. */
 FL_API ssize_t fl_write(int fd, const void *buf, size_t len);
 FL_API ssize_t fl_writev(int fd, const struct iovec *iov, int iovcnt);
 
@@ -223,7 +229,8 @@ struct fl_chain_op {
 /*
  * Runs ops in order as linked SQEs (IOSQE_IO_LINK): an op starts only after
  * the previous one succeeded. Returns the last op's result, or the first
- * failing op's -errno (later ops are not run). n <= 32.
+ * failing op's -errno (later ops are not run). n <= 32; each len at most
+ * INT_MAX & ~4095 (-EINVAL), as a linked op is one kernel request.
  */
 FL_API ssize_t fl_chain(const struct fl_chain_op *ops, int n);
 

@@ -8,6 +8,7 @@
 #include "fiberloop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -24,6 +25,19 @@
 #define FL__STAT_ADD(l, field, n) fl_stat_add(&(l)->slot->field, (n))
 #define FL__STAT_SET(l, field, v) fl_stat_set(&(l)->slot->field, (v))
 #endif
+
+/*
+ * Largest length one backend request asks for: io_uring's SQE length is
+ * 32 bits (a 4 GiB request became 0) and its result an int, and the
+ * kernel caps a transfer at MAX_RW_COUNT (INT_MAX & ~PAGE_MASK) anyway.
+ * The common layer clamps every request; partial I/O is allowed.
+ */
+#define FL__IO_MAX ((size_t)(INT_MAX & ~4095))
+
+static inline size_t fl__io_clamp(size_t len)
+{
+	return len < FL__IO_MAX ? len : FL__IO_MAX;
+}
 
 /* ---- context switch (switch_*.S) ----------------------------------------- */
 

@@ -157,7 +157,7 @@ ssize_t fl_splice(int fd_in, int fd_out, size_t len)
 	int err = fl__op_begin(l);
 	if (err)
 		return err;
-	return l->be->splice(l, fd_in, fd_out, len);
+	return l->be->splice(l, fd_in, fd_out, fl__io_clamp(len));
 }
 
 ssize_t fl_splice_to_eof(int fd_in, int fd_out, size_t chunk)
@@ -297,6 +297,9 @@ ssize_t fl_chain(const struct fl_chain_op *ops, int n)
 			return -EBADF;
 		if (c->kind != FL_CHAIN_SPLICE && !c->buf && c->len)
 			return -EFAULT;
+		/* a linked SQE transfers its whole length in one request */
+		if (c->len > FL__IO_MAX)
+			return -EINVAL;
 	}
 	int err = fl__op_begin(l);
 	if (err)
