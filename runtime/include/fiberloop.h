@@ -76,7 +76,11 @@ FL_API void *fl_suspend(void);
  * Makes f runnable with `value` (returned by its fl_suspend()). Thread-safe:
  * from another thread it queues the fiber to its loop and wakes the loop's
  * poll. Scheduling an already runnable fiber does nothing; scheduling a
- * fiber blocked in an op interrupts the op (-EINTR).
+ * fiber blocked in an op interrupts the op (-EINTR). A cross-thread schedule
+ * that reaches a loop already tearing down (every fiber finished) is
+ * dropped; the loop itself is freed when fl_run() returns, so other threads
+ * must stop scheduling its fibers by then (join them, or hold the loop
+ * open with a fiber waiting for their last schedule).
  */
 FL_API void fl_schedule(fl_fiber *f, void *value);
 

@@ -241,9 +241,10 @@ struct fl_loop {
 	void                     *trace_data;
 	fl_idle_fn                idle;
 	void                     *idle_data;
-	pthread_mutex_t           xlock;     /* guards xq: other threads push */
+	pthread_mutex_t           xlock;     /* guards xq, xclosed, and the wakeup itself */
 	struct fl__xentry        *xq;        /* owned */
 	unsigned                  xlen, xcap;
+	int                       xclosed;   /* teardown began: pushes are dropped */
 	fl_fiber                  root;      /* the thread's own stack in fl_run */
 	struct loopstat_shm_slot  dummy_slot;/* fallback when shm is unavailable */
 };
@@ -254,6 +255,7 @@ extern __thread struct fl_loop *fl__tls_loop FL__HIDDEN __attribute__((tls_model
 FL__HIDDEN void *fl__switch(struct fl_loop *l);      /* run the next fiber; returns my value */
 FL__HIDDEN void  fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first);
 FL__HIDDEN void  fl__drain_xq(struct fl_loop *l);    /* backends call it on wakeup */
+FL__HIDDEN void  fl__xq_close(struct fl_loop *l);    /* teardown: drop later pushes */
 FL__HIDDEN void  fl__check_timeouts(struct fl_loop *l);
 FL__HIDDEN int64_t fl__next_timeout_ns(struct fl_loop *l); /* -1: none armed */
 FL__HIDDEN uint64_t fl__now_ns(void);

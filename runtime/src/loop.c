@@ -104,6 +104,8 @@ fail_lock:
 
 static void loop_done(struct fl_loop *l)
 {
+	/* before the backend closes its eventfd / async watcher */
+	fl__xq_close(l);
 	if (l->zombie) {
 		fl__fiber_reap(l, l->zombie);
 		l->zombie = NULL;

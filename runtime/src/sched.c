@@ -181,9 +181,19 @@ void *fl__op_park(struct fl_loop *l)
 
 /* ---- cross-thread schedule ----------------------------------------------- */
 
+/*
+ * The wakeup happens under the lock: loop teardown takes the lock and sets
+ * xclosed before closing the eventfd / async watcher, so a pusher can never
+ * wake a loop that has finished (and freed its backend) in between.
+ */
 static void xq_push(struct fl_loop *l, fl_fiber *f, void *value)
 {
 	pthread_mutex_lock(&l->xlock);
+	if (FL__UNLIKELY(l->xclosed)) {
+		/* every fiber of the loop has finished: nobody to run */
+		pthread_mutex_unlock(&l->xlock);
+		return;
+	}
 	if (l->xlen == l->xcap) {
 		unsigned cap = l->xcap ? l->xcap * 2 : 16;
 		struct fl__xentry *n = realloc(l->xq, cap * sizeof(*n));
@@ -193,8 +203,16 @@ static void xq_push(struct fl_loop *l, fl_fiber *f, void *value)
 		l->xcap = cap;
 	}
 	l->xq[l->xlen++] = (struct fl__xentry){ f, value };
-	pthread_mutex_unlock(&l->xlock);
 	l->be->wakeup(l);
+	pthread_mutex_unlock(&l->xlock);
+}
+
+void fl__xq_close(struct fl_loop *l)
+{
+	pthread_mutex_lock(&l->xlock);
+	l->xclosed = 1;
+	l->xlen = 0; /* their fibers are done (maybe freed): never schedule them */
+	pthread_mutex_unlock(&l->xlock);
 }
 
 void fl__drain_xq(struct fl_loop *l)
