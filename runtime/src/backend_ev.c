@@ -528,6 +528,7 @@ const struct fl__backend fl__backend_ev = {
 	.done = evb_done,
 	.wait_fd = evb_wait_fd,
 	.poll = evb_poll,
+	.flush = NULL, /* epoll_wait does no submission work */
 	.wakeup = evb_wakeup,
 	.read = evb_read,
 	.write = evb_write,

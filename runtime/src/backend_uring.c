@@ -250,6 +250,17 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 	reap(l, u);
 }
 
+/* Submission before a blocking poll, kept out of poll_time_ns: with it
+ * the poll's io_uring_enter only waits. */
+static void uring_flush(struct fl_loop *l)
+{
+	struct uring *u = U(l);
+	if (u->prepared) {
+		io_uring_submit(&u->ring);
+		u->prepared = 0;
+	}
+}
+
 /* ---- setup ---------------------------------------------------------------- */
 
 static int uring_init(struct fl_loop *l, const struct fl_options *o)
@@ -496,6 +507,7 @@ const struct fl__backend fl__backend_uring = {
 	.done = uring_done,
 	.wait_fd = uring_wait_fd,
 	.poll = uring_poll,
+	.flush = uring_flush,
 	.wakeup = uring_wakeup,
 	.read = uring_read,
 	.write = uring_write,

@@ -189,6 +189,11 @@ struct fl__backend {
 	/* timeout_ns < 0: block until an event; 0: do not block. Processes
 	 * completions (scheduling fibers) and cross-thread wakeups. */
 	void    (*poll)(struct fl_loop *l, int64_t timeout_ns);
+	/* Before a blocking poll, outside its timing: hands prepared work to
+	 * the kernel, so that poll_time_ns is time blocked waiting and not the
+	 * kernel performing the batch (io_uring runs most SQEs inline at
+	 * submission). NULL when poll() does no such work. */
+	void    (*flush)(struct fl_loop *l);
 	void    (*wakeup)(struct fl_loop *l);  /* thread-safe */
 	ssize_t (*read)(struct fl_loop *l, int fd, void *buf, size_t len);
 	ssize_t (*write)(struct fl_loop *l, int fd, const void *buf, size_t len);

@@ -48,6 +48,8 @@ static void poll_backend(struct fl_loop *l, int blocking)
 		FL__STAT_ADD(l, polls_blocking, 1);
 		FL__STAT_SET(l, current_fiber, 0);
 		FL__STAT_SET(l, current_tag, 0);
+		if (l->be->flush)
+			l->be->flush(l);
 #ifndef FL_NO_STATS
 		/* the only clock reads of the loop: around blocking polls */
 		uint64_t t0 = fl__now_ns();
