@@ -2,6 +2,7 @@
 #include "support/fl_test.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -196,6 +197,46 @@ Test(stats, poll_time_excludes_submission_work, .timeout = 30, .init = fl_test_s
      .fini = fl_test_shm_done)
 {
 	fl_test_run(busy_main, NULL);
+}
+
+/* ---- poll_since_ns: a blocking poll in progress is visible ---------------- */
+
+struct watcher {
+	const struct loopstat_shm_slot *slot;
+	uint64_t since, now;
+};
+
+static void *watch_poll(void *arg)
+{
+	struct watcher *w = arg;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	w->since = __atomic_load_n(&w->slot->poll_since_ns, __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	w->now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return NULL;
+}
+
+static void *poll_since_main(void *arg)
+{
+	(void)arg;
+	struct watcher w = { .slot = fl_stats_slot() };
+	pthread_t t;
+	cr_assert_eq(w.slot->poll_since_ns, 0, "a running fiber is not in a poll");
+	cr_assert_eq(pthread_create(&t, NULL, watch_poll, &w), 0);
+	cr_assert_eq(fl_sleep(0.2), 0);
+	pthread_join(t, NULL);
+	cr_assert_neq(w.since, 0, "poll in progress not published");
+	double in_poll = (double)(w.now - w.since) / 1e6;
+	cr_assert(in_poll >= 30 && in_poll <= 200, "in poll for %.1f ms by the reader's clock", in_poll);
+	cr_assert_eq(w.slot->poll_since_ns, 0);
+	return NULL;
+}
+
+Test(stats, poll_in_progress_is_published, .timeout = 10, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
+{
+	fl_test_run(poll_since_main, NULL);
 }
 
 static void *segment_main(void *arg)

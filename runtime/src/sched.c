@@ -53,8 +53,13 @@ static void poll_backend(struct fl_loop *l, int blocking)
 #ifndef FL_NO_STATS
 		/* the only clock reads of the loop: around blocking polls */
 		uint64_t t0 = fl__now_ns();
+		/* a reader counts a poll still in progress from here; cleared
+		 * first so that a torn read never counts the poll twice */
+		FL__STAT_SET(l, poll_since_ns, t0);
 		l->be->poll(l, timeout);
-		FL__STAT_ADD(l, poll_time_ns, fl__now_ns() - t0);
+		uint64_t t1 = fl__now_ns();
+		FL__STAT_SET(l, poll_since_ns, 0);
+		FL__STAT_ADD(l, poll_time_ns, t1 - t0);
 #else
 		l->be->poll(l, timeout);
 #endif
