@@ -184,8 +184,11 @@ FL_API int fl_sleep(double seconds);
 FL_API int fl_timer_loop(double interval, int (*cb)(void *arg), void *arg);
 /*
  * Runs fn(arg) in the current fiber; if it has not returned after `seconds`,
- * its pending op (or the next one) returns -ETIMEDOUT. Returns fn's result.
- * Scopes nest.
+ * its pending op (or the next one) returns -ETIMEDOUT, and so does every
+ * later op inside the scope (it stays expired until fn returns). Returns
+ * fn's result. Scopes nest: an outer scope that expires while an inner one
+ * runs fails the inner scope's ops too. A pending fl_cancel is reported
+ * (-ECANCELED) before the timeout.
  */
 FL_API int fl_timeout(double seconds, int (*fn)(void *arg), void *arg);
 

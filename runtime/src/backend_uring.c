@@ -178,7 +178,7 @@ static int op_wait(struct fl_loop *l, struct uop *op, int detachable)
 	 * now is the cancel's doing, whatever the kernel called it (a splice
 	 * interrupted in io-wq reports -ERESTARTSYS). */
 	int res = op->res < 0 ? err : op->res;
-	l->current->interrupt = 0;
+	l->current->interrupt = fl__interrupt_rest(l->current);
 	uop_put(u, op);
 	return res;
 }
@@ -482,7 +482,7 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 				send_cancel(u, uops[i]);
 		while (left)
 			fl__op_park(l);
-		l->current->interrupt = 0;
+		l->current->interrupt = fl__interrupt_rest(l->current);
 		for (int i = 0; i < n; i++)
 			if (uops[i]->res < 0) /* see op_wait() */
 				uops[i]->res = err;

@@ -77,6 +77,7 @@ struct fl_fiber {
 	uint8_t         in_rq;       /* 1 while in the runqueue */
 	uint8_t         wait;        /* enum fl__wait_kind */
 	int             interrupt;   /* -errno the pending/next op returns, 0 none */
+	unsigned        expired;     /* fired timeout scopes still open on this fiber */
 	int             refs;        /* 1 while alive + fl_fiber_ref()s */
 	const char     *tag;         /* borrowed */
 	unsigned        tag_index;   /* fl_stats_tag_index() of tag */
@@ -289,12 +290,22 @@ static inline struct fl_loop *fl__op_loop(void)
  * Before an op starts: counts it; if the fiber has a pending interrupt the
  * op must not start and its value is returned (consumed).
  */
+/*
+ * What the interrupt becomes once consumed: an expired timeout scope stays
+ * expired (every op inside it fails with -ETIMEDOUT) until it closes, even
+ * when an inner scope or a cancel consumed the interrupt first.
+ */
+static inline int fl__interrupt_rest(const fl_fiber *f)
+{
+	return f->expired ? -ETIMEDOUT : 0;
+}
+
 static inline int fl__op_begin(struct fl_loop *l)
 {
 	fl_fiber *f = l->current;
 	if (FL__UNLIKELY(f->interrupt)) {
 		int e = f->interrupt;
-		f->interrupt = 0;
+		f->interrupt = fl__interrupt_rest(f);
 		return e;
 	}
 	FL__STAT_ADD(l, ops, 1);
@@ -312,7 +323,7 @@ FL__HIDDEN void *fl__op_park(struct fl_loop *l);
 static inline int fl__take_interrupt(struct fl_loop *l)
 {
 	int e = l->current->interrupt;
-	l->current->interrupt = 0;
+	l->current->interrupt = fl__interrupt_rest(l->current);
 	return e ? e : -EINTR;
 }
 
