@@ -2,8 +2,10 @@
  * backend_uring.c — the io_uring backend (liburing 2.3).
  *
  * Submission is deferred: an op only prepares its SQE and parks the fiber;
- * SQEs go to the kernel in one io_uring_enter at the next poll, or earlier
- * when sqe_limit of them are waiting. Each SQE carries a pooled op context
+ * SQEs go to the kernel in one io_uring_enter at the next poll (or the
+ * flush before a blocking one), or earlier when sqe_limit of them are
+ * waiting. io_uring_sq_ready() is the count of prepared SQEs: it also
+ * covers those a short submit left behind. Each SQE carries a pooled op context
  * holding two references, the kernel's (dropped at its CQE) and the
  * fiber's (dropped when the op returns), so that:
  *  - an op whose memory is the op context's own (sleep, wait_io, connect,
@@ -57,8 +59,7 @@ struct uop {
 
 struct uring {
 	struct io_uring ring;
-	unsigned        prepared;  /* SQEs prepared and not yet submitted */
-	unsigned        sqe_limit;
+	unsigned        sqe_limit; /* prepared SQEs (io_uring_sq_ready) that force a submit */
 	unsigned        inflight;  /* op contexts the kernel still holds */
 	struct uop     *free;      /* pool */
 	int             efd;       /* cross-thread wakeup eventfd */
@@ -101,13 +102,23 @@ static inline void uop_put(struct uring *u, struct uop *op)
 
 /* ---- submission ----------------------------------------------------------- */
 
+/*
+ * Hands the prepared SQEs to the kernel. The kernel may take fewer (-EBUSY
+ * or -EAGAIN while the CQ overflows or memory is short, or a short count):
+ * what it left stays counted by io_uring_sq_ready() and goes with the next
+ * submission or poll, never lost. Returns what io_uring_submit did.
+ */
+static int submit(struct uring *u)
+{
+	return io_uring_submit(&u->ring);
+}
+
 static struct io_uring_sqe *get_sqe(struct uring *u)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (FL__UNLIKELY(!sqe)) {
 		/* SQ full: hand the batch to the kernel now */
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
+		submit(u);
 		sqe = io_uring_get_sqe(&u->ring);
 	}
 	return sqe;
@@ -115,10 +126,8 @@ static struct io_uring_sqe *get_sqe(struct uring *u)
 
 static void sqe_prepared(struct uring *u)
 {
-	if (++u->prepared >= u->sqe_limit) {
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
-	}
+	if (io_uring_sq_ready(&u->ring) >= u->sqe_limit)
+		submit(u);
 }
 
 /* Takes an op context and an SQE bound to it; NULL when out of memory. */
@@ -232,13 +241,20 @@ static void reap(struct fl_loop *l, struct uring *u)
 	io_uring_cq_advance(&u->ring, n);
 }
 
+/*
+ * A non-blocking poll enters the kernel only when it has something to do:
+ * SQEs to submit (including those a short or -EBUSY submit left), or CQEs
+ * in the kernel's overflow list, which only an enter with GETEVENTS moves
+ * into the CQ ring; a loop whose runqueue never empties would otherwise
+ * never see them. Overflowed CQEs are flushed after a reap made room.
+ */
 static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 {
 	struct uring *u = U(l);
 	struct io_uring_cqe *cqe;
 	if (timeout_ns == 0) {
-		if (u->prepared)
-			io_uring_submit(&u->ring);
+		if (io_uring_sq_ready(&u->ring))
+			submit(u);
 	} else if (timeout_ns < 0) {
 		io_uring_submit_and_wait(&u->ring, 1);
 	} else {
@@ -246,8 +262,11 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 						.tv_nsec = timeout_ns % 1000000000 };
 		io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
 	}
-	u->prepared = 0;
 	reap(l, u);
+	if (FL__UNLIKELY(io_uring_cq_has_overflow(&u->ring))) {
+		io_uring_get_events(&u->ring);
+		reap(l, u);
+	}
 }
 
 /* Submission before a blocking poll, kept out of poll_time_ns: with it
@@ -255,10 +274,8 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 static void uring_flush(struct fl_loop *l)
 {
 	struct uring *u = U(l);
-	if (u->prepared) {
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
-	}
+	if (io_uring_sq_ready(&u->ring))
+		submit(u);
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -311,8 +328,9 @@ static void uring_done(struct fl_loop *l)
 	 * contexts (and the ring) go away */
 	while (u->inflight) {
 		io_uring_submit_and_wait(&u->ring, 1);
-		u->prepared = 0;
 		reap(l, u);
+		if (io_uring_cq_has_overflow(&u->ring))
+			io_uring_get_events(&u->ring);
 	}
 	u->wake->refs = 1;
 	uop_put(u, u->wake);
@@ -446,10 +464,8 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 	if (n < 1 || n > FL__CHAIN_MAX)
 		return -EINVAL;
 	/* a chain must not be split across two submissions */
-	if (io_uring_sq_space_left(&u->ring) < (unsigned)n + 1) {
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
-	}
+	if (io_uring_sq_space_left(&u->ring) < (unsigned)n + 1)
+		submit(u);
 	for (int i = 0; i < n; i++) {
 		const struct fl_chain_op *c = &ops[i];
 		struct io_uring_sqe *sqe = op_start(l, &uops[i], UOP_IO);
@@ -471,7 +487,6 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 		uops[i]->chain_left = &left;
 		left++;
 	}
-	u->prepared += n - 1;
 	sqe_prepared(u);
 	fl__op_park(l);
 	if (left) {
