@@ -50,6 +50,7 @@ struct uop {
 	fl_fiber      *fiber;      /* to resume; NULL once detached */
 	unsigned      *chain_left; /* chain: ops of the chain still in flight */
 	struct uop    *next_free;
+	struct uop    *retry_next; /* in uring.cancels */
 	union {                    /* memory the kernel reads, owned by the op */
 		struct __kernel_timespec ts;
 		struct sockaddr_storage  addr;
@@ -65,6 +66,9 @@ struct uring {
 	int             efd;       /* cross-thread wakeup eventfd */
 	struct uop     *wake;
 	int             stopping;
+	/* SQ full and the kernel took nothing: retried at the next poll */
+	struct uop     *cancels;   /* ops whose cancel SQE did not fit (each holds a ref) */
+	int             wake_lost; /* the wake read could not be re-armed */
 };
 
 static inline struct uring *U(struct fl_loop *l)
@@ -150,14 +154,29 @@ static struct io_uring_sqe *op_start(struct fl_loop *l, struct uop **out, uint8_
 	return sqe;
 }
 
-static void send_cancel(struct uring *u, struct uop *op)
+static int prep_cancel(struct uring *u, struct uop *op)
 {
 	struct io_uring_sqe *sqe = get_sqe(u);
-	if (!sqe)
-		return;
+	if (FL__UNLIKELY(!sqe))
+		return -EBUSY;
 	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
 	io_uring_sqe_set_data(sqe, NULL); /* its own CQE is ignored */
 	sqe_prepared(u);
+	return 0;
+}
+
+/*
+ * A lost cancel would park its fiber for ever (an op on the caller's
+ * buffers waits for its CQE): when even a submit made no room, the op is
+ * kept (with a reference) for the next poll to cancel.
+ */
+static void send_cancel(struct uring *u, struct uop *op)
+{
+	if (FL__LIKELY(prep_cancel(u, op) == 0))
+		return;
+	op->refs++;
+	op->retry_next = u->cancels;
+	u->cancels = op;
 }
 
 /*
@@ -194,11 +213,16 @@ static int op_wait(struct fl_loop *l, struct uop *op, int detachable)
 
 /* ---- completions ---------------------------------------------------------- */
 
+/* A lost wake read would lose every later cross-thread wakeup: when the SQ
+ * has no room even after a submit, the next poll re-arms it. */
 static void arm_wake(struct uring *u)
 {
 	struct io_uring_sqe *sqe = get_sqe(u);
-	if (!sqe)
+	if (FL__UNLIKELY(!sqe)) {
+		u->wake_lost = 1;
 		return;
+	}
+	u->wake_lost = 0;
 	io_uring_prep_read(sqe, u->efd, &u->wake->u.evbuf, sizeof(u->wake->u.evbuf), 0);
 	io_uring_sqe_set_data(sqe, u->wake);
 	u->wake->done = 0;
@@ -210,6 +234,7 @@ static void complete(struct fl_loop *l, struct uring *u, struct uop *op, int res
 {
 	u->inflight--;
 	if (op->kind == UOP_WAKE) {
+		op->done = 1;
 		if (!u->stopping)
 			arm_wake(u);
 		fl__drain_xq(l);
@@ -241,6 +266,25 @@ static void reap(struct fl_loop *l, struct uring *u)
 	io_uring_cq_advance(&u->ring, n);
 }
 
+/* Sends what a full SQ refused earlier (see send_cancel, arm_wake). */
+static void retry_lost(struct uring *u)
+{
+	if (u->wake_lost && !u->stopping)
+		arm_wake(u);
+	struct uop *list = u->cancels;
+	u->cancels = NULL;
+	while (list) {
+		struct uop *op = list;
+		list = op->retry_next;
+		if (op->done || prep_cancel(u, op) == 0) {
+			uop_put(u, op);
+		} else {
+			op->retry_next = u->cancels;
+			u->cancels = op;
+		}
+	}
+}
+
 /*
  * A non-blocking poll enters the kernel only when it has something to do:
  * SQEs to submit (including those a short or -EBUSY submit left), or CQEs
@@ -252,6 +296,8 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 {
 	struct uring *u = U(l);
 	struct io_uring_cqe *cqe;
+	if (FL__UNLIKELY(u->cancels || u->wake_lost))
+		retry_lost(u);
 	if (timeout_ns == 0) {
 		if (io_uring_sq_ready(&u->ring))
 			submit(u);
@@ -274,6 +320,8 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 static void uring_flush(struct fl_loop *l)
 {
 	struct uring *u = U(l);
+	if (FL__UNLIKELY(u->cancels || u->wake_lost))
+		retry_lost(u);
 	if (io_uring_sq_ready(&u->ring))
 		submit(u);
 }
@@ -327,11 +375,13 @@ static void uring_done(struct fl_loop *l)
 	/* detached ops and the wake read must complete before their
 	 * contexts (and the ring) go away */
 	while (u->inflight) {
+		retry_lost(u);
 		io_uring_submit_and_wait(&u->ring, 1);
 		reap(l, u);
 		if (io_uring_cq_has_overflow(&u->ring))
 			io_uring_get_events(&u->ring);
 	}
+	retry_lost(u); /* every op is done now: drops their references */
 	u->wake->refs = 1;
 	uop_put(u, u->wake);
 	for (struct uop *op = u->free, *next; op; op = next) {
