@@ -66,9 +66,10 @@ static void *waitpid_main(void *arg)
 	cr_assert_eq(fl_waitpid(pid, &st), pid);
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 7);
+	pid_t parent = getpid();
 	pid = fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
+		fl_test_die_with(parent); /* never outlive a failed test */
 		pause();
 		_exit(0);
 	}
