@@ -9,6 +9,7 @@
 #include "fl_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Polyphony's anti-starvation threshold: with ops pending, poll (without
@@ -222,6 +223,7 @@ void fl__xq_close(struct fl_loop *l)
 	pthread_mutex_unlock(&l->xlock);
 }
 
+/* Oldest first: cross-thread schedules run in the order they were made. */
 void fl__drain_xq(struct fl_loop *l)
 {
 	struct fl__xentry batch[64];
@@ -229,9 +231,11 @@ void fl__drain_xq(struct fl_loop *l)
 	do {
 		pthread_mutex_lock(&l->xlock);
 		n = l->xlen < 64 ? l->xlen : 64;
-		for (unsigned i = 0; i < n; i++)
-			batch[i] = l->xq[l->xlen - n + i];
-		l->xlen -= n;
+		if (n) { /* xq may still be NULL */
+			memcpy(batch, l->xq, n * sizeof(*batch));
+			l->xlen -= n;
+			memmove(l->xq, l->xq + n, l->xlen * sizeof(*l->xq));
+		}
 		pthread_mutex_unlock(&l->xlock);
 		for (unsigned i = 0; i < n; i++)
 			fl__schedule(l, batch[i].fiber, batch[i].value, 0);
