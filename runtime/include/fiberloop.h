@@ -209,7 +209,8 @@ FL_API ssize_t fl_splice(int fd_in, int fd_out, size_t len);
 FL_API ssize_t fl_splice_to_eof(int fd_in, int fd_out, size_t chunk);
 
 /* Writes the per-chunk prefix/postfix for a chunk of chunk_len bytes into
- * out (capacity cap); returns its length. */
+ * out (capacity cap); returns its length, < cap. A length >= cap (text cut
+ * short, as snprintf reports it) fails fl_splice_chunks with -ENOBUFS. */
 typedef size_t (*fl_chunk_affix_fn)(void *arg, size_t chunk_len, char *out, size_t cap);
 struct fl_splice_chunks {
 	const char *prefix, *postfix;               /* once, before/after; may be NULL */

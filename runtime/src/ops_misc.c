@@ -195,7 +195,11 @@ static ssize_t write_affix(int fd, const char *s, fl_chunk_affix_fn fn, void *ar
 	char tmp[256];
 	if (fn) {
 		size_t n = fn(arg, chunk_len, tmp, sizeof(tmp));
-		return n ? fl_write(fd, tmp, n < sizeof(tmp) ? n : sizeof(tmp)) : 0;
+		/* n >= cap: the text was cut (snprintf style, its NUL in the
+		 * last byte): sending it would corrupt the stream */
+		if (n >= sizeof(tmp))
+			return -ENOBUFS;
+		return n ? fl_write(fd, tmp, n) : 0;
 	}
 	return s && *s ? fl_write(fd, s, strlen(s)) : 0;
 }
