@@ -267,6 +267,7 @@ FL__HIDDEN int64_t fl__next_timeout_ns(struct fl_loop *l); /* -1: none armed */
 FL__HIDDEN uint64_t fl__now_ns(void);
 
 /* Fibers (fiber.c). */
+FL__HIDDEN size_t    fl__page_size(void);   /* sysconf(_SC_PAGESIZE), cached */
 FL__HIDDEN fl_fiber *fl__fiber_new(struct fl_loop *l, fl_fn fn, void *arg, const char *tag);
 FL__HIDDEN void      fl__fiber_reap(struct fl_loop *l, fl_fiber *f);
 FL__HIDDEN void      fl__stack_cache_done(struct fl_loop *l);

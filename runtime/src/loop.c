@@ -43,8 +43,11 @@ static size_t stack_size_option(const struct fl_options *o)
 		sz = FL__DEFAULT_STACK;
 	if (sz < 16 * 1024)
 		sz = 16 * 1024;
-	/* whole pages plus the guard page */
-	return ((sz + 4095) & ~(size_t)4095) + 4096;
+	/* whole pages plus the guard page, in the machine's page size (16 or
+	 * 64 KiB on some aarch64 kernels: a 4 KiB rounding would let the
+	 * guard page swallow most of a small stack) */
+	size_t ps = fl__page_size();
+	return ((sz + ps - 1) & ~(ps - 1)) + ps;
 }
 
 /*
