@@ -244,7 +244,9 @@ FL_API ssize_t fl_chain(const struct fl_chain_op *ops, int n);
 
 /* ---- introspection ------------------------------------------------------- */
 
-/* Process-wide live-object counters, for leak checks in tests. */
+/* Process-wide live-object counters, for leak checks in tests. op_ctx
+ * counts per loop (no atomic per op) and reaches these counters when the
+ * loop's fl_run() returns: check it after fl_run(). */
 struct fl_debug_counters {
 	int64_t fibers;     /* fiber structs allocated and not freed */
 	int64_t stacks;     /* stacks mapped (including the loops' stack caches) */

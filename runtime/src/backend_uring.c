@@ -60,6 +60,7 @@ struct uop {
 
 struct uring {
 	struct io_uring ring;
+	struct fl_loop *loop;      /* borrowed: the owner (op context counts) */
 	unsigned        sqe_limit; /* prepared SQEs (io_uring_sq_ready) that force a submit */
 	unsigned        inflight;  /* op contexts the kernel still holds */
 	struct uop     *free;      /* pool */
@@ -91,7 +92,7 @@ static struct uop *uop_get(struct uring *u, struct fl_loop *l, uint8_t kind)
 	op->res = 0;
 	op->fiber = l->current;
 	op->chain_left = NULL;
-	fl__debug_add(FL__DBG_OPCTX, 1);
+	fl__opctx_add(l, 1);
 	return op;
 }
 
@@ -101,7 +102,7 @@ static inline void uop_put(struct uring *u, struct uop *op)
 		return;
 	op->next_free = u->free;
 	u->free = op;
-	fl__debug_add(FL__DBG_OPCTX, -1);
+	fl__opctx_add(u->loop, -1);
 }
 
 /* ---- submission ----------------------------------------------------------- */
@@ -334,6 +335,7 @@ static int uring_init(struct fl_loop *l, const struct fl_options *o)
 	int err;
 	if (!u)
 		return -ENOMEM;
+	u->loop = l;
 	unsigned entries = o && o->ring_entries ? o->ring_entries : FL__DEFAULT_ENTRIES;
 	u->sqe_limit = o && o->sqe_limit ? o->sqe_limit : FL__DEFAULT_SQE_LIMIT;
 	if (u->sqe_limit > entries)

@@ -235,6 +235,9 @@ struct fl_loop {
 	const struct fl__backend *be;
 	void                     *be_data;   /* owned by the backend */
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
+	int64_t                   opctx_live;/* op contexts in use; folded into the
+					      * process-wide debug counter at exit:
+					      * no atomic RMW per op */
 	unsigned                  live;      /* fibers created and not finished */
 	uint64_t                  switches;  /* mirror of slot->switches */
 	unsigned                  published_len; /* runqueue_len last stored in the slot */
@@ -276,9 +279,15 @@ FL__HIDDEN void      fl__after_switch(struct fl_loop *l, fl_fiber *self);
 FL__HIDDEN void      fl__pending_inc(struct fl_loop *l);
 FL__HIDDEN void      fl__pending_dec(struct fl_loop *l);
 
-/* Debug counters (fiber.c). */
+/* Debug counters (fiber.c): process-wide, atomic; for the slow paths
+ * (stacks mapped, fibers, loops). Op contexts count per loop. */
 FL__HIDDEN void fl__debug_add(int which, int64_t n);
 enum { FL__DBG_FIBERS, FL__DBG_STACKS, FL__DBG_OPCTX, FL__DBG_LOOPS };
+
+static inline void fl__opctx_add(struct fl_loop *l, int64_t n)
+{
+	l->opctx_live += n;
+}
 
 /* Common op entry: the loop of the calling fiber, or NULL (-EPERM). */
 static inline struct fl_loop *fl__op_loop(void)

@@ -155,6 +155,8 @@ int fl_run(fl_fn main, void *arg, const struct fl_options *opts, void **result)
 
 out_done:
 	loop_done(l);
+	/* op contexts still counted here leaked: the leak check sees them */
+	fl__debug_add(FL__DBG_OPCTX, l->opctx_live);
 	fl__tls_loop = NULL;
 	fl__debug_add(FL__DBG_LOOPS, -1);
 out_free:
