@@ -95,10 +95,11 @@ void acc_add_sample(struct acc *a, uint64_t t_ns, const struct probe_verdict *v)
 	}
 }
 
-void acc_add_shm(struct acc *a, uint64_t t_ns, const uint64_t values[PROBE_SHM_NVALUES], const char *fiber_tag)
+void acc_add_shm(struct acc *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],
+		 const char *fiber_tag)
 {
 	struct acc_bucket *b = bucket(a, (int64_t)(t_ns / NS));
-	struct acc_reading r = { .valid = 1, .t_ns = t_ns };
+	struct acc_reading r = { .valid = 1, .t_ns = t_ns, .mono_ns = mono_ns };
 	memcpy(r.v, values, sizeof(r.v));
 	uint64_t sw = values[PROBE_SHM_switches];
 	if (!a->shm_last.valid || sw != a->last_switches) {
@@ -177,6 +178,18 @@ static double rate(const struct acc_reading *from, const struct acc_reading *to,
 	return (double)(to->v[idx] - from->v[idx]) * 1e9 / (double)(to->t_ns - from->t_ns);
 }
 
+/*
+ * poll_time_ns as of the reading, including the part of a blocking poll in
+ * progress: poll_time_ns only grows when the poll returns, so a worker
+ * blocked across a whole window would read 0 % idle, then over 100 %.
+ */
+static uint64_t poll_ns_at(const struct acc_reading *r)
+{
+	uint64_t since = r->v[PROBE_SHM_poll_since_ns];
+	uint64_t p = r->v[PROBE_SHM_poll_time_ns];
+	return since && r->mono_ns > since ? p + (r->mono_ns - since) : p;
+}
+
 static void view_counters(const struct acc *a, const struct acc_reading *from, uint64_t runq_max,
 			  struct worker_view *w)
 {
@@ -186,7 +199,10 @@ static void view_counters(const struct acc *a, const struct acc_reading *from, u
 	w->switches_per_s = rate(from, to, PROBE_SHM_switches);
 	w->polls_per_s = rate(from, to, PROBE_SHM_polls);
 	w->completions_per_s = rate(from, to, PROBE_SHM_completions);
-	double poll_ns_per_s = rate(from, to, PROBE_SHM_poll_time_ns);
+	double poll_ns_per_s = NAN;
+	uint64_t p0 = poll_ns_at(from), p1 = poll_ns_at(to);
+	if (from->valid && to->valid && to->t_ns >= from->t_ns + RATE_MIN_NS && p1 >= p0)
+		poll_ns_per_s = (double)(p1 - p0) * 1e9 / (double)(to->t_ns - from->t_ns);
 	w->self_idle_pct = isnan(poll_ns_per_s) ? NAN : fmin(100.0, poll_ns_per_s / 1e7);
 	w->runqueue_len = to->v[PROBE_SHM_runqueue_len];
 	w->runqueue_max = runq_max > w->runqueue_len ? runq_max : w->runqueue_len;

@@ -29,6 +29,7 @@ struct acc_block {
 struct acc_reading {         /* shm values at one instant */
 	int      valid;
 	uint64_t t_ns;
+	uint64_t mono_ns;        /* the same instant, CLOCK_MONOTONIC (the writers' clock of poll_since_ns) */
 	uint64_t v[PROBE_SHM_NVALUES];
 };
 
@@ -80,8 +81,10 @@ void acc_init(struct acc *a);
 /* One classified syscall sample taken at t_ns. */
 void acc_add_sample(struct acc *a, uint64_t t_ns, const struct probe_verdict *v);
 
-/* A reading of the worker's shm slot values at t_ns. */
-void acc_add_shm(struct acc *a, uint64_t t_ns, const uint64_t values[PROBE_SHM_NVALUES], const char *fiber_tag);
+/* A reading of the worker's shm slot values at t_ns, which is mono_ns on
+ * CLOCK_MONOTONIC (to count a blocking poll still in progress). */
+void acc_add_shm(struct acc *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],
+		 const char *fiber_tag);
 
 /* A schedstat reading at t_ns. */
 void acc_add_sched(struct acc *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);

@@ -296,7 +296,8 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		w->generation = sl->generation;
 		w->seen = 1;
 		snprintf(w->tag, sizeof(w->tag), "%s", sl->tag);
-		acc_add_shm(&w->acc, now, sl->values, sl->fiber_tag);
+		/* now counts from s->t0 on CLOCK_MONOTONIC: the writers' clock */
+		acc_add_shm(&w->acc, now, s->t0 + now, sl->values, sl->fiber_tag);
 	}
 	for (size_t i = 0; i < s->n; i++)
 		if (s->w[i]->pid == g->pid && s->w[i]->instrumented && !s->w[i]->seen)

@@ -2,6 +2,7 @@
 #include "support/fl_test.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -199,7 +200,7 @@ static void *overflow(void *arg)
 {
 	(void)arg;
 	guard_lo = fl_fiber_guard_page(fl_current());
-	guard_hi = guard_lo + 4096;
+	guard_hi = guard_lo + sysconf(_SC_PAGESIZE);
 	recurse(0);
 	return NULL;
 }
@@ -224,4 +225,42 @@ Test(fiber, stack_overflow_hits_guard_page, .timeout = 20)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st), "child died by signal %d", WTERMSIG(st));
 	cr_assert_eq(WEXITSTATUS(st), 42, "fault not in the guard page (exit %d)", WEXITSTATUS(st));
+}
+
+/* The guard is one page of the machine's size and the usable stack is at
+ * least what was asked for (a 4 KiB rounding on a 64 KiB-page kernel gave
+ * a guard that swallowed the stack). */
+static void *stack_extent(void *arg)
+{
+	size_t *usable = arg;
+	char *guard = fl_fiber_guard_page(fl_current());
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	cr_assert_eq((uintptr_t)guard % ps, 0);
+	/* the writable part starts right after the guard page; find its end */
+	FILE *f = fopen("/proc/self/maps", "r");
+	cr_assert(f);
+	char line[512];
+	*usable = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && lo == (uintptr_t)guard + ps &&
+		    perms[0] == 'r' && perms[1] == 'w')
+			*usable = hi - lo;
+	}
+	fclose(f);
+	return NULL;
+}
+
+Test(fiber, stack_rounds_to_the_page_size, .timeout = 10)
+{
+	for (size_t want = 20000; want <= 300000; want += 140000) {
+		size_t usable = 0;
+		struct fl_options o = { .stack_size = want };
+		fl_test_run_opts(stack_extent, &usable, &o);
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		cr_assert_geq(usable, want, "asked %zu, usable %zu", want, usable);
+		cr_assert_eq(usable % ps, 0);
+		cr_assert_lt(usable, want + ps, "more than one page of rounding");
+	}
 }

@@ -102,7 +102,7 @@ static void shm_at(uint64_t t, uint64_t ops, uint64_t switches, uint64_t poll_ns
 	v[PROBE_SHM_switches] = switches;
 	v[PROBE_SHM_poll_time_ns] = poll_ns;
 	v[PROBE_SHM_runqueue_len] = runq;
-	acc_add_shm(acc, t, v, "handler");
+	acc_add_shm(acc, t, t, v, "handler");
 }
 
 Test(model, rates_self_idle_and_headroom)
@@ -122,6 +122,33 @@ Test(model, rates_self_idle_and_headroom)
 	cr_assert_eq(view.runqueue_max, 6);
 	cr_assert(isnan(model_headroom(1000, 99.5)), "no finite headroom for an idle worker");
 	cr_assert(isnan(model_headroom(NAN, 50)));
+}
+
+/* A reading at t (sampler clock) = t + 1000 s (CLOCK_MONOTONIC). */
+static void shm_polling_at(uint64_t t, uint64_t poll_ns, uint64_t since_mono)
+{
+	uint64_t v[PROBE_SHM_NVALUES] = { 0 };
+	v[PROBE_SHM_poll_time_ns] = poll_ns;
+	v[PROBE_SHM_poll_since_ns] = since_mono;
+	acc_add_shm(acc, t, t + 1000 * NS, v, "");
+}
+
+Test(model, self_idle_counts_a_poll_in_progress)
+{
+	/* 50% idle up to 2 s, then one blocking poll from 2 s that lasts past
+	 * the end of every window: before, the window read 0% then >100% */
+	for (uint64_t t = 1 * NS; t <= 2 * NS; t += 100 * MS)
+		shm_polling_at(t, (t - 1 * NS) / 2, 0);
+	for (uint64_t t = 2 * NS + 100 * MS; t <= 6 * NS; t += 100 * MS)
+		shm_polling_at(t, NS / 2, 1002 * NS);
+	acc_view(acc, 6 * NS, 3, 1, &view); /* seconds 4..6, baseline at 3.9 s */
+	cr_assert_float_eq(view.self_idle_pct, 100.0, 1e-6, "self idle %f", view.self_idle_pct);
+	acc_view(acc, 6 * NS, 0, 1, &view); /* since 1 s: 0.5 s + 4 s of 5 s */
+	cr_assert_float_eq(view.self_idle_pct, 90.0, 1e-6, "self idle %f", view.self_idle_pct);
+	/* the poll ends at 6.5 s: its time moves into poll_time_ns */
+	shm_polling_at(6 * NS + 500 * MS, NS / 2 + 4500 * MS, 0);
+	acc_view(acc, 6 * NS + 500 * MS, 0, 1, &view);
+	cr_assert_float_eq(view.self_idle_pct, 5000.0 / 55.0, 1e-6, "self idle %f", view.self_idle_pct);
 }
 
 Test(model, cpu_and_wait_from_schedstat)

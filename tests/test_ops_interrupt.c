@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -40,10 +41,12 @@ static void env_open(struct env *e)
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, e->svfull), 0);
 	fill_nonblocking(e->svfull[0]);
 	e->lfd = fl_test_listen(&port);
+	pid_t parent = getpid();
 	e->child = fork();
+	cr_assert_geq(e->child, 0);
 	if (e->child == 0) {
 		/* must not outlive a failed test (it would hold its stdout) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fl_test_die_with(parent);
 		pause();
 		_exit(0);
 	}
@@ -186,4 +189,49 @@ static void *timeout_all(void *arg)
 Test(ops_interrupt, timeout_every_pending_op, .timeout = 20)
 {
 	fl_test_run(timeout_all, NULL);
+}
+
+/* ---- hygiene: a parked child never outlives its test ---------------------- */
+
+/* 1 once pid is gone or a zombie (its new parent may not reap it at once) */
+static int gone(pid_t pid)
+{
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	size_t n = fread(st, 1, sizeof(st) - 1, f);
+	fclose(f);
+	st[n] = '\0';
+	const char *p = strrchr(st, ')');
+	return !p || p[2] == 'Z' || p[2] == 'X';
+}
+
+Test(ops_interrupt, parked_child_dies_with_a_failed_test, .timeout = 10)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t worker = fork();
+	cr_assert_geq(worker, 0);
+	if (worker == 0) {
+		/* stands for a test that fails right after env_open: it exits
+		 * without env_close */
+		struct env e;
+		env_open(&e);
+		if (write(p[1], &e.child, sizeof(e.child)) != sizeof(e.child))
+			_exit(2);
+		_exit(1);
+	}
+	pid_t child = 0;
+	cr_assert_eq(read(p[0], &child, sizeof(child)), (ssize_t)sizeof(child));
+	cr_assert_eq(waitpid(worker, NULL, 0), worker);
+	for (int i = 0; i < 200 && !gone(child); i++)
+		usleep(10000);
+	int left = !gone(child);
+	if (left)
+		kill(child, SIGKILL); /* ours to clean up, even on failure */
+	cr_assert(!left, "child %d outlived its test", (int)child);
+	close(p[0]);
+	close(p[1]);
 }

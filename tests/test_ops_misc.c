@@ -66,9 +66,10 @@ static void *waitpid_main(void *arg)
 	cr_assert_eq(fl_waitpid(pid, &st), pid);
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 7);
+	pid_t parent = getpid();
 	pid = fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
+		fl_test_die_with(parent); /* never outlive a failed test */
 		pause();
 		_exit(0);
 	}
@@ -239,6 +240,42 @@ static void *chunks_main(void *arg)
 Test(ops_misc, splice_chunks_with_affixes, .timeout = 10)
 {
 	fl_test_run(chunks_main, NULL);
+}
+
+/* An affix callback in snprintf style: returns the length it wanted. */
+static size_t long_prefix(void *arg, size_t chunk_len, char *out, size_t cap)
+{
+	(void)chunk_len;
+	return (size_t)snprintf(out, cap, "%0*d", *(int *)arg, 0);
+}
+
+static void *long_affix_main(void *arg)
+{
+	(void)arg;
+	fill_data();
+	int in = tmpfile_with(data, 100);
+	int p[2];
+	char out[1024];
+	cr_assert_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	int want = 255; /* fits with its NUL */
+	struct fl_splice_chunks o = { .chunk_prefix_fn = long_prefix, .arg = &want };
+	cr_assert_eq(fl_splice_chunks(in, p[1], &o), 255 + 100);
+	cr_assert_eq(read(p[0], out, sizeof(out)), 355);
+	cr_assert_eq(memchr(out, '\0', 355), NULL);
+	/* before: 256 bytes went out, the NUL of the truncated text included */
+	want = 300;
+	cr_assert_eq(lseek(in, 0, SEEK_SET), 0);
+	cr_assert_eq(fl_splice_chunks(in, p[1], &o), -ENOBUFS);
+	cr_assert_eq(read(p[0], out, sizeof(out)), -1, "nothing written");
+	close(in);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+Test(ops_misc, splice_chunks_refuses_truncated_affix, .timeout = 10)
+{
+	fl_test_run(long_affix_main, NULL);
 }
 
 static void *chain_main(void *arg)

@@ -109,6 +109,84 @@ Test(ops_time, nested_timeout_scopes, .timeout = 10)
 	fl_test_run(scopes_main, NULL);
 }
 
+/* ---- the outer scope fires while an inner scope's op is pending ---------- */
+
+static int inner_blocks(void *arg)
+{
+	(void)arg;
+	return fl_sleep(10);
+}
+
+static int outer_fires_inside_inner(void *arg)
+{
+	(void)arg;
+	int p[2];
+	char c;
+	/* the outer deadline (50 ms) interrupts the inner scope's op */
+	cr_assert_eq(fl_timeout(10, inner_blocks, NULL), -ETIMEDOUT);
+	/* the outer scope stays expired: before, its deadline was lost here
+	 * and this sleep blocked for 10 s */
+	cr_assert_eq(fl_sleep(10), -ETIMEDOUT);
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(fl_read(p[0], &c, 1), -ETIMEDOUT);
+	cr_assert_eq(fl_timeout(5, inner_blocks, NULL), -ETIMEDOUT, "a scope opened after expiry");
+	close(p[0]);
+	close(p[1]);
+	return -ETIMEDOUT;
+}
+
+static void *outer_inner_main(void *arg)
+{
+	(void)arg;
+	double t0 = now_s();
+	cr_assert_eq(fl_timeout(0.05, outer_fires_inside_inner, NULL), -ETIMEDOUT);
+	double dt = now_s() - t0;
+	cr_assert(dt >= 0.05 && dt < 0.25, "outer scope ended after %.3f s", dt);
+	cr_assert_eq(fl_sleep(0.01), 0, "no expired scope left on the fiber");
+	return NULL;
+}
+
+Test(ops_time, outer_scope_firing_inside_inner_stays_expired, .timeout = 30)
+{
+	fl_test_run(outer_inner_main, NULL);
+}
+
+/* ---- a timeout does not overwrite a pending cancel ------------------------ */
+
+static int cancel_then_expire(void *arg)
+{
+	(void)arg;
+	fl_cancel(fl_current()); /* pending for the next op */
+	struct timespec ts = { 0, 40 * 1000 * 1000 };
+	nanosleep(&ts, NULL); /* past the deadline, without an op */
+	fl_snooze();          /* alone in the loop: polls, the scope fires */
+	cr_assert_eq(fl_sleep(1), -ECANCELED, "the timeout overwrote the cancel");
+	return fl_sleep(1);
+}
+
+static void *cancel_kept(void *arg)
+{
+	*(int *)arg = fl_timeout(0.02, cancel_then_expire, NULL);
+	return NULL;
+}
+
+static void *cancel_timeout_main(void *arg)
+{
+	(void)arg;
+	int res = 0;
+	fl_fiber *f = fl_spin(cancel_kept, &res, NULL);
+	fl_fiber_ref(f);
+	fl_await(f, NULL);
+	fl_fiber_unref(f);
+	cr_assert_eq(res, -ETIMEDOUT, "after the cancel, the expired scope");
+	return NULL;
+}
+
+Test(ops_time, timeout_keeps_a_pending_cancel, .timeout = 20)
+{
+	fl_test_run(cancel_timeout_main, NULL);
+}
+
 static void *long_sleeper(void *arg)
 {
 	*(int *)arg = fl_sleep(30);

@@ -248,3 +248,86 @@ Test(sched, runqueue_grows_and_tracks_high_water, .timeout = 10)
 {
 	fl_test_run(grow_main, NULL);
 }
+
+/* ---- a fiber that finishes while queued ---------------------------------- */
+
+static int self_scheduled_ran;
+
+static void *schedule_self_and_return(void *arg)
+{
+	(void)arg;
+	self_scheduled_ran++;
+	/* queued while RUNNING: the entry must go when the fiber finishes */
+	fl_schedule(fl_current(), (void *)1);
+	return NULL;
+}
+
+static void *finish_queued_main(void *arg)
+{
+	(void)arg;
+	self_scheduled_ran = 0;
+	for (int i = 0; i < 4; i++)
+		fl_spin(schedule_self_and_return, NULL, NULL);
+	for (int i = 0; i < 8; i++)
+		fl_snooze();
+	cr_assert_eq(self_scheduled_ran, 4, "ran %d times", self_scheduled_ran);
+	cr_assert_eq(fl_stats_slot()->runqueue_len, 0);
+	return NULL;
+}
+
+Test(sched, fiber_finishing_while_queued_leaves_no_entry, .timeout = 10)
+{
+	fl_test_run(finish_queued_main, NULL);
+}
+
+/* ---- cross-thread schedules run in the order they were made -------------- */
+
+#define XORDER 200
+
+struct xorder {
+	fl_fiber *f[XORDER];
+	int       log[XORDER];
+	int       n;
+};
+
+static void *xorder_waiter(void *arg)
+{
+	struct xorder *x = arg;
+	intptr_t i = (intptr_t)fl_suspend();
+	x->log[x->n++] = (int)i;
+	return NULL;
+}
+
+static void *xorder_pusher(void *arg)
+{
+	struct xorder *x = arg;
+	for (intptr_t i = 0; i < XORDER; i++)
+		fl_schedule(x->f[i], (void *)i);
+	return NULL;
+}
+
+static void *xorder_main(void *arg)
+{
+	(void)arg;
+	static struct xorder x;
+	memset(&x, 0, sizeof(x));
+	for (int i = 0; i < XORDER; i++)
+		fl_fiber_ref(x.f[i] = fl_spin(xorder_waiter, &x, NULL));
+	fl_snooze(); /* all park */
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, xorder_pusher, &x), 0);
+	pthread_join(t, NULL); /* all queued before the loop drains them */
+	for (int i = 0; i < XORDER; i++) {
+		fl_await(x.f[i], NULL);
+		fl_fiber_unref(x.f[i]);
+	}
+	cr_assert_eq(x.n, XORDER);
+	for (int i = 0; i < XORDER; i++)
+		cr_assert_eq(x.log[i], i, "run %d was schedule %d", i, x.log[i]);
+	return NULL;
+}
+
+Test(sched, cross_thread_schedules_run_in_order, .timeout = 10)
+{
+	fl_test_run(xorder_main, NULL);
+}

@@ -2,6 +2,8 @@
 #include "support/fl_test.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -142,6 +144,99 @@ Test(stats, poll_time_matches_wall_when_only_sleeping, .timeout = 20, .init = fl
      .fini = fl_test_shm_done)
 {
 	fl_test_run(sleepy_main, NULL);
+}
+
+/* ---- busy with kernel work: poll_time_ns is time blocked, not submitting -- */
+
+#define BUSY_CHUNK (256 * 1024)
+#define BUSY_ROUNDS 400
+
+struct busy {
+	int   p[2];
+	char *wbuf, *rbuf;
+};
+
+static void *busy_writer(void *arg)
+{
+	struct busy *b = arg;
+	for (int i = 0; i < BUSY_ROUNDS; i++)
+		cr_assert_eq(fl_write(b->p[1], b->wbuf, BUSY_CHUNK), BUSY_CHUNK);
+	return NULL;
+}
+
+static void *busy_main(void *arg)
+{
+	(void)arg;
+	struct busy b;
+	cr_assert_eq(pipe2(b.p, O_CLOEXEC), 0);
+	/* room for a whole chunk: every write and read completes inline, the
+	 * copying is the kernel's work at submission */
+	cr_assert(fcntl(b.p[1], F_SETPIPE_SZ, 1024 * 1024) >= BUSY_CHUNK);
+	b.wbuf = calloc(1, BUSY_CHUNK);
+	b.rbuf = malloc(BUSY_CHUNK);
+	const struct loopstat_shm_slot *s = fl_stats_slot();
+	uint64_t p0 = s->poll_time_ns;
+	double t0 = now_s();
+	fl_fiber *w = fl_spin(busy_writer, &b, NULL);
+	fl_fiber_ref(w);
+	for (int i = 0; i < BUSY_ROUNDS; i++)
+		cr_assert_eq(fl_read_full(b.p[0], b.rbuf, BUSY_CHUNK), BUSY_CHUNK);
+	fl_await(w, NULL);
+	fl_fiber_unref(w);
+	double wall = now_s() - t0;
+	double polled = (double)(s->poll_time_ns - p0) / 1e9;
+	cr_assert(polled < wall * 0.5, "poll %.4f s vs wall %.4f s: submission work counted as idle", polled, wall);
+	free(b.wbuf);
+	free(b.rbuf);
+	close(b.p[0]);
+	close(b.p[1]);
+	return NULL;
+}
+
+Test(stats, poll_time_excludes_submission_work, .timeout = 30, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
+{
+	fl_test_run(busy_main, NULL);
+}
+
+/* ---- poll_since_ns: a blocking poll in progress is visible ---------------- */
+
+struct watcher {
+	const struct loopstat_shm_slot *slot;
+	uint64_t since, now;
+};
+
+static void *watch_poll(void *arg)
+{
+	struct watcher *w = arg;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	w->since = __atomic_load_n(&w->slot->poll_since_ns, __ATOMIC_RELAXED);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	w->now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return NULL;
+}
+
+static void *poll_since_main(void *arg)
+{
+	(void)arg;
+	struct watcher w = { .slot = fl_stats_slot() };
+	pthread_t t;
+	cr_assert_eq(w.slot->poll_since_ns, 0, "a running fiber is not in a poll");
+	cr_assert_eq(pthread_create(&t, NULL, watch_poll, &w), 0);
+	cr_assert_eq(fl_sleep(0.2), 0);
+	pthread_join(t, NULL);
+	cr_assert_neq(w.since, 0, "poll in progress not published");
+	double in_poll = (double)(w.now - w.since) / 1e6;
+	cr_assert(in_poll >= 30 && in_poll <= 200, "in poll for %.1f ms by the reader's clock", in_poll);
+	cr_assert_eq(w.slot->poll_since_ns, 0);
+	return NULL;
+}
+
+Test(stats, poll_in_progress_is_published, .timeout = 10, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
+{
+	fl_test_run(poll_since_main, NULL);
 }
 
 static void *segment_main(void *arg)

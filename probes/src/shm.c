@@ -244,6 +244,9 @@ static void copy_worker(const struct probe_shm *shm, const struct loopstat_shm_s
 #define PROBE_X_COPY(n, k, u, d) w->values[PROBE_SHM_##n] = s->n;
 	LOOPSTAT_SLOT_VALUES(PROBE_X_COPY)
 #undef PROBE_X_COPY
+	/* an older minor's writer left what is now its later fields as padding */
+	if (shm->abi_minor < 1)
+		w->values[PROBE_SHM_poll_since_ns] = 0;
 	uint64_t ti = s->current_tag;
 	if (ti >= 1 && ti <= LOOPSTAT_TAG_MAX)
 		copy_tag(w->fiber_tag, &s->tags[ti - 1]);

@@ -76,7 +76,11 @@ FL_API void *fl_suspend(void);
  * Makes f runnable with `value` (returned by its fl_suspend()). Thread-safe:
  * from another thread it queues the fiber to its loop and wakes the loop's
  * poll. Scheduling an already runnable fiber does nothing; scheduling a
- * fiber blocked in an op interrupts the op (-EINTR).
+ * fiber blocked in an op interrupts the op (-EINTR). A cross-thread schedule
+ * that reaches a loop already tearing down (every fiber finished) is
+ * dropped; the loop itself is freed when fl_run() returns, so other threads
+ * must stop scheduling its fibers by then (join them, or hold the loop
+ * open with a fiber waiting for their last schedule).
  */
 FL_API void fl_schedule(fl_fiber *f, void *value);
 
@@ -130,7 +134,11 @@ struct fl_buf {
 	size_t cap;  /* bytes allocated */
 };
 
-/* One read of up to len bytes: > 0 bytes, 0 at EOF, or -errno. */
+/*
+ * One read of up to len bytes: > 0 bytes, 0 at EOF, or -errno. Like every
+ * single-transfer op (read, recv, splice) it asks the kernel for at most
+ * INT_MAX & ~4095 bytes at a time, as read(2) itself does.
+ */
 FL_API ssize_t fl_read(int fd, void *buf, size_t len);
 /* Reads exactly len bytes unless EOF comes first: returns the bytes read. */
 FL_API ssize_t fl_read_full(int fd, void *buf, size_t len);
@@ -138,7 +146,8 @@ FL_API ssize_t fl_read_full(int fd, void *buf, size_t len);
  * Reads into b at position pos (-1: append at b->len; the data after pos is
  * replaced), growing b as needed: one read of up to len bytes, or, when
  * to_eof, reads of len bytes until EOF. b->len = pos + bytes read. Returns
- * the bytes read or -errno.
+ * the bytes read or -errno (-EOVERFLOW when pos + len does not fit a
+ * size_t, -ENOMEM when the buffer cannot grow that far).
  */
 FL_API ssize_t fl_read_buf(int fd, struct fl_buf *b, size_t len, int to_eof, ssize_t pos);
 /* Chunk callback of the *_loop ops: return 0 to go on, non-zero to stop. */
@@ -146,7 +155,8 @@ typedef int (*fl_chunk_fn)(void *arg, const char *data, size_t len);
 /* Reads chunks of at most maxlen until EOF or cb stops: total bytes or -errno. */
 FL_API ssize_t fl_read_loop(int fd, size_t maxlen, fl_chunk_fn cb, void *arg);
 
-/* Writes all len bytes (looping on partial writes): len or -errno. */
+/* Writes all len bytes (looping on partial writes): len or -errno; -EIO
+ * if the kernel accepts 0 bytes of a non-empty request. */
 FL_API ssize_t fl_write(int fd, const void *buf, size_t len);
 FL_API ssize_t fl_writev(int fd, const struct iovec *iov, int iovcnt);
 
@@ -174,8 +184,11 @@ FL_API int fl_sleep(double seconds);
 FL_API int fl_timer_loop(double interval, int (*cb)(void *arg), void *arg);
 /*
  * Runs fn(arg) in the current fiber; if it has not returned after `seconds`,
- * its pending op (or the next one) returns -ETIMEDOUT. Returns fn's result.
- * Scopes nest.
+ * its pending op (or the next one) returns -ETIMEDOUT, and so does every
+ * later op inside the scope (it stays expired until fn returns). Returns
+ * fn's result. Scopes nest: an outer scope that expires while an inner one
+ * runs fails the inner scope's ops too. A pending fl_cancel is reported
+ * (-ECANCELED) before the timeout.
  */
 FL_API int fl_timeout(double seconds, int (*fn)(void *arg), void *arg);
 
@@ -196,7 +209,8 @@ FL_API ssize_t fl_splice(int fd_in, int fd_out, size_t len);
 FL_API ssize_t fl_splice_to_eof(int fd_in, int fd_out, size_t chunk);
 
 /* Writes the per-chunk prefix/postfix for a chunk of chunk_len bytes into
- * out (capacity cap); returns its length. */
+ * out (capacity cap); returns its length, < cap. A length >= cap (text cut
+ * short, as snprintf reports it) fails fl_splice_chunks with -ENOBUFS. */
 typedef size_t (*fl_chunk_affix_fn)(void *arg, size_t chunk_len, char *out, size_t cap);
 struct fl_splice_chunks {
 	const char *prefix, *postfix;               /* once, before/after; may be NULL */
@@ -223,13 +237,16 @@ struct fl_chain_op {
 /*
  * Runs ops in order as linked SQEs (IOSQE_IO_LINK): an op starts only after
  * the previous one succeeded. Returns the last op's result, or the first
- * failing op's -errno (later ops are not run). n <= 32.
+ * failing op's -errno (later ops are not run). n <= 32; each len at most
+ * INT_MAX & ~4095 (-EINVAL), as a linked op is one kernel request.
  */
 FL_API ssize_t fl_chain(const struct fl_chain_op *ops, int n);
 
 /* ---- introspection ------------------------------------------------------- */
 
-/* Process-wide live-object counters, for leak checks in tests. */
+/* Process-wide live-object counters, for leak checks in tests. op_ctx
+ * counts per loop (no atomic per op) and reaches these counters when the
+ * loop's fl_run() returns: check it after fl_run(). */
 struct fl_debug_counters {
 	int64_t fibers;     /* fiber structs allocated and not freed */
 	int64_t stacks;     /* stacks mapped (including the loops' stack caches) */

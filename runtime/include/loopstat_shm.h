@@ -32,7 +32,7 @@
 
 #define LOOPSTAT_SHM_MAGIC       0x54415453504f4f4cULL /* "LOOPSTAT" read as LE u64 */
 #define LOOPSTAT_SHM_ABI_MAJOR   1
-#define LOOPSTAT_SHM_ABI_MINOR   0
+#define LOOPSTAT_SHM_ABI_MINOR   1
 /* Stored in the writer's byte order; a reader of the other order sees it swapped. */
 #define LOOPSTAT_SHM_BYTE_ORDER  0x01020304u
 #define LOOPSTAT_SHM_PREFIX      "loopstat."
@@ -51,9 +51,12 @@ enum loopstat_value_kind {
 
 /*
  * X(name, kind, unit, description) — every u64 value a slot publishes, in
- * layout order. Append only: the order is the ABI.
+ * ABI order. Append only: the order is the ABI. Each minor's additions are
+ * a table of their own because they are laid out after the slot's tag
+ * table (which must not move for older readers); LOOPSTAT_SLOT_VALUES is
+ * all of them, in order.
  */
-#define LOOPSTAT_SLOT_VALUES(X) \
+#define LOOPSTAT_SLOT_VALUES_0(X) \
 	X(switches,        LOOPSTAT_COUNTER, "switches",    "fiber switches done by the scheduler") \
 	X(ops,             LOOPSTAT_COUNTER, "ops",         "I/O operations started") \
 	X(completions,     LOOPSTAT_COUNTER, "completions", "I/O completions processed") \
@@ -69,6 +72,12 @@ enum loopstat_value_kind {
 	X(fibers_live,     LOOPSTAT_GAUGE,   "fibers",      "fibers alive (created and not finished)") \
 	X(current_fiber,   LOOPSTAT_GAUGE,   "id",          "id of the running fiber, 0 when the loop itself runs") \
 	X(current_tag,     LOOPSTAT_GAUGE,   "index",       "1 + tag table index of the running fiber's tag, 0 for none")
+
+/* minor 1 */
+#define LOOPSTAT_SLOT_VALUES_1(X) \
+	X(poll_since_ns,   LOOPSTAT_GAUGE,   "ns",          "CLOCK_MONOTONIC when the current blocking poll began, 0 when not in one")
+
+#define LOOPSTAT_SLOT_VALUES(X) LOOPSTAT_SLOT_VALUES_0(X) LOOPSTAT_SLOT_VALUES_1(X)
 
 enum loopstat_slot_state {
 	LOOPSTAT_SLOT_FREE   = 0,  /* never used; contents meaningless */
@@ -113,9 +122,11 @@ struct loopstat_shm_slot {
 	uint64_t generation;    /* bumped each time the slot is acquired */
 	char     tag[LOOPSTAT_TAG_LEN];  /* thread tag, NUL-terminated, may be empty */
 #define LOOPSTAT_X_FIELD(name, kind, unit, desc) uint64_t name;
-	LOOPSTAT_SLOT_VALUES(LOOPSTAT_X_FIELD)
-#undef LOOPSTAT_X_FIELD
+	LOOPSTAT_SLOT_VALUES_0(LOOPSTAT_X_FIELD)
 	struct loopstat_shm_tag tags[LOOPSTAT_TAG_MAX]; /* fiber tags, see current_tag */
+	/* minor >= 1 (in what was padding of minor 0: slot_size is unchanged) */
+	LOOPSTAT_SLOT_VALUES_1(LOOPSTAT_X_FIELD)
+#undef LOOPSTAT_X_FIELD
 } __attribute__((aligned(64)));
 
 #endif /* LOOPSTAT_SHM_H */

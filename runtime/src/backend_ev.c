@@ -94,7 +94,7 @@ static void op_arm(struct fl_loop *l, struct evop *op)
 	op->fiber = l->current;
 	op->done = 0;
 	fl__pending_inc(l);
-	fl__debug_add(FL__DBG_OPCTX, 1);
+	fl__opctx_add(l, 1);
 }
 
 /* Parks until the watcher fires (0) or an interrupt comes (-errno, the
@@ -102,7 +102,7 @@ static void op_arm(struct fl_loop *l, struct evop *op)
 static int op_park(struct fl_loop *l, struct evop *op, void (*stop)(struct ev_loop *, struct evop *))
 {
 	fl__op_park(l);
-	fl__debug_add(FL__DBG_OPCTX, -1);
+	fl__opctx_add(l, -1);
 	if (FL__LIKELY(op->done))
 		return 0;
 	stop(B(l)->loop, op);
@@ -528,6 +528,7 @@ const struct fl__backend fl__backend_ev = {
 	.done = evb_done,
 	.wait_fd = evb_wait_fd,
 	.poll = evb_poll,
+	.flush = NULL, /* epoll_wait does no submission work */
 	.wakeup = evb_wakeup,
 	.read = evb_read,
 	.write = evb_write,

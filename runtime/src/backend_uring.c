@@ -2,8 +2,10 @@
  * backend_uring.c — the io_uring backend (liburing 2.3).
  *
  * Submission is deferred: an op only prepares its SQE and parks the fiber;
- * SQEs go to the kernel in one io_uring_enter at the next poll, or earlier
- * when sqe_limit of them are waiting. Each SQE carries a pooled op context
+ * SQEs go to the kernel in one io_uring_enter at the next poll (or the
+ * flush before a blocking one), or earlier when sqe_limit of them are
+ * waiting. io_uring_sq_ready() is the count of prepared SQEs: it also
+ * covers those a short submit left behind. Each SQE carries a pooled op context
  * holding two references, the kernel's (dropped at its CQE) and the
  * fiber's (dropped when the op returns), so that:
  *  - an op whose memory is the op context's own (sleep, wait_io, connect,
@@ -48,6 +50,7 @@ struct uop {
 	fl_fiber      *fiber;      /* to resume; NULL once detached */
 	unsigned      *chain_left; /* chain: ops of the chain still in flight */
 	struct uop    *next_free;
+	struct uop    *retry_next; /* in uring.cancels */
 	union {                    /* memory the kernel reads, owned by the op */
 		struct __kernel_timespec ts;
 		struct sockaddr_storage  addr;
@@ -57,13 +60,16 @@ struct uop {
 
 struct uring {
 	struct io_uring ring;
-	unsigned        prepared;  /* SQEs prepared and not yet submitted */
-	unsigned        sqe_limit;
+	struct fl_loop *loop;      /* borrowed: the owner (op context counts) */
+	unsigned        sqe_limit; /* prepared SQEs (io_uring_sq_ready) that force a submit */
 	unsigned        inflight;  /* op contexts the kernel still holds */
 	struct uop     *free;      /* pool */
 	int             efd;       /* cross-thread wakeup eventfd */
 	struct uop     *wake;
 	int             stopping;
+	/* SQ full and the kernel took nothing: retried at the next poll */
+	struct uop     *cancels;   /* ops whose cancel SQE did not fit (each holds a ref) */
+	int             wake_lost; /* the wake read could not be re-armed */
 };
 
 static inline struct uring *U(struct fl_loop *l)
@@ -86,7 +92,7 @@ static struct uop *uop_get(struct uring *u, struct fl_loop *l, uint8_t kind)
 	op->res = 0;
 	op->fiber = l->current;
 	op->chain_left = NULL;
-	fl__debug_add(FL__DBG_OPCTX, 1);
+	fl__opctx_add(l, 1);
 	return op;
 }
 
@@ -96,18 +102,28 @@ static inline void uop_put(struct uring *u, struct uop *op)
 		return;
 	op->next_free = u->free;
 	u->free = op;
-	fl__debug_add(FL__DBG_OPCTX, -1);
+	fl__opctx_add(u->loop, -1);
 }
 
 /* ---- submission ----------------------------------------------------------- */
+
+/*
+ * Hands the prepared SQEs to the kernel. The kernel may take fewer (-EBUSY
+ * or -EAGAIN while the CQ overflows or memory is short, or a short count):
+ * what it left stays counted by io_uring_sq_ready() and goes with the next
+ * submission or poll, never lost. Returns what io_uring_submit did.
+ */
+static int submit(struct uring *u)
+{
+	return io_uring_submit(&u->ring);
+}
 
 static struct io_uring_sqe *get_sqe(struct uring *u)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (FL__UNLIKELY(!sqe)) {
 		/* SQ full: hand the batch to the kernel now */
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
+		submit(u);
 		sqe = io_uring_get_sqe(&u->ring);
 	}
 	return sqe;
@@ -115,10 +131,8 @@ static struct io_uring_sqe *get_sqe(struct uring *u)
 
 static void sqe_prepared(struct uring *u)
 {
-	if (++u->prepared >= u->sqe_limit) {
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
-	}
+	if (io_uring_sq_ready(&u->ring) >= u->sqe_limit)
+		submit(u);
 }
 
 /* Takes an op context and an SQE bound to it; NULL when out of memory. */
@@ -141,14 +155,29 @@ static struct io_uring_sqe *op_start(struct fl_loop *l, struct uop **out, uint8_
 	return sqe;
 }
 
-static void send_cancel(struct uring *u, struct uop *op)
+static int prep_cancel(struct uring *u, struct uop *op)
 {
 	struct io_uring_sqe *sqe = get_sqe(u);
-	if (!sqe)
-		return;
+	if (FL__UNLIKELY(!sqe))
+		return -EBUSY;
 	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op, 0);
 	io_uring_sqe_set_data(sqe, NULL); /* its own CQE is ignored */
 	sqe_prepared(u);
+	return 0;
+}
+
+/*
+ * A lost cancel would park its fiber for ever (an op on the caller's
+ * buffers waits for its CQE): when even a submit made no room, the op is
+ * kept (with a reference) for the next poll to cancel.
+ */
+static void send_cancel(struct uring *u, struct uop *op)
+{
+	if (FL__LIKELY(prep_cancel(u, op) == 0))
+		return;
+	op->refs++;
+	op->retry_next = u->cancels;
+	u->cancels = op;
 }
 
 /*
@@ -178,18 +207,23 @@ static int op_wait(struct fl_loop *l, struct uop *op, int detachable)
 	 * now is the cancel's doing, whatever the kernel called it (a splice
 	 * interrupted in io-wq reports -ERESTARTSYS). */
 	int res = op->res < 0 ? err : op->res;
-	l->current->interrupt = 0;
+	l->current->interrupt = fl__interrupt_rest(l->current);
 	uop_put(u, op);
 	return res;
 }
 
 /* ---- completions ---------------------------------------------------------- */
 
+/* A lost wake read would lose every later cross-thread wakeup: when the SQ
+ * has no room even after a submit, the next poll re-arms it. */
 static void arm_wake(struct uring *u)
 {
 	struct io_uring_sqe *sqe = get_sqe(u);
-	if (!sqe)
+	if (FL__UNLIKELY(!sqe)) {
+		u->wake_lost = 1;
 		return;
+	}
+	u->wake_lost = 0;
 	io_uring_prep_read(sqe, u->efd, &u->wake->u.evbuf, sizeof(u->wake->u.evbuf), 0);
 	io_uring_sqe_set_data(sqe, u->wake);
 	u->wake->done = 0;
@@ -201,6 +235,7 @@ static void complete(struct fl_loop *l, struct uring *u, struct uop *op, int res
 {
 	u->inflight--;
 	if (op->kind == UOP_WAKE) {
+		op->done = 1;
 		if (!u->stopping)
 			arm_wake(u);
 		fl__drain_xq(l);
@@ -232,13 +267,41 @@ static void reap(struct fl_loop *l, struct uring *u)
 	io_uring_cq_advance(&u->ring, n);
 }
 
+/* Sends what a full SQ refused earlier (see send_cancel, arm_wake). */
+static void retry_lost(struct uring *u)
+{
+	if (u->wake_lost && !u->stopping)
+		arm_wake(u);
+	struct uop *list = u->cancels;
+	u->cancels = NULL;
+	while (list) {
+		struct uop *op = list;
+		list = op->retry_next;
+		if (op->done || prep_cancel(u, op) == 0) {
+			uop_put(u, op);
+		} else {
+			op->retry_next = u->cancels;
+			u->cancels = op;
+		}
+	}
+}
+
+/*
+ * A non-blocking poll enters the kernel only when it has something to do:
+ * SQEs to submit (including those a short or -EBUSY submit left), or CQEs
+ * in the kernel's overflow list, which only an enter with GETEVENTS moves
+ * into the CQ ring; a loop whose runqueue never empties would otherwise
+ * never see them. Overflowed CQEs are flushed after a reap made room.
+ */
 static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 {
 	struct uring *u = U(l);
 	struct io_uring_cqe *cqe;
+	if (FL__UNLIKELY(u->cancels || u->wake_lost))
+		retry_lost(u);
 	if (timeout_ns == 0) {
-		if (u->prepared)
-			io_uring_submit(&u->ring);
+		if (io_uring_sq_ready(&u->ring))
+			submit(u);
 	} else if (timeout_ns < 0) {
 		io_uring_submit_and_wait(&u->ring, 1);
 	} else {
@@ -246,8 +309,22 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 						.tv_nsec = timeout_ns % 1000000000 };
 		io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
 	}
-	u->prepared = 0;
 	reap(l, u);
+	if (FL__UNLIKELY(io_uring_cq_has_overflow(&u->ring))) {
+		io_uring_get_events(&u->ring);
+		reap(l, u);
+	}
+}
+
+/* Submission before a blocking poll, kept out of poll_time_ns: with it
+ * the poll's io_uring_enter only waits. */
+static void uring_flush(struct fl_loop *l)
+{
+	struct uring *u = U(l);
+	if (FL__UNLIKELY(u->cancels || u->wake_lost))
+		retry_lost(u);
+	if (io_uring_sq_ready(&u->ring))
+		submit(u);
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -258,6 +335,7 @@ static int uring_init(struct fl_loop *l, const struct fl_options *o)
 	int err;
 	if (!u)
 		return -ENOMEM;
+	u->loop = l;
 	unsigned entries = o && o->ring_entries ? o->ring_entries : FL__DEFAULT_ENTRIES;
 	u->sqe_limit = o && o->sqe_limit ? o->sqe_limit : FL__DEFAULT_SQE_LIMIT;
 	if (u->sqe_limit > entries)
@@ -299,10 +377,13 @@ static void uring_done(struct fl_loop *l)
 	/* detached ops and the wake read must complete before their
 	 * contexts (and the ring) go away */
 	while (u->inflight) {
+		retry_lost(u);
 		io_uring_submit_and_wait(&u->ring, 1);
-		u->prepared = 0;
 		reap(l, u);
+		if (io_uring_cq_has_overflow(&u->ring))
+			io_uring_get_events(&u->ring);
 	}
+	retry_lost(u); /* every op is done now: drops their references */
 	u->wake->refs = 1;
 	uop_put(u, u->wake);
 	for (struct uop *op = u->free, *next; op; op = next) {
@@ -435,10 +516,8 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 	if (n < 1 || n > FL__CHAIN_MAX)
 		return -EINVAL;
 	/* a chain must not be split across two submissions */
-	if (io_uring_sq_space_left(&u->ring) < (unsigned)n + 1) {
-		io_uring_submit(&u->ring);
-		u->prepared = 0;
-	}
+	if (io_uring_sq_space_left(&u->ring) < (unsigned)n + 1)
+		submit(u);
 	for (int i = 0; i < n; i++) {
 		const struct fl_chain_op *c = &ops[i];
 		struct io_uring_sqe *sqe = op_start(l, &uops[i], UOP_IO);
@@ -460,7 +539,6 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 		uops[i]->chain_left = &left;
 		left++;
 	}
-	u->prepared += n - 1;
 	sqe_prepared(u);
 	fl__op_park(l);
 	if (left) {
@@ -471,7 +549,7 @@ static ssize_t uring_chain(struct fl_loop *l, const struct fl_chain_op *ops, int
 				send_cancel(u, uops[i]);
 		while (left)
 			fl__op_park(l);
-		l->current->interrupt = 0;
+		l->current->interrupt = fl__interrupt_rest(l->current);
 		for (int i = 0; i < n; i++)
 			if (uops[i]->res < 0) /* see op_wait() */
 				uops[i]->res = err;
@@ -496,6 +574,7 @@ const struct fl__backend fl__backend_uring = {
 	.done = uring_done,
 	.wait_fd = uring_wait_fd,
 	.poll = uring_poll,
+	.flush = uring_flush,
 	.wakeup = uring_wakeup,
 	.read = uring_read,
 	.write = uring_write,

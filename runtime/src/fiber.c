@@ -41,7 +41,7 @@ void fl_debug_counters(struct fl_debug_counters *out)
 	out->loops = __atomic_load_n(&dbg[FL__DBG_LOOPS], __ATOMIC_RELAXED);
 }
 
-static size_t page_size(void)
+size_t fl__page_size(void)
 {
 	static size_t ps;
 	if (!ps)
@@ -57,7 +57,7 @@ static void *stack_map(size_t size)
 		       -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	if (mprotect(p, page_size(), PROT_NONE) < 0) {
+	if (mprotect(p, fl__page_size(), PROT_NONE) < 0) {
 		munmap(p, size);
 		return NULL;
 	}
@@ -78,7 +78,7 @@ static void *stack_get(struct fl_loop *l)
 	/* A dead fiber's frames leave poisoned redzones behind, in a cached
 	 * stack or in a fresh mapping at a reused address alike. */
 	if (p)
-		__asan_unpoison_memory_region((char *)p + page_size(), l->stack_size - page_size());
+		__asan_unpoison_memory_region((char *)p + fl__page_size(), l->stack_size - fl__page_size());
 #endif
 	return p;
 }
@@ -150,10 +150,10 @@ fl_fiber *fl__fiber_new(struct fl_loop *l, fl_fn fn, void *arg, const char *tag)
 	f->refs = 1;
 	f->state = FL__FIBER_WAITING;
 	f->sp = initial_sp(f);
-	f->asan_bottom = (char *)f->stack + page_size();
-	f->asan_size = f->stack_size - page_size();
+	f->asan_bottom = (char *)f->stack + fl__page_size();
+	f->asan_size = f->stack_size - fl__page_size();
 #ifdef FL__VALGRIND
-	f->vg_id = VALGRIND_STACK_REGISTER((char *)f->stack + page_size(), (char *)f->stack + f->stack_size);
+	f->vg_id = VALGRIND_STACK_REGISTER((char *)f->stack + fl__page_size(), (char *)f->stack + f->stack_size);
 #endif
 	if (tag)
 		fl_fiber_set_tag(f, tag);
@@ -218,6 +218,12 @@ void fl__fiber_entry(fl_fiber *f)
 
 	f->state = FL__FIBER_DONE;
 	f->interrupt = 0;
+	/* fl_schedule(fl_current(), v) before returning queued it: that entry
+	 * would be switched to after the fiber is reaped (use after free) */
+	if (FL__UNLIKELY(f->in_rq)) {
+		fl__rq_delete(&l->rq, f);
+		f->in_rq = 0;
+	}
 	l->live--;
 	FL__STAT_ADD(l, fibers_done, 1);
 	FL__STAT_SET(l, fibers_live, l->live);

@@ -8,6 +8,7 @@
 #include "fiberloop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -24,6 +25,19 @@
 #define FL__STAT_ADD(l, field, n) fl_stat_add(&(l)->slot->field, (n))
 #define FL__STAT_SET(l, field, v) fl_stat_set(&(l)->slot->field, (v))
 #endif
+
+/*
+ * Largest length one backend request asks for: io_uring's SQE length is
+ * 32 bits (a 4 GiB request became 0) and its result an int, and the
+ * kernel caps a transfer at MAX_RW_COUNT (INT_MAX & ~PAGE_MASK) anyway.
+ * The common layer clamps every request; partial I/O is allowed.
+ */
+#define FL__IO_MAX ((size_t)(INT_MAX & ~4095))
+
+static inline size_t fl__io_clamp(size_t len)
+{
+	return len < FL__IO_MAX ? len : FL__IO_MAX;
+}
 
 /* ---- context switch (switch_*.S) ----------------------------------------- */
 
@@ -63,6 +77,7 @@ struct fl_fiber {
 	uint8_t         in_rq;       /* 1 while in the runqueue */
 	uint8_t         wait;        /* enum fl__wait_kind */
 	int             interrupt;   /* -errno the pending/next op returns, 0 none */
+	unsigned        expired;     /* fired timeout scopes still open on this fiber */
 	int             refs;        /* 1 while alive + fl_fiber_ref()s */
 	const char     *tag;         /* borrowed */
 	unsigned        tag_index;   /* fl_stats_tag_index() of tag */
@@ -175,6 +190,11 @@ struct fl__backend {
 	/* timeout_ns < 0: block until an event; 0: do not block. Processes
 	 * completions (scheduling fibers) and cross-thread wakeups. */
 	void    (*poll)(struct fl_loop *l, int64_t timeout_ns);
+	/* Before a blocking poll, outside its timing: hands prepared work to
+	 * the kernel, so that poll_time_ns is time blocked waiting and not the
+	 * kernel performing the batch (io_uring runs most SQEs inline at
+	 * submission). NULL when poll() does no such work. */
+	void    (*flush)(struct fl_loop *l);
 	void    (*wakeup)(struct fl_loop *l);  /* thread-safe */
 	ssize_t (*read)(struct fl_loop *l, int fd, void *buf, size_t len);
 	ssize_t (*write)(struct fl_loop *l, int fd, const void *buf, size_t len);
@@ -215,6 +235,9 @@ struct fl_loop {
 	const struct fl__backend *be;
 	void                     *be_data;   /* owned by the backend */
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
+	int64_t                   opctx_live;/* op contexts in use; folded into the
+					      * process-wide debug counter at exit:
+					      * no atomic RMW per op */
 	unsigned                  live;      /* fibers created and not finished */
 	uint64_t                  switches;  /* mirror of slot->switches */
 	unsigned                  published_len; /* runqueue_len last stored in the slot */
@@ -227,9 +250,10 @@ struct fl_loop {
 	void                     *trace_data;
 	fl_idle_fn                idle;
 	void                     *idle_data;
-	pthread_mutex_t           xlock;     /* guards xq: other threads push */
+	pthread_mutex_t           xlock;     /* guards xq, xclosed, and the wakeup itself */
 	struct fl__xentry        *xq;        /* owned */
 	unsigned                  xlen, xcap;
+	int                       xclosed;   /* teardown began: pushes are dropped */
 	fl_fiber                  root;      /* the thread's own stack in fl_run */
 	struct loopstat_shm_slot  dummy_slot;/* fallback when shm is unavailable */
 };
@@ -240,11 +264,13 @@ extern __thread struct fl_loop *fl__tls_loop FL__HIDDEN __attribute__((tls_model
 FL__HIDDEN void *fl__switch(struct fl_loop *l);      /* run the next fiber; returns my value */
 FL__HIDDEN void  fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first);
 FL__HIDDEN void  fl__drain_xq(struct fl_loop *l);    /* backends call it on wakeup */
+FL__HIDDEN void  fl__xq_close(struct fl_loop *l);    /* teardown: drop later pushes */
 FL__HIDDEN void  fl__check_timeouts(struct fl_loop *l);
 FL__HIDDEN int64_t fl__next_timeout_ns(struct fl_loop *l); /* -1: none armed */
 FL__HIDDEN uint64_t fl__now_ns(void);
 
 /* Fibers (fiber.c). */
+FL__HIDDEN size_t    fl__page_size(void);   /* sysconf(_SC_PAGESIZE), cached */
 FL__HIDDEN fl_fiber *fl__fiber_new(struct fl_loop *l, fl_fn fn, void *arg, const char *tag);
 FL__HIDDEN void      fl__fiber_reap(struct fl_loop *l, fl_fiber *f);
 FL__HIDDEN void      fl__stack_cache_done(struct fl_loop *l);
@@ -253,9 +279,15 @@ FL__HIDDEN void      fl__after_switch(struct fl_loop *l, fl_fiber *self);
 FL__HIDDEN void      fl__pending_inc(struct fl_loop *l);
 FL__HIDDEN void      fl__pending_dec(struct fl_loop *l);
 
-/* Debug counters (fiber.c). */
+/* Debug counters (fiber.c): process-wide, atomic; for the slow paths
+ * (stacks mapped, fibers, loops). Op contexts count per loop. */
 FL__HIDDEN void fl__debug_add(int which, int64_t n);
 enum { FL__DBG_FIBERS, FL__DBG_STACKS, FL__DBG_OPCTX, FL__DBG_LOOPS };
+
+static inline void fl__opctx_add(struct fl_loop *l, int64_t n)
+{
+	l->opctx_live += n;
+}
 
 /* Common op entry: the loop of the calling fiber, or NULL (-EPERM). */
 static inline struct fl_loop *fl__op_loop(void)
@@ -268,12 +300,22 @@ static inline struct fl_loop *fl__op_loop(void)
  * Before an op starts: counts it; if the fiber has a pending interrupt the
  * op must not start and its value is returned (consumed).
  */
+/*
+ * What the interrupt becomes once consumed: an expired timeout scope stays
+ * expired (every op inside it fails with -ETIMEDOUT) until it closes, even
+ * when an inner scope or a cancel consumed the interrupt first.
+ */
+static inline int fl__interrupt_rest(const fl_fiber *f)
+{
+	return f->expired ? -ETIMEDOUT : 0;
+}
+
 static inline int fl__op_begin(struct fl_loop *l)
 {
 	fl_fiber *f = l->current;
 	if (FL__UNLIKELY(f->interrupt)) {
 		int e = f->interrupt;
-		f->interrupt = 0;
+		f->interrupt = fl__interrupt_rest(f);
 		return e;
 	}
 	FL__STAT_ADD(l, ops, 1);
@@ -291,7 +333,7 @@ FL__HIDDEN void *fl__op_park(struct fl_loop *l);
 static inline int fl__take_interrupt(struct fl_loop *l)
 {
 	int e = l->current->interrupt;
-	l->current->interrupt = 0;
+	l->current->interrupt = fl__interrupt_rest(l->current);
 	return e ? e : -EINTR;
 }
 

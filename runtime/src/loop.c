@@ -43,8 +43,11 @@ static size_t stack_size_option(const struct fl_options *o)
 		sz = FL__DEFAULT_STACK;
 	if (sz < 16 * 1024)
 		sz = 16 * 1024;
-	/* whole pages plus the guard page */
-	return ((sz + 4095) & ~(size_t)4095) + 4096;
+	/* whole pages plus the guard page, in the machine's page size (16 or
+	 * 64 KiB on some aarch64 kernels: a 4 KiB rounding would let the
+	 * guard page swallow most of a small stack) */
+	size_t ps = fl__page_size();
+	return ((sz + ps - 1) & ~(ps - 1)) + ps;
 }
 
 /*
@@ -104,6 +107,8 @@ fail_lock:
 
 static void loop_done(struct fl_loop *l)
 {
+	/* before the backend closes its eventfd / async watcher */
+	fl__xq_close(l);
 	if (l->zombie) {
 		fl__fiber_reap(l, l->zombie);
 		l->zombie = NULL;
@@ -150,6 +155,8 @@ int fl_run(fl_fn main, void *arg, const struct fl_options *opts, void **result)
 
 out_done:
 	loop_done(l);
+	/* op contexts still counted here leaked: the leak check sees them */
+	fl__debug_add(FL__DBG_OPCTX, l->opctx_live);
 	fl__tls_loop = NULL;
 	fl__debug_add(FL__DBG_LOOPS, -1);
 out_free:

@@ -7,6 +7,7 @@
 #include "fl_internal.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ ssize_t fl_read(int fd, void *buf, size_t len)
 		int err = fl__op_begin(l);
 		if (err)
 			return err;
-		ssize_t n = l->be->read(l, fd, buf, len);
+		ssize_t n = l->be->read(l, fd, buf, fl__io_clamp(len));
 		RETRY_ON_EAGAIN(l, fd, FL_READABLE, n);
 		return n;
 	}
@@ -70,9 +71,12 @@ static int buf_reserve(struct fl_buf *b, size_t need)
 {
 	if (need <= b->cap)
 		return 0;
+	/* no allocator gives more; doubling past it would wrap to 0 */
+	if (need > PTRDIFF_MAX)
+		return -ENOMEM;
 	size_t cap = b->cap ? b->cap : 256;
 	while (cap < need)
-		cap *= 2;
+		cap = cap <= PTRDIFF_MAX / 2 ? cap * 2 : need;
 	char *n = realloc(b->data, cap);
 	if (!n)
 		return -ENOMEM;
@@ -91,6 +95,10 @@ ssize_t fl_read_buf(int fd, struct fl_buf *b, size_t len, int to_eof, ssize_t po
 	size_t total = 0;
 	b->len = at;
 	do {
+		/* at + total + len must not wrap: the read would then run past
+		 * a buffer that was never grown */
+		if (len > SIZE_MAX - at - total)
+			return -EOVERFLOW;
 		int err = buf_reserve(b, at + total + len);
 		if (err)
 			return err;
@@ -158,10 +166,12 @@ ssize_t fl_write(int fd, const void *buf, size_t len)
 		int err = fl__op_begin(l);
 		if (err)
 			return err;
-		ssize_t n = l->be->write(l, fd, (const char *)buf + done, len - done);
+		ssize_t n = l->be->write(l, fd, (const char *)buf + done, fl__io_clamp(len - done));
 		RETRY_ON_EAGAIN(l, fd, FL_WRITABLE, n);
 		if (n < 0)
 			return n;
+		if (FL__UNLIKELY(n == 0))
+			return -EIO; /* no progress on a non-empty request: do not spin */
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
@@ -191,8 +201,13 @@ static ssize_t vec_loop(int fd, const struct iovec *iov, int cnt, int flags, int
 	struct iovec stack[IOV_STACK], *copy = stack, *cur;
 	size_t total = 0, done = 0;
 	ssize_t ret;
-	for (int i = 0; i < cnt; i++)
+	for (int i = 0; i < cnt; i++) {
+		/* the kernel refuses a sum past SSIZE_MAX; a wrapped sum
+		 * would end the loop early */
+		if (iov[i].iov_len > SSIZE_MAX - total)
+			return -EINVAL;
 		total += iov[i].iov_len;
+	}
 	if (cnt > IOV_STACK && !(copy = malloc(sizeof(*copy) * (size_t)cnt)))
 		return -ENOMEM;
 	memcpy(copy, iov, sizeof(*copy) * (size_t)cnt);
@@ -216,6 +231,10 @@ static ssize_t vec_loop(int fd, const struct iovec *iov, int cnt, int flags, int
 		}
 		if (ret < 0)
 			goto out;
+		if (FL__UNLIKELY(ret == 0)) {
+			ret = -EIO; /* no progress: do not spin */
+			goto out;
+		}
 		done += (size_t)ret;
 		cnt = iov_advance(&cur, cnt, (size_t)ret);
 	}
@@ -245,7 +264,7 @@ ssize_t fl_recv(int fd, void *buf, size_t len, int flags)
 		int err = fl__op_begin(l);
 		if (err)
 			return err;
-		ssize_t n = l->be->recv(l, fd, buf, len, flags);
+		ssize_t n = l->be->recv(l, fd, buf, fl__io_clamp(len), flags);
 		RETRY_ON_EAGAIN(l, fd, FL_READABLE, n);
 		return n;
 	}
@@ -261,10 +280,13 @@ ssize_t fl_send(int fd, const void *buf, size_t len, int flags)
 		int err = fl__op_begin(l);
 		if (err)
 			return err;
-		ssize_t n = l->be->send(l, fd, (const char *)buf + done, len - done, flags | MSG_NOSIGNAL);
+		ssize_t n = l->be->send(l, fd, (const char *)buf + done, fl__io_clamp(len - done),
+					flags | MSG_NOSIGNAL);
 		RETRY_ON_EAGAIN(l, fd, FL_WRITABLE, n);
 		if (n < 0)
 			return n;
+		if (FL__UNLIKELY(n == 0))
+			return -EIO; /* no progress on a non-empty request: do not spin */
 		done += (size_t)n;
 	}
 	return (ssize_t)done;

@@ -157,7 +157,7 @@ ssize_t fl_splice(int fd_in, int fd_out, size_t len)
 	int err = fl__op_begin(l);
 	if (err)
 		return err;
-	return l->be->splice(l, fd_in, fd_out, len);
+	return l->be->splice(l, fd_in, fd_out, fl__io_clamp(len));
 }
 
 ssize_t fl_splice_to_eof(int fd_in, int fd_out, size_t chunk)
@@ -195,7 +195,11 @@ static ssize_t write_affix(int fd, const char *s, fl_chunk_affix_fn fn, void *ar
 	char tmp[256];
 	if (fn) {
 		size_t n = fn(arg, chunk_len, tmp, sizeof(tmp));
-		return n ? fl_write(fd, tmp, n < sizeof(tmp) ? n : sizeof(tmp)) : 0;
+		/* n >= cap: the text was cut (snprintf style, its NUL in the
+		 * last byte): sending it would corrupt the stream */
+		if (n >= sizeof(tmp))
+			return -ENOBUFS;
+		return n ? fl_write(fd, tmp, n) : 0;
 	}
 	return s && *s ? fl_write(fd, s, strlen(s)) : 0;
 }
@@ -297,6 +301,9 @@ ssize_t fl_chain(const struct fl_chain_op *ops, int n)
 			return -EBADF;
 		if (c->kind != FL_CHAIN_SPLICE && !c->buf && c->len)
 			return -EFAULT;
+		/* a linked SQE transfers its whole length in one request */
+		if (c->len > FL__IO_MAX)
+			return -EINVAL;
 	}
 	int err = fl__op_begin(l);
 	if (err)

@@ -5,6 +5,11 @@
  * implementation serves every backend: armed scopes bound the blocking
  * poll's wait and are checked after every poll. The clock is read for them
  * only while a scope is armed.
+ *
+ * Scopes nest on a fiber's stack. A scope that fired stays expired until it
+ * closes: every op inside it returns -ETIMEDOUT (fl_fiber.expired keeps the
+ * interrupt armed), so an outer deadline that interrupts an inner scope's op
+ * is not lost when the inner scope returns.
  */
 #include "fl_internal.h"
 
@@ -40,7 +45,10 @@ void fl__check_timeouts(struct fl_loop *l)
 		struct fl__timeout_scope *s = l->timeouts;
 		l->timeouts = s->next;
 		s->fired = 1;
-		s->fiber->interrupt = -ETIMEDOUT;
+		s->fiber->expired++;
+		/* a pending cancel is reported first; -ETIMEDOUT follows it */
+		if (s->fiber->interrupt != -ECANCELED)
+			s->fiber->interrupt = -ETIMEDOUT;
 		if (s->fiber->wait == FL__WAIT_OP)
 			fl__schedule(l, s->fiber, NULL, 0);
 	}
@@ -76,9 +84,11 @@ int fl_timeout(double seconds, int (*fn)(void *arg), void *arg)
 	int ret = fn(arg);
 
 	if (s.fired) {
-		/* not consumed by an op inside the scope: must not leak out */
-		if (l->current->interrupt == -ETIMEDOUT)
-			l->current->interrupt = 0;
+		/* closing the last expired scope: its -ETIMEDOUT must not leak
+		 * out (an enclosing expired scope keeps it) */
+		fl_fiber *f = l->current;
+		if (--f->expired == 0 && f->interrupt == -ETIMEDOUT)
+			f->interrupt = 0;
 	} else {
 		scope_unlink(l, &s);
 	}

@@ -9,6 +9,7 @@
 #include "fl_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Polyphony's anti-starvation threshold: with ops pending, poll (without
@@ -48,11 +49,18 @@ static void poll_backend(struct fl_loop *l, int blocking)
 		FL__STAT_ADD(l, polls_blocking, 1);
 		FL__STAT_SET(l, current_fiber, 0);
 		FL__STAT_SET(l, current_tag, 0);
+		if (l->be->flush)
+			l->be->flush(l);
 #ifndef FL_NO_STATS
 		/* the only clock reads of the loop: around blocking polls */
 		uint64_t t0 = fl__now_ns();
+		/* a reader counts a poll still in progress from here; cleared
+		 * first so that a torn read never counts the poll twice */
+		FL__STAT_SET(l, poll_since_ns, t0);
 		l->be->poll(l, timeout);
-		FL__STAT_ADD(l, poll_time_ns, fl__now_ns() - t0);
+		uint64_t t1 = fl__now_ns();
+		FL__STAT_SET(l, poll_since_ns, 0);
+		FL__STAT_ADD(l, poll_time_ns, t1 - t0);
 #else
 		l->be->poll(l, timeout);
 #endif
@@ -181,9 +189,19 @@ void *fl__op_park(struct fl_loop *l)
 
 /* ---- cross-thread schedule ----------------------------------------------- */
 
+/*
+ * The wakeup happens under the lock: loop teardown takes the lock and sets
+ * xclosed before closing the eventfd / async watcher, so a pusher can never
+ * wake a loop that has finished (and freed its backend) in between.
+ */
 static void xq_push(struct fl_loop *l, fl_fiber *f, void *value)
 {
 	pthread_mutex_lock(&l->xlock);
+	if (FL__UNLIKELY(l->xclosed)) {
+		/* every fiber of the loop has finished: nobody to run */
+		pthread_mutex_unlock(&l->xlock);
+		return;
+	}
 	if (l->xlen == l->xcap) {
 		unsigned cap = l->xcap ? l->xcap * 2 : 16;
 		struct fl__xentry *n = realloc(l->xq, cap * sizeof(*n));
@@ -193,10 +211,19 @@ static void xq_push(struct fl_loop *l, fl_fiber *f, void *value)
 		l->xcap = cap;
 	}
 	l->xq[l->xlen++] = (struct fl__xentry){ f, value };
-	pthread_mutex_unlock(&l->xlock);
 	l->be->wakeup(l);
+	pthread_mutex_unlock(&l->xlock);
 }
 
+void fl__xq_close(struct fl_loop *l)
+{
+	pthread_mutex_lock(&l->xlock);
+	l->xclosed = 1;
+	l->xlen = 0; /* their fibers are done (maybe freed): never schedule them */
+	pthread_mutex_unlock(&l->xlock);
+}
+
+/* Oldest first: cross-thread schedules run in the order they were made. */
 void fl__drain_xq(struct fl_loop *l)
 {
 	struct fl__xentry batch[64];
@@ -204,9 +231,11 @@ void fl__drain_xq(struct fl_loop *l)
 	do {
 		pthread_mutex_lock(&l->xlock);
 		n = l->xlen < 64 ? l->xlen : 64;
-		for (unsigned i = 0; i < n; i++)
-			batch[i] = l->xq[l->xlen - n + i];
-		l->xlen -= n;
+		if (n) { /* xq may still be NULL */
+			memcpy(batch, l->xq, n * sizeof(*batch));
+			l->xlen -= n;
+			memmove(l->xq, l->xq + n, l->xlen * sizeof(*l->xq));
+		}
 		pthread_mutex_unlock(&l->xlock);
 		for (unsigned i = 0; i < n; i++)
 			fl__schedule(l, batch[i].fiber, batch[i].value, 0);

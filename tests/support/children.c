@@ -19,9 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static void die_with_parent(void)
+/* In the child: SIGKILL when the test process dies, also if it died
+ * between fork() and here (then the signal would never come). */
+static void die_with_parent(pid_t parent)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
 }
 
 /* build/examples/NAME beside the loopstat under test */
@@ -49,10 +53,11 @@ pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_f
 	argv[n] = NULL;
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		die_with_parent();
+		die_with_parent(parent);
 		/* output nobody reads goes to /dev/null, not a closed pipe (SIGPIPE) */
 		int out = stdout_fd ? p[1] : open("/dev/null", O_WRONLY);
 		dup2(out, STDOUT_FILENO);
@@ -113,10 +118,11 @@ pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end)
 {
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		die_with_parent();
+		die_with_parent(parent);
 		char c;
 		close(p[1]);
 		for (;;)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +29,13 @@ const char *const *fl_test_backends(void)
 	}
 	list[n] = NULL;
 	return list;
+}
+
+void fl_test_die_with(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
 }
 
 int fl_test_fd_count(void)

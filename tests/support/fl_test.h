@@ -25,6 +25,13 @@ void fl_test_run(fl_fn main, void *arg);
 void fl_test_run_opts(fl_fn main, void *arg, struct fl_options *opts);
 extern const char *fl_test_backend;
 
+/*
+ * First call of a forked child that would otherwise wait for the test to
+ * kill it: SIGKILL when `parent` (getpid() before fork) dies, also when it
+ * died before this call, so a failed assertion never leaves it behind.
+ */
+void fl_test_die_with(pid_t parent);
+
 /* Open fds of this process. */
 int fl_test_fd_count(void);
 
