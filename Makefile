@@ -82,8 +82,8 @@ benches: $(BENCHES)
 # Both builds always run; the last line totals them.
 test: deps
 	@rc=0; \
-	$(MAKE) --no-print-directory check || rc=1; \
-	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 || rc=1; \
+	$(MAKE) --no-print-directory -j$$(nproc) check || rc=1; \
+	$(MAKE) --no-print-directory -j$$(nproc) check BUILD=$(BUILD)/asan SAN=1 || rc=1; \
 	cat $(BUILD)/.test-tally $(BUILD)/asan/.test-tally 2>/dev/null | \
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
 	exit $$rc
@@ -92,11 +92,11 @@ check: all tests
 	@sh scripts/run-tests.sh $(BUILD) $(TESTS)
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@sh scripts/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory all benches
+	@$(MAKE) --no-print-directory -j$$(nproc) all benches
 	@sh scripts/run-bench.sh $(BUILD) $(B)
 
 $(BUILD)/obj/%.o: %.c

@@ -17,9 +17,14 @@ for t in "$@"; do
 	out=$(mktemp)
 	export LOOPSTAT_BIN="$build/loopstat"
 	# 300 s bounds a suite; each test also sets its own .timeout.
+	t0=$(date +%s)
 	timeout -k 10 300 "$t" --jobs 2 >"$out" 2>&1
 	rc=$?
-	grep -v '^\[----\].*Criterion' "$out" | grep -E '^\[(FAIL|----|====)\]' || true
+	# Criterion's verdicts, plus what the sanitizers say (their reports
+	# otherwise hide behind a bare [FAIL])
+	grep -v '^\[----\].*Criterion' "$out" |
+		grep -E '^\[(FAIL|----|====)\]|runtime error:|ERROR: (Address|Leak)Sanitizer|^SUMMARY:' || true
+	echo "[time] $label/$name $(($(date +%s) - t0)) s"
 	syn=$(grep 'Synthesis:' "$out" | tail -n 1)
 	p=$(echo "$syn" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
 	f=$(echo "$syn" | sed -n 's/.*Failing: \([0-9]*\).*Crashing: \([0-9]*\).*/\1 \2/p')

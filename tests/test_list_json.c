@@ -178,8 +178,7 @@ Test(list, gc_removes_only_stale_segments)
 	/* a copy of our live segment, claimed by a process that is gone */
 	FILE *in = fopen(fl_stats_path(), "rb");
 	cr_assert(in);
-	/* read through as a header below: needs the header's 64-byte alignment */
-	static char buf[1 << 20] __attribute__((aligned(64)));
+	static char buf[1 << 20] __attribute__((aligned(64))); /* read as a header */
 	size_t n = fread(buf, 1, sizeof(buf), in);
 	fclose(in);
 	((struct loopstat_shm_header *)buf)->pid = dead;
