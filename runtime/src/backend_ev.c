@@ -48,6 +48,7 @@ struct evb {
 	ev_async        async;     /* cross-thread wakeups */
 	ev_timer        ptimer;    /* bounds a blocking poll (timeout scopes) */
 	int             epfd;      /* libev's epoll fd, published as wait_fd */
+	int             progress;  /* a callback of ours ran in this poll */
 };
 
 /* One parked op: lives on the waiting fiber's stack. */
@@ -71,6 +72,7 @@ static inline struct evb *B(struct fl_loop *l)
 static void fired(struct evop *op, int revents)
 {
 	struct fl_loop *l = op->fiber->loop;
+	B(l)->progress = 1;
 	op->revents = revents;
 	op->done = 1;
 	fl__pending_dec(l);
@@ -385,28 +387,41 @@ static ssize_t evb_splice(struct fl_loop *l, int fd_in, int fd_out, size_t len)
 static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	(void)w, (void)revents;
-	fl__drain_xq(ev_userdata(loop));
+	struct fl_loop *l = ev_userdata(loop);
+	B(l)->progress = 1;
+	fl__drain_xq(l);
 }
 
 static void ptimer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	(void)loop, (void)w, (void)revents; /* only ends ev_run's wait */
+	(void)w, (void)revents;
+	struct fl_loop *l = ev_userdata(loop);
+	B(l)->progress = 1; /* the poll's time is up */
 }
 
+/*
+ * A blocking poll returns once one of our callbacks ran. One ev_run(ONCE)
+ * is not enough: epoll_wait may return before the timer it was sized for
+ * is due (libev itself pads its waits by 1 ms for that reason), and the
+ * scheduler would then count a second blocking poll for one wait.
+ */
 static void evb_poll(struct fl_loop *l, int64_t timeout_ns)
 {
 	struct evb *b = B(l);
 	if (timeout_ns == 0) {
 		ev_run(b->loop, EVRUN_NOWAIT);
-	} else if (timeout_ns < 0) {
-		ev_run(b->loop, EVRUN_ONCE);
-	} else {
+		return;
+	}
+	if (timeout_ns > 0) {
 		ev_now_update(b->loop);
 		ev_timer_set(&b->ptimer, (ev_tstamp)timeout_ns / 1e9, 0.);
 		ev_timer_start(b->loop, &b->ptimer);
-		ev_run(b->loop, EVRUN_ONCE);
-		ev_timer_stop(b->loop, &b->ptimer);
 	}
+	b->progress = 0;
+	do
+		ev_run(b->loop, EVRUN_ONCE);
+	while (!b->progress);
+	ev_timer_stop(b->loop, &b->ptimer);
 }
 
 static void evb_wakeup(struct fl_loop *l)

@@ -164,9 +164,9 @@ static inline int fl__rq_shift(struct fl__runqueue *q, struct fl__rq_entry *e)
  * returns fl__take_interrupt(). Ops do one attempt: loops,
  * argument checks and stats of started ops live in the common layer.
  *
- * Contract for a backend (backend_uring.c is the reference; a libev
- * backend only adds backend_ev.c defining fl__backend_ev, which
- * fl__backend_find() picks up through the weak reference below):
+ * Contract for a backend (backend_uring.c, completions; backend_ev.c,
+ * readiness on libev; both always linked: a weak reference would not pull
+ * backend_ev.o out of libfiberloop.a):
  *  - fl__pending_inc() when an op starts waiting, fl__pending_dec() and
  *    FL__STAT_ADD(l, completions, 1) when its completion is processed;
  *    the scheduler's anti-starvation rule and the pending_ops gauge use it.
@@ -175,7 +175,11 @@ static inline int fl__rq_shift(struct fl__runqueue *q, struct fl__rq_entry *e)
  *  - poll() schedules the fibers whose ops completed (fl__schedule), never
  *    switches, and calls fl__drain_xq() when woken by wakeup().
  *  - sleep returns 0 when the time is up; wait_io returns poll revents.
- *  - chain runs the ops in order and stops at the first failure.
+ *  - chain runs the ops in order and stops at the first failure; a
+ *    backend without linked ops leaves it NULL (ops_misc.c then runs them
+ *    through write/send/splice).
+ *  - an op that completes without waiting may yield before returning
+ *    (backend_ev.c does, as Polyphony's libev backend).
  *  - done() must not return while the kernel/loop may still touch memory
  *    of an op (io_uring: cancelled ops detached from their fiber).
  * The shared suite (tests/test_*.c through tests/support/fl_test.c) runs
