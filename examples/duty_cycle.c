@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,18 +106,24 @@ static double run(const struct cfg *c, wait_fn wait, void *ctx)
 	return waited / (now_s() - start);
 }
 
+/* The plain loop waits as an EventMachine-style server does: in epoll_wait
+ * with no timeout, woken by a timerfd in the set, once per period. */
+struct plain {
+	int ep, tfd;
+};
+
 static double wait_epoll(double until, void *ctx)
 {
-	int ep = *(int *)ctx;
-	double waited = 0;
+	struct plain *p = ctx;
+	double t0 = now_s();
+	struct itimerspec its = { .it_value = { (time_t)until, (long)((until - (time_t)until) * 1e9) } };
+	timerfd_settime(p->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	struct epoll_event ev;
-	for (double t0; (t0 = now_s()) < until;) {
-		/* epoll_wait takes ms: wait the whole ms, then the remainder */
-		int ms = (int)((until - t0) * 1000);
-		epoll_wait(ep, &ev, 1, ms > 0 ? ms : 1);
-		waited += now_s() - t0;
-	}
-	return waited;
+	uint64_t ticks;
+	while (now_s() < until)
+		if (epoll_wait(p->ep, &ev, 1, -1) == 1)
+			(void)!read(p->tfd, &ticks, sizeof(ticks));
+	return now_s() - t0;
 }
 
 static double wait_fiber(double until, void *ctx)
@@ -178,12 +185,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (c.plain) {
-		int ep = epoll_create1(EPOLL_CLOEXEC);
-		if (ep < 0) {
-			perror("duty_cycle: epoll_create1");
+		struct plain p = { epoll_create1(EPOLL_CLOEXEC), timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+		struct epoll_event ev = { .events = EPOLLIN };
+		if (p.ep < 0 || p.tfd < 0 || epoll_ctl(p.ep, EPOLL_CTL_ADD, p.tfd, &ev) < 0) {
+			perror("duty_cycle: epoll/timerfd");
 			return 1;
 		}
-		result = run(&c, wait_epoll, &ep);
+		result = run(&c, wait_epoll, &p);
 	} else {
 		struct fl_options o = { .tag = "duty" };
 		int err = fl_run(fiber_main, &c, &o, NULL);
