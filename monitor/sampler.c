@@ -417,6 +417,13 @@ void sampler_step(struct sampler *s)
 #define RT_MAX_SHARE  0.20  /* drop real-time above this share of a CPU */
 #define RT_BACK_SHARE 0.10  /* and take it back below this one */
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
 static int set_realtime(int on)
 {
 	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
@@ -428,7 +435,9 @@ static void *sampler_main(void *arg)
 	struct sampler *s = arg;
 	struct timespec next;
 	int rt_allowed = set_realtime(1), rt = rt_allowed;
-	double step_ns = 0; /* moving average of one step's cost */
+	/* the sampler's own CPU share, measured over whole seconds: per-step
+	 * costs swing (a discovery sweep costs 100 samples), a second's do not */
+	uint64_t share_wall0 = mono_ns(), share_cpu0 = thread_cpu_ns();
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -437,15 +446,18 @@ static void *sampler_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (stop)
 			break;
-		if (!paused) {
-			uint64_t t0 = mono_ns();
+		if (!paused)
 			sampler_step(s);
-			step_ns += ((double)(mono_ns() - t0) - step_ns) / 16;
-			double share = step_ns * hz / 1e9;
+		uint64_t wall = mono_ns();
+		if (wall - share_wall0 >= NS) {
+			uint64_t cpu = thread_cpu_ns();
+			double share = (double)(cpu - share_cpu0) / (double)(wall - share_wall0);
 			if (rt && share > RT_MAX_SHARE)
 				rt = !set_realtime(0);
 			else if (!rt && rt_allowed && share < RT_BACK_SHARE)
 				rt = set_realtime(1);
+			share_wall0 = wall;
+			share_cpu0 = cpu;
 		}
 		double jitter = 0.5 + (double)rand_r(&s->rng) / ((double)RAND_MAX + 1.0);
 		uint64_t gap = paused ? NS / 20 : (uint64_t)(jitter * 1e9 / hz);
