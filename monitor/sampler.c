@@ -68,6 +68,7 @@ struct sampler {
 	pthread_t thread;
 	int      started;
 	int      stop;
+	int      realtime;                /* the thread runs SCHED_FIFO now */
 	int      paused;
 	int      all_threads;
 	double   rate_hz;
@@ -438,6 +439,7 @@ static void *sampler_main(void *arg)
 	/* the sampler's own CPU share, measured over whole seconds: per-step
 	 * costs swing (a discovery sweep costs 100 samples), a second's do not */
 	uint64_t share_wall0 = mono_ns(), share_cpu0 = thread_cpu_ns();
+	__atomic_store_n(&s->realtime, rt, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
@@ -456,6 +458,7 @@ static void *sampler_main(void *arg)
 				rt = !set_realtime(0);
 			else if (!rt && rt_allowed && share < RT_BACK_SHARE)
 				rt = set_realtime(1);
+			__atomic_store_n(&s->realtime, rt, __ATOMIC_RELAXED);
 			share_wall0 = wall;
 			share_cpu0 = cpu;
 		}
@@ -516,6 +519,11 @@ void sampler_set_rate(struct sampler *s, double hz)
 	pthread_mutex_lock(&s->lock);
 	s->rate_hz = hz;
 	pthread_mutex_unlock(&s->lock);
+}
+
+int sampler_realtime(struct sampler *s)
+{
+	return __atomic_load_n(&s->realtime, __ATOMIC_RELAXED);
 }
 
 double sampler_rate(struct sampler *s)

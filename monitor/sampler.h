@@ -35,6 +35,8 @@ void   sampler_set_rate(struct sampler *s, double hz);
 double sampler_rate(struct sampler *s);
 void   sampler_set_paused(struct sampler *s, int paused);
 void   sampler_set_all_threads(struct sampler *s, int on);
+/* 1 while the sampling thread runs at real-time priority (see sampler.c). */
+int    sampler_realtime(struct sampler *s);
 
 /*
  * Fills m (free with model_done) with figures over the last window_s
