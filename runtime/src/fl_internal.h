@@ -300,6 +300,15 @@ static inline struct fl_loop *fl__op_loop(void)
 	return l && l->current != &l->root ? l : NULL;
 }
 
+/* The common opening of every op taking an fd: ops run only inside a
+ * loop's fiber (-EPERM elsewhere), and a negative fd is -EBADF at once. */
+#define FL__OP_PROLOGUE(l, fd)             \
+	struct fl_loop *l = fl__op_loop(); \
+	if (!l)                            \
+		return -EPERM;             \
+	if ((fd) < 0)                      \
+		return -EBADF
+
 /*
  * Before an op starts: counts it; if the fiber has a pending interrupt the
  * op must not start and its value is returned (consumed).

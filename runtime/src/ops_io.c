@@ -31,16 +31,9 @@ static int wait_ready(struct fl_loop *l, int fd, int events)
 		continue;                                      \
 	}
 
-#define OP_PROLOGUE(l, fd)                \
-	struct fl_loop *l = fl__op_loop(); \
-	if (!l)                           \
-		return -EPERM;            \
-	if ((fd) < 0)                     \
-		return -EBADF
-
 ssize_t fl_read(int fd, void *buf, size_t len)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (!buf && len)
 		return -EFAULT;
 	for (;;) {
@@ -156,17 +149,16 @@ ssize_t fl_recv_loop(int fd, size_t maxlen, fl_chunk_fn cb, void *arg)
 	return chunk_loop(fd, maxlen, cb, arg, fl_recv);
 }
 
-ssize_t fl_write(int fd, const void *buf, size_t len)
+/* write and send: loops on partial writes until all len bytes are out. */
+static ssize_t put_all(struct fl_loop *l, int fd, const char *buf, size_t len, int is_send, int flags)
 {
-	OP_PROLOGUE(l, fd);
-	if (!buf && len)
-		return -EFAULT;
 	size_t done = 0;
 	while (done < len) {
 		int err = fl__op_begin(l);
 		if (err)
 			return err;
-		ssize_t n = l->be->write(l, fd, (const char *)buf + done, fl__io_clamp(len - done));
+		size_t want = fl__io_clamp(len - done);
+		ssize_t n = is_send ? l->be->send(l, fd, buf + done, want, flags) : l->be->write(l, fd, buf + done, want);
 		RETRY_ON_EAGAIN(l, fd, FL_WRITABLE, n);
 		if (n < 0)
 			return n;
@@ -175,6 +167,14 @@ ssize_t fl_write(int fd, const void *buf, size_t len)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+ssize_t fl_write(int fd, const void *buf, size_t len)
+{
+	FL__OP_PROLOGUE(l, fd);
+	if (!buf && len)
+		return -EFAULT;
+	return put_all(l, fd, buf, len, 0, 0);
 }
 
 /* Drops the first `n` bytes from a copied iovec array; returns the new count. */
@@ -195,7 +195,7 @@ static int iov_advance(struct iovec **iov, int cnt, size_t n)
 /* writev and sendv: the iovec is copied because partial writes edit it. */
 static ssize_t vec_loop(int fd, const struct iovec *iov, int cnt, int flags, int is_send)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (cnt < 0 || cnt > IOV_MAX || (!iov && cnt))
 		return -EINVAL;
 	struct iovec stack[IOV_STACK], *copy = stack, *cur;
@@ -257,7 +257,7 @@ ssize_t fl_sendv(int fd, const struct iovec *iov, int iovcnt, int flags)
 
 ssize_t fl_recv(int fd, void *buf, size_t len, int flags)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (!buf && len)
 		return -EFAULT;
 	for (;;) {
@@ -272,22 +272,8 @@ ssize_t fl_recv(int fd, void *buf, size_t len, int flags)
 
 ssize_t fl_send(int fd, const void *buf, size_t len, int flags)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (!buf && len)
 		return -EFAULT;
-	size_t done = 0;
-	while (done < len) {
-		int err = fl__op_begin(l);
-		if (err)
-			return err;
-		ssize_t n = l->be->send(l, fd, (const char *)buf + done, fl__io_clamp(len - done),
-					flags | MSG_NOSIGNAL);
-		RETRY_ON_EAGAIN(l, fd, FL_WRITABLE, n);
-		if (n < 0)
-			return n;
-		if (FL__UNLIKELY(n == 0))
-			return -EIO; /* no progress on a non-empty request: do not spin */
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
+	return put_all(l, fd, buf, len, 1, flags | MSG_NOSIGNAL);
 }

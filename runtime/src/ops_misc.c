@@ -14,16 +14,9 @@
 
 #define SPLICE_CHUNK (64 * 1024)
 
-#define OP_PROLOGUE(l, fd)                \
-	struct fl_loop *l = fl__op_loop(); \
-	if (!l)                           \
-		return -EPERM;            \
-	if ((fd) < 0)                     \
-		return -EBADF
-
 int fl_accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (addr && !addrlen)
 		return -EINVAL;
 	for (;;) {
@@ -55,7 +48,7 @@ int fl_accept_loop(int fd, fl_accept_fn cb, void *arg)
 
 int fl_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (!addr)
 		return -EFAULT;
 	int err = fl__op_begin(l);
@@ -77,7 +70,7 @@ int fl_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
 
 int fl_wait_io(int fd, int events)
 {
-	OP_PROLOGUE(l, fd);
+	FL__OP_PROLOGUE(l, fd);
 	if (!(events & (FL_READABLE | FL_WRITABLE)))
 		return -EINVAL;
 	int err = fl__op_begin(l);
@@ -151,7 +144,7 @@ int fl_waitpid(pid_t pid, int *status)
 
 ssize_t fl_splice(int fd_in, int fd_out, size_t len)
 {
-	OP_PROLOGUE(l, fd_in);
+	FL__OP_PROLOGUE(l, fd_in);
 	if (fd_out < 0)
 		return -EBADF;
 	int err = fl__op_begin(l);
@@ -206,7 +199,7 @@ static ssize_t write_affix(int fd, const char *s, fl_chunk_affix_fn fn, void *ar
 
 ssize_t fl_splice_chunks(int fd_in, int fd_out, const struct fl_splice_chunks *o)
 {
-	OP_PROLOGUE(l, fd_in);
+	FL__OP_PROLOGUE(l, fd_in);
 	(void)l;
 	if (fd_out < 0)
 		return -EBADF;
