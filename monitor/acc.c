@@ -62,6 +62,18 @@ static int class_index(enum probe_class c)
 	}
 }
 
+/* The compact history's slot of second sec, emptied if it held an older one. */
+static int hist_at(struct acc *a, int64_t sec)
+{
+	int h = (int)(sec % MODEL_HISTORY);
+	if (a->hist_sec[h] != sec) {
+		a->hist_sec[h] = sec;
+		a->hist_n[h] = a->hist_poll[h] = a->hist_run[h] = 0;
+		a->hist_busy_us[h] = a->hist_span_us[h] = 0;
+	}
+	return h;
+}
+
 void acc_add_sample(struct acc *a, uint64_t t_ns, const struct probe_verdict *v)
 {
 	int c = class_index(v->cls);
@@ -75,14 +87,11 @@ void acc_add_sample(struct acc *a, uint64_t t_ns, const struct probe_verdict *v)
 		add_block(b->blocks, ACC_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, 1);
 		add_block(a->total.blocks, ACC_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);
 	}
-	int h = (int)(sec % MODEL_HISTORY);
-	if (a->hist_sec[h] != sec) {
-		a->hist_sec[h] = sec;
-		a->hist_n[h] = a->hist_poll[h] = 0;
-	}
+	int h = hist_at(a, sec);
 	if (a->hist_n[h] < UINT16_MAX) {
 		a->hist_n[h]++;
 		a->hist_poll[h] += c == C_POLL;
+		a->hist_run[h] += c == C_RUNNING;
 	}
 	if (a->first_sec < 0)
 		a->first_sec = sec;
@@ -120,9 +129,34 @@ void acc_add_shm(struct acc *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t 
 	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", fiber_tag ? fiber_tag : "");
 }
 
+/* Spreads the runnable time between two schedstat readings over the
+ * seconds of history they span, in proportion to each second's part. */
+static void hist_add_runnable(struct acc *a, uint64_t t0, uint64_t t1, double busy_ns)
+{
+	double per_ns = busy_ns / (double)(t1 - t0);
+	int64_t first = (int64_t)(t0 / NS), last = (int64_t)(t1 / NS);
+	if (last - first >= MODEL_HISTORY)
+		first = last - MODEL_HISTORY + 1;
+	for (int64_t sec = first; sec <= last; sec++) {
+		uint64_t lo = (uint64_t)sec * NS, hi = lo + NS;
+		if (lo < t0)
+			lo = t0;
+		if (hi > t1)
+			hi = t1;
+		if (hi <= lo)
+			continue;
+		int h = hist_at(a, sec);
+		a->hist_span_us[h] += (uint32_t)((hi - lo) / 1000);
+		a->hist_busy_us[h] += (uint32_t)(per_ns * (double)(hi - lo) / 1000);
+	}
+}
+
 void acc_add_sched(struct acc *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns)
 {
 	struct acc_sched s = { 1, t_ns, run_ns, wait_ns };
+	const struct acc_sched *p = &a->sched_last;
+	if (p->valid && t_ns > p->t_ns && run_ns >= p->run_ns && wait_ns >= p->wait_ns)
+		hist_add_runnable(a, p->t_ns, t_ns, (double)(run_ns - p->run_ns + wait_ns - p->wait_ns));
 	bucket(a, (int64_t)(t_ns / NS))->sched = s;
 	a->sched_last = s;
 	if (!a->total.sched_first.valid)
@@ -147,13 +181,49 @@ static int in_window(const struct acc_bucket *b, struct window w)
 	return b->sec >= w.lo && b->sec <= w.hi;
 }
 
+/*
+ * How a window's samples become shares of time.
+ *
+ * A sample can say "running" only if the sampler gets a CPU while the
+ * worker has one. When the two share a CPU and the sampler cannot preempt,
+ * or the host runs the VM's vCPUs in turn, the sampler's wakeups slip past
+ * the worker's busy phases and find it back in its poll: a loop busy 10 %
+ * of the time read 98 % idle that way (docs/performance.md, "Monitor").
+ * schedstat knows the runnable share exactly (on a CPU or waiting for one,
+ * as /proc's "running"), so when it is known the samples only split the
+ * rest, the time off the CPU, between poll, blocked and other: a slip does
+ * not bias that split, the worker being off its CPU either way.
+ */
+struct split {
+	double   running;    /* share of time runnable, 0..1 */
+	double   per_sample; /* share of time one sample of the basis stands for */
+	double   scale;      /* share of time the basis covers */
+	uint64_t basis;      /* samples the other shares come from */
+};
+
+static struct split split_samples(uint64_t n_running, uint64_t n_off, double runnable)
+{
+	struct split s = { 0 };
+	if (!isnan(runnable) && n_off) {
+		s.running = fmin(fmax(runnable, 0.0), 1.0);
+		s.scale = 1.0 - s.running;
+		s.basis = n_off;
+	} else if (n_running + n_off) {
+		s.basis = n_running + n_off;
+		s.running = (double)n_running / (double)s.basis;
+		s.scale = 1.0;
+	}
+	s.per_sample = s.basis ? s.scale / (double)s.basis : NAN;
+	return s;
+}
+
 static int by_count_desc(const void *x, const void *y)
 {
 	const struct acc_block *a = x, *b = y;
 	return a->n < b->n ? 1 : a->n > b->n ? -1 : 0;
 }
 
-static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nkeys, uint64_t samples)
+static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nkeys, double per_sample)
 {
 	qsort(keys, (size_t)nkeys, sizeof(*keys), by_count_desc);
 	w->nblocked_top = 0;
@@ -167,7 +237,7 @@ static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nke
 			snprintf(b->syscall, sizeof(b->syscall), "%s", name);
 		else
 			snprintf(b->syscall, sizeof(b->syscall), "syscall_%ld", keys[i].nr);
-		b->pct = 100.0 * keys[i].n / (double)samples;
+		b->pct = 100.0 * keys[i].n * per_sample;
 	}
 }
 
@@ -212,6 +282,7 @@ static void view_counters(const struct acc *a, const struct acc_reading *from, u
 
 static void view_sched(const struct acc_sched *from, const struct acc_sched *to, struct worker_view *w)
 {
+	w->cpu_pct = w->cpu_wait_pct = NAN;
 	if (!from->valid || !to->valid || to->t_ns < from->t_ns + RATE_MIN_NS || to->run_ns < from->run_ns ||
 	    to->wait_ns < from->wait_ns)
 		return;
@@ -232,9 +303,13 @@ static void view_history(const struct acc *a, int64_t now_sec, struct worker_vie
 	for (int i = 0; i < w->nhistory; i++) {
 		int64_t sec = now_sec - w->nhistory + 1 + i;
 		int h = (int)(sec % MODEL_HISTORY);
-		w->idle_history[i] = a->hist_sec[h] == sec && a->hist_n[h]
-					     ? 100.0f * a->hist_poll[h] / a->hist_n[h]
-					     : NAN;
+		if (a->hist_sec[h] != sec || !a->hist_n[h]) {
+			w->idle_history[i] = NAN;
+			continue;
+		}
+		double runnable = a->hist_span_us[h] ? (double)a->hist_busy_us[h] / a->hist_span_us[h] : NAN;
+		struct split sp = split_samples(a->hist_run[h], (uint64_t)a->hist_n[h] - a->hist_run[h], runnable);
+		w->idle_history[i] = (float)(100.0 * a->hist_poll[h] * sp.per_sample);
 	}
 }
 
@@ -250,7 +325,6 @@ void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrum
 	const struct acc_reading *shm_from = &a->total.shm_first;
 	const struct acc_sched *sched_from = &a->total.sched_first;
 
-	w->cpu_pct = w->cpu_wait_pct = NAN;
 	if (window_s > 0) {
 		int64_t span = (int64_t)ceil(window_s);
 		if (span > ACC_DETAIL_S - 1)
@@ -305,21 +379,21 @@ void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrum
 			nkeys++;
 	(void)overflow; /* counted as blocked, just not attributable to a key */
 
-	uint64_t samples = (uint64_t)n[C_POLL] + n[C_RUNNING] + n[C_BLOCKED] + n[C_OTHER];
-	w->samples = samples;
-	if (samples) {
-		double p = (double)n[C_POLL] / (double)samples;
-		w->idle_pct = 100.0 * p;
-		w->idle_ci95 = model_ci95_pts(p, samples);
-		w->running_pct = 100.0 * n[C_RUNNING] / (double)samples;
-		w->blocked_pct = 100.0 * n[C_BLOCKED] / (double)samples;
-		w->other_pct = 100.0 * n[C_OTHER] / (double)samples;
-		fill_blockers(w, keys, nkeys, samples);
+	view_sched(sched_from, &a->sched_last, w);
+	uint64_t n_off = (uint64_t)n[C_POLL] + n[C_BLOCKED] + n[C_OTHER];
+	w->samples = n_off + n[C_RUNNING];
+	struct split sp = split_samples(n[C_RUNNING], n_off, (w->cpu_pct + w->cpu_wait_pct) / 100.0);
+	if (sp.basis) {
+		w->idle_pct = 100.0 * n[C_POLL] * sp.per_sample;
+		w->idle_ci95 = sp.scale * model_ci95_pts((double)n[C_POLL] / (double)sp.basis, sp.basis);
+		w->running_pct = 100.0 * sp.running;
+		w->blocked_pct = 100.0 * n[C_BLOCKED] * sp.per_sample;
+		w->other_pct = 100.0 * n[C_OTHER] * sp.per_sample;
+		fill_blockers(w, keys, nkeys, sp.per_sample);
 	} else {
 		w->idle_pct = w->idle_ci95 = w->running_pct = w->blocked_pct = w->other_pct = NAN;
 		w->nblocked_top = 0;
 	}
-	view_sched(sched_from, &a->sched_last, w);
 
 	w->ops_per_s = w->switches_per_s = w->polls_per_s = w->completions_per_s = NAN;
 	w->self_idle_pct = w->headroom_ops_per_s = NAN;

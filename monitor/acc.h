@@ -61,7 +61,9 @@ struct acc_totals {                       /* since the worker was first seen */
 struct acc {
 	struct acc_bucket detail[ACC_DETAIL_S];  /* ring: second s lives at s % ACC_DETAIL_S */
 	int64_t  hist_sec[MODEL_HISTORY];        /* ring of compact history */
-	uint16_t hist_n[MODEL_HISTORY], hist_poll[MODEL_HISTORY];
+	uint16_t hist_n[MODEL_HISTORY], hist_poll[MODEL_HISTORY], hist_run[MODEL_HISTORY];
+	uint32_t hist_busy_us[MODEL_HISTORY];    /* runnable (schedstat) in the second */
+	uint32_t hist_span_us[MODEL_HISTORY];    /* of how much of it schedstat covered */
 	struct acc_totals total;
 	struct acc_reading shm_last;
 	struct acc_sched sched_last;

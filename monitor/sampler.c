@@ -71,6 +71,7 @@ struct sampler {
 	int      realtime;                /* the thread runs SCHED_FIFO now */
 	int      paused;
 	int      all_threads;
+	int      no_realtime;
 	double   rate_hz;
 	const struct targets *targets;   /* borrowed */
 	struct probe_fd_cache *fds;      /* blocker fd targets, forgotten each discovery sweep */
@@ -113,6 +114,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->rate_hz = o->rate_hz > 0 ? o->rate_hz : SAMPLER_DEFAULT_HZ;
 	s->targets = o->targets;
 	s->all_threads = o->all_threads;
+	s->no_realtime = o->no_realtime;
 	/* t0 one second back: bucket 0 never starts at a partial instant */
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
@@ -435,7 +437,7 @@ static void *sampler_main(void *arg)
 {
 	struct sampler *s = arg;
 	struct timespec next;
-	int rt_allowed = set_realtime(1), rt = rt_allowed;
+	int rt_allowed = !s->no_realtime && set_realtime(1), rt = rt_allowed;
 	/* the sampler's own CPU share, measured over whole seconds: per-step
 	 * costs swing (a discovery sweep costs 100 samples), a second's do not */
 	uint64_t share_wall0 = mono_ns(), share_cpu0 = thread_cpu_ns();

@@ -20,6 +20,7 @@ struct sampler_opts {
 	double rate_hz;                  /* target samples per second per thread; 0: default */
 	const struct targets *targets;   /* borrowed; must outlive the sampler */
 	int    all_threads;              /* also list threads never seen polling (top's 't') */
+	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */
 };
 
 struct sampler;

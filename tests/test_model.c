@@ -160,6 +160,63 @@ Test(model, cpu_and_wait_from_schedstat)
 	cr_assert_float_eq(view.cpu_wait_pct, 10.0, 1e-6);
 }
 
+/* schedstat readings every 250 ms from `from` to `to`: runnable `busy`
+ * of the time, a fifth of it waiting for a CPU */
+static void sched_feed(uint64_t from, uint64_t to, double busy)
+{
+	for (uint64_t t = from; t <= to; t += 250 * MS) {
+		double runnable = busy * (double)(t - from);
+		acc_add_sched(acc, t, (uint64_t)(runnable * 0.8), (uint64_t)(runnable * 0.2));
+	}
+}
+
+/* A sampler that never got to run while the worker did saw only its poll;
+ * schedstat says the worker was runnable 10 % of the time. */
+Test(model, runnable_share_comes_from_schedstat_when_samples_miss_it)
+{
+	sched_feed(0, 6 * NS, 0.10);
+	feed(1 * NS, 6 * NS, 1000, all_poll);
+	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	cr_assert_float_eq(view.cpu_pct + view.cpu_wait_pct, 10.0, 1e-6);
+	cr_assert_float_eq(view.running_pct, 10.0, 1e-6);
+	cr_assert_float_eq(view.idle_pct, 90.0, 1e-6, "idle %f", view.idle_pct);
+	cr_assert_eq(view.samples, 1000);
+	/* the interval of an estimate that cannot vary: only Wilson's edge term */
+	cr_assert_lt(view.idle_ci95, 0.4, "ci95 %f", view.idle_ci95);
+	cr_assert_float_eq(view.idle_history[0], 90.0f, 1e-3, "history %f", view.idle_history[0]);
+}
+
+/* The samples split the time off the CPU: 80 % of it here, in the
+ * proportions of mixed(): read 60 %, fsync 20 %, poll 10 %, other 10 %. */
+Test(model, samples_split_the_time_off_cpu)
+{
+	sched_feed(0, 6 * NS, 0.20);
+	feed(1 * NS, 6 * NS, 1000, mixed);
+	for (int i = 0; i < 250; i++) /* running samples do not move the split */
+		acc_add_sample(acc, 1 * NS + (uint64_t)i * 10 * MS, &RUN);
+	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	cr_assert_float_eq(view.running_pct, 20.0, 1e-6);
+	cr_assert_float_eq(view.idle_pct, 8.0, 1e-6, "idle %f", view.idle_pct);
+	cr_assert_float_eq(view.blocked_pct, 64.0, 1e-6);
+	cr_assert_float_eq(view.other_pct, 8.0, 1e-6);
+	cr_assert_eq(view.nblocked_top, 2);
+	cr_assert_float_eq(view.blocked_top[0].pct, 48.0, 1e-6);
+	cr_assert_float_eq(view.blocked_top[1].pct, 16.0, 1e-6);
+	/* Wilson for p = 0.1 over the 1000 off-CPU samples, scaled to 80 % */
+	cr_assert_float_eq(view.idle_ci95, 0.8 * model_ci95_pts(0.1, 1000), 1e-9);
+}
+
+/* No sample off the CPU: nothing to split, the samples' own shares stand
+ * (a worker busier than schedstat's reading says is not made idle). */
+Test(model, no_off_cpu_sample_keeps_the_sampled_shares)
+{
+	sched_feed(0, 6 * NS, 0.70);
+	feed(1 * NS, 6 * NS, 200, all_run);
+	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	cr_assert_float_eq(view.idle_pct, 0.0, 1e-9);
+	cr_assert_float_eq(view.running_pct, 100.0, 1e-9);
+}
+
 Test(model, stall_while_running_with_switches_frozen)
 {
 	shm_at(1 * NS, 10, 500, 0, 0);
