@@ -39,6 +39,8 @@
 #define REPS     3
 #define MAX_N    1000
 
+enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BATCH, NMODES };
+
 struct worker {
 	pid_t pid;
 	struct probe_syscall sc;
@@ -53,12 +55,21 @@ static int rcs[MAX_N];
 static struct probe_sc_batch *batch;
 /* batch mode only: CPU of the sampling thread and of its io-wq threads, % of a core */
 static double last_thread_pct, last_iowq_pct;
+/* every mode: context switches of the whole process per tick, last run */
+static double last_csw[NMODES];
 
 static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static long csw(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 static double cpu_s(void)
@@ -110,7 +121,6 @@ static void reap_all(int n)
 		waitpid(workers[i].pid, NULL, 0);
 }
 
-enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BATCH, NMODES };
 
 static double thread_cpu_s(void)
 {
@@ -149,6 +159,7 @@ static double run(int n, enum mode mode, double *poll_pct)
 		memset(workers[i].counts, 0, sizeof(workers[i].counts));
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	double t0 = thread_cpu_s(), q0 = mode == BATCH ? iowq_cpu_s() : 0;
+	long s0 = csw();
 	double w0 = now_s(), c0 = cpu_s();
 	for (int t = 0; t < ticks; t++) {
 		if (mode == BATCH)
@@ -179,6 +190,7 @@ static double run(int n, enum mode mode, double *poll_pct)
 			;
 	}
 	double wall = now_s() - w0, cpu = cpu_s() - c0;
+	last_csw[mode] = (double)(csw() - s0) / ticks;
 	if (mode == BATCH) {
 		last_thread_pct = 100.0 * (thread_cpu_s() - t0) / wall;
 		last_iowq_pct = 100.0 * (iowq_cpu_s() - q0) / wall;
@@ -262,15 +274,16 @@ int main(void)
 		}
 		int monitor_batch = n >= SAMPLE_BATCH_MIN;
 		printf("workers %4d at %d Hz: sampler cpu %.2f%% of a core (runs %.2f %.2f %.2f), "
-		       "bare pread only %.2f%%, with schedstat %.2f%%, %.2f us per worker-sample, poll seen %.1f%%\n",
+		       "bare pread only %.2f%%, with schedstat %.2f%%, %.2f us per worker-sample, poll seen %.1f%%, "
+		       "%.1f context switches per tick\n",
 		       n, HZ, med[SAMPLE], pct[SAMPLE][0], pct[SAMPLE][1], pct[SAMPLE][2], med[BARE_PREAD],
-		       med[SAMPLE_SCHEDSTAT], med[SAMPLE] * 1e4 / (n * HZ), poll_pct);
+		       med[SAMPLE_SCHEDSTAT], med[SAMPLE] * 1e4 / (n * HZ), poll_pct, last_csw[SAMPLE]);
 		printf("workers %4d at %d Hz: batch (%s) %.2f%% of a core (runs %.2f %.2f %.2f; last run: "
-		       "sampling thread %.2f%% + io-wq threads %.2f%%), %.2f us per worker-sample, poll seen %.1f%%; "
-		       "the monitor uses %s here\n",
+		       "sampling thread %.2f%% + io-wq threads %.2f%%), %.2f us per worker-sample, poll seen %.1f%%, "
+		       "%.1f context switches per tick; the monitor uses %s here\n",
 		       n, HZ, probe_sc_batch_ring(batch) == 1 ? "io_uring" : "pread fallback", med[BATCH],
 		       pct[BATCH][0], pct[BATCH][1], pct[BATCH][2], thr[REPS - 1], iowq[REPS - 1],
-		       med[BATCH] * 1e4 / (n * HZ), batch_poll_pct, monitor_batch ? "the batch" : "pread");
+		       med[BATCH] * 1e4 / (n * HZ), batch_poll_pct, last_csw[BATCH], monitor_batch ? "the batch" : "pread");
 		probe_sc_batch_delete(batch);
 		batch = NULL;
 		for (int i = 0; i < n; i++) {

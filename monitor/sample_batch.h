@@ -13,7 +13,7 @@
 
 /* From this many live workers on, one io_uring_enter per tick costs less
  * than one pread per worker (bench/probe_fleet, docs/performance.md). */
-#define SAMPLE_BATCH_MIN 32
+#define SAMPLE_BATCH_MIN 100
 /* reads per io_uring_enter; a larger fleet takes more than one */
 #define SAMPLE_BATCH_SQ  1024
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -358,5 +359,52 @@ Test(probe_syscall_batch, fallback_without_io_uring_gives_the_same_results, .tim
 	uint64_t ns = 1;
 	cr_assert_eq(probe_sc_batch_iowq_cpu_ns(b, &ns), 0);
 	cr_assert_eq(ns, 0);
+	probe_sc_batch_delete(b);
+}
+
+struct other_thread {
+	struct probe_sc_batch *b;
+	struct probe_syscall **p;
+	struct probe_sc_sample out[2];
+	int rc[2], r;
+};
+
+static void *sample_elsewhere(void *arg)
+{
+	struct other_thread *o = arg;
+	o->r = probe_sc_batch_sample(o->b, o->p, 2, o->out, o->rc);
+	return NULL;
+}
+
+/* The ring belongs to the thread that sampled first; another thread still
+ * gets right samples (through pread), and the owner keeps its ring. */
+Test(probe_syscall_batch, another_thread_gets_the_same_samples, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_sc_batch *b;
+	cr_assert_eq(probe_sc_batch_new(8, &b), 0);
+	pid_t kid[2] = { tchild_fork(park_pause, NULL), tchild_fork(park_sleep, NULL) };
+	cr_assert(kid[0] > 0 && kid[1] > 0);
+	struct probe_syscall sc[2], *p[2] = { &sc[0], &sc[1] };
+	struct probe_sc_sample out[2], s;
+	int rc[2];
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(probe_syscall_open(&sc[i], kid[i], kid[i]), 0);
+		cr_assert_eq(tchild_wait_state(&sc[i], PROBE_SC_IN_SYSCALL, 5000, &s), 0);
+	}
+	batch_vs_pread(b, p, 2, out, rc);
+	struct other_thread o = { .b = b, .p = p };
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, sample_elsewhere, &o), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(o.r, 0);
+	for (int i = 0; i < 2; i++)
+		assert_same(&o.out[i], o.rc[i], &out[i], rc[i], "other thread");
+	cr_assert_eq(probe_sc_batch_ring(b), 1);
+	batch_vs_pread(b, p, 2, out, rc);
+	cr_assert_eq(out[1].nr, SYS_clock_nanosleep);
+	for (int i = 0; i < 2; i++) {
+		probe_syscall_close(&sc[i]);
+		tchild_reap(kid[i]);
+	}
 	probe_sc_batch_delete(b);
 }

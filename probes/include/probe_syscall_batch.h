@@ -21,7 +21,10 @@
  * probe_sc_batch_iowq_cpu_ns() and probe_sc_batch_iowq_setsched() exist
  * for callers that judge or set the sampler's own cost and priority.
  *
- * A batch belongs to one thread at a time (like a probe).
+ * The ring belongs to the first thread that samples with the batch (its
+ * single issuer, which lets its completions wait until that thread
+ * collects them); sampled from any other thread, the batch reads with
+ * pread. Like a probe, a batch is used by one thread at a time.
  */
 #ifndef PROBE_SYSCALL_BATCH_H
 #define PROBE_SYSCALL_BATCH_H

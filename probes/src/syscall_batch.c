@@ -4,6 +4,17 @@
  * Index i of a call is slot i of everything: the registered file table,
  * the read buffer and the user_data of the read. Results are turned into
  * samples by probe__sc_result, the very code of the pread path.
+ *
+ * Waiting: a read done by io-wq completes through task work for the
+ * submitting thread, which wakes that thread whenever it waits in
+ * io_uring_enter. Waiting there for 1000 reads cost ~500 wakeups and as
+ * many preemptions of the io-wq thread per batch on the PVM guest this was
+ * measured on. So the ring is DEFER_TASKRUN (task work then wakes the
+ * thread only while it waits in the ring, never in nanosleep), and the
+ * batch sleeps about as long as its reads take before collecting them all
+ * in one enter: a few context switches per batch instead. How long is
+ * learnt: if collecting still had to block, the next sleep is much longer;
+ * if not, a little shorter.
  */
 #include "probe_syscall_batch.h"
 #include "syscall_batch_int.h"
@@ -13,10 +24,16 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SQ_MIN 8
 #define SQ_MAX 4096
+#define SLEEP_PER_READ_NS   3000u     /* a procfs read by io-wq here: ~2.5-4 us */
+#define SLEEP_PER_READ_MIN  200u
+#define SLEEP_PER_READ_MAX  50000u
+#define SLEEP_MAX_NS        10000000u /* a 100 Hz tick */
 
 int probe_sc_batch_new(unsigned sq_hint, struct probe_sc_batch **out)
 {
@@ -24,8 +41,15 @@ int probe_sc_batch_new(unsigned sq_hint, struct probe_sc_batch **out)
 	if (!b)
 		return -ENOMEM;
 	unsigned sq = sq_hint < SQ_MIN ? SQ_MIN : sq_hint > SQ_MAX ? SQ_MAX : sq_hint;
-	int r = io_uring_queue_init(sq, &b->ring, 0);
+	/* disabled until the sampling thread enables it, so that it, not the
+	 * creating thread, becomes the single issuer */
+	int r = io_uring_queue_init(sq, &b->ring, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+							  IORING_SETUP_R_DISABLED);
+	b->defer = r == 0;
+	if (r == -EINVAL) /* before Linux 6.1 */
+		r = io_uring_queue_init(sq, &b->ring, 0);
 	b->ring_ok = r < 0 ? r : 1;
+	b->sleep_per_read = SLEEP_PER_READ_NS;
 	*out = b;
 	return 0;
 }
@@ -196,23 +220,84 @@ static void sample_pread(struct probe_syscall *const *probes, size_t from, size_
 			rc[i] = probe_syscall_sample(probes[i], &out[i]);
 }
 
-static void note_submitter(struct probe_sc_batch *b)
+/* Whether this thread may submit: a DEFER_TASKRUN ring belongs to the
+ * first thread that samples with it. */
+static int take_ring(struct probe_sc_batch *b)
 {
 	static __thread pid_t tid; /* gettid is a real syscall: once per thread */
 	if (!tid)
 		tid = gettid();
+	if (b->defer && !b->owner) {
+		/* liburing 2.3 declares io_uring_enable_rings but does not export it */
+		int r = io_uring_register((unsigned)b->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+		if (r < 0) {
+			drop_ring(b, r);
+			return 0;
+		}
+		b->owner = tid;
+	}
+	if (b->defer && b->owner != tid)
+		return 0;
 	b->submitter = tid;
+	return 1;
+}
+
+static long blocked_count(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_nvcsw;
+}
+
+/* Submits k reads and sleeps about as long as they take (see the top). */
+static int submit_and_sleep(struct probe_sc_batch *b, unsigned k)
+{
+	int r = io_uring_submit(&b->ring);
+	if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		return r;
+	uint64_t ns = b->sleep_per_read * k;
+	if (ns > SLEEP_MAX_NS)
+		ns = SLEEP_MAX_NS;
+	struct timespec ts = { 0, (long)ns };
+	nanosleep(&ts, NULL); /* a signal only makes the wait below longer */
+	return 0;
+}
+
+static void learn_sleep(struct probe_sc_batch *b, int had_to_block)
+{
+	uint64_t s = b->sleep_per_read;
+	/* a sleep too long costs only latency inside the tick; one too short
+	 * costs hundreds of wakeups: grow fast, shrink slowly */
+	s = had_to_block ? s + s / 2 + 1 : s - s / 256;
+	b->sleep_per_read = s < SLEEP_PER_READ_MIN ? SLEEP_PER_READ_MIN : s > SLEEP_PER_READ_MAX ? SLEEP_PER_READ_MAX : s;
+}
+
+/* Queued reads to results; 0, or the -errno after which the ring and its
+ * buffers must not be used again. */
+static int collect(struct probe_sc_batch *b, unsigned k, struct probe_syscall *const *probes,
+		   struct probe_sc_sample *out, int *rc)
+{
+	if (!b->defer)
+		return submit_and_reap(b, k, probes, out, rc);
+	int r = submit_and_sleep(b, k);
+	if (r < 0)
+		return r;
+	long before = blocked_count();
+	r = submit_and_reap(b, k, probes, out, rc);
+	learn_sleep(b, blocked_count() != before);
+	return r;
 }
 
 int probe_sc_batch_sample(struct probe_sc_batch *b, struct probe_syscall *const *probes, size_t n,
 			  struct probe_sc_sample *out, int *rc)
 {
-	/* without memory for buffers, pread needs none: the samples still come */
-	if (b->ring_ok != 1 || ensure_bufs(b, n) < 0 || ensure_table(b, n) < 0 || b->ring_ok != 1) {
+	/* without memory for buffers, pread needs none: the samples still come;
+	 * the ring is taken first, as only its owner may register files */
+	if (b->ring_ok != 1 || !take_ring(b) || ensure_bufs(b, n) < 0 || ensure_table(b, n) < 0 ||
+	    b->ring_ok != 1) {
 		sample_pread(probes, 0, n, out, rc);
 		return 0;
 	}
-	note_submitter(b);
 	sync_files(b, probes, n);
 	for (size_t i = 0, from = 0; i < n; from = i) {
 		unsigned k = 0;
@@ -232,7 +317,7 @@ int probe_sc_batch_sample(struct probe_sc_batch *b, struct probe_syscall *const 
 			sqe->user_data = i;
 			k++;
 		}
-		if (k && submit_and_reap(b, k, probes, out, rc) < 0) {
+		if (k && collect(b, k, probes, out, rc) < 0) {
 			b->leak_bufs = 1;
 			drop_ring(b, -EIO);
 			sample_pread(probes, from, n, out, rc);

@@ -28,6 +28,9 @@ struct probe_sc_batch {
 	char     *bufs;        /* cap read buffers of PROBE__SC_BUF_LEN bytes */
 	size_t    cap;
 	pid_t     submitter;   /* tid that last submitted: its io-wq does the reads */
+	int       defer;       /* DEFER_TASKRUN ring: only its owner may submit */
+	pid_t     owner;       /* the thread that enabled it (0: not yet) */
+	uint64_t  sleep_per_read; /* ns to sleep per read before collecting (adaptive) */
 
 	uint64_t  iowq_total;  /* ns, accumulated over io-wq threads seen */
 	struct iowq_seen seen[IOWQ_TRACK_MAX];
