@@ -11,8 +11,9 @@
 
 #include "probe_syscall.h"
 
-/* From this many live workers on, one io_uring_enter per tick costs less
- * than one pread per worker (bench/probe_fleet, docs/performance.md). */
+/* From this many live workers on, the batch costs no more than one pread
+ * per worker (bench/probe_fleet, docs/performance.md: more below ~30, even
+ * around 100, 8-16% less at 1000 on the project VM). */
 #define SAMPLE_BATCH_MIN 100
 /* reads per io_uring_enter; a larger fleet takes more than one */
 #define SAMPLE_BATCH_SQ  1024
