@@ -15,6 +15,7 @@
 #include "probe_schedstat.h"
 #include "probe_shm.h"
 #include "probe_syscall.h"
+#include "sample_batch.h"
 
 #include <errno.h>
 #include <math.h>
@@ -75,6 +76,7 @@ struct sampler {
 	double   rate_hz;
 	const struct targets *targets;   /* borrowed */
 	struct probe_fd_cache *fds;      /* blocker fd targets, forgotten each discovery sweep */
+	struct sample_batch *batch;      /* owned: how each tick's syscall files are read */
 
 	struct sworker **w;              /* owned; pointers so accumulators never move */
 	size_t   n, cap;
@@ -119,7 +121,8 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
 	s->fds = probe_fd_cache_new(1024);
-	if (!s->fds) {
+	if (!s->fds || sample_batch_new(&s->batch) < 0) {
+		probe_fd_cache_delete(s->fds);
 		free(s);
 		return -ENOMEM;
 	}
@@ -348,15 +351,22 @@ static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
 	}
 }
 
+/* All reads first (one io_uring batch for a large fleet), then the verdicts. */
 static void sample_all(struct sampler *s, uint64_t now)
 {
+	struct probe_syscall **slot = sample_batch_slots(s->batch, s->n);
+	if (!slot)
+		return; /* out of memory: this tick is lost, not the sampler */
+	for (size_t i = 0; i < s->n; i++)
+		slot[i] = s->w[i]->gone_ns ? NULL : &s->w[i]->sc;
+	sample_batch_run(s->batch);
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (w->gone_ns)
+		if (!slot[i])
 			continue;
 		struct probe_sc_sample smp;
 		struct probe_verdict v;
-		if (probe_syscall_sample(&w->sc, &smp) < 0)
+		if (sample_batch_result(s->batch, i, &smp) < 0)
 			continue;
 		probe_classify(&smp, w->instrumented ? w->wait_fd : -1, &v);
 		if (v.cls == PROBE_GONE) {
@@ -420,27 +430,26 @@ void sampler_step(struct sampler *s)
 #define RT_MAX_SHARE  0.20  /* drop real-time above this share of a CPU */
 #define RT_BACK_SHARE 0.10  /* and take it back below this one */
 
-static uint64_t thread_cpu_ns(void)
+/* The share and the policy include the io-wq threads that do a large
+ * fleet's reads (see sample_batch.c). */
+static uint64_t own_cpu_ns(struct sampler *s)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+	return sample_batch_cpu_ns(s->batch);
 }
 
-static int set_realtime(int on)
+static int set_realtime(struct sampler *s, int on)
 {
-	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
-	return pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0;
+	return sample_batch_set_realtime(s->batch, on);
 }
 
 static void *sampler_main(void *arg)
 {
 	struct sampler *s = arg;
 	struct timespec next;
-	int rt_allowed = !s->no_realtime && set_realtime(1), rt = rt_allowed;
+	int rt_allowed = !s->no_realtime && set_realtime(s, 1), rt = rt_allowed;
 	/* the sampler's own CPU share, measured over whole seconds: per-step
 	 * costs swing (a discovery sweep costs 100 samples), a second's do not */
-	uint64_t share_wall0 = mono_ns(), share_cpu0 = thread_cpu_ns();
+	uint64_t share_wall0 = mono_ns(), share_cpu0 = own_cpu_ns(s);
 	__atomic_store_n(&s->realtime, rt, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
@@ -454,12 +463,12 @@ static void *sampler_main(void *arg)
 			sampler_step(s);
 		uint64_t wall = mono_ns();
 		if (wall - share_wall0 >= NS) {
-			uint64_t cpu = thread_cpu_ns();
+			uint64_t cpu = own_cpu_ns(s);
 			double share = (double)(cpu - share_cpu0) / (double)(wall - share_wall0);
 			if (rt && share > RT_MAX_SHARE)
-				rt = !set_realtime(0);
+				rt = !set_realtime(s, 0);
 			else if (!rt && rt_allowed && share < RT_BACK_SHARE)
-				rt = set_realtime(1);
+				rt = set_realtime(s, 1);
 			__atomic_store_n(&s->realtime, rt, __ATOMIC_RELAXED);
 			share_wall0 = wall;
 			share_cpu0 = cpu;
@@ -508,6 +517,7 @@ void sampler_delete(struct sampler *s)
 	for (size_t i = 0; i < s->nseg; i++)
 		probe_shm_close(s->seg[i].shm);
 	probe_fd_cache_delete(s->fds);
+	sample_batch_delete(s->batch);
 	free(s->w);
 	free(s->seg);
 	pthread_mutex_destroy(&s->lock);

@@ -44,6 +44,9 @@ struct probe_syscall {
 	pid_t pid; /* thread group id */
 	pid_t tid; /* task id */
 	int   err; /* why fd is -1: -ESRCH, -EACCES, ... (0 when open) */
+	uint64_t serial; /* unique per open, never reused: lets a batch tell a
+	                  * re-opened probe from the file it registered even when
+	                  * the fd number (or the struct's address) comes back */
 };
 
 /* Opens <root>/PID/task/TID/syscall. Always fills p, so that a task that is

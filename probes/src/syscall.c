@@ -7,15 +7,13 @@
  */
 #include "probe_syscall.h"
 #include "probe_proc.h"
+#include "syscall_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Longest line: a decimal nr and eight "0x" + 16-digit words, 9 separators. */
-#define SC_BUF_LEN 256
 
 static const char no_access_text[] =
 	"no access to the task's /proc syscall file: run loopstat as the same user as the worker, "
@@ -150,9 +148,12 @@ int probe_syscall_open(struct probe_syscall *p, pid_t pid, pid_t tid)
 {
 	char path[PATH_MAX];
 
+	static uint64_t serials;
+
 	p->fd = -1;
 	p->pid = pid;
 	p->tid = tid;
+	p->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	p->err = probe_proc_path(path, sizeof(path), "%d/task/%d/syscall", (int)pid, (int)tid);
 	if (p->err < 0)
 		return p->err;
@@ -167,6 +168,7 @@ void probe_syscall_close(struct probe_syscall *p)
 		close(p->fd);
 	p->fd = -1;
 	p->err = -EBADF;
+	p->serial = 0;
 }
 
 /* Sets out to an error state; returns 0 if err maps to one, else err. */
@@ -178,22 +180,27 @@ static int sample_error(int err, struct probe_sc_sample *out)
 	return out->state ? 0 : err;
 }
 
-int probe_syscall_sample(struct probe_syscall *p, struct probe_sc_sample *out)
+int probe__sc_result(const char *buf, long res, struct probe_sc_sample *out)
 {
-	char buf[SC_BUF_LEN];
-
-	if (p->fd < 0)
-		return sample_error(p->err ? p->err : -EBADF, out);
-	ssize_t n;
-	do
-		n = pread(p->fd, buf, sizeof(buf), 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return sample_error(-errno, out);
-	if ((size_t)n == sizeof(buf)) {
+	if (res < 0)
+		return sample_error((int)res, out);
+	if (res >= PROBE__SC_BUF_LEN) {
 		memset(out, 0, sizeof(*out));
 		out->nr = -1;
 		return -EINVAL; /* longer than any line the kernel writes */
 	}
-	return probe_syscall_parse(buf, (size_t)n, out);
+	return probe_syscall_parse(buf, (size_t)res, out);
+}
+
+int probe_syscall_sample(struct probe_syscall *p, struct probe_sc_sample *out)
+{
+	char buf[PROBE__SC_BUF_LEN];
+
+	if (p->fd < 0)
+		return probe__sc_result(NULL, p->err ? p->err : -EBADF, out);
+	ssize_t n;
+	do
+		n = pread(p->fd, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	return probe__sc_result(buf, n < 0 ? -errno : n, out);
 }
