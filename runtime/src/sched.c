@@ -49,6 +49,10 @@ static void poll_backend(struct fl_loop *l, int blocking)
 		FL__STAT_ADD(l, polls_blocking, 1);
 		FL__STAT_SET(l, current_fiber, 0);
 		FL__STAT_SET(l, current_tag, 0);
+		/* the runqueue is empty here; a fiber deleted from it since the
+		 * last switch (one that queued itself and returned) would leave
+		 * the gauge stale for the whole poll */
+		FL__STAT_SET(l, runqueue_len, l->rq.len);
 		if (l->be->flush)
 			l->be->flush(l);
 #ifndef FL_NO_STATS
@@ -75,30 +79,43 @@ static void poll_backend(struct fl_loop *l, int blocking)
 }
 
 /*
- * The slot's part of a switch. The values are read before the first store:
- * the compiler must assume that a store into the slot may alias the loop's
- * and fibers' fields, and would reload them after every store otherwise.
- * The switch count lives in the loop too, so the shm side is store-only.
+ * The slot's part of a switch: the switch count, the runqueue length, the
+ * running fiber's id and tag. This is all the stats writer adds to a
+ * switch, so it is kept to the stores alone (8 instructions on x86-64:
+ * the slot pointer, three loads, one add to memory, three stores):
+ *  - every value is loaded before the first store (a store into the slot
+ *    may alias the loop's and fibers' fields for the compiler, which would
+ *    otherwise reload them after each store);
+ *  - the stores are unconditional, also when next is the current fiber:
+ *    a compare against the last published value (a load, a compare and a
+ *    branch, and the compiler moving the stores out of line) costs more
+ *    than the store it saves, and the slot's lines are written on every
+ *    switch anyway. Storing the id and tag again is also what repairs the
+ *    "no fiber running" a blocking poll published in this switch.
+ *  - the switch count is one add to memory (fl__stat_inc), not a mirror in
+ *    the loop plus a store.
+ * Nothing reads the stores back: they stay off the switch's dependency
+ * chain (runqueue shift -> next fiber -> its stack pointer).
+ *
+ * runqueue_len is the length at the last switch, not after every schedule:
+ * the monitor can only attribute time at the points the slot marks, and
+ * those are switches (the switch count moves) and blocking polls
+ * (poll_backend stores the length, 0, there). While a fiber runs, the gauge
+ * is what the runqueue held when it was switched to; what that fiber
+ * schedules shows at its next switch, which is where it can first run.
  */
-static inline void publish_switch(struct fl_loop *l, fl_fiber *f, uint64_t id, unsigned tag, int tag_changed)
+static inline void publish_switch(struct fl_loop *l, const fl_fiber *next)
 {
 #ifndef FL_NO_STATS
 	struct loopstat_shm_slot *s = l->slot;
-	uint64_t sw = ++l->switches;
-	unsigned len = l->rq.len;
-	fl_stat_set(&s->switches, sw);
-	if (len != l->published_len) {
-		l->published_len = len;
-		fl_stat_set(&s->runqueue_len, len);
-	}
+	uint64_t len = l->rq.len, id = next->id, tag = next->tag_index;
+	fl__stat_inc(&s->switches);
+	fl_stat_set(&s->runqueue_len, len);
 	fl_stat_set(&s->current_fiber, id); /* the root's id is 0 */
-	/* most switches stay within untagged fibers: skip the equal store */
-	if (FL__UNLIKELY(tag_changed))
-		fl_stat_set(&s->current_tag, tag);
+	fl_stat_set(&s->current_tag, tag);
 #else
-	(void)l, (void)id, (void)tag, (void)tag_changed;
+	(void)l, (void)next;
 #endif
-	(void)f;
 }
 
 /*
@@ -146,15 +163,12 @@ void *fl__switch(struct fl_loop *l)
 	next->state = FL__FIBER_RUNNING;
 	if (l->trace)
 		l->trace(FL_TRACE_RUN, next, 0, l->trace_data);
-	if (next == cur) {
-		/* a blocking poll published "no fiber running" */
-		publish_switch(l, cur, cur->id, cur->tag_index, polled);
+	publish_switch(l, next);
+	if (next == cur)
 		return e.value;
-	}
 	next->value = e.value;
 	l->current = next;
 	l->switch_from = cur;
-	publish_switch(l, next, next->id, next->tag_index, polled || next->tag_index != cur->tag_index);
 	fl__asan_before(cur, next, cur->state == FL__FIBER_DONE);
 	fl__ctx_switch(&cur->sp, next->sp);
 	fl__after_switch(l, cur);
