@@ -272,6 +272,11 @@ struct fl_loop {
 	void                     *trace_data;
 	fl_idle_fn                idle;
 	void                     *idle_data;
+	fl_idle_fn                idle_period_fn; /* the periodic idle task, or NULL */
+	void                     *idle_period_data;
+	uint64_t                  idle_period_ns; /* its period; 0: disabled */
+	uint64_t                  idle_period_last_ns; /* CLOCK_MONOTONIC ns of its last
+					      * run (or of fl_set_idle_period) */
 	pthread_mutex_t           xlock;     /* guards xq, xclosed, and the wakeup itself */
 	struct fl__xentry        *xq;        /* owned */
 	unsigned                  xlen, xcap;

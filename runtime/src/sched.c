@@ -119,6 +119,26 @@ static inline void publish_switch(struct fl_loop *l, const fl_fiber *next)
 }
 
 /*
+ * The runqueue emptied: the idle hook runs every time, the periodic task
+ * (Polyphony's idle_gc_period) only when its period has passed since its
+ * last run. This is the one clock read outside poll_backend's; it is made
+ * only with a period set and, like those, just before a blocking poll,
+ * never on the switch path.
+ */
+static void run_idle_tasks(struct fl_loop *l)
+{
+	if (l->idle)
+		l->idle(l->idle_data);
+	if (l->idle_period_ns) {
+		uint64_t now = fl__now_ns();
+		if (now - l->idle_period_last_ns >= l->idle_period_ns) {
+			l->idle_period_last_ns = now;
+			l->idle_period_fn(l->idle_period_data);
+		}
+	}
+}
+
+/*
  * Runs the next runnable fiber; returns, in the calling fiber, the value it
  * is eventually resumed with. The caller has set its own state (and queued
  * itself if it wants to run again).
@@ -149,8 +169,9 @@ void *fl__switch(struct fl_loop *l)
 		}
 		if (!idled) {
 			idled = 1;
-			if (l->idle) {
-				l->idle(l->idle_data);
+			if (l->idle || l->idle_period_ns) {
+				/* they may schedule fibers: look again */
+				run_idle_tasks(l);
 				continue;
 			}
 		}
@@ -347,6 +368,25 @@ void fl_set_idle_hook(fl_idle_fn fn, void *data)
 		l->idle = fn;
 		l->idle_data = data;
 	}
+}
+
+int fl_set_idle_period(double seconds, fl_idle_fn fn, void *data)
+{
+	struct fl_loop *l = fl__tls_loop;
+	if (!l)
+		return -EPERM;
+	/* !(x >= 0) also catches NaN; the bound keeps the ns in 64 bits */
+	if (!(seconds >= 0) || seconds > 1e9)
+		return -EINVAL;
+	uint64_t ns = fn ? (uint64_t)(seconds * 1e9) : 0; /* 0: disabled */
+	if (fn && seconds > 0 && ns == 0)
+		ns = 1; /* a period under 1 ns is not "disabled" */
+	l->idle_period_ns = ns;
+	l->idle_period_fn = fn;
+	l->idle_period_data = data;
+	/* the first run is one period from now, not at the next idle */
+	l->idle_period_last_ns = ns ? fl__now_ns() : 0;
+	return 0;
 }
 
 struct loopstat_shm_slot *fl_stats_slot(void)
