@@ -180,11 +180,12 @@ void *fl__switch(struct fl_loop *l)
 	}
 
 	fl_fiber *next = e.fiber;
+	/* first: the runqueue length is still in a register */
+	publish_switch(l, next);
 	next->in_rq = 0;
 	next->state = FL__FIBER_RUNNING;
 	if (l->trace)
 		l->trace(FL_TRACE_RUN, next, 0, l->trace_data);
-	publish_switch(l, next);
 	if (next == cur)
 		return e.value;
 	next->value = e.value;
