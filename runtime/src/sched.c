@@ -81,8 +81,9 @@ static void poll_backend(struct fl_loop *l, int blocking)
 /*
  * The slot's part of a switch: the switch count, the runqueue length, the
  * running fiber's id and tag. This is all the stats writer adds to a
- * switch, so it is kept to the stores alone (8 instructions on x86-64:
- * the slot pointer, three loads, one add to memory, three stores):
+ * switch, so it is kept to the stores alone (7 instructions on x86-64:
+ * the slot pointer, two loads from the fiber, one add to memory, three
+ * stores; the runqueue length is still in a register):
  *  - every value is loaded before the first store (a store into the slot
  *    may alias the loop's and fibers' fields for the compiler, which would
  *    otherwise reload them after each store);
