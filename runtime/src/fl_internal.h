@@ -71,6 +71,9 @@ FL__HIDDEN void fl__fiber_entry(fl_fiber *f) __attribute__((noreturn));
 
 /* ---- fibers -------------------------------------------------------------- */
 
+/* Two u64 moved as one 16-byte load or store (SSE / NEON q register). */
+typedef uint64_t fl__u64x2 __attribute__((vector_size(16), aligned(16), may_alias));
+
 enum fl__fiber_state {
 	FL__FIBER_RUNNABLE = 1, /* in the runqueue, or about to run */
 	FL__FIBER_RUNNING,
@@ -89,7 +92,16 @@ struct fl_loop;
 struct fl_fiber {
 	void           *sp;          /* saved stack pointer while not running */
 	struct fl_loop *loop;        /* borrowed: the owning loop */
-	uint64_t        id;
+	/* What the stats slot shows while the fiber runs, laid out as the
+	 * slot's current_fiber, current_tag: a switch publishes both with one
+	 * 16-byte copy (publish_switch). */
+	union {
+		struct {
+			uint64_t id;
+			uint64_t tag_index;  /* fl_stats_tag_index() of tag */
+		};
+		fl__u64x2 pub;
+	};
 	fl_fn           fn;
 	void           *arg;
 	void           *result;
@@ -101,7 +113,6 @@ struct fl_fiber {
 	unsigned        expired;     /* fired timeout scopes still open on this fiber */
 	int             refs;        /* 1 while alive + fl_fiber_ref()s */
 	const char     *tag;         /* borrowed */
-	unsigned        tag_index;   /* fl_stats_tag_index() of tag */
 	void           *stack;       /* mapping base (guard page first); NULL for root */
 	size_t          stack_size;  /* bytes mapped, guard page included */
 	fl_fiber       *awaiters;    /* fibers in fl_await() on this one */
