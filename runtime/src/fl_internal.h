@@ -71,8 +71,12 @@ FL__HIDDEN void fl__fiber_entry(fl_fiber *f) __attribute__((noreturn));
 
 /* ---- fibers -------------------------------------------------------------- */
 
-/* Two u64 moved as one 16-byte load or store (SSE / NEON q register). */
+/* Two u64 moved as one 16-byte load or store (SSE / NEON q register):
+ * aligned for the slot (its single-copy atomicity needs it), and an
+ * 8-byte aligned variant for the fiber, whose allocator (malloc) need not
+ * give 16 (ASan's does not promise it). */
 typedef uint64_t fl__u64x2 __attribute__((vector_size(16), aligned(16), may_alias));
+typedef uint64_t fl__u64x2u __attribute__((vector_size(16), aligned(8), may_alias));
 
 enum fl__fiber_state {
 	FL__FIBER_RUNNABLE = 1, /* in the runqueue, or about to run */
@@ -100,7 +104,7 @@ struct fl_fiber {
 			uint64_t id;
 			uint64_t tag_index;  /* fl_stats_tag_index() of tag */
 		};
-		fl__u64x2 pub;
+		fl__u64x2u pub;
 	};
 	fl_fn           fn;
 	void           *arg;
