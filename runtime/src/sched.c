@@ -93,7 +93,7 @@ static void poll_backend(struct fl_loop *l, int blocking)
  *    An aligned 16-byte store is never split below its 8-byte halves
  *    (x86-64: atomic as a whole on CPUs with AVX; aarch64: a pair of
  *    single-copy atomic 64-bit writes), so a reader's u64 loads see each
- *    value whole, as with fl_stat_set(), and the pair is even consistent;
+ *    value whole, as with fl_stat_set();
  *  - the runqueue length is still in a register from the shift; storing it
  *    unconditionally is cheaper than comparing it with the published one;
  *  - the stores are unconditional also when next is the current fiber:
