@@ -1,4 +1,4 @@
-/* Scheduler: FIFO order, priority unshift, anti-starvation, cross-thread wakeup, idle and trace hooks, runqueue growth. */
+/* Scheduler: FIFO order, priority unshift, anti-starvation, cross-thread wakeup, idle hook, idle period and trace hooks, runqueue growth. */
 #include "support/fl_test.h"
 
 #include <pthread.h>
@@ -330,4 +330,131 @@ static void *xorder_main(void *arg)
 Test(sched, cross_thread_schedules_run_in_order, .timeout = 10)
 {
 	fl_test_run(xorder_main, NULL);
+}
+
+/* ---- the periodic idle task (Polyphony's idle_gc_period) ----------------- */
+
+#define PERIOD_NS  50000000ull /* 50 ms */
+#define MAX_RUNS   64
+
+struct idle_period {
+	int      runs;
+	uint64_t at_ns[MAX_RUNS]; /* CLOCK_MONOTONIC of each run */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_period(void *data)
+{
+	struct idle_period *p = data;
+	if (p->runs < MAX_RUNS)
+		p->at_ns[p->runs] = mono_ns();
+	p->runs++;
+}
+
+static void *idle_period_main(void *arg)
+{
+	(void)arg;
+	struct idle_period p = { 0 };
+	uint64_t t0 = mono_ns();
+	cr_assert_eq(fl_set_idle_period(PERIOD_NS / 1e9, on_period, &p), 0);
+	/* the loop goes idle 30 times, about every 10 ms */
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(fl_sleep(0.01), 0);
+	uint64_t wall = mono_ns() - t0;
+	cr_assert_eq(fl_set_idle_period(0, NULL, NULL), 0);
+	/* >= 300 ms of idling: a run every ~50-60 ms, so 5 or 6 when the
+	 * sleeps take 10 ms; longer sleeps (a loaded machine) mean more wall
+	 * time and so more runs, never fewer */
+	cr_assert(p.runs >= 4, "%d runs in %.1f ms", p.runs, wall / 1e6);
+	/* at most once per period, the first a period after the call */
+	cr_assert(p.runs <= (int)(wall / PERIOD_NS) && p.runs <= MAX_RUNS, "%d runs in %.1f ms", p.runs,
+		  wall / 1e6);
+	cr_assert(p.at_ns[0] - t0 >= PERIOD_NS, "first run after %.1f ms", (p.at_ns[0] - t0) / 1e6);
+	for (int i = 1; i < p.runs; i++)
+		cr_assert(p.at_ns[i] - p.at_ns[i - 1] >= PERIOD_NS, "runs %d and %d %.1f ms apart", i - 1, i,
+			  (p.at_ns[i] - p.at_ns[i - 1]) / 1e6);
+	return NULL;
+}
+
+Test(sched, idle_period_runs_at_most_once_per_period, .timeout = 20)
+{
+	fl_test_run(idle_period_main, NULL);
+}
+
+struct busy {
+	uint64_t until_ns;
+	long     snoozes;
+};
+
+static void *busy_snoozer(void *arg)
+{
+	struct busy *b = arg;
+	while (mono_ns() < b->until_ns) {
+		b->snoozes++;
+		fl_snooze();
+	}
+	return NULL;
+}
+
+static void *idle_period_busy_main(void *arg)
+{
+	(void)arg;
+	struct idle_period p = { 0 };
+	struct busy b = { mono_ns() + 6 * 20000000ull, 0 };
+	cr_assert_eq(fl_set_idle_period(0.02, on_period, &p), 0);
+	/* six periods with two fibers always runnable: never idle */
+	fl_fiber *f[2];
+	for (int i = 0; i < 2; i++)
+		fl_fiber_ref(f[i] = fl_spin(busy_snoozer, &b, NULL));
+	for (int i = 0; i < 2; i++) {
+		fl_await(f[i], NULL);
+		fl_fiber_unref(f[i]);
+	}
+	cr_assert(b.snoozes > 100, "only %ld snoozes", b.snoozes);
+	cr_assert_eq(p.runs, 0, "ran %d times with a runqueue that never emptied", p.runs);
+	/* the first idle after that runs it: its period is long past */
+	cr_assert_eq(fl_sleep(0.001), 0);
+	cr_assert_eq(p.runs, 1);
+	cr_assert_eq(fl_set_idle_period(0, NULL, NULL), 0);
+	return NULL;
+}
+
+Test(sched, idle_period_not_while_runqueue_busy, .timeout = 20)
+{
+	fl_test_run(idle_period_busy_main, NULL);
+}
+
+static void *idle_period_off_main(void *arg)
+{
+	(void)arg;
+	struct idle_period p = { 0 };
+	cr_assert_eq(fl_set_idle_period(0.001, on_period, &p), 0);
+	cr_assert_eq(fl_set_idle_period(0, on_period, &p), 0, "period 0 disables");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(fl_sleep(0.005), 0);
+	cr_assert_eq(fl_set_idle_period(0.001, NULL, &p), 0, "no function disables");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(fl_sleep(0.005), 0);
+	cr_assert_eq(p.runs, 0, "disabled, ran %d times", p.runs);
+	/* control: the same sleeps with a period set do run it */
+	cr_assert_eq(fl_set_idle_period(0.001, on_period, &p), 0);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(fl_sleep(0.005), 0);
+	cr_assert(p.runs >= 4, "enabled, ran %d times", p.runs);
+	cr_assert_eq(fl_set_idle_period(-1, on_period, &p), -EINVAL);
+	cr_assert_eq(fl_set_idle_period(0.0 / 0.0, on_period, &p), -EINVAL);
+	cr_assert_eq(fl_set_idle_period(0, NULL, NULL), 0);
+	return NULL;
+}
+
+Test(sched, idle_period_zero_disables, .timeout = 20)
+{
+	fl_test_run(idle_period_off_main, NULL);
+	cr_assert_eq(fl_set_idle_period(0.01, on_period, NULL), -EPERM, "outside a loop");
 }

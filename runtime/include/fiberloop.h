@@ -119,11 +119,31 @@ enum fl_trace_event {
 	FL_TRACE_POLL_LEAVE,
 };
 typedef void (*fl_trace_fn)(enum fl_trace_event ev, fl_fiber *f, intptr_t arg, void *data);
-/* Runs on the loop thread when the runqueue empties, once before blocking. */
 typedef void (*fl_idle_fn)(void *data);
 
 FL_API void fl_set_trace_hook(fl_trace_fn fn, void *data);
+
+/*
+ * Idle tasks (Polyphony 0.62's backend_run_idle_tasks): when the runqueue
+ * empties, the loop runs them once, on the loop thread, then blocks in the
+ * backend's poll (unless they made a fiber runnable). They must not switch
+ * (no ops, no snooze); they may schedule fibers.
+ *
+ * fl_set_idle_hook: fn runs every time the loop goes idle. NULL removes it.
+ *
+ * fl_set_idle_period: fn runs when the loop goes idle and at least
+ * `seconds` have passed since its last run, or since this call: at most
+ * once per period, and never while the runqueue does not empty (a busy
+ * loop is not idle). Meant for periodic housekeeping (Polyphony runs the GC
+ * this way: idle_gc_period). seconds 0 or fn NULL disables it. The clock is
+ * read only while going idle with a period set, never on the switch path.
+ * Returns 0, -EPERM outside a loop, -EINVAL for a negative, NaN or huge
+ * period (over 1e9 s).
+ *
+ * Both are per loop (per thread) and reset when the loop ends.
+ */
 FL_API void fl_set_idle_hook(fl_idle_fn fn, void *data);
+FL_API int  fl_set_idle_period(double seconds, fl_idle_fn fn, void *data);
 
 /* ---- ops: files, pipes, sockets ------------------------------------------ */
 

@@ -18,11 +18,32 @@
 
 /* ---- stats: compiled out with -DFL_NO_STATS ------------------------------ */
 
+/*
+ * A counter's increment in one instruction where the ISA has an add to
+ * memory: a relaxed atomic load + store compiles to load, add, store. The
+ * slot has a single writer, so the read-modify-write needs no lock; its
+ * 8-byte aligned store is single-copy atomic, so readers never see a torn
+ * value, exactly as with fl_stat_add().
+ */
+static inline void fl__stat_add(uint64_t *field, uint64_t n)
+{
+#if defined(__x86_64__)
+	__asm__("addq %1, %0" : "+m"(*field) : "er"(n));
+#else
+	fl_stat_add(field, n);
+#endif
+}
+
+static inline void fl__stat_inc(uint64_t *field)
+{
+	fl__stat_add(field, 1);
+}
+
 #ifdef FL_NO_STATS
 #define FL__STAT_ADD(l, field, n) ((void)(l))
 #define FL__STAT_SET(l, field, v) ((void)(l))
 #else
-#define FL__STAT_ADD(l, field, n) fl_stat_add(&(l)->slot->field, (n))
+#define FL__STAT_ADD(l, field, n) fl__stat_add(&(l)->slot->field, (n))
 #define FL__STAT_SET(l, field, v) fl_stat_set(&(l)->slot->field, (v))
 #endif
 
@@ -50,6 +71,13 @@ FL__HIDDEN void fl__fiber_entry(fl_fiber *f) __attribute__((noreturn));
 
 /* ---- fibers -------------------------------------------------------------- */
 
+/* Two u64 moved as one 16-byte load or store (SSE / NEON q register):
+ * aligned for the slot (its single-copy atomicity needs it), and an
+ * 8-byte aligned variant for the fiber, whose allocator (malloc) need not
+ * give 16 (ASan's does not promise it). */
+typedef uint64_t fl__u64x2 __attribute__((vector_size(16), aligned(16), may_alias));
+typedef uint64_t fl__u64x2u __attribute__((vector_size(16), aligned(8), may_alias));
+
 enum fl__fiber_state {
 	FL__FIBER_RUNNABLE = 1, /* in the runqueue, or about to run */
 	FL__FIBER_RUNNING,
@@ -68,7 +96,16 @@ struct fl_loop;
 struct fl_fiber {
 	void           *sp;          /* saved stack pointer while not running */
 	struct fl_loop *loop;        /* borrowed: the owning loop */
-	uint64_t        id;
+	/* What the stats slot shows while the fiber runs, laid out as the
+	 * slot's current_fiber, current_tag: a switch publishes both with one
+	 * 16-byte copy (publish_switch). */
+	union {
+		struct {
+			uint64_t id;
+			uint64_t tag_index;  /* fl_stats_tag_index() of tag */
+		};
+		fl__u64x2u pub;
+	};
 	fl_fn           fn;
 	void           *arg;
 	void           *result;
@@ -80,7 +117,6 @@ struct fl_fiber {
 	unsigned        expired;     /* fired timeout scopes still open on this fiber */
 	int             refs;        /* 1 while alive + fl_fiber_ref()s */
 	const char     *tag;         /* borrowed */
-	unsigned        tag_index;   /* fl_stats_tag_index() of tag */
 	void           *stack;       /* mapping base (guard page first); NULL for root */
 	size_t          stack_size;  /* bytes mapped, guard page included */
 	fl_fiber       *awaiters;    /* fibers in fl_await() on this one */
@@ -243,9 +279,6 @@ struct fl_loop {
 					      * process-wide debug counter at exit:
 					      * no atomic RMW per op */
 	unsigned                  live;      /* fibers created and not finished */
-	uint64_t                  switches;  /* mirror of slot->switches */
-	unsigned                  published_len; /* runqueue_len last stored in the slot */
-	int                       polled;    /* a blocking poll happened in this switch */
 	size_t                    stack_size;
 	void                    **stack_cache; /* owned: free stacks for reuse */
 	unsigned                  stack_cached, stack_cache_cap;
@@ -254,6 +287,11 @@ struct fl_loop {
 	void                     *trace_data;
 	fl_idle_fn                idle;
 	void                     *idle_data;
+	fl_idle_fn                idle_period_fn; /* the periodic idle task, or NULL */
+	void                     *idle_period_data;
+	uint64_t                  idle_period_ns; /* its period; 0: disabled */
+	uint64_t                  idle_period_last_ns; /* CLOCK_MONOTONIC ns of its last
+					      * run (or of fl_set_idle_period) */
 	pthread_mutex_t           xlock;     /* guards xq, xclosed, and the wakeup itself */
 	struct fl__xentry        *xq;        /* owned */
 	unsigned                  xlen, xcap;
