@@ -196,7 +196,6 @@ static int in_window(const struct acc_bucket *b, struct window w)
  */
 struct split {
 	double   running;    /* share of time runnable, 0..1 */
-	double   per_sample; /* share of time one sample of the basis stands for */
 	double   scale;      /* share of time the basis covers */
 	uint64_t basis;      /* samples the other shares come from */
 };
@@ -213,8 +212,14 @@ static struct split split_samples(uint64_t n_running, uint64_t n_off, double run
 		s.running = (double)n_running / (double)s.basis;
 		s.scale = 1.0;
 	}
-	s.per_sample = s.basis ? s.scale / (double)s.basis : NAN;
 	return s;
+}
+
+/* n samples of the basis as a percentage of time; n == basis gives exactly
+ * 100 * scale (an all-poll worker reads 100, not 99.99999999999999) */
+static double share_pct(const struct split *sp, uint64_t n)
+{
+	return sp->basis ? 100.0 * sp->scale * (double)n / (double)sp->basis : NAN;
 }
 
 static int by_count_desc(const void *x, const void *y)
@@ -223,7 +228,7 @@ static int by_count_desc(const void *x, const void *y)
 	return a->n < b->n ? 1 : a->n > b->n ? -1 : 0;
 }
 
-static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nkeys, double per_sample)
+static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nkeys, const struct split *sp)
 {
 	qsort(keys, (size_t)nkeys, sizeof(*keys), by_count_desc);
 	w->nblocked_top = 0;
@@ -237,7 +242,7 @@ static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nke
 			snprintf(b->syscall, sizeof(b->syscall), "%s", name);
 		else
 			snprintf(b->syscall, sizeof(b->syscall), "syscall_%ld", keys[i].nr);
-		b->pct = 100.0 * keys[i].n * per_sample;
+		b->pct = share_pct(sp, keys[i].n);
 	}
 }
 
@@ -309,7 +314,7 @@ static void view_history(const struct acc *a, int64_t now_sec, struct worker_vie
 		}
 		double runnable = a->hist_span_us[h] ? (double)a->hist_busy_us[h] / a->hist_span_us[h] : NAN;
 		struct split sp = split_samples(a->hist_run[h], (uint64_t)a->hist_n[h] - a->hist_run[h], runnable);
-		w->idle_history[i] = (float)(100.0 * a->hist_poll[h] * sp.per_sample);
+		w->idle_history[i] = (float)share_pct(&sp, a->hist_poll[h]);
 	}
 }
 
@@ -384,12 +389,12 @@ void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrum
 	w->samples = n_off + n[C_RUNNING];
 	struct split sp = split_samples(n[C_RUNNING], n_off, (w->cpu_pct + w->cpu_wait_pct) / 100.0);
 	if (sp.basis) {
-		w->idle_pct = 100.0 * n[C_POLL] * sp.per_sample;
+		w->idle_pct = share_pct(&sp, n[C_POLL]);
 		w->idle_ci95 = sp.scale * model_ci95_pts((double)n[C_POLL] / (double)sp.basis, sp.basis);
 		w->running_pct = 100.0 * sp.running;
-		w->blocked_pct = 100.0 * n[C_BLOCKED] * sp.per_sample;
-		w->other_pct = 100.0 * n[C_OTHER] * sp.per_sample;
-		fill_blockers(w, keys, nkeys, sp.per_sample);
+		w->blocked_pct = share_pct(&sp, n[C_BLOCKED]);
+		w->other_pct = share_pct(&sp, n[C_OTHER]);
+		fill_blockers(w, keys, nkeys, &sp);
 	} else {
 		w->idle_pct = w->idle_ci95 = w->running_pct = w->blocked_pct = w->other_pct = NAN;
 		w->nblocked_top = 0;

@@ -33,7 +33,7 @@
 #define SLEEP_PER_READ_NS   3000u     /* a procfs read by io-wq here: ~2.5-4 us */
 #define SLEEP_PER_READ_MIN  200u
 #define SLEEP_PER_READ_MAX  50000u
-#define SLEEP_MAX_NS        10000000u /* a 100 Hz tick */
+#define SLEEP_MAX_NS        5000000u  /* half a 100 Hz tick: the sampler's lock is held */
 
 int probe_sc_batch_new(unsigned sq_hint, struct probe_sc_batch **out)
 {
@@ -48,6 +48,12 @@ int probe_sc_batch_new(unsigned sq_hint, struct probe_sc_batch **out)
 	b->defer = r == 0;
 	if (r == -EINVAL) /* before Linux 6.1 */
 		r = io_uring_queue_init(sq, &b->ring, 0);
+	if (r == 0) {
+		/* the io-wq CPU count tracks this many threads; the kernel would
+		 * allow 4 per CPU, more than that on a large host */
+		unsigned max[2] = { IOWQ_TRACK_MAX, IOWQ_TRACK_MAX };
+		io_uring_register_iowq_max_workers(&b->ring, max);
+	}
 	b->ring_ok = r < 0 ? r : 1;
 	b->sleep_per_read = SLEEP_PER_READ_NS;
 	*out = b;

@@ -65,8 +65,9 @@ static void add_cpu(struct probe_sc_batch *b, pid_t tid, void *arg)
 	for (int i = 0; i < b->nseen; i++)
 		if (b->seen[i].tid == tid)
 			before = b->seen[i].cpu_ns;
-	/* a thread first seen now counts from its birth: it was born for us */
-	b->iowq_total += ns - before;
+	/* a thread first seen now counts from its birth: it was born for us;
+	 * a clock that went back is a reused tid, counted from its birth too */
+	b->iowq_total += ns >= before ? ns - before : ns;
 	for (int i = 0; i < IOWQ_TRACK_MAX; i++)
 		if (!now[i].tid) {
 			now[i].tid = tid;

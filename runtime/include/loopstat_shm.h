@@ -13,8 +13,11 @@
  *    fence. A reader ignores a segment whose `ready` is not 1.
  *  - A reader rejects an unknown abi_major and accepts any abi_minor.
  *  - Each slot has a single writer: the loop thread that acquired it. Its
- *    u64 fields are aligned and stored with relaxed atomic stores; no locks,
- *    no syscalls on the hot path. Slot acquisition and release (slow path)
+ *    u64 fields are aligned and each is written by single-copy atomic
+ *    stores (relaxed atomic stores; on x86-64 the switch count is one add
+ *    to memory and current_fiber/current_tag one aligned 16-byte store,
+ *    never split below its 8-byte halves), so a reader never sees a torn
+ *    value; no locks, no syscalls on the hot path. Slot acquisition and release (slow path)
  *    move header.generation like a seqlock: readers retry a copy of the
  *    slot table taken while it was odd or that it changed under.
  *  - Counters are monotonic and never reset while the slot is held; a slot
