@@ -288,7 +288,8 @@ static void retry_lost(struct uring *u)
 
 /*
  * A non-blocking poll enters the kernel only when it has something to do:
- * SQEs to submit (including those a short or -EBUSY submit left), or CQEs
+ * SQEs to submit (including those a short or -EBUSY submit left),
+ * completions deferred as task work (COOP_TASKRUN, see uring_init), or CQEs
  * in the kernel's overflow list, which only an enter with GETEVENTS moves
  * into the CQ ring; a loop whose runqueue never empties would otherwise
  * never see them. Overflowed CQEs are flushed after a reap made room.
@@ -301,7 +302,9 @@ static void uring_poll(struct fl_loop *l, int64_t timeout_ns)
 		retry_lost(u);
 	if (timeout_ns == 0) {
 		if (io_uring_sq_ready(&u->ring))
-			submit(u);
+			submit(u); /* any entry runs the deferred completions too */
+		else if (IO_URING_READ_ONCE(*u->ring.sq.kflags) & IORING_SQ_TASKRUN)
+			io_uring_get_events(&u->ring);
 	} else if (timeout_ns < 0) {
 		io_uring_submit_and_wait(&u->ring, 1);
 	} else {
@@ -340,8 +343,22 @@ static int uring_init(struct fl_loop *l, const struct fl_options *o)
 	u->sqe_limit = o && o->sqe_limit ? o->sqe_limit : FL__DEFAULT_SQE_LIMIT;
 	if (u->sqe_limit > entries)
 		u->sqe_limit = entries;
-	struct io_uring_params p = { .flags = IORING_SETUP_SUBMIT_ALL };
+	/* Completions run as task work. By default the kernel interrupts the
+	 * loop's thread for each one (an IPI when it runs elsewhere: a VM exit
+	 * here, paid by whoever completed the I/O, e.g. the peer's send).
+	 * COOP_TASKRUN defers them to the loop's next kernel entry instead,
+	 * and TASKRUN_FLAG says when one is waiting, so a poll that does not
+	 * block enters only then. Measured on echo at 200 connections: 64 B
+	 * +35 %, 4 KiB +15 % messages/s (docs/performance.md). Kernels before
+	 * 5.19 refuse the flags: retry without them. */
+	struct io_uring_params p = { .flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
+						       IORING_SETUP_TASKRUN_FLAG };
 	err = io_uring_queue_init_params(entries, &u->ring, &p);
+	if (err == -EINVAL) {
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_SUBMIT_ALL;
+		err = io_uring_queue_init_params(entries, &u->ring, &p);
+	}
 	if (err < 0)
 		goto fail_free;
 	u->efd = eventfd(0, EFD_CLOEXEC); /* blocking: io_uring then polls it */
