@@ -3,6 +3,8 @@
  */
 #include "probe_child.h"
 
+#include <criterion/criterion.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -150,4 +152,11 @@ void tchild_fixture_remove(const char *root)
 {
 	if (strncmp(root, "/tmp/loopstat-fixture-", 22) == 0)
 		nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void tchild_need_ring(int r)
+{
+	if (r == -ENOSYS || r == -EPERM || r == -EACCES)
+		cr_skip_test("io_uring unavailable here (%d)", r);
+	cr_assert_eq(r, 1, "no ring: %d", r);
 }

@@ -35,6 +35,11 @@ void tchild_reap(pid_t pid);
 int tchild_wait_state(struct probe_syscall *p, enum probe_sc_state want, int timeout_ms,
 		      struct probe_sc_sample *out);
 
+/* Skips the calling test when a batch's ring was refused (r from
+ * probe_sc_batch_ring: -ENOSYS, -EPERM, -EACCES: no io_uring in this kernel
+ * or under this seccomp profile); fails it for any other r but 1. */
+void tchild_need_ring(int r);
+
 /* Creates an empty temporary directory (for fixture proc trees) and
  * writes files below it. tchild_fixture_write creates parent dirs. */
 int tchild_fixture_dir(char *buf, size_t len);
