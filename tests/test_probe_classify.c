@@ -69,33 +69,6 @@ static void park_poll(void *arg, int ready_fd)
 		poll(&p, 1, -1);
 }
 
-static void park_read(void *arg, int ready_fd)
-{
-	(void)arg;
-	char c;
-	tchild_ready(ready_fd);
-	for (;;)
-		if (read(pipefd[0], &c, 1) < 0)
-			_exit(3);
-}
-
-static void park_sleep(void *arg, int ready_fd)
-{
-	(void)arg;
-	struct timespec ts = { 3600, 0 };
-	tchild_ready(ready_fd);
-	for (;;)
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
-}
-
-static void park_busy(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (volatile unsigned long i = 0;; i++)
-		;
-}
-
 static void setup_fds(void)
 {
 	epfd = epoll_create1(0);
@@ -114,6 +87,16 @@ static void teardown_fds(void)
 }
 
 TestSuite(probe_classify, .init = setup_fds, .fini = teardown_fds);
+
+static void park_read(void *arg, int ready_fd)
+{
+	(void)arg;
+	char c;
+	tchild_ready(ready_fd);
+	for (;;)
+		if (read(pipefd[0], &c, 1) < 0)
+			_exit(3);
+}
 
 /* Forks a parked child, waits until it is inside a syscall, classifies. */
 static pid_t park_and_sample(tchild_park_fn fn, struct probe_syscall *p, struct probe_sc_sample *s)
@@ -245,7 +228,7 @@ Test(probe_classify, clock_nanosleep_is_blocked, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_sleep, &p, &s);
+	pid_t pid = park_and_sample(tchild_park_sleep, &p, &s);
 	cr_assert_eq(s.nr, SYS_clock_nanosleep, "nr %ld", s.nr);
 	probe_classify(&s, -1, &v);
 	cr_assert_eq(v.cls, PROBE_BLOCKED, "class %s", probe_class_name(v.cls));
@@ -256,7 +239,7 @@ Test(probe_classify, clock_nanosleep_is_blocked, .timeout = PROBE_TEST_TIMEOUT)
 
 Test(probe_classify, busy_loop_is_running, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t pid = tchild_fork(park_busy, NULL);
+	pid_t pid = tchild_fork(tchild_park_busy, NULL);
 	cr_assert_gt(pid, 0);
 	struct probe_syscall p;
 	struct probe_sc_sample s;

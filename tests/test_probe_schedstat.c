@@ -37,22 +37,6 @@ Test(probe_schedstat, parse, .timeout = PROBE_TEST_TIMEOUT)
 	}
 }
 
-static void park_busy(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (volatile unsigned long i = 0;; i++)
-		;
-}
-
-static void park_pause(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (;;)
-		pause();
-}
-
 static uint64_t run_delta_over(pid_t pid, int ms)
 {
 	struct probe_schedstat_file f;
@@ -69,7 +53,7 @@ static uint64_t run_delta_over(pid_t pid, int ms)
 
 Test(probe_schedstat, busy_child_accumulates_cpu, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t pid = tchild_fork(park_busy, NULL);
+	pid_t pid = tchild_fork(tchild_park_busy, NULL);
 	cr_assert_gt(pid, 0);
 	/* 300 ms of wall: even sharing two loaded cores it gets tens of ms */
 	uint64_t d = run_delta_over(pid, 300);
@@ -79,7 +63,7 @@ Test(probe_schedstat, busy_child_accumulates_cpu, .timeout = PROBE_TEST_TIMEOUT)
 
 Test(probe_schedstat, sleeping_child_does_not, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t pid = tchild_fork(park_pause, NULL);
+	pid_t pid = tchild_fork(tchild_park_pause, NULL);
 	cr_assert_gt(pid, 0);
 	uint64_t d = run_delta_over(pid, 200);
 	cr_assert_lt(d, 2 * 1000 * 1000ull, "sleeping child ran %llu ns", (unsigned long long)d);
@@ -88,7 +72,7 @@ Test(probe_schedstat, sleeping_child_does_not, .timeout = PROBE_TEST_TIMEOUT)
 
 Test(probe_schedstat, gone_task, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t pid = tchild_fork(park_pause, NULL);
+	pid_t pid = tchild_fork(tchild_park_pause, NULL);
 	cr_assert_gt(pid, 0);
 	struct probe_schedstat_file f;
 	struct probe_schedstat s;

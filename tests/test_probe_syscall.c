@@ -105,17 +105,9 @@ Test(probe_syscall, error_states, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert(strstr(t, "ptrace_scope=1"));
 }
 
-static void park_busy(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (volatile unsigned long i = 0;; i++)
-		;
-}
-
 Test(probe_syscall, busy_child_is_running, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t pid = tchild_fork(park_busy, NULL);
+	pid_t pid = tchild_fork(tchild_park_busy, NULL);
 	cr_assert_gt(pid, 0);
 	struct probe_syscall p;
 	cr_assert_eq(probe_syscall_open(&p, pid, pid), 0);
@@ -130,17 +122,9 @@ Test(probe_syscall, busy_child_is_running, .timeout = PROBE_TEST_TIMEOUT)
 	tchild_reap(pid);
 }
 
-static void park_pause(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (;;)
-		pause();
-}
-
 Test(probe_syscall, process_exits_mid_window, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t pid = tchild_fork(park_pause, NULL);
+	pid_t pid = tchild_fork(tchild_park_pause, NULL);
 	cr_assert_gt(pid, 0);
 	struct probe_syscall p;
 	cr_assert_eq(probe_syscall_open(&p, pid, pid), 0);
@@ -255,7 +239,7 @@ static int probe_as_nobody(pid_t target)
 
 Test(probe_syscall, no_access_as_nobody, .timeout = PROBE_TEST_TIMEOUT)
 {
-	pid_t target = tchild_fork(park_pause, NULL);
+	pid_t target = tchild_fork(tchild_park_pause, NULL);
 	cr_assert_gt(target, 0);
 	int st = probe_as_nobody(target);
 	cr_assert_eq(st, PROBE_SC_NO_ACCESS, "prober saw state %d", st);

@@ -60,31 +60,6 @@ static void park_read(void *arg, int ready_fd)
 			_exit(3);
 }
 
-static void park_sleep(void *arg, int ready_fd)
-{
-	(void)arg;
-	struct timespec ts = { 3600, 0 };
-	tchild_ready(ready_fd);
-	for (;;)
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
-}
-
-static void park_busy(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (volatile unsigned long i = 0;; i++)
-		;
-}
-
-static void park_pause(void *arg, int ready_fd)
-{
-	(void)arg;
-	tchild_ready(ready_fd);
-	for (;;)
-		pause();
-}
-
 static void assert_same(const struct probe_sc_sample *a, int ra, const struct probe_sc_sample *b, int rb,
 			const char *what)
 {
@@ -119,7 +94,7 @@ enum { EPOLL, READ, SLEEP, BUSY, NKIDS };
  * classified alike by the batch and by pread, sample after sample. */
 static void check_parked(struct probe_sc_batch *b)
 {
-	static const tchild_park_fn park[NKIDS] = { park_epoll_wait, park_read, park_sleep, park_busy };
+	static const tchild_park_fn park[NKIDS] = { park_epoll_wait, park_read, tchild_park_sleep, tchild_park_busy };
 	static const enum probe_class want[NKIDS] = { PROBE_POLL, PROBE_BLOCKED, PROBE_BLOCKED, PROBE_RUNNING };
 	static const long want_nr[NKIDS] = { -2, SYS_read, SYS_clock_nanosleep, -1 };
 	struct probe_syscall sc[NKIDS], *p[NKIDS];
@@ -170,7 +145,7 @@ static void check_exit_between_batches(struct probe_sc_batch *b)
 	int rc[2];
 	pid_t pid[2];
 	for (int k = 0; k < 2; k++) {
-		pid[k] = tchild_fork(park_pause, NULL);
+		pid[k] = tchild_fork(tchild_park_pause, NULL);
 		cr_assert_gt(pid[k], 0);
 		cr_assert_eq(probe_syscall_open(&sc[k], pid[k], pid[k]), 0);
 		cr_assert_eq(tchild_wait_state(&sc[k], PROBE_SC_IN_SYSCALL, 5000, &s), 0);
@@ -261,7 +236,7 @@ Test(probe_syscall_batch, reopened_probe_is_registered_again, .timeout = PROBE_T
 	struct probe_syscall sc, *p = &sc;
 	struct probe_sc_sample out, s;
 	int rc;
-	pid_t a = tchild_fork(park_pause, NULL), c = tchild_fork(park_sleep, NULL);
+	pid_t a = tchild_fork(tchild_park_pause, NULL), c = tchild_fork(tchild_park_sleep, NULL);
 	cr_assert(a > 0 && c > 0);
 	cr_assert_eq(probe_syscall_open(&sc, a, a), 0);
 	int fd = sc.fd;
@@ -286,7 +261,7 @@ Test(probe_syscall_batch, more_probes_than_the_ring_holds, .timeout = PROBE_TEST
 	struct probe_sc_batch *b;
 	cr_assert_eq(probe_sc_batch_new(8, &b), 0);
 	tchild_need_ring(probe_sc_batch_ring(b));
-	pid_t kid[2] = { tchild_fork(park_pause, NULL), tchild_fork(park_sleep, NULL) };
+	pid_t kid[2] = { tchild_fork(tchild_park_pause, NULL), tchild_fork(tchild_park_sleep, NULL) };
 	cr_assert(kid[0] > 0 && kid[1] > 0);
 	struct probe_syscall sc[N], *p[N];
 	struct probe_sc_sample out[N], s;
@@ -316,7 +291,7 @@ Test(probe_syscall_batch, iowq_cpu_and_policy, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_sc_batch *b;
 	cr_assert_eq(probe_sc_batch_new(N, &b), 0);
 	tchild_need_ring(probe_sc_batch_ring(b));
-	pid_t kid = tchild_fork(park_pause, NULL);
+	pid_t kid = tchild_fork(tchild_park_pause, NULL);
 	cr_assert_gt(kid, 0);
 	struct probe_syscall sc[N], *p[N];
 	struct probe_sc_sample out[N];
@@ -382,7 +357,7 @@ Test(probe_syscall_batch, another_thread_gets_the_same_samples, .timeout = PROBE
 {
 	struct probe_sc_batch *b;
 	cr_assert_eq(probe_sc_batch_new(8, &b), 0);
-	pid_t kid[2] = { tchild_fork(park_pause, NULL), tchild_fork(park_sleep, NULL) };
+	pid_t kid[2] = { tchild_fork(tchild_park_pause, NULL), tchild_fork(tchild_park_sleep, NULL) };
 	cr_assert(kid[0] > 0 && kid[1] > 0);
 	struct probe_syscall sc[2], *p[2] = { &sc[0], &sc[1] };
 	struct probe_sc_sample out[2], s;

@@ -160,3 +160,28 @@ void tchild_need_ring(int r)
 		cr_skip_test("io_uring unavailable here (%d)", r);
 	cr_assert_eq(r, 1, "no ring: %d", r);
 }
+
+void tchild_park_busy(void *arg, int ready_fd)
+{
+	(void)arg;
+	tchild_ready(ready_fd);
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+
+void tchild_park_pause(void *arg, int ready_fd)
+{
+	(void)arg;
+	tchild_ready(ready_fd);
+	for (;;)
+		pause();
+}
+
+void tchild_park_sleep(void *arg, int ready_fd)
+{
+	(void)arg;
+	struct timespec ts = { 3600, 0 };
+	tchild_ready(ready_fd);
+	for (;;)
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+}

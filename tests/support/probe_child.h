@@ -35,6 +35,12 @@ void tchild_reap(pid_t pid);
 int tchild_wait_state(struct probe_syscall *p, enum probe_sc_state want, int timeout_ms,
 		      struct probe_sc_sample *out);
 
+/* Parkers for tchild_fork (arg unused): a busy loop that never enters a
+ * syscall, pause(2), and clock_nanosleep(2) for an hour at a time. */
+void tchild_park_busy(void *arg, int ready_fd);
+void tchild_park_pause(void *arg, int ready_fd);
+void tchild_park_sleep(void *arg, int ready_fd);
+
 /* Skips the calling test when a batch's ring was refused (r from
  * probe_sc_batch_ring: -ENOSYS, -EPERM, -EACCES: no io_uring in this kernel
  * or under this seccomp profile); fails it for any other r but 1. */
