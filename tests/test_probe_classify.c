@@ -18,15 +18,6 @@
 static int epfd = -1, ringfd = -1, pipefd[2] = { -1, -1 };
 static struct io_uring ring;
 
-static void park_epoll_wait(void *arg, int ready_fd)
-{
-	(void)arg;
-	struct epoll_event ev;
-	tchild_ready(ready_fd);
-	for (;;)
-		epoll_wait(epfd, &ev, 1, -1);
-}
-
 static void park_uring(void *arg, int ready_fd)
 {
 	(void)arg;
@@ -88,20 +79,10 @@ static void teardown_fds(void)
 
 TestSuite(probe_classify, .init = setup_fds, .fini = teardown_fds);
 
-static void park_read(void *arg, int ready_fd)
-{
-	(void)arg;
-	char c;
-	tchild_ready(ready_fd);
-	for (;;)
-		if (read(pipefd[0], &c, 1) < 0)
-			_exit(3);
-}
-
 /* Forks a parked child, waits until it is inside a syscall, classifies. */
-static pid_t park_and_sample(tchild_park_fn fn, struct probe_syscall *p, struct probe_sc_sample *s)
+static pid_t park_and_sample(tchild_park_fn fn, void *arg, struct probe_syscall *p, struct probe_sc_sample *s)
 {
-	pid_t pid = tchild_fork(fn, NULL);
+	pid_t pid = tchild_fork(fn, arg);
 	cr_assert_gt(pid, 0);
 	cr_assert_eq(probe_syscall_open(p, pid, pid), 0);
 	cr_assert_eq(tchild_wait_state(p, PROBE_SC_IN_SYSCALL, 5000, s), 0, "state %d", s->state);
@@ -119,7 +100,7 @@ Test(probe_classify, epoll_wait_is_poll, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_epoll_wait, &p, &s);
+	pid_t pid = park_and_sample(tchild_park_epoll_wait, TCHILD_FD(epfd), &p, &s);
 	cr_assert(s.nr == SYS_epoll_wait || s.nr == SYS_epoll_pwait, "nr %ld", s.nr);
 	probe_classify(&s, -1, &v);
 	cr_assert_eq(v.cls, PROBE_POLL, "class %s", probe_class_name(v.cls));
@@ -139,7 +120,7 @@ Test(probe_classify, io_uring_wait_cqe_is_poll, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_uring, &p, &s);
+	pid_t pid = park_and_sample(park_uring, NULL, &p, &s);
 	cr_assert_eq(s.nr, SYS_io_uring_enter, "nr %ld", s.nr);
 	cr_assert((s.args[3] & IORING_ENTER_GETEVENTS) && (uint32_t)s.args[2] > 0);
 	probe_classify(&s, -1, &v);
@@ -157,7 +138,7 @@ Test(probe_classify, io_uring_registered_ring_is_poll, .timeout = PROBE_TEST_TIM
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_uring_registered, &p, &s);
+	pid_t pid = park_and_sample(park_uring_registered, NULL, &p, &s);
 	cr_assert_eq(s.nr, SYS_io_uring_enter, "nr %ld", s.nr);
 	cr_assert(s.args[3] & IORING_ENTER_REGISTERED_RING, "flags %#llx", (unsigned long long)s.args[3]);
 	/* the first argument is a ring index, not the ring fd */
@@ -174,7 +155,7 @@ Test(probe_classify, select_on_epoll_fd_is_poll, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_select_epoll, &p, &s);
+	pid_t pid = park_and_sample(park_select_epoll, NULL, &p, &s);
 #ifdef SYS_select
 	cr_assert(s.nr == SYS_select || s.nr == SYS_pselect6, "nr %ld", s.nr);
 #else
@@ -196,7 +177,7 @@ Test(probe_classify, poll_is_poll, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_poll, &p, &s);
+	pid_t pid = park_and_sample(park_poll, NULL, &p, &s);
 #ifdef SYS_poll
 	cr_assert(s.nr == SYS_poll || s.nr == SYS_ppoll, "nr %ld", s.nr);
 #else
@@ -213,7 +194,7 @@ Test(probe_classify, pipe_read_is_blocked_with_fd, .timeout = PROBE_TEST_TIMEOUT
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(park_read, &p, &s);
+	pid_t pid = park_and_sample(tchild_park_read, TCHILD_FD(pipefd[0]), &p, &s);
 	cr_assert_eq(s.nr, SYS_read, "nr %ld", s.nr);
 	probe_classify(&s, -1, &v);
 	cr_assert_eq(v.cls, PROBE_BLOCKED, "class %s", probe_class_name(v.cls));
@@ -228,7 +209,7 @@ Test(probe_classify, clock_nanosleep_is_blocked, .timeout = PROBE_TEST_TIMEOUT)
 	struct probe_syscall p;
 	struct probe_sc_sample s;
 	struct probe_verdict v;
-	pid_t pid = park_and_sample(tchild_park_sleep, &p, &s);
+	pid_t pid = park_and_sample(tchild_park_sleep, NULL, &p, &s);
 	cr_assert_eq(s.nr, SYS_clock_nanosleep, "nr %ld", s.nr);
 	probe_classify(&s, -1, &v);
 	cr_assert_eq(v.cls, PROBE_BLOCKED, "class %s", probe_class_name(v.cls));

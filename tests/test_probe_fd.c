@@ -23,21 +23,11 @@
 
 static int pipefd[2];
 
-static void park_read(void *arg, int ready_fd)
-{
-	(void)arg;
-	char c;
-	tchild_ready(ready_fd);
-	for (;;)
-		if (read(pipefd[0], &c, 1) < 0)
-			_exit(3);
-}
-
 Test(probe_fd, blocked_pipe_read_has_pipe_target, .timeout = PROBE_TEST_TIMEOUT)
 {
 	unsetenv(PROBE_PROC_ROOT_ENV);
 	cr_assert_eq(pipe(pipefd), 0);
-	pid_t pid = tchild_fork(park_read, NULL);
+	pid_t pid = tchild_fork(tchild_park_read, TCHILD_FD(pipefd[0]));
 	cr_assert_gt(pid, 0);
 	struct probe_syscall p;
 	struct probe_sc_sample s;

@@ -41,25 +41,6 @@ static void teardown_fds(void)
 
 TestSuite(probe_syscall_batch, .init = setup_fds, .fini = teardown_fds);
 
-static void park_epoll_wait(void *arg, int ready_fd)
-{
-	(void)arg;
-	struct epoll_event ev;
-	tchild_ready(ready_fd);
-	for (;;)
-		epoll_wait(epfd, &ev, 1, -1);
-}
-
-static void park_read(void *arg, int ready_fd)
-{
-	(void)arg;
-	char c;
-	tchild_ready(ready_fd);
-	for (;;)
-		if (read(pipefd[0], &c, 1) < 0)
-			_exit(3);
-}
-
 static void assert_same(const struct probe_sc_sample *a, int ra, const struct probe_sc_sample *b, int rb,
 			const char *what)
 {
@@ -94,7 +75,9 @@ enum { EPOLL, READ, SLEEP, BUSY, NKIDS };
  * classified alike by the batch and by pread, sample after sample. */
 static void check_parked(struct probe_sc_batch *b)
 {
-	static const tchild_park_fn park[NKIDS] = { park_epoll_wait, park_read, tchild_park_sleep, tchild_park_busy };
+	static const tchild_park_fn park[NKIDS] = { tchild_park_epoll_wait, tchild_park_read, tchild_park_sleep,
+						    tchild_park_busy };
+	void *arg[NKIDS] = { TCHILD_FD(epfd), TCHILD_FD(pipefd[0]), NULL, NULL };
 	static const enum probe_class want[NKIDS] = { PROBE_POLL, PROBE_BLOCKED, PROBE_BLOCKED, PROBE_RUNNING };
 	static const long want_nr[NKIDS] = { -2, SYS_read, SYS_clock_nanosleep, -1 };
 	struct probe_syscall sc[NKIDS], *p[NKIDS];
@@ -103,7 +86,7 @@ static void check_parked(struct probe_sc_batch *b)
 	pid_t pid[NKIDS];
 
 	for (int k = 0; k < NKIDS; k++) {
-		pid[k] = tchild_fork(park[k], NULL);
+		pid[k] = tchild_fork(park[k], arg[k]);
 		cr_assert_gt(pid[k], 0);
 		cr_assert_eq(probe_syscall_open(&sc[k], pid[k], pid[k]), 0);
 		enum probe_sc_state st = k == BUSY ? PROBE_SC_RUNNING : PROBE_SC_IN_SYSCALL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -184,4 +185,23 @@ void tchild_park_sleep(void *arg, int ready_fd)
 	tchild_ready(ready_fd);
 	for (;;)
 		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+}
+
+void tchild_park_read(void *arg, int ready_fd)
+{
+	int fd = (int)(intptr_t)arg;
+	char c;
+	tchild_ready(ready_fd);
+	for (;;)
+		if (read(fd, &c, 1) < 0)
+			_exit(3);
+}
+
+void tchild_park_epoll_wait(void *arg, int ready_fd)
+{
+	int epfd = (int)(intptr_t)arg;
+	struct epoll_event ev;
+	tchild_ready(ready_fd);
+	for (;;)
+		epoll_wait(epfd, &ev, 1, -1);
 }

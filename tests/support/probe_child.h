@@ -7,6 +7,7 @@
 #ifndef TEST_PROBE_CHILD_H
 #define TEST_PROBE_CHILD_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "probe_syscall.h"
@@ -40,6 +41,11 @@ int tchild_wait_state(struct probe_syscall *p, enum probe_sc_state want, int tim
 void tchild_park_busy(void *arg, int ready_fd);
 void tchild_park_pause(void *arg, int ready_fd);
 void tchild_park_sleep(void *arg, int ready_fd);
+/* Parkers on an fd passed as arg with TCHILD_FD(fd): a blocking read(2)
+ * of one byte at a time, and epoll_wait(2) with no timeout. */
+#define TCHILD_FD(fd) ((void *)(intptr_t)(fd))
+void tchild_park_read(void *arg, int ready_fd);
+void tchild_park_epoll_wait(void *arg, int ready_fd);
 
 /* Skips the calling test when a batch's ring was refused (r from
  * probe_sc_batch_ring: -ENOSYS, -EPERM, -EACCES: no io_uring in this kernel
