@@ -10,10 +10,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef FL__ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-#define FL__ASAN 1
 #endif
 
 #if defined(__has_include)
@@ -182,32 +181,23 @@ void fl__fiber_reap(struct fl_loop *l, fl_fiber *f)
 		fiber_free(f);
 }
 
-void fl__asan_before(fl_fiber *from, fl_fiber *to, int from_dies)
-{
 #ifdef FL__ASAN
+void fl__asan_before(struct fl_loop *l, fl_fiber *from, fl_fiber *to)
+{
+	/* the resumed side reports the switch done, naming this fiber */
+	l->switch_from = from;
 	/* a dying fiber passes NULL so ASan frees its fake stack */
-	__sanitizer_start_switch_fiber(from_dies ? NULL : &from->asan_fake, to->asan_bottom, to->asan_size);
-#else
-	(void)from, (void)to, (void)from_dies;
-#endif
+	__sanitizer_start_switch_fiber(from->state == FL__FIBER_DONE ? NULL : &from->asan_fake, to->asan_bottom,
+				       to->asan_size);
 }
 
-/* First thing after any switch, on the resumed fiber's stack. */
-void fl__after_switch(struct fl_loop *l, fl_fiber *self)
+void fl__asan_after(struct fl_loop *l, fl_fiber *self)
 {
-#ifdef FL__ASAN
 	fl_fiber *prev = l->switch_from;
 	/* also learns the root (thread) stack's bounds on the first switch */
 	__sanitizer_finish_switch_fiber(self->asan_fake, &prev->asan_bottom, &prev->asan_size);
-#else
-	(void)self;
-#endif
-	if (l->zombie) {
-		fl_fiber *z = l->zombie;
-		l->zombie = NULL;
-		fl__fiber_reap(l, z);
-	}
 }
+#endif
 
 void fl__fiber_entry(fl_fiber *f)
 {

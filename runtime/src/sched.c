@@ -14,8 +14,8 @@
 #include <time.h>
 
 /* Polyphony's anti-starvation threshold: with ops pending, poll (without
- * blocking) at least every this many runqueue shifts. */
-#define FL__ANTI_STARVE_SHIFTS 64
+ * blocking) at least every this many switches. */
+#define FL__ANTI_STARVE_SWITCHES 64
 
 __thread struct fl_loop *fl__tls_loop __attribute__((tls_model("initial-exec")));
 
@@ -72,7 +72,7 @@ static void poll_backend(struct fl_loop *l, int blocking)
 	} else {
 		l->be->poll(l, 0);
 	}
-	l->rq.shift_count = 0;
+	l->switches_at_poll = *fl__switches(l);
 	if (l->trace)
 		l->trace(FL_TRACE_POLL_LEAVE, NULL, blocking, l->trace_data);
 	if (l->timeouts)
@@ -81,21 +81,21 @@ static void poll_backend(struct fl_loop *l, int blocking)
 
 /*
  * The slot's part of a switch: the switch count, the runqueue length, the
- * running fiber's id and tag. This is all the stats writer adds to a
- * switch, and a switch is ~10 ns and ~155 instructions here (callgrind),
- * so each instruction and store shows: it is kept to five instructions and
- * three stores on x86-64 (the slot pointer, one add to memory, one store,
- * one 16-byte load and store).
- *  - the switch count is one add to memory (fl__stat_inc): a mirror in the
- *    loop would cost a second store;
- *  - the fiber keeps its id and tag index side by side, as the slot's
- *    current_fiber and current_tag are: one 16-byte copy publishes both.
- *    An aligned 16-byte store is never split below its 8-byte halves
- *    (x86-64: atomic as a whole on CPUs with AVX; aarch64: a pair of
- *    single-copy atomic 64-bit writes), so a reader's u64 loads see each
- *    value whole, as with fl_stat_set();
- *  - the runqueue length is still in a register from the shift; storing it
- *    unconditionally is cheaper than comparing it with the published one;
+ * running fiber's id and tag. A switch is ~9 ns and ~150 instructions here,
+ * and one store added to it costs about a cycle, ~3 %, wherever it goes
+ * (bench/switch; docs/performance.md), so what the stats writer adds is
+ * counted in stores:
+ *  - the switch count costs none: it is the scheduler's own count (the
+ *    anti-starvation rule's), kept in the slot (fl__switches);
+ *  - the runqueue length: one store of a register still holding it from
+ *    the shift; storing it unconditionally is cheaper than comparing it
+ *    with the published one;
+ *  - the id and tag: one 16-byte copy; the fiber keeps them side by side,
+ *    as the slot's current_fiber and current_tag are. An aligned 16-byte
+ *    store is never split below its 8-byte halves (x86-64: atomic as a
+ *    whole on CPUs with AVX; aarch64: a pair of single-copy atomic 64-bit
+ *    writes), so a reader's u64 loads see each value whole, as with
+ *    fl_stat_set();
  *  - the stores are unconditional also when next is the current fiber:
  *    a branch costs more than the store it saves, and storing the id and
  *    tag again is what repairs the "no fiber running" a blocking poll
@@ -116,7 +116,7 @@ _Static_assert(offsetof(struct loopstat_shm_slot, current_tag) == offsetof(struc
 		       offsetof(struct loopstat_shm_slot, current_fiber) % 16 == 0,
 	       "current_fiber and current_tag are one aligned 16-byte store");
 
-static inline void publish_switch(struct fl_loop *l, const fl_fiber *next)
+static inline void count_switch(struct fl_loop *l, const fl_fiber *next)
 {
 #ifndef FL_NO_STATS
 	struct loopstat_shm_slot *s = l->slot;
@@ -126,8 +126,16 @@ static inline void publish_switch(struct fl_loop *l, const fl_fiber *next)
 	fl_stat_set(&s->runqueue_len, len);
 	*(fl__u64x2 *)&s->current_fiber = cur;
 #else
-	(void)l, (void)next;
+	(void)next;
+	l->switches++;
 #endif
+}
+
+/* Switches begun since the last poll, this one included: it is counted
+ * when it is done (count_switch). */
+static inline uint64_t switches_since_poll(struct fl_loop *l)
+{
+	return *fl__switches(l) - l->switches_at_poll + 1;
 }
 
 /*
@@ -169,7 +177,7 @@ void *fl__switch(struct fl_loop *l)
 			 * otherwise never let completions (or expired timeout
 			 * scopes) in. */
 			if (!polled && (l->pending || l->timeouts) &&
-			    (l->rq.shift_count >= FL__ANTI_STARVE_SHIFTS || e.fiber == cur))
+			    (switches_since_poll(l) >= FL__ANTI_STARVE_SWITCHES || e.fiber == cur))
 				poll_backend(l, 0);
 			break;
 		}
@@ -193,7 +201,7 @@ void *fl__switch(struct fl_loop *l)
 
 	fl_fiber *next = e.fiber;
 	/* first: the runqueue length is still in a register */
-	publish_switch(l, next);
+	count_switch(l, next);
 	next->in_rq = 0;
 	next->state = FL__FIBER_RUNNING;
 	if (l->trace)
@@ -202,8 +210,7 @@ void *fl__switch(struct fl_loop *l)
 		return e.value;
 	next->value = e.value;
 	l->current = next;
-	l->switch_from = cur;
-	fl__asan_before(cur, next, cur->state == FL__FIBER_DONE);
+	fl__asan_before(l, cur, next);
 	fl__ctx_switch(&cur->sp, next->sp);
 	fl__after_switch(l, cur);
 	return cur->value;
