@@ -1,4 +1,4 @@
-/* Scheduler: FIFO order, priority unshift, anti-starvation, cross-thread wakeup, idle hook, idle period and trace hooks, runqueue growth. */
+/* Scheduler: FIFO order, priority unshift, anti-starvation (and its period), cross-thread wakeup, idle hook, idle period and trace hooks, runqueue growth. */
 #include "support/fl_test.h"
 
 #include <pthread.h>
@@ -137,6 +137,80 @@ static void *starve_main(void *arg)
 Test(sched, snoozing_fiber_does_not_starve_io, .timeout = 10)
 {
 	fl_test_run(starve_main, NULL);
+}
+
+/* The rule's period, exactly: with an op pending and two fibers snoozing
+ * (the next fiber is never the current one), a non-blocking poll every 64
+ * switches. A switch that polls emits POLL_ENTER before its RUN. */
+#define PERIODS 8
+
+struct period {
+	long runs;              /* RUN events since the last non-blocking poll */
+	int  polls;
+	long seen[PERIODS];
+	int  n;
+};
+
+static void on_period_trace(enum fl_trace_event ev, fl_fiber *f, intptr_t arg, void *data)
+{
+	struct period *p = data;
+	(void)f;
+	if (ev == FL_TRACE_RUN) {
+		p->runs++;
+	} else if (ev == FL_TRACE_POLL_ENTER && !arg) {
+		if (p->polls++ > 0 && p->n < PERIODS)
+			p->seen[p->n++] = p->runs;
+		p->runs = 0;
+	}
+}
+
+static void *period_snoozer(void *arg)
+{
+	struct period *p = arg;
+	/* bounded: a rule that never polls must fail, not hang */
+	for (int i = 0; i < 100000 && p->n < PERIODS; i++)
+		fl_snooze();
+	return NULL;
+}
+
+static void *period_reader(void *arg)
+{
+	int *fds = arg;
+	char c;
+	cr_assert_eq(fl_read(fds[0], &c, 1), 1);
+	return NULL;
+}
+
+static void *period_main(void *arg)
+{
+	(void)arg;
+	struct period p = { 0 };
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	fl_spin(period_reader, fds, NULL);
+	fl_snooze(); /* the reader parks: one op pending from here on */
+	fl_set_trace_hook(on_period_trace, &p);
+	fl_fiber *a = fl_spin(period_snoozer, &p, NULL), *b = fl_spin(period_snoozer, &p, NULL);
+	fl_fiber_ref(a);
+	fl_fiber_ref(b);
+	fl_await(a, NULL);
+	fl_await(b, NULL);
+	fl_set_trace_hook(NULL, NULL);
+	fl_fiber_unref(a);
+	fl_fiber_unref(b);
+	cr_assert_eq(p.n, PERIODS, "%d periods seen", p.n);
+	for (int i = 0; i < PERIODS; i++)
+		cr_assert_eq(p.seen[i], 64, "period %d: a poll after %ld switches", i, p.seen[i]);
+	cr_assert_eq(write(fds[1], "x", 1), 1);
+	fl_sleep(0.01); /* the reader completes and finishes */
+	close(fds[0]);
+	close(fds[1]);
+	return NULL;
+}
+
+Test(sched, anti_starvation_polls_every_64_switches, .timeout = 10)
+{
+	fl_test_run(period_main, NULL);
 }
 
 /* ---- cross-thread schedule ----------------------------------------------- */

@@ -102,7 +102,7 @@ struct fl_fiber {
 	struct fl_loop *loop;        /* borrowed: the owning loop */
 	/* What the stats slot shows while the fiber runs, laid out as the
 	 * slot's current_fiber, current_tag: a switch publishes both with one
-	 * 16-byte copy (publish_switch). */
+	 * 16-byte copy (publish_switch in sched.c). */
 	union {
 		struct {
 			uint64_t id;
@@ -281,7 +281,7 @@ struct fl_loop {
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
 	uint64_t                  switches_at_poll; /* fl__switches() at the last poll */
 #ifdef FL_NO_STATS
-	uint64_t                  switches;  /* what the slot's counter is otherwise */
+	uint64_t                  switches;  /* switches done (with stats: the slot's `switches`) */
 #endif
 	int64_t                   opctx_live;/* op contexts in use; folded into the
 					      * process-wide debug counter at exit:
@@ -361,11 +361,11 @@ static inline void fl__after_switch(struct fl_loop *l, fl_fiber *self)
 
 /*
  * The loop's switch count, which the anti-starvation rule runs on, is the
- * slot's `switches` counter itself. A private count for the rule beside
- * the published one was one store more per switch, and a switch here is
- * bound by its stores: that store alone was ~3 % (bench/stats_overhead).
- * When the slot is replaced (fl_stats_close() maps zeroes over it) the
- * count restarts; the rule then polls early once, which is harmless.
+ * slot's `switches` counter itself: a private count for the rule beside
+ * the published one was a store more per switch in the stats build. When
+ * the slot is replaced (fl_stats_close() maps zeroes over it) the count
+ * restarts below switches_at_poll; the unsigned difference wraps, and the
+ * rule polls early once, which is harmless.
  */
 static inline uint64_t *fl__switches(struct fl_loop *l)
 {

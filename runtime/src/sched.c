@@ -82,9 +82,9 @@ static void poll_backend(struct fl_loop *l, int blocking)
 /*
  * The slot's part of a switch: the switch count, the runqueue length, the
  * running fiber's id and tag. A switch is ~9 ns and ~150 instructions here,
- * and one store added to it costs about a cycle, ~3 %, wherever it goes
- * (bench/switch; docs/performance.md), so what the stats writer adds is
- * counted in stores:
+ * and the first store added to it costs about a cycle, ~3 %, wherever it
+ * goes (bench/switch; docs/performance.md), so what the stats writer adds
+ * is counted in stores:
  *  - the switch count costs none: it is the scheduler's own count (the
  *    anti-starvation rule's), kept in the slot (fl__switches);
  *  - the runqueue length: one store of a register still holding it from
@@ -116,7 +116,7 @@ _Static_assert(offsetof(struct loopstat_shm_slot, current_tag) == offsetof(struc
 		       offsetof(struct loopstat_shm_slot, current_fiber) % 16 == 0,
 	       "current_fiber and current_tag are one aligned 16-byte store");
 
-static inline void count_switch(struct fl_loop *l, const fl_fiber *next)
+static inline void publish_switch(struct fl_loop *l, const fl_fiber *next)
 {
 #ifndef FL_NO_STATS
 	struct loopstat_shm_slot *s = l->slot;
@@ -131,11 +131,11 @@ static inline void count_switch(struct fl_loop *l, const fl_fiber *next)
 #endif
 }
 
-/* Switches begun since the last poll, this one included: it is counted
- * when it is done (count_switch). */
+/* Switches done since the last poll: the switch that polled counts, so
+ * the rule polls every 64 switches whether the last poll blocked or not. */
 static inline uint64_t switches_since_poll(struct fl_loop *l)
 {
-	return *fl__switches(l) - l->switches_at_poll + 1;
+	return *fl__switches(l) - l->switches_at_poll;
 }
 
 /*
@@ -201,7 +201,7 @@ void *fl__switch(struct fl_loop *l)
 
 	fl_fiber *next = e.fiber;
 	/* first: the runqueue length is still in a register */
-	count_switch(l, next);
+	publish_switch(l, next);
 	next->in_rq = 0;
 	next->state = FL__FIBER_RUNNING;
 	if (l->trace)
