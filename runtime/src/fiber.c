@@ -305,12 +305,8 @@ int fl_await(fl_fiber *f, void **result)
 		f->refs++; /* f is freed when done; keep it for the result */
 		me->next_awaiter = f->awaiters;
 		f->awaiters = me;
-		while (f->state != FL__FIBER_DONE) {
-			me->state = FL__FIBER_WAITING;
-			me->wait = FL__WAIT_SUSPEND;
-			fl__switch(l);
-			me->wait = FL__WAIT_NONE;
-		}
+		while (f->state != FL__FIBER_DONE)
+			fl__park(l, FL__WAIT_SUSPEND);
 		if (result)
 			*result = f->result;
 		fl_fiber_unref(f);

@@ -429,11 +429,17 @@ static inline int fl__op_begin(struct fl_loop *l)
 }
 
 /*
- * Parks the current fiber in an interruptible op wait until the backend (or
- * an interrupt) schedules it; returns the schedule's value. The backend
- * tells a completion from an interrupt by its own op state.
+ * Parks the current fiber until something schedules it; returns the
+ * schedule's value. FL__WAIT_OP is interruptible (fl_cancel, a timeout):
+ * the backend tells a completion from an interrupt by its own op state.
+ * FL__WAIT_SUSPEND is not (fl_suspend, fl_await).
  */
-FL__HIDDEN void *fl__op_park(struct fl_loop *l);
+FL__HIDDEN void *fl__park(struct fl_loop *l, enum fl__wait_kind wait);
+
+static inline void *fl__op_park(struct fl_loop *l)
+{
+	return fl__park(l, FL__WAIT_OP);
+}
 
 /* The interrupt that resumed the current fiber (consumed), -EINTR if none. */
 static inline int fl__take_interrupt(struct fl_loop *l)

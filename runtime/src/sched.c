@@ -232,11 +232,11 @@ void fl__schedule(struct fl_loop *l, fl_fiber *f, void *value, int first)
 		l->trace(FL_TRACE_SCHEDULE, f, 0, l->trace_data);
 }
 
-void *fl__op_park(struct fl_loop *l)
+void *fl__park(struct fl_loop *l, enum fl__wait_kind wait)
 {
 	fl_fiber *me = l->current;
 	me->state = FL__FIBER_WAITING;
-	me->wait = FL__WAIT_OP;
+	me->wait = wait;
 	void *v = fl__switch(l);
 	me->wait = FL__WAIT_NONE;
 	return v;
@@ -330,12 +330,7 @@ void *fl_suspend(void)
 	struct fl_loop *l = fl__op_loop();
 	if (!l)
 		return NULL;
-	fl_fiber *me = l->current;
-	me->state = FL__FIBER_WAITING;
-	me->wait = FL__WAIT_SUSPEND;
-	void *v = fl__switch(l);
-	me->wait = FL__WAIT_NONE;
-	return v;
+	return fl__park(l, FL__WAIT_SUSPEND);
 }
 
 int fl_cancel(fl_fiber *f)
