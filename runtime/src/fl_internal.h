@@ -328,9 +328,10 @@ FL__HIDDEN void      fl__pending_inc(struct fl_loop *l);
 FL__HIDDEN void      fl__pending_dec(struct fl_loop *l);
 
 /*
- * The two ends of a switch, inline: they run on every switch, and a call
- * there (even to an empty function) cost ~3 % of a switch (bench/switch).
- * Only ASan has work for them: it must be told that the stack changes.
+ * The two ends of a switch, inline: they run on every switch, and as two
+ * calls (to functions empty but for the zombie check) they cost ~3 % of a
+ * switch (bench/switch). Only ASan has work for them: it must be told that
+ * the stack changes.
  */
 #ifdef FL__ASAN
 FL__HIDDEN void fl__asan_before(struct fl_loop *l, fl_fiber *from, fl_fiber *to);
