@@ -110,11 +110,19 @@ static void check_parked(struct probe_sc_batch *b)
 	}
 }
 
-Test(probe_syscall_batch, ring_classifies_parked_children_like_pread, .timeout = PROBE_TEST_TIMEOUT)
+/* A batch that reads through io_uring; the test skips where the ring is
+ * refused, and fails where it should exist and does not. */
+static struct probe_sc_batch *ring_batch(unsigned sq)
 {
 	struct probe_sc_batch *b;
-	cr_assert_eq(probe_sc_batch_new(64, &b), 0);
+	cr_assert_eq(probe_sc_batch_new(sq, &b), 0);
 	tchild_need_ring(probe_sc_batch_ring(b));
+	return b;
+}
+
+Test(probe_syscall_batch, ring_classifies_parked_children_like_pread, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_sc_batch *b = ring_batch(64);
 	check_parked(b);
 	probe_sc_batch_delete(b);
 }
@@ -148,9 +156,7 @@ static void check_exit_between_batches(struct probe_sc_batch *b)
 
 Test(probe_syscall_batch, ring_child_exits_between_batches_is_gone, .timeout = PROBE_TEST_TIMEOUT)
 {
-	struct probe_sc_batch *b;
-	cr_assert_eq(probe_sc_batch_new(64, &b), 0);
-	tchild_need_ring(probe_sc_batch_ring(b));
+	struct probe_sc_batch *b = ring_batch(64);
 	check_exit_between_batches(b);
 	probe_sc_batch_delete(b);
 }
@@ -202,9 +208,7 @@ static void check_fixtures(struct probe_sc_batch *b)
 
 Test(probe_syscall_batch, ring_maps_malformed_and_missing_like_pread, .timeout = PROBE_TEST_TIMEOUT)
 {
-	struct probe_sc_batch *b;
-	cr_assert_eq(probe_sc_batch_new(64, &b), 0);
-	tchild_need_ring(probe_sc_batch_ring(b));
+	struct probe_sc_batch *b = ring_batch(64);
 	check_fixtures(b);
 	probe_sc_batch_delete(b);
 }
@@ -213,9 +217,7 @@ Test(probe_syscall_batch, ring_maps_malformed_and_missing_like_pread, .timeout =
  * fd number) samples the new task, not the file registered before. */
 Test(probe_syscall_batch, reopened_probe_is_registered_again, .timeout = PROBE_TEST_TIMEOUT)
 {
-	struct probe_sc_batch *b;
-	cr_assert_eq(probe_sc_batch_new(8, &b), 0);
-	tchild_need_ring(probe_sc_batch_ring(b));
+	struct probe_sc_batch *b = ring_batch(8);
 	struct probe_syscall sc, *p = &sc;
 	struct probe_sc_sample out, s;
 	int rc;
@@ -241,9 +243,7 @@ Test(probe_syscall_batch, reopened_probe_is_registered_again, .timeout = PROBE_T
 Test(probe_syscall_batch, more_probes_than_the_ring_holds, .timeout = PROBE_TEST_TIMEOUT)
 {
 	enum { N = 40 };
-	struct probe_sc_batch *b;
-	cr_assert_eq(probe_sc_batch_new(8, &b), 0);
-	tchild_need_ring(probe_sc_batch_ring(b));
+	struct probe_sc_batch *b = ring_batch(8);
 	pid_t kid[2] = { tchild_fork(tchild_park_pause, NULL), tchild_fork(tchild_park_sleep, NULL) };
 	cr_assert(kid[0] > 0 && kid[1] > 0);
 	struct probe_syscall sc[N], *p[N];
@@ -271,9 +271,7 @@ Test(probe_syscall_batch, more_probes_than_the_ring_holds, .timeout = PROBE_TEST
 Test(probe_syscall_batch, iowq_cpu_and_policy, .timeout = PROBE_TEST_TIMEOUT)
 {
 	enum { N = 16 };
-	struct probe_sc_batch *b;
-	cr_assert_eq(probe_sc_batch_new(N, &b), 0);
-	tchild_need_ring(probe_sc_batch_ring(b));
+	struct probe_sc_batch *b = ring_batch(N);
 	pid_t kid = tchild_fork(tchild_park_pause, NULL);
 	cr_assert_gt(kid, 0);
 	struct probe_syscall sc[N], *p[N];
