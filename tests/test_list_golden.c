@@ -1,0 +1,95 @@
+/* `list`'s text and JSON for a fixed model, byte for byte: views that walk the metric table print what they printed by hand. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "list.h"
+#include "model.h"
+
+static struct worker_view workers[3];
+static struct model m;
+
+/* Three workers that exercise every branch of the views: instrumented with
+ * counters, uninstrumented and blocked, gone with nothing known. */
+static void setup(void)
+{
+	memset(workers, 0, sizeof(workers));
+	struct worker_view *a = &workers[0], *b = &workers[1], *c = &workers[2];
+
+	*a = (struct worker_view){ .pid = 100, .tid = 101, .instrumented = 1, .backend = "io_uring",
+				   .samples = 500, .idle_pct = 61.5, .idle_ci95 = 4.25, .running_pct = 30.125,
+				   .blocked_pct = 8.375, .other_pct = 0, .cpu_pct = 29.5, .cpu_wait_pct = 0.625,
+				   .ops_per_s = 9800.5, .switches_per_s = 12000.25, .polls_per_s = 2100,
+				   .completions_per_s = 9700, .runqueue_len = 3, .runqueue_max = 17, .pending_ops = 52,
+				   .fibers = 60, .self_idle_pct = 63.0, .stall_ms = 0, .headroom_ops_per_s = 25454.5 };
+	snprintf(a->name, sizeof(a->name), "echo_server");
+	snprintf(a->tag, sizeof(a->tag), "echo");
+	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "conn");
+	for (int i = 0; i < PROBE_SHM_NVALUES; i++)
+		a->totals[i] = 1000 + (uint64_t)i;
+	a->nblocked_top = 1;
+	a->blocked_top[0] = (struct blocker_view){ .nr = 0, .fd = 7, .pct = 8.375 };
+	snprintf(a->blocked_top[0].syscall, sizeof(a->blocked_top[0].syscall), "read");
+	snprintf(a->blocked_top[0].target, sizeof(a->blocked_top[0].target), "pipe:[123]");
+
+	*b = (struct worker_view){ .pid = 200, .tid = 202, .backend = "none", .samples = 300, .idle_pct = 20,
+				   .idle_ci95 = 4.5, .running_pct = 10, .blocked_pct = 70, .other_pct = 0,
+				   .cpu_pct = 9.75, .cpu_wait_pct = 0.25, .ops_per_s = NAN, .switches_per_s = NAN,
+				   .polls_per_s = NAN, .completions_per_s = NAN, .self_idle_pct = NAN,
+				   .headroom_ops_per_s = NAN, .stall_ms = 0 };
+	snprintf(b->name, sizeof(b->name), "ruby\x01evil");
+	b->nblocked_top = 2;
+	b->blocked_top[0] = (struct blocker_view){ .nr = 74, .fd = 9, .pct = 50 };
+	snprintf(b->blocked_top[0].syscall, sizeof(b->blocked_top[0].syscall), "fsync");
+	snprintf(b->blocked_top[0].target, sizeof(b->blocked_top[0].target), "/var/lib/db/wal");
+	b->blocked_top[1] = (struct blocker_view){ .nr = 42, .fd = 3, .pct = 20 };
+	snprintf(b->blocked_top[1].syscall, sizeof(b->blocked_top[1].syscall), "connect");
+
+	*c = (struct worker_view){ .pid = 300, .tid = 300, .instrumented = 1, .backend = "libev", .gone = 1,
+				   .idle_pct = NAN, .idle_ci95 = NAN, .running_pct = NAN, .blocked_pct = NAN,
+				   .other_pct = NAN, .cpu_pct = NAN, .cpu_wait_pct = NAN, .ops_per_s = NAN,
+				   .switches_per_s = NAN, .polls_per_s = NAN, .completions_per_s = NAN,
+				   .self_idle_pct = NAN, .headroom_ops_per_s = NAN, .stall_ms = 1500 };
+	snprintf(c->name, sizeof(c->name), "worker");
+	snprintf(c->tag, sizeof(c->tag), "w3");
+
+	m = (struct model){ .workers = workers, .n = 3, .rate_hz = 100, .window_s = 0, .elapsed_s = 2.0,
+			    .total_samples = 800 };
+	m.fleet = (struct fleet_view){ .workers = 3, .mean_idle_pct = 40.75, .ops_per_s = 9800.5,
+				       .headroom_ops_per_s = 25454.5 };
+}
+
+TestSuite(list_golden, .init = setup, .timeout = 10);
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s (tests run from the source tree)", path);
+	static char buf[64 * 1024];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+static void check(void (*print)(FILE *, const struct model *), const char *golden)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	cr_assert(f);
+	print(f, &m);
+	fclose(f);
+	if (getenv("LOOPSTAT_GOLDEN_WRITE")) {
+		FILE *g = fopen(golden, "w");
+		fputs(out, g);
+		fclose(g);
+	}
+	cr_assert_str_eq(out, slurp(golden), "%s differs; got:\n%s", golden, out);
+	free(out);
+}
+
+Test(list_golden, json_is_unchanged) { check(list_print_json, "tests/golden/list.json"); }
+Test(list_golden, text_is_unchanged) { check(list_print_text, "tests/golden/list.txt"); }
