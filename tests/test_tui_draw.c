@@ -429,3 +429,69 @@ Test(tui_draw, empty_model_draws_a_hint)
 	tui_handle_key(&e, 's');
 	tui_state_done(&e);
 }
+
+/* The whole screen against a golden copy (the clock on line 0 masked), so
+ * that views walking the metric table draw what they drew by hand. */
+static void check_screen(const char *golden)
+{
+	char *all = strdup(screen_text());
+	char *clock = strstr(all, ":") ? strchr(all, ':') - 2 : NULL;
+	if (clock && clock < strchr(all, '\n'))
+		memcpy(clock, "HH:MM:SS", 8);
+	if (getenv("LOOPSTAT_GOLDEN_WRITE")) {
+		FILE *g = fopen(golden, "w");
+		fputs(all, g);
+		fclose(g);
+	}
+	FILE *f = fopen(golden, "r");
+	cr_assert(f, "%s (tests run from the source tree)", golden);
+	static char want[64 * 1024];
+	size_t n = fread(want, 1, sizeof(want) - 1, f);
+	fclose(f);
+	want[n] = '\0';
+	cr_assert_str_eq(all, want, "%s differs; got:\n%s", golden, all);
+	free(all);
+}
+
+static void golden_model(void)
+{
+	snprintf(t.host, sizeof(t.host), "host");
+	struct worker_view *w = &t.m.workers[1];   /* db/writer, instrumented */
+	w->switches_per_s = 30000;
+	w->polls_per_s = 1500;
+	w->completions_per_s = 19000;
+	w->runqueue_len = 4;
+	w->runqueue_max = 12345;
+	w->pending_ops = 8;
+	w->fibers = 31;
+	w->self_idle_pct = 6.5;
+	w->headroom_ops_per_s = 21052.6;
+	w->stall_ms = 0;
+	snprintf(w->fiber_tag, sizeof(w->fiber_tag), "writer");
+	t.m.workers[0].stall_ms = 1800;
+	t.m.workers[0].runqueue_len = 12000;
+}
+
+Test(tui_draw, table_screen_is_unchanged)
+{
+	golden_model();
+	open_screen(30, 130);
+	tui_draw(&t);
+	check_screen("tests/golden/tui_table.txt");
+}
+
+Test(tui_draw, detail_screens_are_unchanged)
+{
+	golden_model();
+	open_screen(30, 100);
+	tui_handle_key(&t, KEY_DOWN);   /* sorted by idle: db first, then cache */
+	tui_handle_key(&t, KEY_UP);
+	tui_handle_key(&t, '\r');
+	tui_draw(&t);
+	check_screen("tests/golden/tui_detail_instrumented.txt");
+	tui_handle_key(&t, 'q');
+	tui_handle_key(&t, KEY_DOWN);
+	tui_handle_key(&t, '\r');
+	tui_draw(&t);
+	check_screen("tests/golden/tui_detail_plain.txt");
+}
