@@ -25,9 +25,21 @@ PKG_LIBS    := liburing libproc2 ncursesw libseccomp
 WARN        := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CFLAGS      ?= -O2 -g
 ALL_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -fvisibility=hidden -fPIC \
-               -DLOOPSTAT_VERSION='"$(VERSION)"' \
-               -Iruntime/include -Iruntime/src -Iprobes/include -Iprobes/src -Imonitor \
-               $(CFLAGS) $(EXTRA_CFLAGS)
+               -DLOOPSTAT_VERSION='"$(VERSION)"' $(CFLAGS) $(EXTRA_CFLAGS)
+
+# Each module sees its own sources and the public headers of the layers
+# below it, nothing else: a wrong-way include fails to compile. Tests see
+# everything (they test internals); examples only the runtime's API.
+INC_RUNTIME := -Iruntime/include -Iruntime/src
+INC_PROBES  := -Iruntime/include -Iprobes/include -Iprobes/src
+INC_MONITOR := -Iruntime/include -Iprobes/include -Imonitor
+INC_ALL     := -Iruntime/include -Iruntime/src -Iprobes/include -Iprobes/src -Imonitor -Itests
+$(BUILD)/obj/runtime/%.o:  MOD_INC := $(INC_RUNTIME)
+$(BUILD)/obj/probes/%.o:   MOD_INC := $(INC_PROBES)
+$(BUILD)/obj/monitor/%.o:  MOD_INC := $(INC_MONITOR)
+$(BUILD)/obj/examples/%.o: MOD_INC := -Iruntime/include
+$(BUILD)/obj/bench/%.o:    MOD_INC := $(INC_ALL)
+$(BUILD)/obj/tests/%.o:    MOD_INC := $(INC_ALL)
 ifeq ($(SAN),1)
 ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SAN_LDFLAGS := -fsanitize=address,undefined
@@ -102,12 +114,12 @@ bench: deps
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(MOD_INC) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  AS      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(MOD_INC) $(DEPFLAGS) -c $< -o $@
 
 $(LIBFL_A): $(RT_OBJ)
 	@mkdir -p $(@D)
@@ -127,8 +139,9 @@ $(LIBPROBES_A): $(PROBE_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A)
-	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
+# loopstat calls no fl_ function: it links the probes and what they need.
+$(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) -lpthread -lm
 
 # Tests link the monitor's objects too (all but main.o), so views and the
 # model are testable in-process.
@@ -155,6 +168,8 @@ install: all
 	ln -sf libfiberloop.so.$(ABI_SONAME) $(DESTDIR)$(PREFIX)/lib/libfiberloop.so
 	install -m 0644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 0644 runtime/include/*.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 docs/loopstat.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
 	rm -rf $(BUILD)

@@ -4,6 +4,7 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,4 +32,17 @@ double model_headroom(double ops_per_s, double idle_pct)
 		return NAN;
 	double u = 1.0 - idle_pct / 100.0;
 	return ops_per_s / u;
+}
+
+double model_span_s(const struct model *m)
+{
+	return m->window_s > 0 ? m->window_s : m->elapsed_s;
+}
+
+void model_worker_name(const struct worker_view *w, const char *sep, char *buf, size_t len)
+{
+	if (w->tag[0] && strcmp(w->tag, w->name) != 0)
+		snprintf(buf, len, "%s%s%s", w->name, sep, w->tag);
+	else
+		snprintf(buf, len, "%s", w->name);
 }

@@ -1,7 +1,8 @@
 /*
  * model.h — what every view shows: per-worker capacity figures over a
- * window, and fleet totals. The sampler fills a struct model; views (tui,
- * list, export, check, profile) only read it and never sample or compute.
+ * window, and fleet totals. model_build() makes a struct model from the
+ * sampler's snapshot; views (tui, list, export, check, profile) only read
+ * it, through the metric table (metric.h), and never sample or compute.
  *
  * Units: percentages are 0..100; rates are per second of wall time; NaN
  * means "not known" (no samples yet, not instrumented, or unbounded).
@@ -82,9 +83,16 @@ struct model {
 	double   window_s;               /* window the figures cover */
 	double   elapsed_s;              /* since sampling started */
 	uint64_t total_samples;          /* all samples taken, all workers */
+	double   tick_lag_max_ms;        /* the latest a sampler tick started after its time */
 };
 
 void model_done(struct model *m);
+
+/* Seconds the figures cover: the window, or the whole run. */
+double model_span_s(const struct model *m);
+
+/* "name", or "name<sep>tag" when the worker has a tag other than its name. */
+void model_worker_name(const struct worker_view *w, const char *sep, char *buf, size_t len);
 
 /* Wilson score interval half-width for a proportion p of n samples, in points (0..100). */
 double model_ci95_pts(double p, uint64_t n);

@@ -8,6 +8,7 @@
 #define LOOPSTAT_SAMPLER_H
 
 #include "model.h"
+#include "snapshot.h"
 #include "targets.h"
 
 /* bench/probe_fleet: ~5 us per sample here, so 64 workers at 100 Hz cost ~3% of a core */
@@ -40,10 +41,16 @@ void   sampler_set_all_threads(struct sampler *s, int on);
 int    sampler_realtime(struct sampler *s);
 
 /*
- * Fills m (free with model_done) with figures over the last window_s
- * seconds; window_s <= 0 means since sampling started. Thread-safe.
+ * Copies every shown worker's identity and series into snap (reusing its
+ * memory; free with snapshot_done), under the lock and nothing else: the
+ * model is computed from it outside (model_build.h). Thread-safe.
  * Returns 0 or -ENOMEM.
  */
+int sampler_snapshot(struct sampler *s, struct snapshot *snap);
+
+/* A snapshot and model_build() in one call: figures over the last window_s
+ * seconds (<= 0: since sampling started) into m (free with model_done).
+ * Thread-safe. Returns 0 or -ENOMEM. */
 int sampler_model(struct sampler *s, double window_s, struct model *m);
 
 /* Runs one sampling step synchronously (tests, list without a thread). */

@@ -22,14 +22,28 @@ void targets_done(struct targets *t)
 	t->has_re = 0;
 }
 
+/* Digits only: strtol alone would take " 1" and "+1" and refuse "1 ". */
+static int parse_pid(const char *p, const char **end, long *out)
+{
+	long v = 0;
+	const char *q = p;
+	for (; *q >= '0' && *q <= '9'; q++) {
+		v = v * 10 + (*q - '0');
+		if (v > INT_MAX)
+			return -ERANGE;
+	}
+	*end = q;
+	*out = v;
+	return q == p || v == 0 ? -EINVAL : 0;
+}
+
 int targets_add_pids(struct targets *t, const char *arg, char *msg, size_t msglen)
 {
 	const char *p = arg;
 	for (;;) {
-		char *end;
-		errno = 0;
-		long v = strtol(p, &end, 10);
-		if (end == p || errno || v <= 0 || v > INT_MAX || (*end && *end != ',')) {
+		const char *end;
+		long v;
+		if (parse_pid(p, &end, &v) < 0 || (*end && *end != ',')) {
 			snprintf(msg, msglen, "invalid pid list '%s': expected PID[,PID...]", arg);
 			return -EINVAL;
 		}

@@ -4,6 +4,7 @@
  * targets, its idle% history, fiber and stall, and the runtime counters.
  */
 #include "tui_int.h"
+#include "textsafe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,33 +34,64 @@ static void bar_line(const struct tui *t, int y, const char *label, double pct, 
 	attroff(attr);
 }
 
+/* Every metric placed on `line` (metric.h), as its detail text. */
+static const char *metric_line(const struct worker_view *w, enum metric_line line)
+{
+	static char buf[256];
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		char val[32], part[96];
+		if (m->line != line || len >= sizeof(buf))
+			continue;
+		tui_fmt_metric(val, sizeof(val), m, w, 0);
+		snprintf(part, sizeof(part), m->detail, val);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len && part[0] != ' ' ? "  " : "", part);
+	}
+	return buf;
+}
+
 static int draw_identity(const struct tui *t, const struct worker_view *w, int y)
 {
-	mvprintw(y++, 0, "worker pid %d tid %d  %s", (int)w->pid, (int)w->tid, w->name);
+	char name[PROBE_COMM_LEN], tag[LOOPSTAT_TAG_LEN];
+	snprintf(name, sizeof(name), "%s", w->name);
+	snprintf(tag, sizeof(tag), "%s", w->tag);
+	mvprintw(y++, 0, "worker pid %d tid %d  %s", (int)w->pid, (int)w->tid, textsafe(name));
 	if (w->tag[0])
-		printw("  tag %s", w->tag);
+		printw("  tag %s", textsafe(tag));
 	printw("  backend %s  %s", w->backend ? w->backend : "-",
 	       w->instrumented ? "instrumented" : "not instrumented");
 	if (w->gone)
 		printw("  (exited)");
-	mvprintw(y++, 0, "%llu samples over %.1f s", (unsigned long long)w->samples, t->m.window_s);
+	mvprintw(y++, 0, "%s over %.1f s", metric_line(w, METRIC_LINE_IDENTITY), t->m.window_s);
 	if (w->no_access)
 		printw("  /proc refused access: figures are incomplete");
 	return y;
 }
 
+/* The bars' colours: idle by its threshold, blocked red, other dim. */
+static int bar_attr(const struct tui *t, const struct worker_view *w, int metric)
+{
+	switch (metric) {
+	case METRIC_W_idle_pct:    return tui_idle_attr(t, w->idle_pct);
+	case METRIC_W_blocked_pct: return t->color ? COLOR_PAIR(TUI_PAIR_RED) : 0;
+	case METRIC_W_other_pct:   return A_DIM;
+	default:                   return 0;
+	}
+}
+
 static int draw_breakdown(const struct tui *t, const struct worker_view *w, int y)
 {
-	char cpu[16], wait[16];
-	int red = t->color ? COLOR_PAIR(TUI_PAIR_RED) : 0;
 	section(y++, "Where the time goes");
-	bar_line(t, y++, "idle", w->idle_pct, w->idle_ci95, tui_idle_attr(t, w->idle_pct));
-	bar_line(t, y++, "running", w->running_pct, NAN, 0);
-	bar_line(t, y++, "blocked", w->blocked_pct, NAN, red);
-	bar_line(t, y++, "other", w->other_pct, NAN, A_DIM);
-	tui_fmt_pct(cpu, sizeof(cpu), w->cpu_pct);
-	tui_fmt_pct(wait, sizeof(wait), w->cpu_wait_pct);
-	mvprintw(y++, 2, "cpu %s%%  waiting for a cpu %s%%", cpu, wait);
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		if (m->line != METRIC_LINE_BAR)
+			continue;
+		double ci = m->interval ? metric_value(metric_find(m->interval), w) : NAN;
+		bar_line(t, y++, m->detail, metric_value(m, w), ci, bar_attr(t, w, i));
+	}
+	mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_CPU));
 	return y;
 }
 
@@ -92,34 +124,24 @@ static int draw_history(const struct tui *t, const struct worker_view *w, int y)
 
 static int draw_runtime(const struct worker_view *w, int y, int end)
 {
-	char ops[16], sw[16], polls[16], comp[16], idle[16], head[16], stall[16];
+	static const enum metric_line lines[] = { METRIC_LINE_RATES, METRIC_LINE_QUEUES, METRIC_LINE_SELF };
+	char stall[16], fiber[LOOPSTAT_TAG_LEN];
 	if (!w->instrumented) {
 		if (y < end)
 			mvprintw(y++, 0, "not on the loopstat runtime: no fiber or counter figures");
 		return y;
 	}
 	tui_fmt_stall(stall, sizeof(stall), w->stall_ms);
+	snprintf(fiber, sizeof(fiber), "%s", w->fiber_tag);
+	textsafe(fiber);
 	if (y < end) {
 		if (w->stall_ms > 0)
-			mvprintw(y++, 0, "STALLED %s in fiber %s", stall, w->fiber_tag[0] ? w->fiber_tag : "(untagged)");
+			mvprintw(y++, 0, "STALLED %s in fiber %s", stall, fiber[0] ? fiber : "(untagged)");
 		else
-			mvprintw(y++, 0, "fiber %s  not stalled",
-				 w->fiber_tag[0] ? w->fiber_tag : "(untagged or none running)");
+			mvprintw(y++, 0, "fiber %s  not stalled", fiber[0] ? fiber : "(untagged or none running)");
 	}
-	tui_fmt_rate(ops, sizeof(ops), w->ops_per_s);
-	tui_fmt_rate(sw, sizeof(sw), w->switches_per_s);
-	tui_fmt_rate(polls, sizeof(polls), w->polls_per_s);
-	tui_fmt_rate(comp, sizeof(comp), w->completions_per_s);
-	tui_fmt_pct(idle, sizeof(idle), w->self_idle_pct);
-	tui_fmt_rate(head, sizeof(head), w->headroom_ops_per_s);
-	if (y < end)
-		mvprintw(y++, 0, "ops/s %s  switches/s %s  polls/s %s  completions/s %s", ops, sw, polls, comp);
-	if (y < end)
-		mvprintw(y++, 0, "runqueue %llu (max %llu)  pending ops %llu  fibers %llu",
-			 (unsigned long long)w->runqueue_len, (unsigned long long)w->runqueue_max,
-			 (unsigned long long)w->pending_ops, (unsigned long long)w->fibers);
-	if (y < end)
-		mvprintw(y++, 0, "self-measured idle %s%%  headroom %s ops/s", idle, head);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]) && y < end; i++)
+		mvprintw(y++, 0, "%s", metric_line(w, lines[i]));
 	return y;
 }
 

@@ -67,6 +67,27 @@ void tui_fmt_blocker(char *buf, size_t n, const struct blocker_view *b)
 		snprintf(buf, n, "%s %.0f%%", b->syscall, b->pct);
 }
 
+void tui_fmt_metric(char *buf, size_t n, const struct metric *m, const struct worker_view *w, int compact)
+{
+	if (!metric_applies(m, w)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	double v = metric_value(m, w);
+	switch (m->unit) {
+	case METRIC_PCT:
+	case METRIC_POINTS: tui_fmt_pct(buf, n, v); return;
+	case METRIC_PER_S:  tui_fmt_rate(buf, n, v); return;
+	case METRIC_MS:     tui_fmt_stall(buf, n, v); return;
+	case METRIC_COUNT:
+		if (compact)
+			tui_fmt_count(buf, n, (uint64_t)v);
+		else
+			snprintf(buf, n, "%llu", (unsigned long long)v);
+		return;
+	}
+}
+
 static const char *const spark_utf8[8] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
 static const char spark_ascii[8] = { '_', '.', ',', '-', '=', '+', '*', '#' };
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "metric.h"
 #include "model.h"
 #include "tui.h"
 
@@ -65,26 +66,28 @@ enum tui_action tui_key_action(int ch);
 
 /*
  * The table's columns: id, title, width, minimum width, drop order when the
- * terminal is narrow (1 goes first, 0 never), and the help screen's line.
- * NAME and TOP-BLOCKER stretch (see tui_layout); TOP-BLOCKER gives up its
- * width first.
+ * terminal is narrow (1 goes first, 0 never), the metric it shows (NONE for
+ * identity columns and TOP-BLOCKER) and the help screen's line. NAME and
+ * TOP-BLOCKER stretch (see tui_layout); TOP-BLOCKER gives up its width first.
+ * A metric column's cell text, sort key and direction come from the metric
+ * table (metric.h).
  */
 #define TUI_COLUMNS(X) \
-	X(PID,      "PID",          7,  7, 0, "process id") \
-	X(TID,      "TID",          7,  7, 5, "thread id (the worker is one thread)") \
-	X(NAME,     "NAME",        16,  6, 0, "process name, /thread tag if it has one") \
-	X(BACKEND,  "BACKEND",      8,  8, 4, "event-loop backend: io_uring, libev, none (not on the runtime)") \
-	X(IDLE,     "IDLE%",        5,  5, 0, "time waiting in the loop's poll: spare capacity") \
-	X(CPU,      "CPU%",         5,  5, 6, "CPU time used over wall time") \
-	X(BLOCKED,  "BLOCKED%",     8,  8, 7, "time in any other syscall (read, fsync, connect...)") \
-	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1, "the syscall blocked in most, its share, fd and target") \
-	X(OPS,      "OPS/s",        7,  7, 8, "operations per second (instrumented workers)") \
-	X(RUNQ,     "RUNQ",         4,  4, 3, "fibers ready to run now") \
-	X(PEND,     "PEND",         4,  4, 2, "operations waiting for completion") \
-	X(STALL,    "STALL",        6,  6, 9, "how long the loop has run without switching fibers")
+	X(PID,      "PID",          7,  7, 0, NONE,         "process id") \
+	X(TID,      "TID",          7,  7, 5, NONE,         "thread id (the worker is one thread)") \
+	X(NAME,     "NAME",        16,  6, 0, NONE,         "process name, /thread tag if it has one") \
+	X(BACKEND,  "BACKEND",      8,  8, 4, NONE,         "event-loop backend: io_uring, libev, none (not on the runtime)") \
+	X(IDLE,     "IDLE%",        5,  5, 0, idle_pct,     "time waiting in the loop's poll: spare capacity") \
+	X(CPU,      "CPU%",         5,  5, 6, cpu_pct,      "CPU time used over wall time") \
+	X(BLOCKED,  "BLOCKED%",     8,  8, 7, blocked_pct,  "time in any other syscall (read, fsync, connect...)") \
+	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1, NONE,         "the syscall blocked in most, its share, fd and target") \
+	X(OPS,      "OPS/s",        7,  7, 8, ops_per_s,    "operations per second (instrumented workers)") \
+	X(RUNQ,     "RUNQ",         4,  4, 3, runqueue_len, "fibers ready to run now") \
+	X(PEND,     "PEND",         4,  4, 2, pending_ops,  "operations waiting for completion") \
+	X(STALL,    "STALL",        6,  6, 9, stall_ms,     "how long the loop has run without switching fibers")
 
 enum tui_column {
-#define TUI_X_COL(id, title, width, min, drop, desc) TUI_COL_##id,
+#define TUI_X_COL(id, title, width, min, drop, metric, desc) TUI_COL_##id,
 	TUI_COLUMNS(TUI_X_COL)
 #undef TUI_X_COL
 	TUI_NCOLS
@@ -93,6 +96,7 @@ enum tui_column {
 struct tui_column_info {
 	const char *title;
 	int width, min, drop;
+	int metric;          /* enum worker_metric, -1 for none */
 	const char *desc;
 };
 extern const struct tui_column_info tui_columns[TUI_NCOLS];
@@ -136,6 +140,8 @@ void tui_fmt_rate(char *buf, size_t n, double per_s);
 void tui_fmt_count(char *buf, size_t n, uint64_t v);
 void tui_fmt_stall(char *buf, size_t n, double ms);
 void tui_fmt_blocker(char *buf, size_t n, const struct blocker_view *b);
+/* a metric's value for a table cell (compact) or a detail line (counts in full), by its unit */
+void tui_fmt_metric(char *buf, size_t n, const struct metric *m, const struct worker_view *w, int compact);
 /* last `width` values of hist as block characters (UTF-8) or ASCII levels */
 void tui_sparkline(char *buf, size_t n, const float *hist, int nhist, int width, int utf8);
 /* a bar of pct% of width cells */

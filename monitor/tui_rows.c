@@ -20,31 +20,23 @@ int tui_row_matches(const struct worker_view *w, const char *filter)
 	return strstr(w->name, filter) || strstr(w->tag, filter) || strstr(pid, filter);
 }
 
-/* Busiest first is what a capacity view is for: idle ascends, load figures descend. */
+/* Busiest first is what a capacity view is for: the metric table says
+ * which way each figure grows busier (idle ascends, load descends). */
 static int natural_desc(int col)
 {
-	switch (col) {
-	case TUI_COL_CPU: case TUI_COL_BLOCKED: case TUI_COL_BLOCKER: case TUI_COL_OPS:
-	case TUI_COL_RUNQ: case TUI_COL_PEND: case TUI_COL_STALL:
+	if (col == TUI_COL_BLOCKER)
 		return 1;
-	default:
-		return 0;
-	}
+	return tui_columns[col].metric >= 0 && metric_worker[tui_columns[col].metric].sort_desc;
 }
 
 static double num_key(const struct worker_view *w, int col)
 {
+	if (tui_columns[col].metric >= 0)
+		return metric_value(&metric_worker[tui_columns[col].metric], w);
 	switch (col) {
 	case TUI_COL_PID:     return w->pid;
 	case TUI_COL_TID:     return w->tid;
-	case TUI_COL_IDLE:    return w->idle_pct;
-	case TUI_COL_CPU:     return w->cpu_pct;
-	case TUI_COL_BLOCKED: return w->blocked_pct;
 	case TUI_COL_BLOCKER: return w->nblocked_top > 0 ? w->blocked_top[0].pct : NAN;
-	case TUI_COL_OPS:     return w->instrumented ? w->ops_per_s : NAN;
-	case TUI_COL_RUNQ:    return w->instrumented ? (double)w->runqueue_len : NAN;
-	case TUI_COL_PEND:    return w->instrumented ? (double)w->pending_ops : NAN;
-	case TUI_COL_STALL:   return w->instrumented ? w->stall_ms : NAN;
 	default:              return NAN;
 	}
 }

@@ -4,13 +4,15 @@
  * a fixed order), one line per worker, colours by idle threshold.
  */
 #include "tui_int.h"
+#include "textsafe.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 const struct tui_column_info tui_columns[TUI_NCOLS] = {
-#define TUI_X_INFO(id, title, width, min, drop, desc) { title, width, min, drop, desc },
+#define METRIC_W_NONE (-1)
+#define TUI_X_INFO(id, title, width, min, drop, metric, desc) { title, width, min, drop, METRIC_W_##metric, desc },
 	TUI_COLUMNS(TUI_X_INFO)
 #undef TUI_X_INFO
 };
@@ -106,19 +108,18 @@ static void put_field(int y, int x, const char *s, int width, int right, int att
 
 static void cell_text(const struct worker_view *w, int c, char *buf, size_t n)
 {
+	if (tui_columns[c].metric >= 0) {
+		tui_fmt_metric(buf, n, &metric_worker[tui_columns[c].metric], w, 1);
+		return;
+	}
 	switch (c) {
 	case TUI_COL_PID:  snprintf(buf, n, "%d", (int)w->pid); return;
 	case TUI_COL_TID:  snprintf(buf, n, "%d", (int)w->tid); return;
 	case TUI_COL_NAME:
-		if (w->tag[0] && strcmp(w->tag, w->name) != 0)
-			snprintf(buf, n, "%s/%s", w->name, w->tag);
-		else
-			snprintf(buf, n, "%s", w->name);
+		model_worker_name(w, "/", buf, n);
+		textsafe(buf);
 		return;
 	case TUI_COL_BACKEND: snprintf(buf, n, "%s", w->backend ? w->backend : "-"); return;
-	case TUI_COL_IDLE:    tui_fmt_pct(buf, n, w->idle_pct); return;
-	case TUI_COL_CPU:     tui_fmt_pct(buf, n, w->cpu_pct); return;
-	case TUI_COL_BLOCKED: tui_fmt_pct(buf, n, w->blocked_pct); return;
 	case TUI_COL_BLOCKER:
 		if (w->no_access)
 			snprintf(buf, n, "(no access)");
@@ -127,16 +128,6 @@ static void cell_text(const struct worker_view *w, int c, char *buf, size_t n)
 		else
 			snprintf(buf, n, "-");
 		return;
-	}
-	if (!w->instrumented) {
-		snprintf(buf, n, "-");
-		return;
-	}
-	switch (c) {
-	case TUI_COL_OPS:   tui_fmt_rate(buf, n, w->ops_per_s); return;
-	case TUI_COL_RUNQ:  tui_fmt_count(buf, n, w->runqueue_len); return;
-	case TUI_COL_PEND:  tui_fmt_count(buf, n, w->pending_ops); return;
-	case TUI_COL_STALL: tui_fmt_stall(buf, n, w->stall_ms); return;
 	}
 	buf[0] = '\0';
 }

@@ -5,19 +5,19 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "acc.h"
+#include "model_window.h"
 #include "model.h"
 
 #define NS 1000000000ull
 #define MS 1000000ull
 
-static struct acc *acc;
+static struct series *acc;
 static struct worker_view view;
 
 static void setup(void)
 {
 	acc = malloc(sizeof(*acc));
-	acc_init(acc);
+	series_init(acc);
 	memset(&view, 0, sizeof(view));
 }
 
@@ -35,7 +35,7 @@ static const struct probe_verdict OTHER = { PROBE_OTHER, -1, -1 };
 static void feed(uint64_t from, uint64_t to, int n, const struct probe_verdict *(*pick)(int))
 {
 	for (int i = 0; i < n; i++)
-		acc_add_sample(acc, from + (to - from) * (uint64_t)i / (uint64_t)n, pick(i));
+		series_add_sample(acc, from + (to - from) * (uint64_t)i / (uint64_t)n, pick(i));
 }
 
 static const struct probe_verdict *quarter_idle(int i) { return i % 4 == 0 ? &POLL : &RUN; }
@@ -51,7 +51,7 @@ static const struct probe_verdict *mixed(int i)
 Test(model, idle_share_and_wilson_interval)
 {
 	feed(1 * NS, 6 * NS, 1000, quarter_idle);
-	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	model_window(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
 	cr_assert_eq(view.samples, 1000);
 	cr_assert_float_eq(view.idle_pct, 25.0, 1e-9);
 	cr_assert_float_eq(view.running_pct, 75.0, 1e-9);
@@ -73,10 +73,10 @@ Test(model, window_excludes_older_seconds_cumulative_does_not)
 {
 	feed(1 * NS, 11 * NS, 1000, all_run);   /* 10 s fully busy */
 	feed(11 * NS, 16 * NS, 500, all_poll);  /* then 5 s idle */
-	acc_view(acc, 16 * NS - 1, 5, 0, &view);
+	model_window(acc, 16 * NS - 1, 5, 0, &view);
 	cr_assert_float_eq(view.idle_pct, 100.0, 1e-9, "last 5 s: idle %f", view.idle_pct);
 	cr_assert_eq(view.samples, 500);
-	acc_view(acc, 16 * NS - 1, 0, 0, &view);
+	model_window(acc, 16 * NS - 1, 0, 0, &view);
 	cr_assert_eq(view.samples, 1500);
 	cr_assert_float_eq(view.idle_pct, 100.0 / 3, 1e-9);
 }
@@ -84,7 +84,7 @@ Test(model, window_excludes_older_seconds_cumulative_does_not)
 Test(model, blockers_ranked_by_share)
 {
 	feed(1 * NS, 3 * NS, 1000, mixed);
-	acc_view(acc, 3 * NS - 1, 2, 0, &view);
+	model_window(acc, 3 * NS - 1, 2, 0, &view);
 	cr_assert_float_eq(view.blocked_pct, 80.0, 1e-9);
 	cr_assert_float_eq(view.other_pct, 10.0, 1e-9);
 	cr_assert_eq(view.nblocked_top, 2);
@@ -102,7 +102,7 @@ static void shm_at(uint64_t t, uint64_t ops, uint64_t switches, uint64_t poll_ns
 	v[PROBE_SHM_switches] = switches;
 	v[PROBE_SHM_poll_time_ns] = poll_ns;
 	v[PROBE_SHM_runqueue_len] = runq;
-	acc_add_shm(acc, t, t, v, "handler");
+	series_add_shm(acc, t, t, v, "handler");
 }
 
 Test(model, rates_self_idle_and_headroom)
@@ -113,7 +113,7 @@ Test(model, rates_self_idle_and_headroom)
 		shm_at(t, el / MS, el / MS * 3, el * 3 / 4, (t / (100 * MS)) % 7);
 	}
 	feed(1 * NS, 7 * NS, 1200, quarter_idle); /* sampled: 25% idle */
-	acc_view(acc, 7 * NS, 5, 1, &view);
+	model_window(acc, 7 * NS, 5, 1, &view);
 	cr_assert_float_eq(view.ops_per_s, 1000.0, 1e-6, "ops/s %f", view.ops_per_s);
 	cr_assert_float_eq(view.switches_per_s, 3000.0, 1e-6);
 	cr_assert_float_eq(view.self_idle_pct, 75.0, 1e-6);
@@ -130,7 +130,7 @@ static void shm_polling_at(uint64_t t, uint64_t poll_ns, uint64_t since_mono)
 	uint64_t v[PROBE_SHM_NVALUES] = { 0 };
 	v[PROBE_SHM_poll_time_ns] = poll_ns;
 	v[PROBE_SHM_poll_since_ns] = since_mono;
-	acc_add_shm(acc, t, t + 1000 * NS, v, "");
+	series_add_shm(acc, t, t + 1000 * NS, v, "");
 }
 
 Test(model, self_idle_counts_a_poll_in_progress)
@@ -141,21 +141,21 @@ Test(model, self_idle_counts_a_poll_in_progress)
 		shm_polling_at(t, (t - 1 * NS) / 2, 0);
 	for (uint64_t t = 2 * NS + 100 * MS; t <= 6 * NS; t += 100 * MS)
 		shm_polling_at(t, NS / 2, 1002 * NS);
-	acc_view(acc, 6 * NS, 3, 1, &view); /* seconds 4..6, baseline at 3.9 s */
+	model_window(acc, 6 * NS, 3, 1, &view); /* seconds 4..6, baseline at 3.9 s */
 	cr_assert_float_eq(view.self_idle_pct, 100.0, 1e-6, "self idle %f", view.self_idle_pct);
-	acc_view(acc, 6 * NS, 0, 1, &view); /* since 1 s: 0.5 s + 4 s of 5 s */
+	model_window(acc, 6 * NS, 0, 1, &view); /* since 1 s: 0.5 s + 4 s of 5 s */
 	cr_assert_float_eq(view.self_idle_pct, 90.0, 1e-6, "self idle %f", view.self_idle_pct);
 	/* the poll ends at 6.5 s: its time moves into poll_time_ns */
 	shm_polling_at(6 * NS + 500 * MS, NS / 2 + 4500 * MS, 0);
-	acc_view(acc, 6 * NS + 500 * MS, 0, 1, &view);
+	model_window(acc, 6 * NS + 500 * MS, 0, 1, &view);
 	cr_assert_float_eq(view.self_idle_pct, 5000.0 / 55.0, 1e-6, "self idle %f", view.self_idle_pct);
 }
 
 Test(model, cpu_and_wait_from_schedstat)
 {
 	for (uint64_t s = 1; s <= 6; s++)
-		acc_add_sched(acc, s * NS, (s - 1) * NS / 2, (s - 1) * NS / 10);
-	acc_view(acc, 6 * NS, 0, 0, &view);
+		series_add_sched(acc, s * NS, (s - 1) * NS / 2, (s - 1) * NS / 10);
+	model_window(acc, 6 * NS, 0, 0, &view);
 	cr_assert_float_eq(view.cpu_pct, 50.0, 1e-6);
 	cr_assert_float_eq(view.cpu_wait_pct, 10.0, 1e-6);
 }
@@ -166,7 +166,7 @@ static void sched_feed(uint64_t from, uint64_t to, double busy)
 {
 	for (uint64_t t = from; t <= to; t += 250 * MS) {
 		double runnable = busy * (double)(t - from);
-		acc_add_sched(acc, t, (uint64_t)(runnable * 0.8), (uint64_t)(runnable * 0.2));
+		series_add_sched(acc, t, (uint64_t)(runnable * 0.8), (uint64_t)(runnable * 0.2));
 	}
 }
 
@@ -176,7 +176,7 @@ Test(model, runnable_share_comes_from_schedstat_when_samples_miss_it)
 {
 	sched_feed(0, 6 * NS, 0.10);
 	feed(1 * NS, 6 * NS, 1000, all_poll);
-	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	model_window(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
 	cr_assert_float_eq(view.cpu_pct + view.cpu_wait_pct, 10.0, 1e-6);
 	cr_assert_float_eq(view.running_pct, 10.0, 1e-6);
 	cr_assert_float_eq(view.idle_pct, 90.0, 1e-6, "idle %f", view.idle_pct);
@@ -193,8 +193,8 @@ Test(model, samples_split_the_time_off_cpu)
 	sched_feed(0, 6 * NS, 0.20);
 	feed(1 * NS, 6 * NS, 1000, mixed);
 	for (int i = 0; i < 250; i++) /* running samples do not move the split */
-		acc_add_sample(acc, 1 * NS + (uint64_t)i * 10 * MS, &RUN);
-	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+		series_add_sample(acc, 1 * NS + (uint64_t)i * 10 * MS, &RUN);
+	model_window(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
 	cr_assert_float_eq(view.running_pct, 20.0, 1e-6);
 	cr_assert_float_eq(view.idle_pct, 8.0, 1e-6, "idle %f", view.idle_pct);
 	cr_assert_float_eq(view.blocked_pct, 64.0, 1e-6);
@@ -212,7 +212,7 @@ Test(model, no_off_cpu_sample_keeps_the_sampled_shares)
 {
 	sched_feed(0, 6 * NS, 0.70);
 	feed(1 * NS, 6 * NS, 200, all_run);
-	acc_view(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
+	model_window(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
 	cr_assert_float_eq(view.idle_pct, 0.0, 1e-9);
 	cr_assert_float_eq(view.running_pct, 100.0, 1e-9);
 }
@@ -222,20 +222,20 @@ Test(model, stall_while_running_with_switches_frozen)
 	shm_at(1 * NS, 10, 500, 0, 0);
 	for (uint64_t t = 1 * NS + 100 * MS; t <= 3 * NS; t += 100 * MS) {
 		shm_at(t, 10, 500, 0, 0); /* switches frozen */
-		acc_add_sample(acc, t, &RUN);
+		series_add_sample(acc, t, &RUN);
 	}
-	acc_view(acc, 2800 * MS, 5, 1, &view);
+	model_window(acc, 2800 * MS, 5, 1, &view);
 	cr_assert_float_eq(view.stall_ms, 1800.0, 1e-6, "stall %f ms", view.stall_ms);
 	cr_assert_str_eq(view.fiber_tag, "handler");
 
-	acc_add_sample(acc, 2900 * MS, &POLL); /* back in its poll: idle, not stalled */
-	acc_view(acc, 3 * NS, 5, 1, &view);
+	series_add_sample(acc, 2900 * MS, &POLL); /* back in its poll: idle, not stalled */
+	model_window(acc, 3 * NS, 5, 1, &view);
 	cr_assert_float_eq(view.stall_ms, 0.0, 1e-9);
 
 	shm_at(3100 * MS, 10, 501, 0, 0); /* and a switch resets the clock */
-	acc_add_sample(acc, 3150 * MS, &RUN);
-	cr_assert_eq(acc_stall_ns(acc, 3200 * MS), 0, "100 ms is no stall");
-	cr_assert_eq(acc_stall_ns(acc, 3500 * MS), 400 * MS);
+	series_add_sample(acc, 3150 * MS, &RUN);
+	cr_assert_eq(series_stall_ns(acc, 3200 * MS), 0, "100 ms is no stall");
+	cr_assert_eq(series_stall_ns(acc, 3500 * MS), 400 * MS);
 }
 
 Test(model, per_second_history)
@@ -243,8 +243,8 @@ Test(model, per_second_history)
 	feed(1 * NS, 2 * NS, 100, all_poll);
 	feed(2 * NS, 3 * NS, 100, all_run);
 	feed(4 * NS, 5 * NS, 100, quarter_idle); /* second 3 has no samples */
-	acc_add_sample(acc, 5 * NS + 1, &POLL);  /* second 5 is under way: not history yet */
-	acc_view(acc, 5 * NS + 2, 5, 0, &view);
+	series_add_sample(acc, 5 * NS + 1, &POLL);  /* second 5 is under way: not history yet */
+	model_window(acc, 5 * NS + 2, 5, 0, &view);
 	cr_assert_eq(view.nhistory, 4);
 	cr_assert_float_eq(view.idle_history[0], 100.0f, 1e-4);
 	cr_assert_float_eq(view.idle_history[1], 0.0f, 1e-4);
@@ -255,9 +255,9 @@ Test(model, per_second_history)
 Test(model, gone_and_no_access_samples_are_not_time)
 {
 	static const struct probe_verdict gone = { PROBE_GONE, -1, -1 }, denied = { PROBE_NO_ACCESS, -1, -1 };
-	acc_add_sample(acc, 1 * NS, &gone);
-	acc_add_sample(acc, 1 * NS, &denied);
-	acc_view(acc, 2 * NS, 5, 0, &view);
+	series_add_sample(acc, 1 * NS, &gone);
+	series_add_sample(acc, 1 * NS, &denied);
+	model_window(acc, 2 * NS, 5, 0, &view);
 	cr_assert_eq(view.samples, 0);
 	cr_assert(isnan(view.idle_pct));
 }

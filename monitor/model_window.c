@@ -1,182 +1,27 @@
 /*
- * acc.c — feeding a worker's accumulators and reading windows out of them.
+ * model_window.c — a worker's figures over a window, read out of its series:
+ * shares of time from the samples (split with schedstat's exact runnable
+ * share), the top blockers, counter rates, stall and the idle history.
  */
-#include "acc.h"
+#include "model_window.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(MODEL_HISTORY <= SERIES_HISTORY, "the view's history is read from the series'");
+
 #define NS 1000000000ull
-/* A stall shorter than this is ordinary scheduling, not worth a report. */
-#define STALL_MIN_NS (250ull * 1000000)
 /* Rates over less than this are noise. */
 #define RATE_MIN_NS  (50ull * 1000000)
-
-enum { C_POLL, C_RUNNING, C_BLOCKED, C_OTHER };
-
-void acc_init(struct acc *a)
-{
-	memset(a, 0, sizeof(*a));
-	for (int i = 0; i < ACC_DETAIL_S; i++)
-		a->detail[i].sec = -1;
-	for (int i = 0; i < MODEL_HISTORY; i++)
-		a->hist_sec[i] = -1;
-	a->first_sec = -1;
-}
-
-static struct acc_bucket *bucket(struct acc *a, int64_t sec)
-{
-	struct acc_bucket *b = &a->detail[sec % ACC_DETAIL_S];
-	if (b->sec != sec) {
-		memset(b, 0, sizeof(*b));
-		b->sec = sec;
-	}
-	return b;
-}
-
-static void add_block(struct acc_block *blocks, int nkeys, uint32_t *overflow, long nr, int fd, uint32_t n)
-{
-	for (int i = 0; i < nkeys; i++) {
-		if (blocks[i].n && blocks[i].nr == nr && blocks[i].fd == fd) {
-			blocks[i].n += n;
-			return;
-		}
-		if (!blocks[i].n) {
-			blocks[i] = (struct acc_block){ nr, fd, n };
-			return;
-		}
-	}
-	*overflow += n;
-}
-
-static int class_index(enum probe_class c)
-{
-	switch (c) {
-	case PROBE_POLL: return C_POLL;
-	case PROBE_RUNNING: return C_RUNNING;
-	case PROBE_BLOCKED: return C_BLOCKED;
-	case PROBE_OTHER: return C_OTHER;
-	default: return -1;
-	}
-}
-
-/* The compact history's slot of second sec, emptied if it held an older one. */
-static int hist_at(struct acc *a, int64_t sec)
-{
-	int h = (int)(sec % MODEL_HISTORY);
-	if (a->hist_sec[h] != sec) {
-		a->hist_sec[h] = sec;
-		a->hist_n[h] = a->hist_poll[h] = a->hist_run[h] = 0;
-		a->hist_busy_us[h] = a->hist_span_us[h] = 0;
-	}
-	return h;
-}
-
-void acc_add_sample(struct acc *a, uint64_t t_ns, const struct probe_verdict *v)
-{
-	int c = class_index(v->cls);
-	if (c < 0)
-		return; /* GONE / NO_ACCESS are not time the worker spent anywhere */
-	int64_t sec = (int64_t)(t_ns / NS);
-	struct acc_bucket *b = bucket(a, sec);
-	b->n[c]++;
-	a->total.n[c]++;
-	if (c == C_BLOCKED) {
-		add_block(b->blocks, ACC_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, 1);
-		add_block(a->total.blocks, ACC_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);
-	}
-	int h = hist_at(a, sec);
-	if (a->hist_n[h] < UINT16_MAX) {
-		a->hist_n[h]++;
-		a->hist_poll[h] += c == C_POLL;
-		a->hist_run[h] += c == C_RUNNING;
-	}
-	if (a->first_sec < 0)
-		a->first_sec = sec;
-	a->samples++;
-	if (c == C_POLL) {
-		a->polls_seen++;
-		a->polled_since_change = 1;
-	} else if (c == C_RUNNING || c == C_BLOCKED) {
-		a->busy_since_change = 1;
-	}
-}
-
-void acc_add_shm(struct acc *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],
-		 const char *fiber_tag)
-{
-	struct acc_bucket *b = bucket(a, (int64_t)(t_ns / NS));
-	struct acc_reading r = { .valid = 1, .t_ns = t_ns, .mono_ns = mono_ns };
-	memcpy(r.v, values, sizeof(r.v));
-	uint64_t sw = values[PROBE_SHM_switches];
-	if (!a->shm_last.valid || sw != a->last_switches) {
-		a->last_switches = sw;
-		a->last_change_ns = t_ns;
-		a->polled_since_change = 0;
-		a->busy_since_change = 0;
-	}
-	b->shm = r;
-	a->shm_last = r;
-	if (!a->total.shm_first.valid)
-		a->total.shm_first = r;
-	uint64_t rq = values[PROBE_SHM_runqueue_len];
-	if (rq > b->runq_max)
-		b->runq_max = rq;
-	if (rq > a->total.runq_max)
-		a->total.runq_max = rq;
-	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", fiber_tag ? fiber_tag : "");
-}
-
-/* Spreads the runnable time between two schedstat readings over the
- * seconds of history they span, in proportion to each second's part. */
-static void hist_add_runnable(struct acc *a, uint64_t t0, uint64_t t1, double busy_ns)
-{
-	double per_ns = busy_ns / (double)(t1 - t0);
-	int64_t first = (int64_t)(t0 / NS), last = (int64_t)(t1 / NS);
-	if (last - first >= MODEL_HISTORY)
-		first = last - MODEL_HISTORY + 1;
-	for (int64_t sec = first; sec <= last; sec++) {
-		uint64_t lo = (uint64_t)sec * NS, hi = lo + NS;
-		if (lo < t0)
-			lo = t0;
-		if (hi > t1)
-			hi = t1;
-		if (hi <= lo)
-			continue;
-		int h = hist_at(a, sec);
-		a->hist_span_us[h] += (uint32_t)((hi - lo) / 1000);
-		a->hist_busy_us[h] += (uint32_t)(per_ns * (double)(hi - lo) / 1000);
-	}
-}
-
-void acc_add_sched(struct acc *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns)
-{
-	struct acc_sched s = { 1, t_ns, run_ns, wait_ns };
-	const struct acc_sched *p = &a->sched_last;
-	if (p->valid && t_ns > p->t_ns && run_ns >= p->run_ns && wait_ns >= p->wait_ns)
-		hist_add_runnable(a, p->t_ns, t_ns, (double)(run_ns - p->run_ns + wait_ns - p->wait_ns));
-	bucket(a, (int64_t)(t_ns / NS))->sched = s;
-	a->sched_last = s;
-	if (!a->total.sched_first.valid)
-		a->total.sched_first = s;
-}
-
-uint64_t acc_stall_ns(const struct acc *a, uint64_t now_ns)
-{
-	if (!a->shm_last.valid || a->polled_since_change || !a->busy_since_change || now_ns < a->last_change_ns)
-		return 0;
-	uint64_t d = now_ns - a->last_change_ns;
-	return d >= STALL_MIN_NS ? d : 0;
-}
 
 /* Window bounds: buckets with lo <= sec <= hi. */
 struct window {
 	int64_t lo, hi;
 };
 
-static int in_window(const struct acc_bucket *b, struct window w)
+static int in_window(const struct series_bucket *b, struct window w)
 {
 	return b->sec >= w.lo && b->sec <= w.hi;
 }
@@ -224,11 +69,11 @@ static double share_pct(const struct split *sp, uint64_t n)
 
 static int by_count_desc(const void *x, const void *y)
 {
-	const struct acc_block *a = x, *b = y;
+	const struct series_block *a = x, *b = y;
 	return a->n < b->n ? 1 : a->n > b->n ? -1 : 0;
 }
 
-static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nkeys, const struct split *sp)
+static void fill_blockers(struct worker_view *w, struct series_block *keys, int nkeys, const struct split *sp)
 {
 	qsort(keys, (size_t)nkeys, sizeof(*keys), by_count_desc);
 	w->nblocked_top = 0;
@@ -246,7 +91,7 @@ static void fill_blockers(struct worker_view *w, struct acc_block *keys, int nke
 	}
 }
 
-static double rate(const struct acc_reading *from, const struct acc_reading *to, int idx)
+static double rate(const struct series_reading *from, const struct series_reading *to, int idx)
 {
 	if (!from->valid || !to->valid || to->t_ns < from->t_ns + RATE_MIN_NS || to->v[idx] < from->v[idx])
 		return NAN;
@@ -258,17 +103,17 @@ static double rate(const struct acc_reading *from, const struct acc_reading *to,
  * progress: poll_time_ns only grows when the poll returns, so a worker
  * blocked across a whole window would read 0 % idle, then over 100 %.
  */
-static uint64_t poll_ns_at(const struct acc_reading *r)
+static uint64_t poll_ns_at(const struct series_reading *r)
 {
 	uint64_t since = r->v[PROBE_SHM_poll_since_ns];
 	uint64_t p = r->v[PROBE_SHM_poll_time_ns];
 	return since && r->mono_ns > since ? p + (r->mono_ns - since) : p;
 }
 
-static void view_counters(const struct acc *a, const struct acc_reading *from, uint64_t runq_max,
+static void view_counters(const struct series *a, const struct series_reading *from, uint64_t runq_max,
 			  struct worker_view *w)
 {
-	const struct acc_reading *to = &a->shm_last;
+	const struct series_reading *to = &a->shm_last;
 	memcpy(w->totals, to->v, sizeof(w->totals));
 	w->ops_per_s = rate(from, to, PROBE_SHM_ops);
 	w->switches_per_s = rate(from, to, PROBE_SHM_switches);
@@ -285,7 +130,7 @@ static void view_counters(const struct acc *a, const struct acc_reading *from, u
 	w->fibers = to->v[PROBE_SHM_fibers_live];
 }
 
-static void view_sched(const struct acc_sched *from, const struct acc_sched *to, struct worker_view *w)
+static void view_sched(const struct series_sched *from, const struct series_sched *to, struct worker_view *w)
 {
 	w->cpu_pct = w->cpu_wait_pct = NAN;
 	if (!from->valid || !to->valid || to->t_ns < from->t_ns + RATE_MIN_NS || to->run_ns < from->run_ns ||
@@ -298,7 +143,7 @@ static void view_sched(const struct acc_sched *from, const struct acc_sched *to,
 
 /* Complete seconds only: the current one holds a handful of samples and
  * would flicker at the end of every sparkline. */
-static void view_history(const struct acc *a, int64_t now_sec, struct worker_view *w)
+static void view_history(const struct series *a, int64_t now_sec, struct worker_view *w)
 {
 	now_sec--;
 	int64_t span = a->first_sec < 0 ? 0 : now_sec - a->first_sec + 1;
@@ -307,7 +152,7 @@ static void view_history(const struct acc *a, int64_t now_sec, struct worker_vie
 	w->nhistory = span > MODEL_HISTORY ? MODEL_HISTORY : (int)span;
 	for (int i = 0; i < w->nhistory; i++) {
 		int64_t sec = now_sec - w->nhistory + 1 + i;
-		int h = (int)(sec % MODEL_HISTORY);
+		int h = (int)(sec % SERIES_HISTORY);
 		if (a->hist_sec[h] != sec || !a->hist_n[h]) {
 			w->idle_history[i] = NAN;
 			continue;
@@ -318,38 +163,38 @@ static void view_history(const struct acc *a, int64_t now_sec, struct worker_vie
 	}
 }
 
-void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w)
+void model_window(const struct series *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w)
 {
 	int64_t now_sec = (int64_t)(now_ns / NS);
-	uint32_t n[ACC_NCLASS] = { 0 };
-	struct acc_block keys[ACC_BLOCK_KEYS * ACC_DETAIL_S];
+	uint32_t n[SERIES_NCLASS] = { 0 };
+	struct series_block keys[SERIES_BLOCK_KEYS * SERIES_DETAIL_S];
 	uint32_t overflow = 0;
 	memset(keys, 0, sizeof(keys));
 	int nkeys = 0;
 	uint64_t runq_max = 0;
-	const struct acc_reading *shm_from = &a->total.shm_first;
-	const struct acc_sched *sched_from = &a->total.sched_first;
+	const struct series_reading *shm_from = &a->total.shm_first;
+	const struct series_sched *sched_from = &a->total.sched_first;
 
 	if (window_s > 0) {
 		int64_t span = (int64_t)ceil(window_s);
-		if (span > ACC_DETAIL_S - 1)
-			span = ACC_DETAIL_S - 1;
+		if (span > SERIES_DETAIL_S - 1)
+			span = SERIES_DETAIL_S - 1;
 		struct window win = { now_sec - span + 1, now_sec };
 		/* the baseline for rates is the last reading before the window,
 		 * or failing that the oldest one inside it */
-		const struct acc_bucket *before = &a->detail[(now_sec - span + ACC_DETAIL_S) % ACC_DETAIL_S];
-		const struct acc_reading *oldest = NULL;
-		const struct acc_sched *oldest_sched = NULL;
+		const struct series_bucket *before = &a->detail[(now_sec - span + SERIES_DETAIL_S) % SERIES_DETAIL_S];
+		const struct series_reading *oldest = NULL;
+		const struct series_sched *oldest_sched = NULL;
 		for (int64_t sec = win.lo; sec <= win.hi; sec++) {
 			if (sec < 0)
 				continue;
-			const struct acc_bucket *b = &a->detail[sec % ACC_DETAIL_S];
+			const struct series_bucket *b = &a->detail[sec % SERIES_DETAIL_S];
 			if (!in_window(b, win))
 				continue;
-			for (int c = 0; c < ACC_NCLASS; c++)
+			for (int c = 0; c < SERIES_NCLASS; c++)
 				n[c] += b->n[c];
-			for (int k = 0; k < ACC_BLOCK_KEYS && b->blocks[k].n; k++)
-				add_block(keys, ACC_BLOCK_KEYS * ACC_DETAIL_S, &overflow, b->blocks[k].nr, b->blocks[k].fd,
+			for (int k = 0; k < SERIES_BLOCK_KEYS && b->blocks[k].n; k++)
+				series_add_block(keys, SERIES_BLOCK_KEYS * SERIES_DETAIL_S, &overflow, b->blocks[k].nr, b->blocks[k].fd,
 					  b->blocks[k].n);
 			overflow += b->blocks_overflow;
 			if (b->runq_max > runq_max)
@@ -374,26 +219,26 @@ void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrum
 			sched_from = oldest_sched;
 	} else {
 		memcpy(n, a->total.n, sizeof(n));
-		for (int k = 0; k < ACC_BLOCK_KEYS * 2 && a->total.blocks[k].n; k++)
+		for (int k = 0; k < SERIES_BLOCK_KEYS * 2 && a->total.blocks[k].n; k++)
 			keys[nkeys++] = a->total.blocks[k];
 		overflow = a->total.blocks_overflow;
 		runq_max = a->total.runq_max;
 	}
 	if (window_s > 0)
-		while (nkeys < ACC_BLOCK_KEYS * ACC_DETAIL_S && keys[nkeys].n)
+		while (nkeys < SERIES_BLOCK_KEYS * SERIES_DETAIL_S && keys[nkeys].n)
 			nkeys++;
 	(void)overflow; /* counted as blocked, just not attributable to a key */
 
 	view_sched(sched_from, &a->sched_last, w);
-	uint64_t n_off = (uint64_t)n[C_POLL] + n[C_BLOCKED] + n[C_OTHER];
-	w->samples = n_off + n[C_RUNNING];
-	struct split sp = split_samples(n[C_RUNNING], n_off, (w->cpu_pct + w->cpu_wait_pct) / 100.0);
+	uint64_t n_off = (uint64_t)n[SERIES_POLL] + n[SERIES_BLOCKED] + n[SERIES_OTHER];
+	w->samples = n_off + n[SERIES_RUNNING];
+	struct split sp = split_samples(n[SERIES_RUNNING], n_off, (w->cpu_pct + w->cpu_wait_pct) / 100.0);
 	if (sp.basis) {
-		w->idle_pct = share_pct(&sp, n[C_POLL]);
-		w->idle_ci95 = sp.scale * model_ci95_pts((double)n[C_POLL] / (double)sp.basis, sp.basis);
+		w->idle_pct = share_pct(&sp, n[SERIES_POLL]);
+		w->idle_ci95 = sp.scale * model_ci95_pts((double)n[SERIES_POLL] / (double)sp.basis, sp.basis);
 		w->running_pct = 100.0 * sp.running;
-		w->blocked_pct = share_pct(&sp, n[C_BLOCKED]);
-		w->other_pct = share_pct(&sp, n[C_OTHER]);
+		w->blocked_pct = share_pct(&sp, n[SERIES_BLOCKED]);
+		w->other_pct = share_pct(&sp, n[SERIES_OTHER]);
 		fill_blockers(w, keys, nkeys, &sp);
 	} else {
 		w->idle_pct = w->idle_ci95 = w->running_pct = w->blocked_pct = w->other_pct = NAN;
@@ -407,7 +252,7 @@ void acc_view(const struct acc *a, uint64_t now_ns, double window_s, int instrum
 	if (instrumented && a->shm_last.valid) {
 		view_counters(a, shm_from, runq_max, w);
 		w->headroom_ops_per_s = model_headroom(w->ops_per_s, w->idle_pct);
-		w->stall_ms = (double)acc_stall_ns(a, now_ns) / 1e6;
+		w->stall_ms = (double)series_stall_ns(a, now_ns) / 1e6;
 		snprintf(w->fiber_tag, sizeof(w->fiber_tag), "%s", a->fiber_tag);
 	}
 	view_history(a, now_sec, w);

@@ -1,0 +1,17 @@
+/*
+ * clock.h — the monitor's one clock: CLOCK_MONOTONIC in nanoseconds.
+ */
+#ifndef LOOPSTAT_CLOCK_H
+#define LOOPSTAT_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif /* LOOPSTAT_CLOCK_H */

@@ -1,0 +1,85 @@
+/*
+ * cmd_gc.c — `loopstat gc`: remove segments left by processes that are gone.
+ */
+#include "cli.h"
+#include "probe_shm.h"
+#include "probe_stat.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct gc_tally {
+	int removed, failed;
+};
+
+/*
+ * A segment is stale when the process its name claims is gone, or that pid
+ * now belongs to a later process. Decided from the name and /proc first, so
+ * that files a writer left half-made (no header yet) are collected too; the
+ * inode is checked again right before the unlink so that a file recreated
+ * meanwhile by a new process with that pid is kept.
+ */
+static int gc_one(const char *path, pid_t pid, void *arg)
+{
+	struct gc_tally *t = arg;
+	struct stat before, now;
+	struct probe_stat st;
+	const char *why = NULL;
+	if (lstat(path, &before) < 0)
+		return 0;
+	int err = probe_stat_read(pid, 0, &st);
+	if (err == -ESRCH) {
+		why = "is gone";
+	} else if (err == 0) {
+		struct probe_shm *shm;
+		err = probe_shm_open(path, &shm);
+		if (err == 0)
+			probe_shm_close(shm);
+		if (err == -ESTALE)
+			why = "was reused";
+		else if (err == -ESRCH)
+			why = "is gone";
+	}
+	if (!why || lstat(path, &now) < 0 || now.st_ino != before.st_ino)
+		return 0;
+	if (unlink(path) < 0) {
+		fprintf(stderr, "loopstat: unlink(%s): %s\n", path, strerror(errno));
+		t->failed++;
+		return 0;
+	}
+	printf("removed %s (pid %d %s)\n", path, (int)pid, why);
+	t->removed++;
+	return 0;
+}
+
+static const struct cli_option options[] = {
+	{ 0 },
+};
+
+static int run(int argc, char **argv)
+{
+	struct gc_tally t = { 0 };
+	int rc = cli_parse(&cmd_gc, argc, argv, NULL);
+	if (rc >= 0)
+		return rc;
+	int err = probe_shm_scan(NULL, gc_one, &t);
+	if (err < 0 && err != -ENOENT) {
+		fprintf(stderr, "loopstat: opendir(%s): %s\n", probe_shm_dir(), strerror(-err));
+		return EXIT_FAIL;
+	}
+	printf("%d stale segment%s removed\n", t.removed, t.removed == 1 ? "" : "s");
+	if (t.failed)
+		fprintf(stderr, "loopstat: %d stale segment%s could not be removed\n", t.failed,
+			t.failed == 1 ? "" : "s");
+	return cli_finish_output(t.failed ? EXIT_FAIL : EXIT_OK);
+}
+
+const struct cli_command cmd_gc = {
+	"gc", "remove segments left by processes that are gone", "",
+	"Removes every loopstat segment whose process has exited or whose pid now belongs to another\n"
+	"process. Exits 1 when a stale segment could not be removed.",
+	options, run,
+};

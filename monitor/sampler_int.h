@@ -1,0 +1,109 @@
+/*
+ * sampler_int.h — what the sampler's files share: the worker and segment
+ * tables. Private to monitor/sampler*.c.
+ *
+ *   sampler.c          the thread, tick timing, controls, the snapshot
+ *   sampler_workers.c  worker and segment tables, discovery, shm reads
+ *   sampler_cost.c     the sampler's own CPU cost and real-time policy
+ */
+#ifndef LOOPSTAT_SAMPLER_INT_H
+#define LOOPSTAT_SAMPLER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "idmap.h"
+#include "probe_discover.h"
+#include "probe_fd.h"
+#include "probe_schedstat.h"
+#include "probe_shm.h"
+#include "probe_syscall.h"
+#include "sample_batch.h"
+#include "sampler.h"
+#include "series.h"
+#include "snapshot.h"
+
+#define NS 1000000000ull
+#define SAMPLER_MAX_PROCS   4096
+#define SAMPLER_MAX_THREADS 4096
+#define SAMPLER_MAX_SLOTS   1024
+
+struct sworker {
+	pid_t    pid, tid;
+	int      instrumented;
+	uint32_t backend;
+	int      wait_fd;
+	uint64_t generation;          /* slot generation, instrumented only */
+	char     name[PROBE_COMM_LEN];
+	char     tag[LOOPSTAT_TAG_LEN];
+	struct probe_syscall sc;
+	struct probe_schedstat_file ss;
+	uint64_t gone_ns;             /* 0 while alive */
+	int      no_access;
+	int      seen;                /* mark for discovery sweeps */
+	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
+	int      ntargets;
+	struct series series;
+};
+
+struct segment {
+	pid_t pid;
+	struct probe_shm *shm;
+	char  name[PROBE_COMM_LEN];
+	int   seen;
+};
+
+struct sampler {
+	pthread_mutex_t lock;
+	pthread_t thread;
+	int      started;
+	int      stop;
+	int      realtime;                /* the thread runs SCHED_FIFO now */
+	int      paused;
+	int      all_threads;
+	int      no_realtime;
+	double   rate_hz;
+	const struct targets *targets;   /* borrowed */
+	struct probe_fd_cache *fds;      /* blocker fd targets, forgotten each discovery sweep */
+	struct sample_batch *batch;      /* owned: how each tick's syscall files are read */
+
+	struct sworker **w;              /* owned; pointers so series never move */
+	size_t   n, cap;
+	struct idmap by_tid;             /* (pid, tid) -> index in w */
+	struct segment *seg;
+	size_t   nseg, segcap;
+	struct idmap by_pid;             /* pid -> index in seg */
+
+	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
+	uint64_t next_discover, next_shm, next_sched;
+	uint64_t total_samples;
+	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
+	unsigned rng;
+
+	/* scratch for discovery and shm reads, too big for the stack */
+	struct probe_proc_info procs[SAMPLER_MAX_PROCS];
+	pid_t    tids[SAMPLER_MAX_THREADS];
+	struct probe_shm_worker slots[SAMPLER_MAX_SLOTS];
+};
+
+/* sampler_workers.c; all with s->lock held */
+struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
+void sampler_drop_gone(struct sampler *s, uint64_t now);
+void sampler_mark_gone(struct sworker *w, uint64_t now);
+void sampler_discover(struct sampler *s, uint64_t now);
+void sampler_read_segments(struct sampler *s, uint64_t now);
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd);
+void sampler_free_workers(struct sampler *s);
+
+/* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
+struct sampler_cost {
+	int      rt_allowed;             /* real-time was granted once */
+	int      rt;                     /* the thread runs real-time now */
+	uint64_t wall0, cpu0;            /* start of the current second */
+};
+void sampler_cost_start(struct sampler *s, struct sampler_cost *c);
+/* Called after every tick; about once a second it re-judges the policy. */
+void sampler_cost_tick(struct sampler *s, struct sampler_cost *c);
+
+#endif /* LOOPSTAT_SAMPLER_INT_H */

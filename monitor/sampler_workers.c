@@ -1,0 +1,279 @@
+/*
+ * sampler_workers.c — the sampler's tables: workers (one per sampled
+ * thread, found in O(1) by (pid, tid)) and shm segments (by pid), how they
+ * are discovered, and the shm reads that feed instrumented workers.
+ * Every function here runs on the sampling thread with s->lock held.
+ */
+#include "sampler_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
+{
+	size_t i;
+	return idmap_get(&s->by_tid, idmap_pair(pid, tid), &i) ? s->w[i] : NULL;
+}
+
+static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct sworker **nw = realloc(s->w, cap * sizeof(*nw));
+		if (!nw)
+			return NULL;
+		s->w = nw;
+		s->cap = cap;
+	}
+	struct sworker *w = calloc(1, sizeof(*w));
+	if (!w || idmap_put(&s->by_tid, idmap_pair(pid, tid), s->n) < 0) {
+		free(w);
+		return NULL;
+	}
+	w->pid = pid;
+	w->tid = tid;
+	w->wait_fd = -1;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	series_init(&w->series);
+	probe_syscall_open(&w->sc, pid, tid);
+	probe_schedstat_open(&w->ss, pid, tid);
+	s->w[s->n++] = w;
+	return w;
+}
+
+static void free_worker(struct sworker *w)
+{
+	probe_syscall_close(&w->sc);
+	probe_schedstat_close(&w->ss);
+	free(w);
+}
+
+void sampler_free_workers(struct sampler *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free_worker(s->w[i]);
+	for (size_t i = 0; i < s->nseg; i++)
+		probe_shm_close(s->seg[i].shm);
+	s->n = s->nseg = 0;
+	idmap_done(&s->by_tid);
+	idmap_done(&s->by_pid);
+}
+
+/* After compaction the indices moved: the maps are rebuilt (they only grow
+ * from a put, which cannot fail for a size they already held). */
+static void reindex_workers(struct sampler *s)
+{
+	idmap_clear(&s->by_tid);
+	for (size_t i = 0; i < s->n; i++)
+		idmap_put(&s->by_tid, idmap_pair(s->w[i]->pid, s->w[i]->tid), i);
+}
+
+void sampler_drop_gone(struct sampler *s, uint64_t now)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (w->gone_ns && now - w->gone_ns > (uint64_t)(SAMPLER_GONE_KEEP_S * NS))
+			free_worker(w);
+		else
+			s->w[j++] = w;
+	}
+	if (j != s->n) {
+		s->n = j;
+		reindex_workers(s);
+	}
+}
+
+void sampler_mark_gone(struct sworker *w, uint64_t now)
+{
+	if (!w->gone_ns)
+		w->gone_ns = now ? now : 1;
+}
+
+/* ---- segments ------------------------------------------------------------ */
+
+static struct segment *find_segment(struct sampler *s, pid_t pid)
+{
+	size_t i;
+	return idmap_get(&s->by_pid, (uint64_t)pid, &i) ? &s->seg[i] : NULL;
+}
+
+static int on_segment(const char *path, pid_t pid, void *arg)
+{
+	struct sampler *s = arg;
+	struct segment *g = find_segment(s, pid);
+	if (g) {
+		g->seen = 1;
+		return 0;
+	}
+	struct probe_stat st;
+	if (probe_stat_read(pid, 0, &st) < 0)
+		return 0;
+	if (s->targets && !targets_match(s->targets, pid, st.comm))
+		return 0;
+	struct probe_shm *shm;
+	if (probe_shm_open(path, &shm) < 0)
+		return 0; /* stale, foreign or not ready yet: looked at again next sweep */
+	if (s->nseg == s->segcap) {
+		size_t cap = s->segcap ? s->segcap * 2 : 8;
+		struct segment *ng = realloc(s->seg, cap * sizeof(*ng));
+		if (!ng) {
+			probe_shm_close(shm);
+			return -ENOMEM;
+		}
+		s->seg = ng;
+		s->segcap = cap;
+	}
+	if (idmap_put(&s->by_pid, (uint64_t)pid, s->nseg) < 0) {
+		probe_shm_close(shm);
+		return -ENOMEM;
+	}
+	g = &s->seg[s->nseg++];
+	g->pid = pid;
+	g->shm = shm;
+	g->seen = 1;
+	snprintf(g->name, sizeof(g->name), "%s", st.comm);
+	return 0;
+}
+
+static void discover_segments(struct sampler *s)
+{
+	for (size_t i = 0; i < s->nseg; i++)
+		s->seg[i].seen = 0;
+	probe_shm_scan(NULL, on_segment, s);
+	size_t j = 0;
+	for (size_t i = 0; i < s->nseg; i++) {
+		struct segment *g = &s->seg[i];
+		if (!g->seen || probe_shm_check_writer(g->shm) < 0)
+			probe_shm_close(g->shm);
+		else
+			s->seg[j++] = *g;
+	}
+	if (j != s->nseg) {
+		s->nseg = j;
+		idmap_clear(&s->by_pid);
+		for (size_t i = 0; i < s->nseg; i++)
+			idmap_put(&s->by_pid, (uint64_t)s->seg[i].pid, i);
+	}
+}
+
+/* Uninstrumented targets (-p, -n): every thread is sampled. */
+static void discover_threads(struct sampler *s)
+{
+	int nprocs = 0;
+	if (!s->targets)
+		return;
+	if (s->targets->npids) {
+		nprocs = probe_discover_pids(s->targets->pids, s->targets->npids, s->procs);
+		if (nprocs < 0)
+			nprocs = 0;
+	}
+	if (s->targets->has_re) {
+		int m = probe_discover_match(&s->targets->matcher, s->procs + nprocs,
+					     SAMPLER_MAX_PROCS - (size_t)nprocs);
+		if (m > 0)
+			nprocs += m > SAMPLER_MAX_PROCS - nprocs ? SAMPLER_MAX_PROCS - nprocs : m;
+	}
+	for (int p = 0; p < nprocs; p++) {
+		const struct probe_proc_info *pi = &s->procs[p];
+		if (find_segment(s, pi->pid))
+			continue; /* instrumented: its slots name its workers */
+		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
+		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++)
+			if (!sampler_find_worker(s, pi->pid, s->tids[t]))
+				add_worker(s, pi->pid, s->tids[t], pi->comm);
+	}
+}
+
+/* ---- fd targets ------------------------------------------------------------ */
+
+static int has_target(const struct sworker *w, int fd)
+{
+	for (int i = 0; i < w->ntargets; i++)
+		if (w->targets[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd)
+{
+	const struct probe_fd_target *t;
+	if (w->ntargets == SNAP_TARGETS || has_target(w, fd) || probe_fd_cache_get(s->fds, w->pid, fd, &t) < 0)
+		return;
+	w->targets[w->ntargets].fd = fd;
+	snprintf(w->targets[w->ntargets].text, PROBE_TARGET_LEN, "%s", t->text);
+	w->ntargets++;
+}
+
+/*
+ * Resolves, on the sampler thread, what the fds a worker blocked on in the
+ * detailed history are, newest seconds first: /proc/PID/fd and net tables
+ * are read here once per sweep (through the window cache), never by views.
+ */
+static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
+{
+	w->ntargets = 0;
+	if (w->gone_ns)
+		return;
+	int64_t sec = (int64_t)(now / NS);
+	for (int64_t k = 0; k < SERIES_DETAIL_S && sec - k >= 0 && w->ntargets < SNAP_TARGETS; k++) {
+		const struct series_bucket *b = &w->series.detail[(sec - k) % SERIES_DETAIL_S];
+		if (b->sec != sec - k)
+			continue;
+		for (int i = 0; i < SERIES_BLOCK_KEYS && b->blocks[i].n; i++)
+			if (b->blocks[i].fd >= 0)
+				sampler_add_target(s, w, b->blocks[i].fd);
+	}
+}
+
+void sampler_discover(struct sampler *s, uint64_t now)
+{
+	discover_segments(s);
+	discover_threads(s);
+	probe_fd_cache_begin_window(s->fds);
+	for (size_t i = 0; i < s->n; i++)
+		refresh_targets(s, s->w[i], now);
+}
+
+/* ---- shm counters --------------------------------------------------------- */
+
+static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
+{
+	int n = probe_shm_read(g->shm, s->slots, SAMPLER_MAX_SLOTS, 0);
+	if (n < 0)
+		return;
+	if (n > SAMPLER_MAX_SLOTS)
+		n = SAMPLER_MAX_SLOTS;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->w[i]->pid == g->pid && s->w[i]->instrumented)
+			s->w[i]->seen = 0;
+	for (int i = 0; i < n; i++) {
+		const struct probe_shm_worker *sl = &s->slots[i];
+		struct sworker *w = sampler_find_worker(s, sl->pid, sl->tid);
+		if (w && w->instrumented && w->generation != sl->generation) {
+			series_init(&w->series); /* another thread took the slot: counters restart */
+			w->gone_ns = 0;
+		}
+		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name)))
+			continue;
+		w->instrumented = 1;
+		w->backend = sl->backend;
+		w->wait_fd = sl->wait_fd;
+		w->generation = sl->generation;
+		w->seen = 1;
+		snprintf(w->tag, sizeof(w->tag), "%s", sl->tag);
+		/* now counts from s->t0 on CLOCK_MONOTONIC: the writers' clock */
+		series_add_shm(&w->series, now, s->t0 + now, sl->values, sl->fiber_tag);
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->w[i]->pid == g->pid && s->w[i]->instrumented && !s->w[i]->seen)
+			sampler_mark_gone(s->w[i], now); /* its slot was released */
+}
+
+void sampler_read_segments(struct sampler *s, uint64_t now)
+{
+	for (size_t i = 0; i < s->nseg; i++)
+		read_segment(s, &s->seg[i], now);
+}

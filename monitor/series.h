@@ -1,0 +1,107 @@
+/*
+ * series.h — one worker's sample series: what the sampler feeds and the
+ * model reads windows out of (model_window.h). Pure data and pure functions
+ * (no /proc, no clock, no view struct), so recorded sample streams can be
+ * replayed in tests.
+ *
+ * Time is in ns since the sampler started; a "second" is the integer part
+ * of that. Detailed per-second buckets cover the last SERIES_DETAIL_S seconds
+ * (the longest live window); a compact idle history covers SERIES_HISTORY
+ * seconds; cumulative totals cover the whole run (list --duration).
+ */
+#ifndef LOOPSTAT_SERIES_H
+#define LOOPSTAT_SERIES_H
+
+#include <stdint.h>
+
+#include "loopstat_shm.h"
+#include "probe_classify.h"
+#include "probe_shm.h"
+
+#define SERIES_DETAIL_S   64
+#define SERIES_BLOCK_KEYS 8
+#define SERIES_HISTORY    300 /* seconds of compact per-second history */
+
+/* How a sample counts; GONE / NO_ACCESS samples are not time spent anywhere. */
+enum series_class { SERIES_POLL, SERIES_RUNNING, SERIES_BLOCKED, SERIES_OTHER, SERIES_NCLASS };
+
+struct series_block {
+	long     nr;
+	int      fd;
+	uint32_t n;              /* samples */
+};
+
+struct series_reading {         /* shm values at one instant */
+	int      valid;
+	uint64_t t_ns;
+	uint64_t mono_ns;        /* the same instant, CLOCK_MONOTONIC (the writers' clock of poll_since_ns) */
+	uint64_t v[PROBE_SHM_NVALUES];
+};
+
+struct series_sched {           /* schedstat at one instant */
+	int      valid;
+	uint64_t t_ns;
+	uint64_t run_ns, wait_ns;
+};
+
+struct series_bucket {
+	int64_t  sec;                         /* -1: unused */
+	uint32_t n[SERIES_NCLASS];               /* samples by class */
+	struct series_block blocks[SERIES_BLOCK_KEYS];
+	uint32_t blocks_overflow;             /* blocked samples whose key did not fit */
+	struct series_reading shm;               /* last reading taken in this second */
+	uint64_t runq_max;                    /* max runqueue_len read in this second */
+	struct series_sched sched;               /* last schedstat in this second */
+};
+
+struct series_totals {                       /* since the worker was first seen */
+	uint32_t n[SERIES_NCLASS];
+	struct series_block blocks[SERIES_BLOCK_KEYS * 2];
+	uint32_t blocks_overflow;
+	uint64_t runq_max;
+	struct series_reading shm_first;
+	struct series_sched sched_first;
+};
+
+struct series {
+	struct series_bucket detail[SERIES_DETAIL_S];  /* ring: second s lives at s % SERIES_DETAIL_S */
+	int64_t  hist_sec[SERIES_HISTORY];        /* ring of compact history */
+	uint16_t hist_n[SERIES_HISTORY], hist_poll[SERIES_HISTORY], hist_run[SERIES_HISTORY];
+	uint32_t hist_busy_us[SERIES_HISTORY];    /* runnable (schedstat) in the second */
+	uint32_t hist_span_us[SERIES_HISTORY];    /* of how much of it schedstat covered */
+	struct series_totals total;
+	struct series_reading shm_last;
+	struct series_sched sched_last;
+	uint64_t samples;                        /* all samples ever */
+	uint64_t polls_seen;                     /* POLL samples ever: marks a worker */
+	/* stall tracking: the switch counter and when it last moved */
+	uint64_t last_switches;
+	uint64_t last_change_ns;
+	int      polled_since_change;
+	int      busy_since_change;
+	char     fiber_tag[LOOPSTAT_TAG_LEN];    /* at the last shm reading */
+	int64_t  first_sec;                      /* second of the first sample, -1 before */
+};
+
+void series_init(struct series *a);
+
+/* One classified syscall sample taken at t_ns. */
+void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v);
+
+/* A reading of the worker's shm slot values at t_ns, which is mono_ns on
+ * CLOCK_MONOTONIC (to count a blocking poll still in progress). */
+void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],
+		 const char *fiber_tag);
+
+/* A schedstat reading at t_ns. */
+void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);
+
+/* Stall: how long (ns) the switch counter has not moved while the thread was
+ * seen running or blocked and never in its poll; 0 if not stalled. */
+uint64_t series_stall_ns(const struct series *a, uint64_t now_ns);
+
+/* Adds n samples of (nr, fd) to a key table of nkeys, or to *overflow
+ * when the table is full. */
+void series_add_block(struct series_block *blocks, int nkeys, uint32_t *overflow, long nr, int fd, uint32_t n);
+
+#endif /* LOOPSTAT_SERIES_H */

@@ -1,0 +1,75 @@
+/*
+ * session.c — one sampling run for the one-shot commands.
+ */
+#include "session.h"
+#include "clock.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int session_start(struct session *se, const struct session_opts *o)
+{
+	struct sampler_opts so = { .rate_hz = o->rate_hz, .targets = o->targets, .all_threads = o->all_threads };
+	memset(se, 0, sizeof(*se));
+	int err = sampler_new(&so, &se->sampler);
+	if (err == 0 && (err = sampler_start(se->sampler)) < 0) {
+		sampler_delete(se->sampler);
+		se->sampler = NULL;
+	}
+	se->started_s = (double)mono_ns() / 1e9;
+	return err;
+}
+
+void session_wait_until(struct session *se, double seconds)
+{
+	int tty = isatty(STDERR_FILENO);
+	const double tick = 0.1;
+	for (;;) {
+		double t = (double)mono_ns() / 1e9 - se->started_s;
+		if (t >= seconds)
+			break;
+		if (tty)
+			fprintf(stderr, "\rloopstat: sampling %.1f / %.1f s", t, seconds);
+		double step = seconds - t < tick ? seconds - t : tick;
+		struct timespec ts = { (time_t)step, (long)((step - (time_t)step) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+}
+
+void session_stop(struct session *se)
+{
+	if (se->sampler)
+		sampler_stop(se->sampler);
+}
+
+void session_end(struct session *se)
+{
+	sampler_delete(se->sampler);
+	se->sampler = NULL;
+}
+
+int session_model(struct session *se, double window_s, struct model *m)
+{
+	return sampler_model(se->sampler, window_s, m);
+}
+
+int session_collect(const struct session_opts *o, double duration_s, struct model *m)
+{
+	struct session se;
+	int err = session_start(&se, o);
+	if (err < 0) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		return err;
+	}
+	session_wait_until(&se, duration_s);
+	session_stop(&se);
+	err = session_model(&se, 0, m);
+	session_end(&se);
+	if (err < 0)
+		fprintf(stderr, "loopstat: building the model: %s\n", strerror(-err));
+	return err;
+}

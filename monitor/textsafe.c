@@ -1,0 +1,54 @@
+/*
+ * textsafe.c — one pass of UTF-8 validation with control filtering.
+ */
+#include "textsafe.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length of the valid UTF-8 sequence at p (shortest form, no surrogates,
+ * at most U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p, uint32_t *cp)
+{
+	size_t n;
+	uint32_t c, min;
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	} else if ((p[0] & 0xe0) == 0xc0) {
+		n = 2, c = p[0] & 0x1f, min = 0x80;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		n = 3, c = p[0] & 0x0f, min = 0x800;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		n = 4, c = p[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;   /* also stops at the NUL */
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+char *textsafe(char *s)
+{
+	unsigned char *r = (unsigned char *)s, *w = r;
+	while (*r) {
+		uint32_t cp;
+		size_t n = utf8_len(r, &cp);
+		if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			*w++ = '?';
+			r += n ? n : 1;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			*w++ = *r++;
+	}
+	*w = '\0';
+	return s;
+}

@@ -1,0 +1,109 @@
+/* The metric table: every metric reaches list's JSON, the dashboard (a column or a detail line) and docs/usage.md, with the same name and unit. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "list.h"
+#include "metric.h"
+#include "tui_int.h"
+
+static char *read_doc(void)
+{
+	FILE *f = fopen("docs/usage.md", "r");
+	cr_assert(f, "docs/usage.md (tests run from the source tree)");
+	static char buf[256 * 1024];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+Test(metric_docs, every_metric_has_its_docs_row_with_unit_and_description, .timeout = 10)
+{
+	const char *doc = read_doc();
+	const struct { const struct metric *t; int n; const char *scope; } tables[] = {
+		{ metric_worker, METRIC_NWORKER, "worker" }, { metric_fleet, METRIC_NFLEET, "fleet" },
+	};
+	for (size_t k = 0; k < 2; k++)
+		for (int i = 0; i < tables[k].n; i++) {
+			const struct metric *m = &tables[k].t[i];
+			char row[512];
+			snprintf(row, sizeof(row), "| `%s` | %s | %s | %s |\n", m->name, tables[k].scope,
+				 metric_unit_name(m->unit), m->desc);
+			cr_assert(strstr(doc, row), "docs/usage.md lacks the row: %s", row);
+		}
+}
+
+Test(metric_docs, every_metric_is_a_json_key, .timeout = 10)
+{
+	struct worker_view w = { .pid = 1, .tid = 1, .instrumented = 1, .backend = "libev" };
+	struct model model = { .workers = &w, .n = 1 };
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	list_print_json(f, &model);
+	fclose(f);
+	json_object *doc = json_tokener_parse(out), *workers, *obj, *counters, *fleet, *v;
+	cr_assert(doc, "%s", out);
+	cr_assert(json_object_object_get_ex(doc, "workers", &workers));
+	obj = json_object_array_get_idx(workers, 0);
+	cr_assert(json_object_object_get_ex(obj, "counters", &counters));
+	cr_assert(json_object_object_get_ex(doc, "fleet", &fleet));
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		json_object *where = m->source == METRIC_COUNTERS ? counters : obj;
+		cr_assert(json_object_object_get_ex(where, m->name, &v), "%s not in the JSON: %s", m->name, out);
+	}
+	for (int i = 0; i < METRIC_NFLEET; i++)
+		cr_assert(json_object_object_get_ex(fleet, metric_fleet[i].name, &v), "fleet %s not in the JSON",
+			  metric_fleet[i].name);
+	json_object_put(doc);
+	free(out);
+}
+
+/* Shown by the dashboard: a column's figure, a detail line's, or the interval drawn beside another. */
+static int on_dashboard(const struct metric *m)
+{
+	for (int c = 0; c < TUI_NCOLS; c++)
+		if (tui_columns[c].metric >= 0 && &metric_worker[tui_columns[c].metric] == m)
+			return 1;
+	if (m->line != METRIC_LINE_NONE && m->detail)
+		return 1;
+	for (int i = 0; i < METRIC_NWORKER; i++)
+		if (metric_worker[i].interval && strcmp(metric_worker[i].interval, m->name) == 0)
+			return 1;
+	return 0;
+}
+
+Test(metric_docs, every_metric_is_on_the_dashboard, .timeout = 10)
+{
+	for (int i = 0; i < METRIC_NWORKER; i++)
+		cr_assert(on_dashboard(&metric_worker[i]), "%s is neither a column nor a detail line",
+			  metric_worker[i].name);
+}
+
+Test(metric_docs, names_are_unique_and_intervals_exist, .timeout = 10)
+{
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		cr_assert_eq(metric_find(metric_worker[i].name), &metric_worker[i], "%s twice", metric_worker[i].name);
+		if (metric_worker[i].interval)
+			cr_assert(metric_find(metric_worker[i].interval), "%s's interval", metric_worker[i].name);
+	}
+	cr_assert_null(metric_find("no_such_metric"));
+}
+
+Test(metric_docs, values_read_through_the_table, .timeout = 10)
+{
+	struct worker_view w = { .idle_pct = 12.5, .runqueue_len = 7, .ops_per_s = 3, .instrumented = 0 };
+	cr_assert_float_eq(metric_value(metric_find("idle_pct"), &w), 12.5, 1e-12);
+	cr_assert(isnan(metric_value(metric_find("runqueue_len"), &w)), "a counter of an uninstrumented worker is unknown");
+	w.instrumented = 1;
+	cr_assert_float_eq(metric_value(metric_find("runqueue_len"), &w), 7, 1e-12);
+	cr_assert_float_eq(metric_value(metric_find("ops_per_s"), &w), 3, 1e-12);
+	struct fleet_view f = { .workers = 4, .mean_idle_pct = 50 };
+	cr_assert_float_eq(metric_value(&metric_fleet[METRIC_F_workers], &f), 4, 1e-12);
+	cr_assert_float_eq(metric_value(&metric_fleet[METRIC_F_mean_idle_pct], &f), 50, 1e-12);
+}
