@@ -176,9 +176,7 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 	const struct series_sched *sched_from = &a->total.sched_first;
 
 	if (window_s > 0) {
-		int64_t span = (int64_t)ceil(window_s);
-		if (span > SERIES_DETAIL_S - 1)
-			span = SERIES_DETAIL_S - 1;
+		int64_t span = series_window_span(window_s);
 		struct window win = { now_sec - span + 1, now_sec };
 		/* the baseline for rates is the last reading before the window,
 		 * or failing that the oldest one inside it */

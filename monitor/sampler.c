@@ -223,7 +223,8 @@ static int shown(const struct sampler *s, const struct sworker *w)
 	return w->instrumented || w->series.polls_seen > 0 || s->all_threads;
 }
 
-static void copy_worker(struct snap_worker *d, const struct sworker *w)
+static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t now_sec, double window_s,
+			int with_history)
 {
 	d->pid = w->pid;
 	d->tid = w->tid;
@@ -235,10 +236,10 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w)
 	d->no_access = w->no_access;
 	d->ntargets = w->ntargets;
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));
-	memcpy(&d->series, &w->series, sizeof(d->series));
+	series_copy_window(&d->series, &w->series, now_sec, window_s, with_history);
 }
 
-int sampler_snapshot(struct sampler *s, struct snapshot *snap)
+int sampler_snapshot(struct sampler *s, double window_s, int with_history, struct snapshot *snap)
 {
 	pthread_mutex_lock(&s->lock);
 	if (snap->cap < s->n) {
@@ -253,10 +254,10 @@ int sampler_snapshot(struct sampler *s, struct snapshot *snap)
 		snap->cap = s->n;
 	}
 	snap->n = 0;
+	snap->now_ns = elapsed_ns(s);
 	for (size_t i = 0; i < s->n; i++)
 		if (shown(s, s->w[i]))
-			copy_worker(&snap->w[snap->n++], s->w[i]);
-	snap->now_ns = elapsed_ns(s);
+			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
 	snap->rate_hz = s->rate_hz;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
@@ -267,7 +268,7 @@ int sampler_snapshot(struct sampler *s, struct snapshot *snap)
 int sampler_model(struct sampler *s, double window_s, struct model *m)
 {
 	struct snapshot snap = { 0 };
-	int err = sampler_snapshot(s, &snap);
+	int err = sampler_snapshot(s, window_s, 1, &snap);
 	if (err == 0)
 		err = model_build(&snap, window_s, m);
 	snapshot_done(&snap);

@@ -41,12 +41,13 @@ void   sampler_set_all_threads(struct sampler *s, int on);
 int    sampler_realtime(struct sampler *s);
 
 /*
- * Copies every shown worker's identity and series into snap (reusing its
- * memory; free with snapshot_done), under the lock and nothing else: the
- * model is computed from it outside (model_build.h). Thread-safe.
- * Returns 0 or -ENOMEM.
+ * Copies every shown worker's identity and what a window of window_s
+ * seconds needs of its series (<= 0: the whole run; the per-second history
+ * too when with_history) into snap, reusing its memory (free with
+ * snapshot_done). Only that copy happens under the lock: the model is
+ * computed from it outside (model_build.h). Thread-safe. 0 or -ENOMEM.
  */
-int sampler_snapshot(struct sampler *s, struct snapshot *snap);
+int sampler_snapshot(struct sampler *s, double window_s, int with_history, struct snapshot *snap);
 
 /* A snapshot and model_build() in one call: figures over the last window_s
  * seconds (<= 0: since sampling started) into m (free with model_done).

@@ -6,6 +6,7 @@
 #include "series.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,3 +170,40 @@ uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)
 	return d >= STALL_MIN_NS ? d : 0;
 }
 
+
+int64_t series_window_span(double window_s)
+{
+	int64_t span = (int64_t)ceil(window_s);
+	return span > SERIES_DETAIL_S - 1 ? SERIES_DETAIL_S - 1 : span;
+}
+
+void series_copy_window(struct series *dst, const struct series *src, int64_t now_sec, double window_s,
+			int with_history)
+{
+	size_t tail = offsetof(struct series, total);
+	memcpy((char *)dst + tail, (const char *)src + tail, sizeof(*dst) - tail);
+	for (int i = 0; i < SERIES_DETAIL_S; i++)
+		dst->detail[i].sec = -1;
+	if (window_s > 0) {
+		/* the window's seconds and the one before it (the rates' baseline) */
+		int64_t span = series_window_span(window_s);
+		for (int64_t sec = now_sec - span; sec <= now_sec; sec++) {
+			if (sec < 0)
+				continue;
+			const struct series_bucket *b = &src->detail[sec % SERIES_DETAIL_S];
+			if (b->sec == sec)
+				dst->detail[sec % SERIES_DETAIL_S] = *b;
+		}
+	}
+	if (with_history) {
+		memcpy(dst->hist_sec, src->hist_sec, sizeof(src->hist_sec));
+		memcpy(dst->hist_n, src->hist_n, sizeof(src->hist_n));
+		memcpy(dst->hist_poll, src->hist_poll, sizeof(src->hist_poll));
+		memcpy(dst->hist_run, src->hist_run, sizeof(src->hist_run));
+		memcpy(dst->hist_busy_us, src->hist_busy_us, sizeof(src->hist_busy_us));
+		memcpy(dst->hist_span_us, src->hist_span_us, sizeof(src->hist_span_us));
+	} else {
+		for (int i = 0; i < SERIES_HISTORY; i++)
+			dst->hist_sec[i] = -1;
+	}
+}

@@ -69,6 +69,7 @@ struct series {
 	uint16_t hist_n[SERIES_HISTORY], hist_poll[SERIES_HISTORY], hist_run[SERIES_HISTORY];
 	uint32_t hist_busy_us[SERIES_HISTORY];    /* runnable (schedstat) in the second */
 	uint32_t hist_span_us[SERIES_HISTORY];    /* of how much of it schedstat covered */
+	/* from here on: what every window needs (series_copy_window copies it whole) */
 	struct series_totals total;
 	struct series_reading shm_last;
 	struct series_sched sched_last;
@@ -99,6 +100,18 @@ void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t
 /* Stall: how long (ns) the switch counter has not moved while the thread was
  * seen running or blocked and never in its poll; 0 if not stalled. */
 uint64_t series_stall_ns(const struct series *a, uint64_t now_ns);
+
+/*
+ * Copies into dst what a window of window_s seconds ending in second
+ * now_sec needs (<= 0: the whole run, totals only), and the compact history
+ * only when with_history: a view's copy costs what it reads, not the whole
+ * series. dst reads like src for that window and no other.
+ */
+void series_copy_window(struct series *dst, const struct series *src, int64_t now_sec, double window_s,
+			int with_history);
+
+/* Seconds of detail a window of window_s covers, capped by the ring. */
+int64_t series_window_span(double window_s);
 
 /* Adds n samples of (nr, fd) to a key table of nkeys, or to *overflow
  * when the table is full. */

@@ -3,6 +3,7 @@
  */
 #include "session.h"
 #include "clock.h"
+#include "model_build.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -54,7 +55,12 @@ void session_end(struct session *se)
 
 int session_model(struct session *se, double window_s, struct model *m)
 {
-	return sampler_model(se->sampler, window_s, m);
+	struct snapshot snap = { 0 };
+	int err = sampler_snapshot(se->sampler, window_s, 0, &snap);
+	if (err == 0)
+		err = model_build(&snap, window_s, m);
+	snapshot_done(&snap);
+	return err;
 }
 
 int session_collect(const struct session_opts *o, double duration_s, struct model *m)

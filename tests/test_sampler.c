@@ -3,6 +3,13 @@
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+
+#include "model_build.h"
 
 #include "sampler.h"
 #include "support/children.h"
@@ -135,6 +142,110 @@ Test(sampler, rate_and_pause_controls, .timeout = 30)
 	/* 100 Hz for 0.5 s: about 50, never the 250 of the old rate */
 	cr_assert(m.total_samples - before >= 25 && m.total_samples - before <= 100, "took %lu",
 		  (unsigned long)(m.total_samples - before));
+	model_done(&m);
+	sampler_delete(s);
+	tc_kill(child);
+}
+
+/* A child with n threads parked in epoll_wait: n workers for the sampler. */
+static void *park_thread(void *arg)
+{
+	struct epoll_event ev;
+	for (;;)
+		epoll_wait((int)(intptr_t)arg, &ev, 1, -1);
+	return NULL;
+}
+
+static pid_t spawn_threads(int n)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int ep = epoll_create1(0);
+		for (int i = 1; i < n; i++) {
+			pthread_t th;
+			pthread_create(&th, NULL, park_thread, (void *)(intptr_t)ep);
+		}
+		write(ready[1], "x", 1);
+		park_thread((void *)(intptr_t)ep);
+	}
+	char c;
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
+#define SLOW_BUILDS 400   /* one slow view's request: this many model builds */
+
+static volatile int hammer_stop;
+static long hammer_requests;
+static double hammer_slow_ms, hammer_snap_ms;
+
+/* A slow view: each request takes a dashboard's snapshot, then spends
+ * SLOW_BUILDS model builds on it, back to back, as fast as it can. */
+static void *hammer(void *arg)
+{
+	(void)arg;
+	struct snapshot snap = { 0 };
+	while (!hammer_stop) {
+		struct model m;
+		long long t0 = ts_now_ms();
+		cr_assert_eq(sampler_snapshot(s, 5, 1, &snap), 0);
+		long long t1 = ts_now_ms();
+		for (int i = 0; i < SLOW_BUILDS; i++) {
+			cr_assert_eq(model_build(&snap, 5, &m), 0);
+			model_done(&m);
+		}
+		hammer_snap_ms += (double)(t1 - t0);
+		hammer_slow_ms += (double)(ts_now_ms() - t1);
+		hammer_requests++;
+	}
+	snapshot_done(&snap);
+	return NULL;
+}
+
+Test(sampler, heavy_models_are_built_outside_the_ticks_lock, .timeout = 60)
+{
+	pid_t child = spawn_threads(256);
+	start(child, 0, 0);
+	struct model m;
+	long long end = ts_now_ms() + 10000;
+	do {
+		cr_assert_eq(sampler_model(s, 5, &m), 0);
+		size_t n = m.n;
+		model_done(&m);
+		if (n == 256)
+			break;
+		usleep(100000);
+	} while (ts_now_ms() < end);
+	cr_assert_lt(ts_now_ms(), end, "256 threads never all seen polling");
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	double lag_before = m.tick_lag_max_ms;
+	model_done(&m);
+
+	pthread_t th;
+	hammer_stop = 0;
+	cr_assert_eq(pthread_create(&th, NULL, hammer, NULL), 0);
+	usleep(3000000);
+	hammer_stop = 1;
+	pthread_join(th, NULL);
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	double slow_ms = hammer_slow_ms / (double)hammer_requests, snap_ms = hammer_snap_ms / (double)hammer_requests;
+	cr_log_info("%ld slow requests of %.1f ms each, their snapshots %.2f ms under the lock; tick lag max %.2f ms "
+		    "(%.2f before)", hammer_requests, slow_ms, snap_ms, m.tick_lag_max_ms, lag_before);
+	/* A request that computed under the lock would hold it slow_ms at a
+	 * time, and some tick would wait most of that; the snapshot holds it for
+	 * a copy only. */
+	double bound = fmax(2 * lag_before, 20) + 4 * snap_ms;
+	if (slow_ms < 2 * bound)
+		cr_skip_test("this machine is too noisy for the bound: a slow request took %.1f ms, the bound is %.1f ms",
+			     slow_ms, bound);
+	cr_assert_lt(m.tick_lag_max_ms, bound, "ticks waited %.2f ms: a %.1f ms request held the lock", m.tick_lag_max_ms,
+		     slow_ms);
 	model_done(&m);
 	sampler_delete(s);
 	tc_kill(child);
