@@ -8,45 +8,11 @@
 
 #include "check_stats.h"
 #include "model.h"
+#include "support/check_streams.h"
 
 #define RUNS 400
 
-/* splitmix64: a fixed seed per test, never tuned; the runs must be reproducible */
-static uint64_t rng_state;
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
-static double gauss(void)
-{
-	double u = unif(), v = unif();
-	return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
-}
-
-/*
- * A worker sampled at ~200 Hz that stays in its poll (state 1) or busy
- * (state 0) for runs of samples: a two-state Markov chain with
- * P(poll→busy) = a, P(busy→poll) = b, started from its stationary law, so
- * the true idle share is b/(a+b) and samples ~0.5 s apart are still
- * correlated. Each second gets 180..220 samples (the sampler's jitter).
- */
-static void markov_stream(struct check_sec *secs, int nsec, double a, double b)
-{
-	int state = unif() < b / (a + b);
-	for (int s = 0; s < nsec; s++) {
-		int n = 180 + (int)(rng_next() % 41), hits = 0;
-		for (int i = 0; i < n; i++) {
-			hits += state;
-			double u = unif();
-			state = state ? !(u < a) : (u < b);
-		}
-		secs[s] = (struct check_sec){ hits, n };
-	}
-}
+static struct cs_rng rng;
 
 /* What the TUI shows: Wilson's interval as if every sample were independent. */
 static int naive_covers(const struct check_sec *secs, int nsec, double truth)
@@ -68,9 +34,9 @@ Test(check_stats, markov_proportion_coverage, .timeout = 60)
 	struct check_sec secs[NSEC];
 	int covered = 0, naive = 0;
 	double neff = 0, n = 0;
-	rng_state = 13;
+	rng = (struct cs_rng){ 13 };
 	for (int r = 0; r < RUNS; r++) {
-		markov_stream(secs, NSEC, a, b);
+		cs_markov(&rng, secs, NSEC, a, b);
 		struct check_estimate e;
 		cr_assert_eq(check_estimate(secs, NSEC, CHECK_PROPORTION, 100, &e), 0);
 		cr_assert(e.ok && e.lo <= e.est && e.est <= e.hi);
@@ -89,25 +55,14 @@ Test(check_stats, markov_proportion_coverage, .timeout = 60)
 	cr_expect(neff / n < 0.1, "n_eff/n = %.3f", neff / n);
 }
 
-/* ops/s per second following an AR(1) around 5000 with ρ = 0.6 (a rate metric; correlation time (1+ρ)/(1−ρ) = 4 s). */
-static void ar1_stream(struct check_sec *secs, int nsec, double mu, double rho, double sigma)
-{
-	double x = mu + sigma / sqrt(1 - rho * rho) * gauss();
-	for (int s = 0; s < nsec; s++) {
-		double w = 0.9 + 0.2 * unif();   /* seconds of wall time the bucket covers */
-		secs[s] = (struct check_sec){ x * w, w };
-		x = mu + rho * (x - mu) + sigma * gauss();
-	}
-}
-
 Test(check_stats, ar1_rate_coverage, .timeout = 60)
 {
 	enum { NSEC = 300 };   /* 120 correlation times: see docs/check.md for shorter runs */
 	struct check_sec secs[NSEC];
 	int covered = 0, naive = 0;
-	rng_state = 29;
+	rng = (struct cs_rng){ 29 };
 	for (int r = 0; r < RUNS; r++) {
-		ar1_stream(secs, NSEC, 5000, 0.6, 400);
+		cs_ar1(&rng, secs, NSEC, 5000, 0.6, 400);
 		struct check_estimate e;
 		cr_assert_eq(check_estimate(secs, NSEC, CHECK_RATE, 1, &e), 0);
 		covered += e.lo <= 5000 && 5000 <= e.hi;
@@ -126,10 +81,10 @@ Test(check_stats, difference_coverage, .timeout = 60)
 	enum { NSEC = 60 };
 	struct check_sec x[NSEC], y[NSEC];
 	int covered = 0;
-	rng_state = 41;
+	rng = (struct cs_rng){ 41 };
 	for (int r = 0; r < RUNS; r++) {
-		markov_stream(x, NSEC, 0.01, 0.015);    /* 60% */
-		markov_stream(y, NSEC, 0.01, 0.01);     /* 50% */
+		cs_markov(&rng, x, NSEC, 0.01, 0.015);    /* 60% */
+		cs_markov(&rng, y, NSEC, 0.01, 0.01);     /* 50% */
 		struct check_estimate ex, ey, d;
 		cr_assert_eq(check_estimate(x, NSEC, CHECK_PROPORTION, 100, &ex), 0);
 		cr_assert_eq(check_estimate(y, NSEC, CHECK_PROPORTION, 100, &ey), 0);
