@@ -1,6 +1,8 @@
 /* check_verdict: pass/fail only when the whole interval clears the limit, inconclusive when it straddles, nothing without samples; the exit code of a check. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_verdict.h"
@@ -92,4 +94,30 @@ Test(check_verdict, exit_codes, .timeout = 5)
 				     { .verdict = CHECK_NOTHING } };
 	check_tally_results(&t, r, 4);
 	cr_expect(t.passed == 2 && t.failed == 1 && t.inconclusive == 0 && t.nothing == 1);
+}
+
+Test(check_verdict, exit_codes_documented, .timeout = 5)
+{
+	static const struct { int code; const char *row; } rows[] = {
+		{ EXIT_OK, "| 0 | `EXIT_OK` |" },
+		{ EXIT_FAIL, "| 1 | `EXIT_FAIL` |" },
+		{ EXIT_USAGE, "| 2 | `EXIT_USAGE` |" },
+		{ EXIT_INCONCLUSIVE, "| 3 | `EXIT_INCONCLUSIVE` |" },
+		{ EXIT_NOTHING, "| 4 | `EXIT_NOTHING` |" },
+		{ EXIT_ACCESS, "| 5 | `EXIT_ACCESS` |" },
+		{ EXIT_DEFERRED, "| 75 | `EXIT_DEFERRED` |" },
+	};
+	FILE *f = fopen("docs/check.md", "r");
+	cr_assert(f, "docs/check.md (tests run from the source tree)");
+	char *doc = NULL;
+	size_t len = 0;
+	cr_assert(getdelim(&doc, &len, 0, f) > 0);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char code[8];
+		snprintf(code, sizeof(code), "| %d |", rows[i].code);
+		cr_expect(strncmp(rows[i].row, code, strlen(code)) == 0, "%s is not %d", rows[i].row, rows[i].code);
+		cr_expect(strstr(doc, rows[i].row), "docs/check.md lacks the row: %s", rows[i].row);
+	}
+	free(doc);
 }
