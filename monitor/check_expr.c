@@ -209,40 +209,41 @@ static int is_time_unit(const char *u) { return strcmp(u, "ms") == 0 || strcmp(u
 /* Converts v written in the unit at c->p into the metric's unit. */
 static int parse_unit(struct cursor *c, const struct check_metric *m, double *v)
 {
+	const char *unit = m->unit ? m->unit : "";
 	skip_ws(c);
 	const char *u = c->p;
 	size_t ul = strspn(u, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ%/");
 	c->p += ul;
 	if (ul == 0)
 		return 0;
-	if (strcmp(m->unit, "%") == 0) {
+	if (strcmp(unit, "%") == 0) {
 		if (ul == 1 && u[0] == '%')
 			return 0;
 		return fail_at(c, u, "unit '%.*s' does not fit %s (a percentage): write the number alone or with %%",
 			       (int)ul, u, m->name);
 	}
-	if (is_time_unit(m->unit)) {
+	if (is_time_unit(unit)) {
 		static const struct { const char *u; double s; } t[] = {
 			{ "ns", 1e-9 }, { "us", 1e-6 }, { "ms", 1e-3 }, { "s", 1 },
 		};
-		double to = strcmp(m->unit, "ms") == 0 ? 1e-3 : 1;
+		double to = strcmp(unit, "ms") == 0 ? 1e-3 : 1;
 		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 			if (strlen(t[i].u) == ul && strncmp(u, t[i].u, ul) == 0) {
 				*v = *v * t[i].s / to;
 				return 0;
 			}
 		return fail_at(c, u, "unit '%.*s' does not fit %s (a time in %s): use ns, us, ms or s", (int)ul, u,
-			       m->name, m->unit);
+			       m->name, unit);
 	}
-	if (strlen(m->unit) == ul && strncmp(u, m->unit, ul) == 0)
+	if (strlen(unit) == ul && strncmp(u, unit, ul) == 0)
 		return 0;
 	if (ul == 1 && strchr("kMG", u[0])) {
 		*v *= u[0] == 'k' ? 1e3 : u[0] == 'M' ? 1e6 : 1e9;
 		return 0;
 	}
-	if (m->unit[0])
+	if (unit[0])
 		return fail_at(c, u, "unit '%.*s' does not fit %s (%s): use %s, k, M or G, or no unit", (int)ul, u,
-			       m->name, m->unit, m->unit);
+			       m->name, unit, unit);
 	return fail_at(c, u, "unit '%.*s' does not fit %s (a count): use k, M or G, or no unit", (int)ul, u,
 		       m->name);
 }
@@ -250,7 +251,7 @@ static int parse_unit(struct cursor *c, const struct check_metric *m, double *v)
 static int parse_limit(struct cursor *c, struct check_threshold *t)
 {
 	const struct check_metric *m = t->metric;
-	int pct = strcmp(m->unit, "%") == 0;
+	int pct = m->unit && strcmp(m->unit, "%") == 0;
 	t->coef = 1;
 	if (strncmp(c->p, "baseline", 8) == 0 && word_len(c->p) == 8) {
 		t->relative = 1;

@@ -31,7 +31,7 @@ enum check_op { CHECK_LT, CHECK_LE, CHECK_GT, CHECK_GE };
 /* What check needs of one row of the metric table (borrowed strings). */
 struct check_metric {
 	const char *name;      /* "idle_pct" */
-	const char *unit;      /* "%", "ms", "s", "ops/s", "" for a plain count */
+	const char *unit;      /* "%", "ms", "s", "ops/s", "" (or NULL) for a plain count */
 	const char *filters;   /* comma-separated keys it may be filtered by ("syscall,fd"); NULL: none */
 };
 

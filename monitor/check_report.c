@@ -45,12 +45,17 @@ int check__utf8_len(const unsigned char *p)
 	return n;
 }
 
+/* "comm pid/tid [tag]", control bytes as '?': names are the target's to
+ * choose, and an escape sequence must not reach the reader's terminal. */
 const char *check__worker(const struct check_result *r, char *buf, size_t len)
 {
 	if (r->tag[0])
 		snprintf(buf, len, "%s %d/%d %s", r->process, (int)r->pid, (int)r->tid, r->tag);
 	else
 		snprintf(buf, len, "%s %d/%d", r->process, (int)r->pid, (int)r->tid);
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	return buf;
 }
 

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -192,4 +193,33 @@ Test(check_expr, file_one_per_line_with_comments, .timeout = 5)
 	cr_expect(strstr(err, "open(") && strstr(err, "No such file"), "%s", err);
 	check_set_done(&s);
 	ts_rmtree_free(dir);
+}
+
+Test(check_expr, every_prefix_and_random_bytes_give_a_verdict_never_a_crash, .timeout = 10)
+{
+	static const char *const texts[] = {
+		"blocked_pct{syscall=fsync,fd=3}<=5%", "stall_ms<baseline*2+0.01s", "headroom_ops_per_s >= 5k",
+	};
+	char buf[128];
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		for (size_t n = 0; n <= strlen(texts[i]); n++) {
+			snprintf(buf, sizeof(buf), "%.*s", (int)n, texts[i]);
+			int rc = check_parse(&ctx, buf, &t, err, sizeof(err));
+			cr_assert(rc == 0 || (rc == -EINVAL && err[0]), "'%s': rc %d", buf, rc);
+		}
+	uint64_t x = 7;
+	for (int r = 0; r < 2000; r++) {
+		size_t n = 1 + r % 60;
+		for (size_t k = 0; k < n; k++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			buf[k] = (char)(x >> 56 ? x >> 56 : 1);
+		}
+		buf[n] = '\0';
+		memcpy(buf, "idle_pct", r % 2 ? 8 : 0);   /* half of them get past the name */
+		int rc = check_parse(&ctx, buf, &t, err, sizeof(err));
+		cr_assert(rc == 0 || (rc == -EINVAL && err[0]));
+	}
+	char small[16];
+	cr_expect_eq(check_parse(&ctx, "idel_pct>=30", &t, small, sizeof(small)), -EINVAL, "a short buffer is cut, not overrun");
+	cr_expect_eq(strlen(small), sizeof(small) - 1);
 }

@@ -45,7 +45,8 @@ static void result(int i, const char *proc, int tid, int t, const struct check_s
 	r->pid = 4000;
 	r->tid = tid;
 	snprintf(r->process, sizeof(r->process), "%s", proc);
-	snprintf(r->tag, sizeof(r->tag), "%s", tid == 4001 ? "acceptor" : "");
+	/* a tag with a tab and a newline: XML attributes must keep them, the table must not */
+	snprintf(r->tag, sizeof(r->tag), "%s", tid == 4001 ? "acceptor" : tid == 4002 ? "tab\there\nnl" : "");
 	r->time_s = 60;
 	check_result_judge(r, &th[t], &e, base, 0);
 }
@@ -124,6 +125,7 @@ Test(check_report, summary_and_table, .init = setup, .fini = teardown, .timeout 
 	cr_expect(strstr(s, "echo 4000/4001 acceptor") && strstr(s, "idle_pct>=30") && strstr(s, "pass"), "%s", s);
 	cr_expect(strstr(s, "blocked_pct{syscall=fsync}<5") && strstr(s, "inconclusive"), "%s", s);
 	cr_expect(strstr(s, "db 4000/4004") && strstr(s, "nothing"), "%s", s);
+	cr_expect(strstr(s, "echo 4000/4002 tab?here?nl") && strstr(s, "we<i&rd\"p'roc?\xff"), "%s", s);
 	int lines = 0;
 	for (const char *p = s; *p; p++)
 		lines += *p == '\n';
