@@ -10,8 +10,8 @@
  * are still dependent, and the interval is Student-t on the batch means
  * (ratio form, so seconds with more samples weigh more), widened by
  * (1+r)/(1−r) for what lag-1 correlation r remains. On synthetic streams
- * (tests/test_check_stats.c, docs/check.md) it covers 93–97% once the run
- * is ~50 correlation times long, ~90% at ~10.
+ * (bench/check_coverage, docs/check.md) it covers 0.93–0.97 once the run
+ * is ~30 correlation times long or more, 0.89–0.92 at 7–15.
  *
  * Input: one struct check_sec per second, in time order.
  *   CHECK_PROPORTION  num = samples in the class (e.g. in the loop's poll),
