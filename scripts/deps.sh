@@ -19,6 +19,12 @@ tmux:tmux
 gcc:gcc
 make:make
 "
+# loopstat check's report tests: JUnit read back by junitparser (Debian's
+# /usr/bin/python3), TAP by Perl's TAP::Parser and prove.
+PKGS="$PKGS
+python3-junitparser:/usr/lib/python3/dist-packages/junitparser/__init__.py
+perl:/usr/bin/prove
+"
 
 missing=""
 for pair in $PKGS; do

@@ -1,0 +1,87 @@
+/*
+ * check_coverage: how often check_stats' 95% interval covers the truth on
+ * synthetic autocorrelated streams, by correlation time and run length,
+ * against the binomial (independent-samples) interval in the same runs.
+ * Not a speed benchmark: it measures the honesty docs/check.md quotes.
+ *
+ *   make benches && build/bench/check_coverage [runs]
+ */
+/* the bench links only libprobes and libfiberloop: build the two monitor
+ * files it measures into it */
+#include "../monitor/check_stats.c"
+#include "../monitor/model.c"
+#include "../tests/support/check_streams.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int wilson_covers(const struct check_sec *s, int nsec, double truth_pct)
+{
+	double hits = 0, n = 0;
+	for (int i = 0; i < nsec; i++) {
+		hits += s[i].num;
+		n += s[i].den;
+	}
+	double p = hits / n, z2n = Z975 * Z975 / n;
+	double centre = (p + z2n / 2) / (1 + z2n) * 100, half = model_ci95_pts(p, (uint64_t)n);
+	return fabs(truth_pct - centre) <= half;
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 1000;
+	static const int lens[] = { 60, 120, 300 };
+	static struct check_sec s[300];
+	struct check_estimate e;
+
+	/* proportion: a Markov poll/busy chain, mean run 1/a samples in poll */
+	static const double ab[][2] = { { 0.3, 0.45 }, { 0.01, 0.015 }, { 0.002, 0.003 } };
+	printf("%-24s %6s %9s %9s %8s %8s\n", "stream", "secs", "cover", "binomial", "n_eff/n", "width");
+	double worst = 1, worst_naive = 0;
+	for (int k = 0; k < 3; k++)
+		for (int l = 0; l < 3; l++) {
+			struct cs_rng rng = { 13 };
+			double truth = ab[k][1] / (ab[k][0] + ab[k][1]) * 100, width = 0, ratio = 0;
+			int c = 0, nc = 0;
+			for (int r = 0; r < runs; r++) {
+				cs_markov(&rng, s, lens[l], ab[k][0], ab[k][1]);
+				check_estimate(s, (size_t)lens[l], CHECK_PROPORTION, 100, &e);
+				c += e.lo <= truth && truth <= e.hi;
+				nc += wilson_covers(s, lens[l], truth);
+				width += e.hi - e.lo;
+				ratio += e.n_eff / e.n;
+			}
+			char name[64];
+			snprintf(name, sizeof(name), "markov poll run %.0f smp", 1 / ab[k][0]);
+			printf("%-24s %6d %9.3f %9.3f %8.4f %8.2f\n", name, lens[l], (double)c / runs,
+			       (double)nc / runs, ratio / runs, width / runs);
+			if (k == 1 && l == 0) {
+				worst = (double)c / runs;
+				worst_naive = (double)nc / runs;
+			}
+		}
+
+	/* rate: AR(1) per second around 5000/s */
+	static const double rhos[] = { 0, 0.3, 0.6, 0.8 };
+	for (int k = 0; k < 4; k++)
+		for (int l = 0; l < 3; l++) {
+			struct cs_rng rng = { 29 };
+			int c = 0;
+			double width = 0, ratio = 0;
+			for (int r = 0; r < runs; r++) {
+				cs_ar1(&rng, s, lens[l], 5000, rhos[k], 400);
+				check_estimate(s, (size_t)lens[l], CHECK_RATE, 1, &e);
+				c += e.lo <= 5000 && 5000 <= e.hi;
+				width += e.hi - e.lo;
+				ratio += e.n_eff / e.n;
+			}
+			char name[64];
+			snprintf(name, sizeof(name), "ar1 rho %.1f (tau %.1fs)", rhos[k], (1 + rhos[k]) / (1 - rhos[k]));
+			printf("%-24s %6d %9.3f %9s %8.4f %8.0f\n", name, lens[l], (double)c / runs, "-", ratio / runs,
+			       width / runs);
+		}
+	printf("figure check_coverage_markov_60s %.3f\n", worst);
+	printf("figure check_coverage_binomial_markov_60s %.3f\n", worst_naive);
+	printf("figure check_coverage_vs_binomial %.2f x\n", worst / worst_naive);
+	return 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * check_stats.h — the 95% interval of a metric estimated from an
+ * autocorrelated per-second stream, for `loopstat check`.
+ *
+ * Samples taken milliseconds apart are not independent (a worker stays
+ * busy or idle for many samples in a row), so the binomial interval of the
+ * TUI would be far too narrow for a CI gate. Here the stream is cut into
+ * k batches of consecutive seconds (Schmeiser: 10..30 batches), k lowered
+ * from 30 while the batch means' lag-1 autocorrelation shows the batches
+ * are still dependent, and the interval is Student-t on the batch means
+ * (ratio form, so seconds with more samples weigh more), widened by
+ * (1+r)/(1−r) for what lag-1 correlation r remains. On synthetic streams
+ * (bench/check_coverage, docs/check.md) it covers 0.93–0.97 once the run
+ * is ~30 correlation times long or more, 0.89–0.92 at 7–15.
+ *
+ * Input: one struct check_sec per second, in time order.
+ *   CHECK_PROPORTION  num = samples in the class (e.g. in the loop's poll),
+ *                     den = samples taken that second; the estimate is
+ *                     Σnum/Σden × scale (scale 100 for a *_pct metric).
+ *   CHECK_RATE        num = the quantity in the second (e.g. ops done),
+ *                     den = its weight (seconds of wall time it covers);
+ *                     the estimate is Σnum/Σden × scale.
+ *   CHECK_MAX         num = the second's maximum (stall_ms, runqueue_max),
+ *                     den > 0 marks the second valid; the estimate is the
+ *                     largest, an observed fact with a zero-width interval.
+ * A second with den <= 0 carries no data and is skipped.
+ */
+#ifndef LOOPSTAT_CHECK_STATS_H
+#define LOOPSTAT_CHECK_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHECK_BATCHES_MAX 30    /* Schmeiser's range of batch counts */
+#define CHECK_BATCHES_MIN 10
+#define CHECK_LAG1_MAX    0.1   /* batch means more correlated (bias-corrected lag 1) are dependent */
+#define CHECK_LAG1_MAX_MIN 0.3  /* still this correlated at the fewest batches: flagged */
+
+enum check_kind { CHECK_PROPORTION, CHECK_RATE, CHECK_MAX };
+
+struct check_sec {
+	double num, den;
+};
+
+struct check_estimate {
+	enum check_kind kind;
+	int      ok;        /* 0: no data at all (nothing to measure); the rest is NaN/0 */
+	double   est;       /* point estimate, in the caller's units (× scale) */
+	double   lo, hi;    /* 95% interval; ±inf when too few seconds to tell */
+	double   se;        /* standard error of est (batch means), same units */
+	double   df;        /* degrees of freedom of the t interval (batches − 1; inf for CHECK_MAX) */
+	double   n;         /* samples (PROPORTION: Σden) or seconds with data (RATE, MAX) */
+	double   n_eff;     /* independent units giving the same variance; <= n */
+	unsigned batches;   /* k used; 0 for CHECK_MAX */
+	double   batch_s;   /* mean seconds per batch */
+	double   lag1;      /* lag-1 autocorrelation of the batch residuals (NaN if k < 3) */
+	int      correlated; /* batches still dependent at the fewest batches: run longer */
+};
+
+/*
+ * Estimates the metric from nsec seconds. Returns 0, or -EINVAL for a NULL
+ * pointer, a negative or non-finite value, or num > den for a proportion.
+ * An empty stream is not an error: out->ok = 0.
+ */
+int check_estimate(const struct check_sec *secs, size_t nsec, enum check_kind kind, double scale,
+		   struct check_estimate *out);
+
+/*
+ * The interval of a − coef·b for two independent estimates (a run and its
+ * baseline): se by the sum of variances, df by Welch–Satterthwaite. n and
+ * n_eff are a's. A relative threshold `x >= baseline*F+C` is decided on
+ * a − F·b against C. Returns 0 or -EINVAL.
+ */
+int check_diff(const struct check_estimate *a, const struct check_estimate *b, double coef,
+	       struct check_estimate *out);
+
+/* The 0.975 quantile of Student's t with df degrees of freedom (df >= 1; inf → normal). */
+double check_t975(double df);
+
+#endif /* LOOPSTAT_CHECK_STATS_H */
