@@ -5,6 +5,7 @@
  * terminal is always restored by the same endwin() as a normal quit.
  */
 #include "tui_int.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <langinfo.h>
@@ -25,9 +26,7 @@ static void on_stop(int sig)
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)mono_ns() / 1e9;
 }
 
 void tui_draw(struct tui *t)

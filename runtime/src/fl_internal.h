@@ -64,7 +64,7 @@ static inline size_t fl__io_clamp(size_t len)
 	return len < FL__IO_MAX ? len : FL__IO_MAX;
 }
 
-/* ---- context switch (switch_*.S) ----------------------------------------- */
+/* ---- context switch (switch.S: x86-64 and aarch64) ------------------------ */
 
 /* Saves callee-saved registers (and on x86-64 MXCSR + x87 CW) on the current
  * stack, stores sp in *save_sp, loads to_sp and restores the same from it. */
@@ -193,7 +193,7 @@ static inline int fl__rq_shift(struct fl__runqueue *q, struct fl__rq_entry *e)
 	return 0;
 }
 
-/* ---- backend interface (backend.c selects; backend_*.c implement) -------- */
+/* ---- backend interface (loop.c selects; backend_*.c implement) ----------- */
 
 /*
  * Every op blocks the current fiber (fl__op_park) until done and returns
