@@ -35,7 +35,7 @@ endif
 DEPFLAGS     = -MMD -MP
 
 RT_LIBS     := -luring -lev -lpthread
-PROBE_LIBS  := -lproc2 -lseccomp
+PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf
 TUI_LIBS    := -lncursesw -ltinfo
 TEST_LIBS   := -lcriterion -ljson-c
 
