@@ -304,3 +304,44 @@ Test(profile_unwind, accessor_is_used_and_failure_is_unknown, .timeout = PROBE_T
 	close(fds[0]);
 	close(fds[1]);
 }
+
+/* A remembered stack is reused only while the words it was unwound from
+ * are unchanged: an accessor that starts returning zeros must change the
+ * result (a stale memo would hand back the old frames). */
+static int zero_reads;
+static ssize_t maybe_zero(void *ctx, pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	ssize_t n = probe_unwind_mem_vm(NULL, pid, addr, buf, len);
+	if (n > 0 && zero_reads)
+		memset(buf, 0, (size_t)n);
+	return n;
+}
+
+Test(profile_unwind, remembered_stack_follows_memory, .timeout = PROBE_TEST_TIMEOUT)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	pid_t pid = tchild_fork(park_in_pipe, TCHILD_FD(fds[0]));
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	wait_in(&p, pid, pid, SYS_read, &s);
+	struct probe_unwind *u = probe_unwind_new(maybe_zero, NULL);
+	struct probe_unwind_frame f[16], g[16];
+	int n = probe_unwind_stack(u, pid, pid, s.sp, s.pc, f, 16);
+	cr_assert_geq(find_frame(f, n, "wait_for_pipe"), 1);
+	cr_assert_eq(probe_unwind_stack(u, pid, pid, s.sp, s.pc, g, 16), n);
+	cr_assert_eq(memcmp(f, g, (size_t)n * sizeof(f[0])), 0, "the remembered stack differs");
+	zero_reads = 1;
+	int m = probe_unwind_stack(u, pid, pid, s.sp, s.pc, g, 16);
+	dump(g, m);
+	cr_assert_lt(find_frame(g, m, "wait_for_pipe"), 0, "a stale stack was returned");
+	zero_reads = 0;
+	cr_assert_eq(probe_unwind_stack(u, pid, pid, s.sp, s.pc, g, 16), n);
+	cr_assert_geq(find_frame(g, n, "wait_for_pipe"), 1);
+	probe_unwind_delete(u);
+	probe_syscall_close(&p);
+	tchild_reap(pid);
+	close(fds[0]);
+	close(fds[1]);
+}

@@ -25,6 +25,10 @@
 #define UW_PIDS      8           /* processes whose modules are cached */
 #define UW_SNAP      (64 * 1024) /* bytes of stack read from sp per unwind */
 #define UW_MAPS_NS   250000000ull /* re-check /proc/PID/maps at most this often */
+#define UW_SYMS      2048        /* symbol cache entries (direct-mapped) */
+#define UW_SNAP_FIRST 8192       /* first read of the stack; more on demand */
+#define UW_MEMO      64          /* remembered stacks (direct-mapped by tid) */
+#define UW_RUNS      256         /* runs of read words a memo may hold */
 
 #if defined(__x86_64__)
 #define UW_DWARF_FP 6  /* %rbp */
@@ -42,6 +46,33 @@ struct uw_pid {
 	uint64_t maps_hash;  /* FNV-1a of the maps text last reported */
 	uint64_t checked_ns; /* when maps were last compared; 0 forces a check */
 	uint64_t used;       /* LRU tick */
+	uint64_t gen;        /* changes whenever the modules are re-reported */
+};
+
+/* The unwind is a function of pc, sp, the modules and the stack bytes it
+ * read: when a thread is sampled again at the same pc/sp and those bytes
+ * are unchanged (one read and a memcmp), the frames are the same. A thread
+ * parked in a syscall is sampled that way again and again. */
+struct uw_memo {
+	pid_t    pid, tid;   /* 0: empty */
+	uint64_t gen, sp, pc;
+	int      max;        /* the max asked for: a different bound re-unwinds */
+	size_t   len;        /* bytes of the runs below, together */
+	unsigned char *bytes; /* their content then, concatenated, owned */
+	struct iovec *runs;  /* the stack words the unwind read, as runs in the target, owned */
+	int      nruns;
+	int      n;
+	struct probe_unwind_frame *frames; /* n frames, owned */
+};
+
+/* dwfl_module_addrinfo scans the whole symbol table on every call (a
+ * millisecond per stack through libc), and blocked stacks repeat the same
+ * return addresses: so each (pid, module generation, pc) is resolved once. */
+struct uw_sym {
+	pid_t    pid;        /* 0: empty */
+	uint64_t gen;
+	uint64_t lookup;
+	struct probe_unwind_frame f; /* module, symbol, offset */
 };
 
 struct probe_unwind {
@@ -49,11 +80,18 @@ struct probe_unwind {
 	void    *ctx;
 	struct uw_pid pids[UW_PIDS];
 	uint64_t tick;
+	uint64_t gens;       /* last generation handed out */
+	struct uw_sym *syms; /* UW_SYMS entries, owned */
+	struct uw_memo memo[UW_MEMO];
 	char    *maps;       /* buffer for the maps text, owned */
 	size_t   maps_cap;
 	unsigned char snap[UW_SNAP]; /* stack snapshot from snap_addr */
 	size_t   snap_len;
 	uint64_t snap_addr;
+	int      snap_end;   /* the last read came back short: no more to read */
+	uint64_t snap_hi;    /* highest snapshot address the unwind used (exclusive) */
+	uint64_t touched[UW_SNAP / 8 / 64]; /* bitmap: snapshot words the unwind read */
+	int      outside;    /* the unwind read memory outside the snapshot */
 	/* the request being unwound (read by the callbacks) */
 	struct uw_pid *cur;
 	uint64_t sp, pc, fp;
@@ -126,14 +164,51 @@ static bool uw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+/* Extends the snapshot so that it covers [snap_addr, end): doubling reads,
+ * so a deep stack costs a few syscalls, a shallow one a single one.
+ * Returns 1 when covered. */
+static int uw_snap_cover(struct probe_unwind *u, uint64_t end)
+{
+	if (end <= u->snap_addr + u->snap_len)
+		return 1;
+	if (u->snap_end || end - u->snap_addr > UW_SNAP)
+		return 0;
+	size_t want = u->snap_len ? 2 * u->snap_len : UW_SNAP_FIRST;
+	while (want < end - u->snap_addr)
+		want *= 2;
+	if (want > UW_SNAP)
+		want = UW_SNAP;
+	size_t ask = want - u->snap_len;
+	ssize_t n = u->mem(u->ctx, u->cur->pid, u->snap_addr + u->snap_len, u->snap + u->snap_len, ask);
+	if (n < (ssize_t)ask)
+		u->snap_end = 1;
+	if (n > 0)
+		u->snap_len += (size_t)n;
+	return end <= u->snap_addr + u->snap_len;
+}
+
+static int uw_snap_word(struct probe_unwind *u, uint64_t addr, uint64_t *w)
+{
+	if (addr < u->snap_addr || !uw_snap_cover(u, addr + 8))
+		return 0;
+	size_t off = addr - u->snap_addr;
+	memcpy(w, u->snap + off, 8);
+	if (addr + 8 > u->snap_hi)
+		u->snap_hi = addr + 8;
+	/* mark both 8-byte words an unaligned read may span */
+	for (size_t k = off / 8; k <= (off + 7) / 8 && k < UW_SNAP / 8; k++)
+		u->touched[k / 64] |= 1ull << (k % 64);
+	return 1;
+}
+
 static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	(void)dwfl;
 	struct probe_unwind *u = arg;
-	if (addr >= u->snap_addr && addr - u->snap_addr + sizeof(*result) <= u->snap_len) {
-		memcpy(result, u->snap + (addr - u->snap_addr), sizeof(*result));
+	if (addr >= u->snap_addr && addr - u->snap_addr <= UW_SNAP - sizeof(*result) &&
+	    uw_snap_word(u, addr, result))
 		return true;
-	}
+	u->outside = 1;
 	uint64_t w;
 	if (u->mem(u->ctx, u->cur->pid, addr, &w, sizeof(w)) != (ssize_t)sizeof(w))
 		return false;
@@ -165,6 +240,11 @@ struct probe_unwind *probe_unwind_new(probe_unwind_mem_fn mem, void *ctx)
 	struct probe_unwind *u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
+	u->syms = calloc(UW_SYMS, sizeof(*u->syms));
+	if (!u->syms) {
+		free(u);
+		return NULL;
+	}
 	u->mem = mem ? mem : probe_unwind_mem_vm;
 	u->ctx = ctx;
 	return u;
@@ -177,13 +257,24 @@ static void uw_pid_clear(struct uw_pid *e)
 	memset(e, 0, sizeof(*e));
 }
 
+static void uw_memo_free(struct uw_memo *m)
+{
+	free(m->bytes);
+	free(m->frames);
+	free(m->runs);
+	memset(m, 0, sizeof(*m));
+}
+
 void probe_unwind_delete(struct probe_unwind *u)
 {
 	if (!u)
 		return;
 	for (int i = 0; i < UW_PIDS; i++)
 		uw_pid_clear(&u->pids[i]);
+	for (int i = 0; i < UW_MEMO; i++)
+		uw_memo_free(&u->memo[i]);
 	free(u->maps);
+	free(u->syms);
 	free(u);
 }
 
@@ -270,6 +361,7 @@ static int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 	if (r != 0)
 		return r > 0 ? -r : -EINVAL;
 	e->maps_hash = h;
+	e->gen = ++u->gens;
 	if (fresh && !dwfl_attach_state(e->dwfl, NULL, e->pid, &uw_thread_callbacks, u)) {
 		uw_pid_clear(e);
 		return -ENOEXEC; /* no module of the process could be read */
@@ -295,14 +387,6 @@ static struct uw_pid *uw_pid_get(struct probe_unwind *u, pid_t pid)
 	return victim;
 }
 
-static int uw_snap_word(const struct probe_unwind *u, uint64_t addr, uint64_t *w)
-{
-	if (addr < u->snap_addr || addr - u->snap_addr + 8 > u->snap_len)
-		return 0;
-	memcpy(w, u->snap + (addr - u->snap_addr), 8);
-	return 1;
-}
-
 static int uw_in_module(const struct probe_unwind *u, uint64_t addr)
 {
 	return addr && dwfl_addrmodule(u->cur->dwfl, addr) != NULL;
@@ -315,7 +399,7 @@ static int uw_in_module(const struct probe_unwind *u, uint64_t addr)
  * wrapper's caller keeps frame pointers; stale words rarely pass both. */
 static int uw_find_fp(struct probe_unwind *u, uint64_t *fp)
 {
-	uint64_t end = u->snap_addr + u->snap_len;
+	uint64_t end = u->snap_addr + UW_SNAP;
 	for (uint64_t a = (u->sp + 15) & ~15ull; a + 16 <= end; a += 16) {
 		uint64_t next, ret, next2, ret2;
 		if (!uw_snap_word(u, a, &next) || !uw_snap_word(u, a + 8, &ret))
@@ -341,7 +425,7 @@ static void copy_str(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
-static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t lookup)
+static void uw_resolve(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t lookup)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(u->cur->dwfl, lookup);
 	if (!mod) {
@@ -363,6 +447,26 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 	} else {
 		f->offset = lookup - start;
 	}
+}
+
+static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t lookup)
+{
+	struct uw_pid *e = u->cur;
+	uint64_t h = (lookup ^ (lookup >> 12) ^ ((uint64_t)e->pid * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	struct uw_sym *c = &u->syms[(h >> 40) % UW_SYMS];
+	if (c->pid == e->pid && c->gen == e->gen && c->lookup == lookup) {
+		memcpy(f->module, c->f.module, sizeof(f->module));
+		memcpy(f->symbol, c->f.symbol, sizeof(f->symbol));
+		f->offset = c->f.offset;
+		return;
+	}
+	uw_resolve(u, f, lookup);
+	if (!f->module[0])
+		return; /* outside every module: not cached, maps are re-read */
+	c->pid = e->pid;
+	c->gen = e->gen;
+	c->lookup = lookup;
+	c->f = *f;
 }
 
 struct uw_walk {
@@ -392,6 +496,87 @@ static int uw_frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* The remembered stack of (pid, tid) if it still holds: same modules,
+ * pc, sp and bound, and the same content in every word the unwind read —
+ * re-read in one process_vm_readv over the runs, a few pages at most,
+ * rather than the whole stack. */
+static int uw_memo_hit(struct probe_unwind *u, struct uw_memo *m, struct uw_pid *e, pid_t tid,
+		       struct probe_unwind_frame *frames, int max)
+{
+	if (m->pid != e->pid || m->tid != tid || m->gen != e->gen || m->sp != u->sp ||
+	    m->pc != u->pc || m->max != max)
+		return 0;
+	if (m->len) {
+		if (u->mem != probe_unwind_mem_vm) {
+			/* a caller's accessor takes one range: re-read the span */
+			uint64_t lo = (uint64_t)(uintptr_t)m->runs[0].iov_base;
+			uint64_t hi = (uint64_t)(uintptr_t)m->runs[m->nruns - 1].iov_base +
+				      m->runs[m->nruns - 1].iov_len;
+			if (hi - lo > UW_SNAP || u->mem(u->ctx, e->pid, lo, u->snap, hi - lo) != (ssize_t)(hi - lo))
+				return 0;
+			size_t o = 0;
+			for (int i = 0; i < m->nruns; i++) {
+				uint64_t a = (uint64_t)(uintptr_t)m->runs[i].iov_base;
+				if (memcmp(u->snap + (a - lo), m->bytes + o, m->runs[i].iov_len) != 0)
+					return 0;
+				o += m->runs[i].iov_len;
+			}
+		} else {
+			struct iovec local = { u->snap, m->len };
+			ssize_t n = process_vm_readv(e->pid, &local, 1, m->runs, (unsigned long)m->nruns, 0);
+			if (n != (ssize_t)m->len || memcmp(u->snap, m->bytes, m->len) != 0)
+				return 0;
+		}
+	}
+	memcpy(frames, m->frames, (size_t)m->n * sizeof(*frames));
+	return m->n;
+}
+
+static void uw_memo_store(struct probe_unwind *u, struct uw_memo *m, pid_t tid,
+			  const struct probe_unwind_frame *frames, int n, int max)
+{
+	uw_memo_free(m);
+	struct iovec runs[UW_RUNS];
+	int nruns = 0;
+	size_t len = 0;
+	size_t words = (u->snap_len + 7) / 8;
+	for (size_t k = 0; k < words;) {
+		if (!(u->touched[k / 64] >> (k % 64) & 1)) {
+			k++;
+			continue;
+		}
+		size_t start = k;
+		while (k < words && (u->touched[k / 64] >> (k % 64) & 1))
+			k++;
+		size_t end = k * 8 > u->snap_len ? u->snap_len : k * 8;
+		if (nruns == UW_RUNS)
+			return; /* too scattered to be worth re-checking: no memo */
+		runs[nruns].iov_base = (void *)(uintptr_t)(u->snap_addr + start * 8);
+		runs[nruns++].iov_len = end - start * 8;
+		len += end - start * 8;
+	}
+	unsigned char *bytes = malloc(len ? len : 1);
+	struct probe_unwind_frame *f = malloc((size_t)n * sizeof(*f));
+	struct iovec *r = malloc((size_t)(nruns ? nruns : 1) * sizeof(*r));
+	if (!bytes || !f || !r) {
+		free(bytes);
+		free(f);
+		free(r);
+		return; /* no memo: the next sample unwinds again */
+	}
+	size_t o = 0;
+	for (int i = 0; i < nruns; i++) {
+		uint64_t a = (uint64_t)(uintptr_t)runs[i].iov_base;
+		memcpy(bytes + o, u->snap + (a - u->snap_addr), runs[i].iov_len);
+		o += runs[i].iov_len;
+	}
+	memcpy(f, frames, (size_t)n * sizeof(*f));
+	memcpy(r, runs, (size_t)nruns * sizeof(*r));
+	*m = (struct uw_memo){ .pid = u->cur->pid, .tid = tid, .gen = u->cur->gen, .sp = u->sp,
+			       .pc = u->pc, .max = max, .len = len, .bytes = bytes, .runs = r,
+			       .nruns = nruns, .n = n, .frames = f };
+}
+
 int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 		       struct probe_unwind_frame *frames, int max)
 {
@@ -406,13 +591,29 @@ int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp
 	u->cur = e;
 	u->sp = sp;
 	u->pc = pc;
-	u->snap_addr = sp;
-	ssize_t n = sp ? u->mem(u->ctx, pid, sp, u->snap, sizeof(u->snap)) : -EFAULT;
-	if (n == -ESRCH || n == -EPERM || n == -EACCES) {
-		uw_pid_clear(e);
-		return (int)n;
+	struct uw_memo *m = &u->memo[(unsigned)tid % UW_MEMO];
+	int n = uw_memo_hit(u, m, e, tid, frames, max);
+	if (n > 0) {
+		u->cur = NULL;
+		return n;
 	}
-	u->snap_len = n > 0 ? (size_t)n : 0;
+
+	u->snap_addr = sp;
+	u->snap_len = 0;
+	u->snap_end = 0;
+	u->snap_hi = sp;
+	u->outside = 0;
+	memset(u->touched, 0, sizeof(u->touched));
+	if (sp) {
+		ssize_t r0 = u->mem(u->ctx, pid, sp, u->snap, UW_SNAP_FIRST);
+		if (r0 == -ESRCH || r0 == -EPERM || r0 == -EACCES) {
+			uw_pid_clear(e);
+			u->cur = NULL;
+			return (int)r0;
+		}
+		u->snap_len = r0 > 0 ? (size_t)r0 : 0;
+		u->snap_end = r0 < UW_SNAP_FIRST;
+	}
 	u->have_fp = uw_find_fp(u, &u->fp);
 
 	struct uw_walk w = { .u = u, .frames = frames, .max = max };
@@ -427,6 +628,13 @@ int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp
 		memset(&frames[w.n], 0, sizeof(frames[w.n]));
 		frames[w.n++].unknown = 1;
 	}
+	/* only a stack the snapshot fully explains is remembered; one whose
+	 * frames lie outside every module would not be re-checked either */
+	int any_unmapped = 0;
+	for (int i = 0; i < w.n; i++)
+		any_unmapped |= !frames[i].unknown && !frames[i].module[0];
+	if (!u->outside && !any_unmapped && u->snap_len)
+		uw_memo_store(u, m, tid, frames, w.n, max);
 	u->cur = NULL;
 	return w.n;
 }
