@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,6 +25,14 @@ __attribute__((noinline, noclone)) static void wait_for_pipe(int fd)
 	for (;;)
 		if (read(fd, &c, 1) < 0)
 			_exit(3);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline, noclone)) static void wait_for_pipe_once(int fd)
+{
+	char c;
+	if (read(fd, &c, 1) < 0)
+		_exit(3);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -341,6 +350,43 @@ Test(profile_unwind, remembered_stack_follows_memory, .timeout = PROBE_TEST_TIME
 	cr_assert_geq(find_frame(g, n, "wait_for_pipe"), 1);
 	probe_unwind_delete(u);
 	probe_syscall_close(&p);
+	tchild_reap(pid);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* Each byte written wakes the child, which maps one more region (its maps
+ * change) and blocks again: the unwinder re-reports the modules of an
+ * attached process and keeps resolving. */
+static void park_remap(void *arg, int ready_fd)
+{
+	tchild_ready(ready_fd);
+	for (;;) {
+		wait_for_pipe_once((int)(intptr_t)arg);
+		if (mmap(NULL, 4096 * 3, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			_exit(5);
+	}
+}
+
+Test(profile_unwind, maps_change_is_followed, .timeout = PROBE_TEST_TIMEOUT)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	pid_t pid = tchild_fork(park_remap, TCHILD_FD(fds[0]));
+	struct probe_unwind *u = probe_unwind_new(NULL, NULL);
+	for (int round = 0; round < 3; round++) {
+		struct probe_syscall p;
+		struct probe_sc_sample s;
+		wait_in(&p, pid, pid, SYS_read, &s);
+		struct probe_unwind_frame f[16];
+		int n = probe_unwind_stack(u, pid, pid, s.sp, s.pc, f, 16);
+		cr_assert_geq(find_frame(f, n, "wait_for_pipe_once"), 1, "round %d", round);
+		cr_assert_geq(find_frame(f, n, "park_remap"), 2, "round %d", round);
+		probe_syscall_close(&p);
+		cr_assert_eq(write(fds[1], "x", 1), 1);
+		usleep(300 * 1000); /* past the maps re-check interval */
+	}
+	probe_unwind_delete(u);
 	tchild_reap(pid);
 	close(fds[0]);
 	close(fds[1]);
