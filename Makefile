@@ -72,6 +72,7 @@ all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)
 
 deps:
 	@sh scripts/deps.sh
+	@sh scripts/speedscope-schema.sh $(BUILD)/npm >/dev/null
 
 tests: $(TESTS)
 examples: $(EXAMPLES)

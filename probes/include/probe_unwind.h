@@ -66,8 +66,15 @@ void probe_unwind_delete(struct probe_unwind *u);
  * frames[0..max), innermost first (frames[0] is pc). When unwinding stops
  * before the outermost frame for any reason but max, the last frame is an
  * unknown one. Returns the number of frames (>= 1), or -ESRCH (process
- * gone), -EPERM/-EACCES (refused), -EINVAL (bad arguments), -ENOMEM.
- * Never stops or signals the target. */
+ * gone), -EPERM/-EACCES (refused), -EINVAL (bad arguments), -ENOEXEC (no
+ * module of the process could be opened), -ENOMEM. Never stops or signals
+ * the target.
+ *
+ * Cost: the first time an address is seen, libdwfl scans its module's
+ * symbol table (about a millisecond through libc); addresses are cached
+ * per (pid, modules). Each thread's last stack is remembered and reused
+ * while pc, sp and every stack word the unwind read are unchanged, so
+ * re-sampling a parked thread costs one small process_vm_readv. */
 int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 		       struct probe_unwind_frame *frames, int max);
 
