@@ -391,3 +391,44 @@ Test(profile_unwind, maps_change_is_followed, .timeout = PROBE_TEST_TIMEOUT)
 	close(fds[0]);
 	close(fds[1]);
 }
+
+/* Nonsense registers (a stale or torn sample) give the pc and an unknown
+ * frame, never a crash or a hang. */
+Test(profile_unwind, garbage_registers_are_harmless, .timeout = PROBE_TEST_TIMEOUT)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	pid_t pid = tchild_fork(park_in_pipe, TCHILD_FD(fds[0]));
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	wait_in(&p, pid, pid, SYS_read, &s);
+	struct probe_unwind *u = probe_unwind_new(NULL, NULL);
+	const uint64_t regs[][2] = {
+		{ 0x10, 0x1234 },                 /* nothing mapped at either */
+		{ s.sp, 0x1234 },                 /* a real stack, a pc in no module */
+		{ 0x10, s.pc },                   /* a real pc, no stack */
+		{ s.sp + 8, s.pc + 1 },           /* both off by a little */
+		{ UINT64_MAX - 7, s.pc },         /* sp at the end of the address space */
+		{ s.sp & ~0xfffull, (uint64_t)(uintptr_t)&regs }, /* pc pointing at data */
+	};
+	for (size_t i = 0; i < sizeof(regs) / sizeof(regs[0]); i++) {
+		struct probe_unwind_frame f[PROBE_UNWIND_MAX_DEPTH];
+		int n = probe_unwind_stack(u, pid, pid, regs[i][0], regs[i][1], f, PROBE_UNWIND_MAX_DEPTH);
+		cr_assert_geq(n, 1, "case %zu: %d", i, n);
+		cr_assert_leq(n, PROBE_UNWIND_MAX_DEPTH);
+		cr_assert_eq(f[0].pc, regs[i][1], "case %zu", i);
+		for (int k = 0; k < n; k++) {
+			char label[256];
+			cr_assert_gt(probe_unwind_label(&f[k], label, sizeof(label)), 0);
+		}
+	}
+	/* and the real registers still unwind after all that */
+	struct probe_unwind_frame f[16];
+	int n = probe_unwind_stack(u, pid, pid, s.sp, s.pc, f, 16);
+	cr_assert_geq(find_frame(f, n, "wait_for_pipe"), 1);
+	probe_unwind_delete(u);
+	probe_syscall_close(&p);
+	tchild_reap(pid);
+	close(fds[0]);
+	close(fds[1]);
+}
