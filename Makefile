@@ -47,7 +47,7 @@ endif
 DEPFLAGS     = -MMD -MP
 
 RT_LIBS     := -luring -lev -lpthread
-PROBE_LIBS  := -lproc2 -lseccomp
+PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf
 TUI_LIBS    := -lncursesw -ltinfo
 TEST_LIBS   := -lcriterion -ljson-c
 
@@ -84,6 +84,7 @@ all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)
 
 deps:
 	@sh scripts/deps.sh
+	@sh scripts/speedscope-schema.sh $(BUILD)/npm >/dev/null
 
 tests: $(TESTS)
 examples: $(EXAMPLES)

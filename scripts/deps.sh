@@ -14,6 +14,9 @@ libncurses-dev:/usr/include/ncursesw/ncurses.h
 libcriterion-dev:/usr/include/criterion/criterion.h
 libseccomp-dev:/usr/include/seccomp.h
 libjson-c-dev:/usr/include/json-c/json.h
+libdw-dev:/usr/include/elfutils/libdwfl.h
+python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py
+npm:npm
 pkg-config:pkg-config
 tmux:tmux
 gcc:gcc
