@@ -51,6 +51,7 @@ enum metric_line {
 	METRIC_LINE_RATES,    /* runtime: ops/s, switches/s ... */
 	METRIC_LINE_QUEUES,   /* runtime: runqueue, pending ops, fibers */
 	METRIC_LINE_SELF,     /* runtime: self-measured idle, headroom */
+	METRIC_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
 };
 
 /*
@@ -73,6 +74,8 @@ enum metric_line {
 	  "share of wall time in any other syscall") \
 	X(other_pct,          PCT,    SHARE,    SAMPLED,  DOUBLE, 2, 1, BAR,    "other", NULL, \
 	  "share of wall time neither in a syscall nor runnable") \
+	X(blocked_unkeyed_pct, PCT,   SHARE,    SAMPLED,  DOUBLE, 2, 1, BLOCKERS, "%s%% in syscalls and fds beyond the table's room", NULL, \
+	  "share of wall time blocked in (syscall, fd) pairs the sampler had no room to tell apart") \
 	X(cpu_pct,            PCT,    RATIO,    SCHED,    DOUBLE, 2, 1, CPU,    "cpu %s%%", NULL, \
 	  "CPU time over wall time") \
 	X(cpu_wait_pct,       PCT,    RATIO,    SCHED,    DOUBLE, 2, 1, CPU,    "waiting for a cpu %s%%", NULL, \

@@ -31,6 +31,21 @@ struct blocker_view {
 	double pct;                       /* share of the window's samples */
 };
 
+/* One key of the run's breakdown: a class, and for idle and blocked samples
+ * the syscall, fd and pc, with the running fiber (profile, detail). */
+struct key_view {
+	const char *cls;                  /* "idle", "running", "blocked", "other" (static) */
+	long     nr;                      /* syscall, -1 for running and other */
+	char     syscall[32];             /* its name, "" when nr < 0 */
+	int      fd;
+	char     target[MODEL_TARGET_LEN];
+	uint64_t pc, sp;                  /* pc is of the key, sp the last seen under it */
+	char     fiber[LOOPSTAT_TAG_LEN]; /* the running fiber's tag, "" when none or unknown */
+	double   pct;                     /* share of the run's samples */
+};
+
+#define MODEL_KEYS 16
+
 struct worker_view {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
@@ -46,6 +61,7 @@ struct worker_view {
 	double   running_pct;             /* runnable: on a CPU or waiting for one */
 	double   blocked_pct;             /* in any other syscall */
 	double   other_pct;               /* not in a syscall and not runnable */
+	double   blocked_unkeyed_pct;     /* blocked, in a (syscall, fd) beyond the key table's room */
 	struct blocker_view blocked_top[MODEL_BLOCKERS];
 	int      nblocked_top;
 	double   cpu_pct;                 /* Δsum_exec_runtime / Δwall */
@@ -64,6 +80,10 @@ struct worker_view {
 
 	float    idle_history[MODEL_HISTORY]; /* per-second idle%, oldest first; NaN = no samples */
 	int      nhistory;
+
+	struct key_view keys[MODEL_KEYS];  /* the run's largest keys, largest first */
+	int      nkeys;
+	double   keys_unkeyed_pct;        /* of the run's samples, beyond the key table's room */
 };
 
 struct fleet_view {

@@ -27,15 +27,20 @@ static int by_pid_tid(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* What each top blocker's fd is, as the sampler thread last resolved it. */
+static void target_of(const struct snap_worker *w, int fd, char *buf, size_t len)
+{
+	for (int k = 0; k < w->ntargets; k++)
+		if (w->targets[k].fd == fd)
+			snprintf(buf, len, "%s", w->targets[k].text);
+}
+
+/* What each top blocker's and key's fd is, as the sampler thread last resolved it. */
 static void copy_targets(const struct snap_worker *w, struct worker_view *v)
 {
-	for (int i = 0; i < v->nblocked_top; i++) {
-		struct blocker_view *b = &v->blocked_top[i];
-		for (int k = 0; k < w->ntargets; k++)
-			if (w->targets[k].fd == b->fd)
-				snprintf(b->target, sizeof(b->target), "%s", w->targets[k].text);
-	}
+	for (int i = 0; i < v->nblocked_top; i++)
+		target_of(w, v->blocked_top[i].fd, v->blocked_top[i].target, sizeof(v->blocked_top[i].target));
+	for (int i = 0; i < v->nkeys; i++)
+		target_of(w, v->keys[i].fd, v->keys[i].target, sizeof(v->keys[i].target));
 }
 
 static void build_worker(const struct snap_worker *w, uint64_t now, double window_s, struct worker_view *v)

@@ -163,6 +163,45 @@ static void view_history(const struct series *a, int64_t now_sec, struct worker_
 	}
 }
 
+static int by_key_count_desc(const void *x, const void *y)
+{
+	const struct series_key *a = x, *b = y;
+	return a->n < b->n ? 1 : a->n > b->n ? -1 : 0;
+}
+
+/* The run's largest keys (class, syscall, fd, pc, fiber), as shares of all
+ * its samples; fd targets are the caller's, like the blockers'. */
+static void view_keys(const struct series *a, struct worker_view *w)
+{
+	static const char *const cls[SERIES_NCLASS] = { "idle", "running", "blocked", "other" };
+	struct series_key k[SERIES_KEYS];
+	int nk = 0;
+	uint64_t total = a->total.keys_overflow;
+	for (; nk < SERIES_KEYS && a->total.keys[nk].n; nk++) {
+		k[nk] = a->total.keys[nk];
+		total += k[nk].n;
+	}
+	qsort(k, (size_t)nk, sizeof(k[0]), by_key_count_desc);
+	w->nkeys = 0;
+	for (int i = 0; i < nk && w->nkeys < MODEL_KEYS; i++) {
+		struct key_view *v = &w->keys[w->nkeys++];
+		const char *name = k[i].nr >= 0 ? probe_syscall_name(k[i].nr) : NULL;
+		memset(v, 0, sizeof(*v));
+		v->cls = cls[k[i].cls];
+		v->nr = k[i].nr;
+		v->fd = k[i].fd;
+		v->pc = k[i].pc;
+		v->sp = k[i].sp;
+		if (k[i].nr >= 0)
+			snprintf(v->syscall, sizeof(v->syscall), name ? "%s" : "syscall_%s", name ? name : "");
+		if (k[i].nr >= 0 && !name)
+			snprintf(v->syscall, sizeof(v->syscall), "syscall_%d", (int)k[i].nr);
+		snprintf(v->fiber, sizeof(v->fiber), "%s", a->fiber_names[k[i].fiber]);
+		v->pct = 100.0 * k[i].n / (double)total;
+	}
+	w->keys_unkeyed_pct = total ? 100.0 * a->total.keys_overflow / (double)total : NAN;
+}
+
 void model_window(const struct series *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w)
 {
 	int64_t now_sec = (int64_t)(now_ns / NS);
@@ -225,7 +264,6 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 	if (window_s > 0)
 		while (nkeys < SERIES_BLOCK_KEYS * SERIES_DETAIL_S && keys[nkeys].n)
 			nkeys++;
-	(void)overflow; /* counted as blocked, just not attributable to a key */
 
 	view_sched(sched_from, &a->sched_last, w);
 	uint64_t n_off = (uint64_t)n[SERIES_POLL] + n[SERIES_BLOCKED] + n[SERIES_OTHER];
@@ -237,9 +275,12 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 		w->running_pct = 100.0 * sp.running;
 		w->blocked_pct = share_pct(&sp, n[SERIES_BLOCKED]);
 		w->other_pct = share_pct(&sp, n[SERIES_OTHER]);
+		/* counted as blocked, just not attributable to a (syscall, fd) */
+		w->blocked_unkeyed_pct = share_pct(&sp, overflow);
 		fill_blockers(w, keys, nkeys, &sp);
 	} else {
 		w->idle_pct = w->idle_ci95 = w->running_pct = w->blocked_pct = w->other_pct = NAN;
+		w->blocked_unkeyed_pct = NAN;
 		w->nblocked_top = 0;
 	}
 
@@ -254,4 +295,5 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 		snprintf(w->fiber_tag, sizeof(w->fiber_tag), "%s", a->fiber_tag);
 	}
 	view_history(a, now_sec, w);
+	view_keys(a, w);
 }

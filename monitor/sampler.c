@@ -36,6 +36,8 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->targets = o->targets;
 	s->all_threads = o->all_threads;
 	s->no_realtime = o->no_realtime;
+	s->on_sample = o->on_sample;
+	s->on_sample_arg = o->on_sample_arg;
 	idmap_init(&s->by_tid);
 	idmap_init(&s->by_pid);
 	/* t0 one second back: bucket 0 never starts at a partial instant */
@@ -49,6 +51,20 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	}
 	*out = s;
 	return 0;
+}
+
+static void report_sample(struct sampler *s, const struct sworker *w, uint64_t now, const struct probe_sc_sample *smp,
+			  const struct probe_verdict *v)
+{
+	struct sampler_event ev = {
+		.pid = w->pid, .tid = w->tid, .name = w->name, .instrumented = w->instrumented, .t_ns = now,
+		.sample = smp, .verdict = v, .fiber_tag = w->instrumented ? w->series.fiber_tag : NULL,
+		.run_ns = w->series.sched_last.run_ns, .wait_ns = w->series.sched_last.wait_ns,
+	};
+	for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
+		if (w->targets[i].fd == v->fd)
+			ev.target = w->targets[i].text;
+	s->on_sample(s->on_sample_arg, &ev);
 }
 
 /* All reads first (one io_uring batch for a large fleet), then the verdicts. */
@@ -74,9 +90,12 @@ static void sample_all(struct sampler *s, uint64_t now)
 			continue;
 		}
 		w->no_access = v.cls == PROBE_NO_ACCESS;
-		series_add_sample(&w->series, now, &v);
-		if (v.cls == PROBE_BLOCKED && v.fd >= 0)
+		struct series_ctx ctx = { .sp = smp.sp, .pc = smp.pc, .fiber = w->series.fiber_now };
+		series_add_sample(&w->series, now, &v, &ctx);
+		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0)
 			sampler_add_target(s, w, v.fd); /* a new fd is named at once, not a sweep later */
+		if (s->on_sample)
+			report_sample(s, w, now, &smp, &v);
 		s->total_samples++;
 	}
 }

@@ -8,6 +8,8 @@
 #define LOOPSTAT_SAMPLER_H
 
 #include "model.h"
+#include "probe_classify.h"
+#include "probe_syscall.h"
 #include "snapshot.h"
 #include "targets.h"
 
@@ -17,11 +19,29 @@
 #define SAMPLER_DISCOVER_S     1.0   /* how often new workers are looked for */
 #define SAMPLER_GONE_KEEP_S    5.0   /* how long an exited worker stays listed */
 
+/* One sample as the tick classified it, for views that keep their own
+ * record (profile, record): all borrowed, valid during the call only. */
+struct sampler_event {
+	pid_t    pid, tid;
+	const char *name;                /* process name (comm) */
+	int      instrumented;
+	uint64_t t_ns;                   /* the series' clock: ns since the sampler started */
+	const struct probe_sc_sample *sample;
+	const struct probe_verdict *verdict;
+	const char *fiber_tag;           /* the running fiber's tag at the slot's last reading, NULL if not instrumented */
+	const char *target;              /* what the verdict's fd is ("pipe:[12]", a path, a socket), NULL if unknown */
+	uint64_t run_ns, wait_ns;        /* the thread's schedstat totals at their last reading (0 before) */
+};
+
 struct sampler_opts {
 	double rate_hz;                  /* target samples per second per thread; 0: default */
 	const struct targets *targets;   /* borrowed; must outlive the sampler */
 	int    all_threads;              /* also list threads never seen polling (top's 't') */
 	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */
+	/* called on the sampling thread, with its lock held, for every sample
+	 * of a live task: keep it short (it delays the tick) */
+	void (*on_sample)(void *arg, const struct sampler_event *ev);
+	void  *on_sample_arg;
 };
 
 struct sampler;

@@ -73,11 +73,34 @@ static int hist_at(struct series *a, int64_t sec)
 	return h;
 }
 
-void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v)
+static void add_key(struct series_totals *t, int c, const struct probe_verdict *v, const struct series_ctx *ctx)
+{
+	struct series_key k = { .cls = (uint8_t)c, .nr = -1, .fd = -1, .fiber = ctx ? ctx->fiber : 0 };
+	if (c == SERIES_POLL || c == SERIES_BLOCKED) {
+		k.nr = (int32_t)v->nr;
+		k.fd = v->fd;
+		k.pc = ctx ? ctx->pc : 0;
+	}
+	for (int i = 0; i < SERIES_KEYS; i++) {
+		struct series_key *e = &t->keys[i];
+		if (!e->n) {
+			*e = k;
+		} else if (e->cls != k.cls || e->nr != k.nr || e->fd != k.fd || e->pc != k.pc || e->fiber != k.fiber) {
+			continue;
+		}
+		e->n++;
+		e->sp = ctx ? ctx->sp : 0;
+		return;
+	}
+	t->keys_overflow++;
+}
+
+void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
 {
 	int c = class_index(v->cls);
 	if (c < 0)
 		return; /* GONE / NO_ACCESS are not time the worker spent anywhere */
+	add_key(&a->total, c, v, ctx);
 	int64_t sec = (int64_t)(t_ns / NS);
 	struct series_bucket *b = bucket(a, sec);
 	b->n[c]++;
@@ -126,6 +149,10 @@ void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uin
 	if (rq > a->total.runq_max)
 		a->total.runq_max = rq;
 	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", fiber_tag ? fiber_tag : "");
+	uint64_t tag = values[PROBE_SHM_current_tag];
+	a->fiber_now = tag <= LOOPSTAT_TAG_MAX ? (uint8_t)tag : 0;
+	if (a->fiber_now)
+		snprintf(a->fiber_names[a->fiber_now], sizeof(a->fiber_names[0]), "%s", a->fiber_tag);
 }
 
 /* Spreads the runnable time between two schedstat readings over the

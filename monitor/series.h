@@ -54,10 +54,34 @@ struct series_bucket {
 	struct series_sched sched;               /* last schedstat in this second */
 };
 
+/*
+ * What the profiler and the detail view break a worker's time down by: one
+ * key per (class, syscall, fd, pc, running fiber's tag), with the last
+ * stack pointer seen under it. POLL and BLOCKED keep nr, fd and pc; RUNNING
+ * and OTHER only the fiber.
+ */
+struct series_key {
+	uint64_t pc, sp;         /* pc is part of the key, sp the last seen */
+	int32_t  nr, fd;
+	uint32_t n;              /* samples */
+	uint8_t  cls;            /* enum series_class */
+	uint8_t  fiber;          /* 1 + the slot's tag index of the running fiber, 0: none or unknown */
+};
+
+/* The sample context the verdict does not carry. */
+struct series_ctx {
+	uint64_t sp, pc;         /* from the syscall file, 0 when not in a syscall */
+	uint8_t  fiber;          /* as series_key.fiber */
+};
+
+#define SERIES_KEYS 64
+
 struct series_totals {                       /* since the worker was first seen */
 	uint32_t n[SERIES_NCLASS];
 	struct series_block blocks[SERIES_BLOCK_KEYS * 2];
 	uint32_t blocks_overflow;
+	struct series_key keys[SERIES_KEYS];  /* the first SERIES_KEYS keys seen */
+	uint32_t keys_overflow;               /* samples whose key did not fit: counted, shown */
 	uint64_t runq_max;
 	struct series_reading shm_first;
 	struct series_sched sched_first;
@@ -81,13 +105,15 @@ struct series {
 	int      polled_since_change;
 	int      busy_since_change;
 	char     fiber_tag[LOOPSTAT_TAG_LEN];    /* at the last shm reading */
+	uint8_t  fiber_now;                      /* series_key.fiber of the running fiber, last reading */
+	char     fiber_names[LOOPSTAT_TAG_MAX + 1][LOOPSTAT_TAG_LEN]; /* [series_key.fiber]: as readings named it */
 	int64_t  first_sec;                      /* second of the first sample, -1 before */
 };
 
 void series_init(struct series *a);
 
-/* One classified syscall sample taken at t_ns. */
-void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v);
+/* One classified syscall sample taken at t_ns; ctx may be NULL. */
+void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx);
 
 /* A reading of the worker's shm slot values at t_ns, which is mono_ns on
  * CLOCK_MONOTONIC (to count a blocking poll still in progress). */

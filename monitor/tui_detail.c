@@ -105,9 +105,14 @@ static int draw_blockers(const struct worker_view *w, int y, int end)
 		char fd[16] = "";
 		if (b->fd >= 0)
 			snprintf(fd, sizeof(fd), "fd %d", b->fd);
+		char target[MODEL_TARGET_LEN];
+		snprintf(target, sizeof(target), "%s", b->target);
 		mvprintw(y++, 2, "%5.1f%%  %-16s %-6s %.*s", b->pct, b->syscall, fd,
-			 COLS > 36 ? COLS - 36 : 0, b->target);
+			 COLS > 36 ? COLS - 36 : 0, textsafe(target));
 	}
+	/* what the table had no room for is said, not dropped */
+	if (w->blocked_unkeyed_pct > 0 && y < end)
+		mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_BLOCKERS));
 	return y;
 }
 

@@ -40,6 +40,7 @@ static void setup(void)
 				   .polls_per_s = NAN, .completions_per_s = NAN, .self_idle_pct = NAN,
 				   .headroom_ops_per_s = NAN, .stall_ms = 0 };
 	snprintf(b->name, sizeof(b->name), "ruby\x01evil");
+	b->blocked_unkeyed_pct = 5;
 	b->nblocked_top = 2;
 	b->blocked_top[0] = (struct blocker_view){ .nr = 74, .fd = 9, .pct = 50 };
 	snprintf(b->blocked_top[0].syscall, sizeof(b->blocked_top[0].syscall), "fsync");
@@ -53,6 +54,7 @@ static void setup(void)
 				   .switches_per_s = NAN, .polls_per_s = NAN, .completions_per_s = NAN,
 				   .self_idle_pct = NAN, .headroom_ops_per_s = NAN, .stall_ms = 1500 };
 	snprintf(c->name, sizeof(c->name), "worker");
+	c->blocked_unkeyed_pct = NAN;
 	snprintf(c->tag, sizeof(c->tag), "w3");
 
 	m = (struct model){ .workers = workers, .n = 3, .rate_hz = 100, .window_s = 0, .elapsed_s = 2.0,

@@ -35,7 +35,7 @@ static const struct probe_verdict OTHER = { PROBE_OTHER, -1, -1 };
 static void feed(uint64_t from, uint64_t to, int n, const struct probe_verdict *(*pick)(int))
 {
 	for (int i = 0; i < n; i++)
-		series_add_sample(acc, from + (to - from) * (uint64_t)i / (uint64_t)n, pick(i));
+		series_add_sample(acc, from + (to - from) * (uint64_t)i / (uint64_t)n, pick(i), NULL);
 }
 
 static const struct probe_verdict *quarter_idle(int i) { return i % 4 == 0 ? &POLL : &RUN; }
@@ -193,7 +193,7 @@ Test(model, samples_split_the_time_off_cpu)
 	sched_feed(0, 6 * NS, 0.20);
 	feed(1 * NS, 6 * NS, 1000, mixed);
 	for (int i = 0; i < 250; i++) /* running samples do not move the split */
-		series_add_sample(acc, 1 * NS + (uint64_t)i * 10 * MS, &RUN);
+		series_add_sample(acc, 1 * NS + (uint64_t)i * 10 * MS, &RUN, NULL);
 	model_window(acc, 6 * NS - 1, 5, 0, &view); /* seconds 1..5 */
 	cr_assert_float_eq(view.running_pct, 20.0, 1e-6);
 	cr_assert_float_eq(view.idle_pct, 8.0, 1e-6, "idle %f", view.idle_pct);
@@ -222,18 +222,18 @@ Test(model, stall_while_running_with_switches_frozen)
 	shm_at(1 * NS, 10, 500, 0, 0);
 	for (uint64_t t = 1 * NS + 100 * MS; t <= 3 * NS; t += 100 * MS) {
 		shm_at(t, 10, 500, 0, 0); /* switches frozen */
-		series_add_sample(acc, t, &RUN);
+		series_add_sample(acc, t, &RUN, NULL);
 	}
 	model_window(acc, 2800 * MS, 5, 1, &view);
 	cr_assert_float_eq(view.stall_ms, 1800.0, 1e-6, "stall %f ms", view.stall_ms);
 	cr_assert_str_eq(view.fiber_tag, "handler");
 
-	series_add_sample(acc, 2900 * MS, &POLL); /* back in its poll: idle, not stalled */
+	series_add_sample(acc, 2900 * MS, &POLL, NULL); /* back in its poll: idle, not stalled */
 	model_window(acc, 3 * NS, 5, 1, &view);
 	cr_assert_float_eq(view.stall_ms, 0.0, 1e-9);
 
 	shm_at(3100 * MS, 10, 501, 0, 0); /* and a switch resets the clock */
-	series_add_sample(acc, 3150 * MS, &RUN);
+	series_add_sample(acc, 3150 * MS, &RUN, NULL);
 	cr_assert_eq(series_stall_ns(acc, 3200 * MS), 0, "100 ms is no stall");
 	cr_assert_eq(series_stall_ns(acc, 3500 * MS), 400 * MS);
 }
@@ -243,7 +243,7 @@ Test(model, per_second_history)
 	feed(1 * NS, 2 * NS, 100, all_poll);
 	feed(2 * NS, 3 * NS, 100, all_run);
 	feed(4 * NS, 5 * NS, 100, quarter_idle); /* second 3 has no samples */
-	series_add_sample(acc, 5 * NS + 1, &POLL);  /* second 5 is under way: not history yet */
+	series_add_sample(acc, 5 * NS + 1, &POLL, NULL);  /* second 5 is under way: not history yet */
 	model_window(acc, 5 * NS + 2, 5, 0, &view);
 	cr_assert_eq(view.nhistory, 4);
 	cr_assert_float_eq(view.idle_history[0], 100.0f, 1e-4);
@@ -255,9 +255,56 @@ Test(model, per_second_history)
 Test(model, gone_and_no_access_samples_are_not_time)
 {
 	static const struct probe_verdict gone = { PROBE_GONE, -1, -1 }, denied = { PROBE_NO_ACCESS, -1, -1 };
-	series_add_sample(acc, 1 * NS, &gone);
-	series_add_sample(acc, 1 * NS, &denied);
+	series_add_sample(acc, 1 * NS, &gone, NULL);
+	series_add_sample(acc, 1 * NS, &denied, NULL);
 	model_window(acc, 2 * NS, 5, 0, &view);
 	cr_assert_eq(view.samples, 0);
 	cr_assert(isnan(view.idle_pct));
+}
+
+Test(model, keys_split_by_call_site_and_fiber_and_overflow_is_counted)
+{
+	struct series_ctx a = { .sp = 0x7000, .pc = 0x1000, .fiber = 0 }, b = { .sp = 0x7100, .pc = 0x2000, .fiber = 0 };
+	uint64_t v[PROBE_SHM_NVALUES] = { 0 };
+	v[PROBE_SHM_current_tag] = 2;
+	series_add_shm(acc, 1 * NS, 1 * NS, v, "handler");
+	for (int i = 0; i < 30; i++)
+		series_add_sample(acc, 1 * NS + (uint64_t)i * MS, &READ5, &a);
+	for (int i = 0; i < 10; i++)
+		series_add_sample(acc, 1 * NS + (uint64_t)(100 + i) * MS, &READ5, &b);
+	struct series_ctx in_fiber = { .fiber = acc->fiber_now };
+	for (int i = 0; i < 20; i++)
+		series_add_sample(acc, 1 * NS + (uint64_t)(200 + i) * MS, &RUN, &in_fiber);
+	model_window(acc, 2 * NS, 0, 1, &view);
+	cr_assert_eq(view.nkeys, 3);
+	cr_assert_str_eq(view.keys[0].cls, "blocked");
+	cr_assert_str_eq(view.keys[0].syscall, "read");
+	cr_assert_eq(view.keys[0].pc, 0x1000, "the same syscall from two call sites is two keys");
+	cr_assert_eq(view.keys[0].sp, 0x7000);
+	cr_assert_float_eq(view.keys[0].pct, 50.0, 1e-9);
+	cr_assert_str_eq(view.keys[1].cls, "running");
+	cr_assert_str_eq(view.keys[1].fiber, "handler", "the running fiber, named by the slot's reading");
+	cr_assert_eq(view.keys[2].pc, 0x2000);
+	cr_assert_float_eq(view.keys_unkeyed_pct, 0.0, 1e-12);
+
+	/* more call sites than the table holds: counted, not dropped */
+	for (int i = 0; i < SERIES_KEYS + 10; i++) {
+		struct series_ctx c = { .pc = 0x10000 + (uint64_t)i };
+		series_add_sample(acc, 1 * NS + (uint64_t)(300 + i) * MS, &FSYNC7, &c);
+	}
+	model_window(acc, 2 * NS, 0, 1, &view);
+	cr_assert_eq(view.nkeys, MODEL_KEYS);
+	cr_assert_float_eq(view.keys_unkeyed_pct, 100.0 * 13 / (60 + SERIES_KEYS + 10), 1e-9,
+			   "3 keys were taken: 61 call sites fit, 13 did not");
+}
+
+Test(model, blockers_beyond_the_key_table_are_shown_as_unkeyed)
+{
+	for (int fd = 0; fd < SERIES_BLOCK_KEYS + 2; fd++) {
+		struct probe_verdict v = { PROBE_BLOCKED, SYS_read, fd };
+		series_add_sample(acc, 1 * NS + (uint64_t)fd * MS, &v, NULL);
+	}
+	model_window(acc, 2 * NS - 1, 1, 0, &view);
+	cr_assert_float_eq(view.blocked_pct, 100.0, 1e-9);
+	cr_assert_float_eq(view.blocked_unkeyed_pct, 100.0 * 2 / (SERIES_BLOCK_KEYS + 2), 1e-9);
 }

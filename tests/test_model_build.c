@@ -36,7 +36,7 @@ static struct snap_worker *add(pid_t pid, pid_t tid, int poll_per_10, int fd)
 	series_init(&w->series);
 	struct probe_verdict poll = { PROBE_POLL, SYS_epoll_wait, 3 }, rd = { PROBE_BLOCKED, SYS_read, fd };
 	for (int i = 0; i < 1000; i++)
-		series_add_sample(&w->series, 1 * NS + (uint64_t)i * 10000000ull, i % 10 < poll_per_10 ? &poll : &rd);
+		series_add_sample(&w->series, 1 * NS + (uint64_t)i * 10000000ull, i % 10 < poll_per_10 ? &poll : &rd, NULL);
 	return w;
 }
 

@@ -250,3 +250,57 @@ Test(sampler, heavy_models_are_built_outside_the_ticks_lock, .timeout = 60)
 	sampler_delete(s);
 	tc_kill(child);
 }
+
+struct seen {
+	pid_t want;
+	int events, in_read;
+	uint64_t last_t, pc;
+	int fd_ok;
+};
+
+static void on_sample(void *arg, const struct sampler_event *ev)
+{
+	struct seen *e = arg;
+	if (ev->pid != e->want)
+		return;
+	e->events++;
+	cr_assert_geq(ev->t_ns, e->last_t, "events come in time order");
+	e->last_t = ev->t_ns;
+	if (ev->verdict->cls == PROBE_BLOCKED && ev->sample->state == PROBE_SC_IN_SYSCALL) {
+		e->in_read++;
+		e->pc = ev->sample->pc;
+		e->fd_ok = ev->verdict->fd >= 0 && ev->target && strncmp(ev->target, "pipe:[", 6) == 0;
+	}
+	cr_assert_null(ev->fiber_tag, "an uninstrumented worker has no fiber");
+}
+
+Test(sampler, every_sample_reaches_the_hook_with_its_syscall_context, .timeout = 30)
+{
+	int fd, wr;
+	pid_t child = tc_spawn_blocked_read(&fd, &wr);
+	static struct seen e;
+	e = (struct seen){ .want = child };
+	targets_init(&t);
+	t.pids[t.npids++] = child;
+	struct sampler_opts o = { .rate_hz = 500, .targets = &t, .all_threads = 1, .on_sample = on_sample, .on_sample_arg = &e };
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	usleep(1500000);
+	sampler_stop(s);
+	struct model m;
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	const struct worker_view *w = find(&m, child);
+	cr_assert(w);
+	cr_assert_eq((uint64_t)e.events, w->samples, "one event per sample: %d events, %llu samples", e.events,
+		     (unsigned long long)w->samples);
+	cr_assert_gt(e.in_read, 100);
+	cr_assert_neq(e.pc, 0, "the syscall's pc reaches the hook (the profiler unwinds from it)");
+	cr_assert(e.fd_ok);
+	cr_assert_eq(w->nkeys, 1, "one call site");
+	cr_assert_eq(w->keys[0].pc, e.pc);
+	cr_assert(strncmp(w->keys[0].target, "pipe:[", 6) == 0, "the key's fd is resolved: '%s'", w->keys[0].target);
+	model_done(&m);
+	sampler_delete(s);
+	tc_kill(child);
+	close(wr);
+}
