@@ -3,6 +3,8 @@
  * options, strict numbers, and output errors.
  */
 #include "cli.h"
+#include "model.h"
+#include "textsafe.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -169,6 +171,15 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 	if (optind < argc)
 		return cli_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
 	return -1;
+}
+
+int cli_report_refused(const struct model *m)
+{
+	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++)
+		fprintf(stderr, "loopstat: access refused: %s\n", m->refused[i].text);
+	if (m->nrefused > MODEL_REFUSED)
+		fprintf(stderr, "loopstat: access refused to %u more processes\n", m->nrefused - MODEL_REFUSED);
+	return m->nrefused && m->n == 0 && m->naccessible == 0 ? EXIT_ACCESS : -1;
 }
 
 int cli_finish_output(int rc)

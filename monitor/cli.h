@@ -83,6 +83,13 @@ int cli_parse_number(const char *arg, double lo, double hi, double *out);
 /* Prints cmd's --help to stdout. */
 void cli_print_help(const struct cli_command *cmd);
 
+struct model;
+
+/* Says on stderr, one line each, which processes refused us and how to fix
+ * it. Returns EXIT_ACCESS when every process sampled refused us (nothing
+ * could be measured), else -1. */
+int cli_report_refused(const struct model *m);
+
 /* Flushes stdout and reports a failed write (ENOSPC on /dev/full, EPIPE...)
  * with its cause. Returns rc, or EXIT_FAIL when the output was lost. */
 int cli_finish_output(int rc);

@@ -41,8 +41,9 @@ static int run(int argc, char **argv)
 		list_print_json(stdout, &m);
 	else
 		list_print_text(stdout, &m);
+	int refused = cli_report_refused(&m);
 	model_done(&m);
-	rc = cli_finish_output(EXIT_OK);
+	rc = cli_finish_output(refused >= 0 ? refused : EXIT_OK);
 out:
 	cli_common_done(&c);
 	return rc;

@@ -55,6 +55,7 @@ static int run(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	c.tui.targeted = !targets_all(&c.common.targets);
 	rc = tui_run(s, &c.tui);
 	sampler_delete(s);
 	if (rc < 0) {

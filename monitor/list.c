@@ -107,6 +107,17 @@ void list_print_json(FILE *out, const struct model *m)
 	for (size_t i = 0; i < m->n; i++)
 		list_json_worker(&j, &m->workers[i]);
 	json_array_end(&j);
+	json_key(&j, "refused");
+	json_array_begin(&j);
+	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++) {
+		json_object_begin(&j);
+		json_key(&j, "pid");
+		json_i64(&j, m->refused[i].pid);
+		json_key(&j, "reason");
+		json_string(&j, m->refused[i].text);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
 	json_key(&j, "fleet");
 	json_object_begin(&j);
 	for (int i = 0; i < METRIC_NFLEET; i++)

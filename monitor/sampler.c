@@ -90,6 +90,8 @@ static void sample_all(struct sampler *s, uint64_t now)
 			continue;
 		}
 		w->no_access = v.cls == PROBE_NO_ACCESS;
+		if (w->no_access && !w->access_text[0])
+			probe_access_explain(w->pid, w->access_text, sizeof(w->access_text));
 		struct series_ctx ctx = { .sp = smp.sp, .pc = smp.pc, .fiber = w->series.fiber_now };
 		series_add_sample(&w->series, now, &v, &ctx);
 		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0)
@@ -253,9 +255,24 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	d->backend = w->backend;
 	d->gone = w->gone_ns != 0;
 	d->no_access = w->no_access;
+	memcpy(d->access_text, w->access_text, sizeof(d->access_text));
 	d->ntargets = w->ntargets;
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));
 	series_copy_window(&d->series, &w->series, now_sec, window_s, with_history);
+}
+
+/* A process counts once, however many of its threads were refused. */
+static void add_refusal(struct snapshot *snap, const struct sworker *w)
+{
+	unsigned named = snap->nrefused < SNAP_REFUSED ? snap->nrefused : SNAP_REFUSED;
+	for (unsigned i = 0; i < named; i++)
+		if (snap->refused[i].pid == w->pid)
+			return;
+	if (snap->nrefused < SNAP_REFUSED) {
+		snap->refused[snap->nrefused].pid = w->pid;
+		memcpy(snap->refused[snap->nrefused].text, w->access_text, sizeof(w->access_text));
+	}
+	snap->nrefused++;
 }
 
 int sampler_snapshot(struct sampler *s, double window_s, int with_history, struct snapshot *snap)
@@ -273,7 +290,15 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 		snap->cap = s->n;
 	}
 	snap->n = 0;
+	snap->nrefused = 0;
 	snap->now_ns = elapsed_ns(s);
+	snap->naccessible = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->w[i]->no_access)
+			add_refusal(snap, s->w[i]);
+		else if (!s->w[i]->gone_ns && s->w[i]->series.samples)
+			snap->naccessible++;
+	}
 	for (size_t i = 0; i < s->n; i++)
 		if (shown(s, s->w[i]))
 			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "idmap.h"
+#include "probe_access.h"
 #include "probe_discover.h"
 #include "probe_fd.h"
 #include "probe_schedstat.h"
@@ -41,6 +42,7 @@ struct sworker {
 	struct probe_schedstat_file ss;
 	uint64_t gone_ns;             /* 0 while alive */
 	int      no_access;
+	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
 	int      seen;                /* mark for discovery sweeps */
 	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
 	int      ntargets;

@@ -20,6 +20,7 @@ void tui_state_init(struct tui *t, struct sampler *s, const struct tui_opts *o)
 	t->delay_s = o && o->delay_s > 0 ? o->delay_s : TUI_DEFAULT_DELAY_S;
 	t->window_s = o && o->window_s > 0 ? o->window_s : TUI_DEFAULT_WINDOW_S;
 	t->color = !(o && o->no_color) && !getenv("NO_COLOR");
+	t->targeted = o && o->targeted;
 	t->sort_col = TUI_COL_IDLE;
 	t->rate_hz = s ? sampler_rate(s) : SAMPLER_DEFAULT_HZ;
 	if (gethostname(t->host, sizeof(t->host)) < 0)
