@@ -33,6 +33,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_PID,
 	CLI_OPT_NAME,
 	CLI_OPT_RATE,
+	CLI_OPT_MAX_WORKERS,
 	{ 'd', "delay", "SECONDS", "seconds between screen refreshes (default 1)", set_delay },
 	{ 0, "no-color", NULL, "no colours (also when NO_COLOR is set)", set_no_color },
 	{ 0 },
@@ -45,7 +46,8 @@ static int run(int argc, char **argv)
 	int rc = cli_parse(&cmd_top, argc, argv, &c);
 	if (rc >= 0)
 		goto out;
-	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets };
+	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets,
+				   .max_workers = c.common.max_workers };
 	struct sampler *s = NULL;
 	int err = sampler_new(&so, &s);
 	if (err == 0 && (err = sampler_start(s)) < 0)

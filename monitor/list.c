@@ -107,6 +107,8 @@ void list_print_json(FILE *out, const struct model *m)
 	for (size_t i = 0; i < m->n; i++)
 		list_json_worker(&j, &m->workers[i]);
 	json_array_end(&j);
+	json_key(&j, "ignored");
+	json_u64(&j, m->ignored);
 	json_key(&j, "refused");
 	json_array_begin(&j);
 	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++) {

@@ -112,6 +112,8 @@ struct model {
 		char  text[PROBE_ACCESS_TEXT_LEN];
 	} refused[MODEL_REFUSED];        /* processes /proc refused us, first MODEL_REFUSED */
 	unsigned nrefused;               /* how many (may exceed MODEL_REFUSED) */
+	unsigned ignored;                /* threads not sampled: more than max_workers */
+	size_t   max_workers;
 	unsigned naccessible;            /* threads sampled, worker or not, that we could read */
 };
 

@@ -76,6 +76,8 @@ int model_build(const struct snapshot *snap, double window_s, struct model *m)
 	_Static_assert(MODEL_REFUSED == SNAP_REFUSED, "refusals are copied whole");
 	m->nrefused = snap->nrefused;
 	m->naccessible = snap->naccessible;
+	m->ignored = snap->ignored;
+	m->max_workers = snap->max_workers;
 	for (unsigned i = 0; i < snap->nrefused && i < MODEL_REFUSED; i++) {
 		m->refused[i].pid = snap->refused[i].pid;
 		memcpy(m->refused[i].text, snap->refused[i].text, sizeof(m->refused[i].text));

@@ -37,6 +37,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->all_threads = o->all_threads;
 	s->no_realtime = o->no_realtime;
 	s->on_sample = o->on_sample;
+	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
 	idmap_init(&s->by_tid);
 	idmap_init(&s->by_pid);
@@ -305,6 +306,8 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->rate_hz = s->rate_hz;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
+	snap->ignored = s->ignored_threads + s->ignored_slots;
+	snap->max_workers = s->max_workers;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

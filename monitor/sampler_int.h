@@ -54,6 +54,7 @@ struct segment {
 	struct probe_shm *shm;
 	char  name[PROBE_COMM_LEN];
 	int   seen;
+	int   read_ok;                   /* its last read gave slots */
 };
 
 struct sampler {
@@ -74,6 +75,9 @@ struct sampler {
 
 	struct sworker **w;              /* owned; pointers so series never move */
 	size_t   n, cap;
+	size_t   max_workers;
+	unsigned ignored_threads;        /* turned away by max_workers in the last discovery pass */
+	unsigned ignored_slots;          /* and in the last pass over the segments */
 	struct idmap by_tid;             /* (pid, tid) -> index in w */
 	struct segment *seg;
 	size_t   nseg, segcap;

@@ -17,8 +17,12 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
 	return idmap_get(&s->by_tid, idmap_pair(pid, tid), &i) ? s->w[i] : NULL;
 }
 
-static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name)
+static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
 {
+	if (s->n >= s->max_workers) {
+		++*ignored;
+		return NULL;
+	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		struct sworker **nw = realloc(s->w, cap * sizeof(*nw));
@@ -163,6 +167,7 @@ static void discover_segments(struct sampler *s)
 static void discover_threads(struct sampler *s)
 {
 	int nprocs = 0;
+	s->ignored_threads = 0;
 	if (!s->targets)
 		return;
 	if (s->targets->npids) {
@@ -183,7 +188,7 @@ static void discover_threads(struct sampler *s)
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
 		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++)
 			if (!sampler_find_worker(s, pi->pid, s->tids[t]))
-				add_worker(s, pi->pid, s->tids[t], pi->comm);
+				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
 	}
 }
 
@@ -242,13 +247,11 @@ void sampler_discover(struct sampler *s, uint64_t now)
 static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 {
 	int n = probe_shm_read(g->shm, s->slots, SAMPLER_MAX_SLOTS, 0);
+	g->read_ok = n >= 0;
 	if (n < 0)
 		return;
 	if (n > SAMPLER_MAX_SLOTS)
 		n = SAMPLER_MAX_SLOTS;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->w[i]->pid == g->pid && s->w[i]->instrumented)
-			s->w[i]->seen = 0;
 	for (int i = 0; i < n; i++) {
 		const struct probe_shm_worker *sl = &s->slots[i];
 		struct sworker *w = sampler_find_worker(s, sl->pid, sl->tid);
@@ -256,7 +259,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			series_init(&w->series); /* another thread took the slot: counters restart */
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name)))
+		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
 			continue;
 		w->instrumented = 1;
 		w->backend = sl->backend;
@@ -267,13 +270,24 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		/* now counts from s->t0 on CLOCK_MONOTONIC: the writers' clock */
 		series_add_shm(&w->series, now, s->t0 + now, sl->values, sl->fiber_tag);
 	}
-	for (size_t i = 0; i < s->n; i++)
-		if (s->w[i]->pid == g->pid && s->w[i]->instrumented && !s->w[i]->seen)
-			sampler_mark_gone(s->w[i], now); /* its slot was released */
 }
 
+/* One pass over the workers before and one after, whatever the number of
+ * segments: an instrumented worker whose segment was read and no longer
+ * lists it has released its slot. */
 void sampler_read_segments(struct sampler *s, uint64_t now)
 {
+	for (size_t i = 0; i < s->n; i++)
+		s->w[i]->seen = 0;
+	s->ignored_slots = 0;
 	for (size_t i = 0; i < s->nseg; i++)
 		read_segment(s, &s->seg[i], now);
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (!w->instrumented || w->seen)
+			continue;
+		struct segment *g = find_segment(s, w->pid);
+		if (!g || g->read_ok)
+			sampler_mark_gone(w, now); /* its slot was released, or its segment went */
+	}
 }

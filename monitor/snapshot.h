@@ -53,6 +53,8 @@ struct snapshot {
 	uint64_t tick_lag_max_ns;        /* the latest any tick started after its time, so far */
 	struct snap_refusal refused[SNAP_REFUSED];
 	unsigned nrefused;               /* processes with a refused thread (may exceed SNAP_REFUSED) */
+	unsigned ignored;                /* threads turned away by the sampler's cap */
+	size_t   max_workers;            /* that cap */
 	unsigned naccessible;            /* threads sampled, shown or not, whose samples we could read */
 };
 
