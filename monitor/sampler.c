@@ -115,12 +115,18 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 
 void sampler_step(struct sampler *s)
 {
-	pthread_mutex_lock(&s->lock);
 	uint64_t now = elapsed_ns(s);
 	if (now >= s->next_discover) {
+		/* its size is others' to choose: never at real-time priority */
+		int rt = sampler_realtime(s);
+		if (rt)
+			sampler_cost_demote(s);
 		sampler_discover(s, now);
+		if (rt)
+			sampler_cost_restore(s);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 	}
+	pthread_mutex_lock(&s->lock);
 	if (now >= s->next_shm) {
 		sampler_read_segments(s, now);
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);

@@ -95,7 +95,8 @@ struct sampler {
 	struct probe_shm_worker slots[SAMPLER_MAX_SLOTS];
 };
 
-/* sampler_workers.c; all with s->lock held */
+/* sampler_workers.c, on the sampling thread: all with s->lock held but
+ * sampler_discover, which takes it itself */
 struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
 void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
@@ -113,5 +114,9 @@ struct sampler_cost {
 void sampler_cost_start(struct sampler *s, struct sampler_cost *c);
 /* Called after every tick; about once a second it re-judges the policy. */
 void sampler_cost_tick(struct sampler *s, struct sampler_cost *c);
+/* The sampling thread alone (not its io-wq readers) at SCHED_OTHER for a
+ * while, then back to real-time: around work whose size others choose. */
+void sampler_cost_demote(struct sampler *s);
+void sampler_cost_restore(struct sampler *s);
 
 #endif /* LOOPSTAT_SAMPLER_INT_H */

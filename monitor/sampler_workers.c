@@ -113,6 +113,10 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 		return 0;
 	}
 	struct probe_stat st;
+	if (s->nseg >= s->max_workers) {
+		s->ignored_threads++; /* every segment holds a worker at least: past the cap, none is sampled */
+		return 0;
+	}
 	if (probe_stat_read(pid, 0, &st) < 0)
 		return 0;
 	if (s->targets && !targets_match(s->targets, pid, st.comm))
@@ -144,6 +148,7 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 
 static void discover_segments(struct sampler *s)
 {
+	s->ignored_threads = 0;
 	for (size_t i = 0; i < s->nseg; i++)
 		s->seg[i].seen = 0;
 	probe_shm_scan(NULL, on_segment, s);
@@ -167,7 +172,6 @@ static void discover_segments(struct sampler *s)
 static void discover_threads(struct sampler *s)
 {
 	int nprocs = 0;
-	s->ignored_threads = 0;
 	if (!s->targets)
 		return;
 	if (s->targets->npids) {
@@ -186,9 +190,12 @@ static void discover_threads(struct sampler *s)
 		if (find_segment(s, pi->pid))
 			continue; /* instrumented: its slots name its workers */
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
+		/* the table changes under the lock, one process at a time */
+		pthread_mutex_lock(&s->lock);
 		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++)
 			if (!sampler_find_worker(s, pi->pid, s->tids[t]))
 				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
+		pthread_mutex_unlock(&s->lock);
 	}
 }
 
@@ -233,13 +240,21 @@ static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
 	}
 }
 
+/*
+ * Without the lock but for the moments the worker table changes: how long
+ * a sweep takes depends on what others put in the segment directory and on
+ * how many processes a pattern matches, and views must not wait for it.
+ * Only the sampling thread touches the segment table, so it needs none.
+ */
 void sampler_discover(struct sampler *s, uint64_t now)
 {
 	discover_segments(s);
 	discover_threads(s);
+	pthread_mutex_lock(&s->lock);
 	probe_fd_cache_begin_window(s->fds);
 	for (size_t i = 0; i < s->n; i++)
 		refresh_targets(s, s->w[i], now);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- shm counters --------------------------------------------------------- */
