@@ -249,8 +249,10 @@ int export_send_once(const struct export_dest *d, const char *buf, size_t len,
 	if (rc < 0) {
 		snprintf(why, whylen, "write: %s", rc == -ETIMEDOUT ? "no progress, timed out" : strerror(-rc));
 	} else if (shutdown(fd, SHUT_WR) < 0) {
-		rc = -errno;
-		snprintf(why, whylen, "shutdown: %s", strerror(-rc));
+		/* ENOTCONN here: the peer reset the connection after our writes */
+		rc = errno == ENOTCONN ? -ECONNRESET : -errno;
+		snprintf(why, whylen, "sent, but shutdown failed (connection reset?): %s; delivery unconfirmed",
+		         strerror(errno));
 	} else if ((rc = wait_close(fd, t->close_ms, deadline_ms)) < 0) {
 		snprintf(why, whylen, "%s", rc == -ETIMEDOUT ? "sent, but the server did not close: delivery "
 		         "unconfirmed" : "sent, but the connection was reset: delivery unconfirmed");
