@@ -18,6 +18,10 @@ pkg-config:pkg-config
 tmux:tmux
 gcc:gcc
 make:make
+graphite-carbon:carbon-cache
+python3-whisper:whisper-fetch
+carbon-c-relay:carbon-c-relay
+prometheus:promtool
 "
 
 missing=""

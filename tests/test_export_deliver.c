@@ -220,6 +220,7 @@ Test(export_deliver, down_then_up_none_lost_none_doubled, .timeout = 20)
 	cr_assert_eq(b.r.dest[0].pending, 0);
 	cr_assert_eq(b.r.spool_bytes, 0, "delivered segments are removed");
 	fake_stop(&f);
+	free(f.got);
 	free(a.log);
 	free(b.log);
 	ts_rmtree_free(dir);
@@ -487,6 +488,7 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	struct stat st;
 	cr_assert_neq(stat(o.spool, &st), 0, "dry run creates no spool");
 	o.dry_run = 0;
+	free(log);
 	fl = open_memstream(&log, &ll);
 	cr_assert_eq(export_run(&o, &p, 1, 5, "h", stdout, fl, &r), EXIT_USAGE);
 	fclose(fl);
