@@ -44,6 +44,10 @@ int export_opts_set(struct export_opts *o, const char *key, const char *value, c
  * "PATH:LINE: reason" (or "open(PATH): reason") in err. */
 int export_config_load(struct export_opts *o, const char *path, char *err, size_t errlen);
 
+/* The host name points and self-report use: --host, else gethostname() up
+ * to the first dot. */
+void export_opts_host(const struct export_opts *o, char *buf, size_t len);
+
 /* "90", "90s", "5m", "2h", "7d" → seconds; -1 if malformed. */
 double export_parse_duration(const char *s);
 /* "4096", "512K", "64M", "1G" → bytes; -1 if malformed. */
