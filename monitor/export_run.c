@@ -60,9 +60,11 @@ static void *deliver(void *arg)
 			r->sent += lines;
 			r->expired += expired;
 		}
-		if (!len)
-			break;
+		/* a batch of only expired lines moved the cursor: read on */
+		int moved = to.seq != cur.seq || to.off != cur.off;
 		cur = to;
+		if (!len && !moved)
+			break;
 	}
 	return NULL;
 }
@@ -172,7 +174,6 @@ static int spool_error_code(int rc)
 static int graphite(const struct export_opts *o, const struct export_name_opts *no, const char *lines,
                     size_t len, int64_t now, const char *host, FILE *log, struct export_result *r)
 {
-	long long deadline = export_now_ms() + (long long)(o->timeout_s * 1000);
 	struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000) };
 	struct export_spool sp;
 	char err[1400];
@@ -196,6 +197,8 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 		export_spool_close(&sp);
 		return EXIT_DEFERRED;
 	}
+	/* the delivery budget starts once this run may deliver */
+	long long deadline = export_now_ms() + (long long)(o->timeout_s * 1000);
 	struct export_send_timeouts t;
 	export_send_timeouts_init(&t);
 	int64_t min_ts = now - o->max_age_s;
@@ -224,7 +227,9 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	int code = EXIT_OK;
 	for (int i = 0; i < r->ndest; i++) {
 		const struct export_dest_result *x = &r->dest[i];
-		if (x->rc < 0 || x->pending) {
+		/* pending lines with rc 0 came from a run that appended while this one
+		 * delivered: that run waits for lock.send and delivers them itself */
+		if (x->rc < 0) {
 			code = EXIT_DEFERRED;
 			fprintf(log, "export: %s: %" PRIu64 " points deferred to the next run (oldest %lld s old, %d "
 			        "attempts, %" PRIu64 " sent, %" PRIu64 " expired): %s\n", x->dest.label, x->pending,
@@ -279,10 +284,11 @@ int export_run(const struct export_opts *o, const struct export_point *pts, size
 	if (o->dry_run) {
 		fwrite(lines, 1, len, out);
 	} else {
-		if (o->prometheus_textfile[0] &&
-		    export_prom_write(o->prometheus_textfile, pts, n, err, sizeof(err)) < 0) {
+		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, pts, n, err,
+		                                                          sizeof(err)) : 0;
+		if (prc < 0) {
 			fprintf(log, "export: --prometheus-textfile: %s\n", err);
-			code = EXIT_FAIL;
+			code = prc == -EACCES || prc == -EPERM || prc == -EROFS ? EXIT_ACCESS : EXIT_USAGE;
 		}
 		if (r->ndest) {
 			int g = graphite(o, &no, lines, len, now, host, log, r);

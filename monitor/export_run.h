@@ -40,7 +40,8 @@ struct export_result {
  * points (the points' own host otherwise). Prints --dry-run lines to out,
  * and at most one line per destination plus one per problem to log (cron
  * mails whatever is printed, so a clean run prints nothing). Returns
- * r->exit_code. Never blocks past o->timeout_s (+ lock_wait_s). */
+ * r->exit_code. Never blocks past lock_wait_s + timeout_s + 1 s (the
+ * self-report pass); the budget starts once this run holds lock.send. */
 int export_run(const struct export_opts *o, const struct export_point *pts, size_t n, int64_t now,
                const char *host, FILE *out, FILE *log, struct export_result *r);
 

@@ -410,6 +410,12 @@ int export_spool_read(struct export_spool *s, const struct export_cursor *from, 
 			p = nl + 1;
 		}
 		olen = (size_t)(w - out);
+		/* a tail without a newline (a damaged segment: ours are renamed
+		 * whole) would stop this cursor for ever: count it and move on */
+		if ((int64_t)(off + (uint64_t)got) >= g->size && (int64_t)to->off < g->size) {
+			++*expired;
+			to->off = (uint64_t)g->size;
+		}
 		if ((int64_t)to->off >= g->size)
 			to->seq = g->seq + 1, to->off = 0;
 		else

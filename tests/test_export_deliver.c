@@ -447,6 +447,8 @@ Test(export_deliver, overlapping_runs, .timeout = 20)
 			c.o = a.o;
 			c.o.lock_wait_s = 5;
 			run_once(&c, 10 + k, 200, now);
+			if (c.code)
+				fprintf(stderr, "run %d: %s", k, c.log);
 			_exit(c.code);
 		}
 	}
@@ -495,5 +497,41 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	cr_assert(strstr(log, "nothing to do"), "%s", log);
 	free(out);
 	free(log);
+	ts_rmtree_free(dir);
+}
+
+Test(export_deliver, a_long_expired_backlog_does_not_hold_back_fresh_points, .timeout = 20)
+{
+	char *dir = ts_tmpdir("expold");
+	int port = free_port();
+	char dest[64], err[512], spool[300];
+	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
+	snprintf(spool, sizeof(spool), "%s/spool", dir);
+	/* 1.5 MiB of points far older than --max-age, more than one batch */
+	struct export_spool_opts so = { 64 << 20, 86400, 100 };
+	struct export_spool s;
+	cr_assert_eq(export_spool_open(&s, spool, &so, err, sizeof(err)), 0, "%s", err);
+	size_t cap = 1600000, len = 0;
+	char *old = malloc(cap);
+	int nold = 0;
+	while (len + 64 < cap - 64 && len < (3u << 19)) {
+		len += (size_t)sprintf(old + len, "t.h.old.%d.m 1 1000\n", nold++);
+	}
+	cr_assert_eq(export_spool_append(&s, old, len, err, sizeof(err)), 0, "%s", err);
+	export_spool_close(&s);
+	free(old);
+	struct fake f;
+	fake_start(&f, port, GOOD);
+	struct run a = { 0 };
+	opts(&a.o, dir, dest);
+	run_once(&a, 1, 20, time(NULL));
+	cr_assert_eq(a.code, EXIT_OK, "%s", a.log);
+	cr_assert_eq(lines_of_run(&f, 1), 20);
+	cr_assert_eq(count(&f, "t.h.old."), 0);
+	cr_assert_eq(a.r.dest[0].expired, (uint64_t)nold, "%lu of %d", (unsigned long)a.r.dest[0].expired, nold);
+	cr_assert(strstr(a.log, "expired before delivery"), "%s", a.log);
+	fake_stop(&f);
+	free(f.got);
+	free(a.log);
 	ts_rmtree_free(dir);
 }
