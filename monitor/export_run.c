@@ -185,7 +185,9 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	}
 	rc = export_spool_append(&sp, lines, len, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "export: %s; %" PRIu64 " points not spooled\n", err, r->lines);
+		fprintf(log, "export: %s; %" PRIu64 " points not spooled%s\n", err, r->lines,
+		        spool_error_code(rc) == EXIT_ACCESS ? " (give this user write access to it, or choose "
+		        "another --spool)" : "");
 		export_spool_close(&sp);
 		return spool_error_code(rc);
 	}

@@ -495,6 +495,21 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	cr_assert_eq(export_run(&o, &p, 1, 5, "h", stdout, fl, &r), EXIT_USAGE);
 	fclose(fl);
 	cr_assert(strstr(log, "nothing to do"), "%s", log);
+	/* a bad template or destination is a usage error before anything is spooled */
+	static const char *const bad[][2] = {
+		{ "{host}.{process}", "127.0.0.1:2003" }, { "", "127.0.0.1" }, { "", "127.0.0.1:99999" },
+		{ "", "a:1,,b:2" }, { "", "a:1,a:1" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(o.tmpl, sizeof(o.tmpl), "%s", bad[i][0]);
+		snprintf(o.graphite, sizeof(o.graphite), "%s", bad[i][1]);
+		free(log);
+		fl = open_memstream(&log, &ll);
+		cr_assert_eq(export_run(&o, &p, 1, 5, "h", stdout, fl, &r), EXIT_USAGE, "%s %s", bad[i][0], bad[i][1]);
+		fclose(fl);
+		cr_assert(ll > 0 && strstr(log, "export: "), "%s", log);
+		cr_assert_neq(stat(o.spool, &st), 0, "nothing spooled on a usage error");
+	}
 	free(out);
 	free(log);
 	ts_rmtree_free(dir);
