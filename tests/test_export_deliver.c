@@ -550,3 +550,23 @@ Test(export_deliver, a_long_expired_backlog_does_not_hold_back_fresh_points, .ti
 	free(a.log);
 	ts_rmtree_free(dir);
 }
+
+Test(export_deliver, destination_lists, .timeout = 5)
+{
+	struct export_dest d[EXPORT_DEST_MAX];
+	char err[256];
+	cr_assert_eq(export_dest_parse("carbon1:2003,[::1]:2103,10.0.0.2:2203", d, EXPORT_DEST_MAX, err, sizeof(err)), 3,
+	             "%s", err);
+	cr_assert_str_eq(d[0].host, "carbon1");
+	cr_assert_str_eq(d[0].port, "2003");
+	cr_assert_str_eq(d[1].host, "::1");
+	cr_assert_str_eq(d[1].port, "2103");
+	cr_assert_str_eq(d[1].label, "[::1]:2103");
+	cr_assert_str_eq(d[2].key, "10_0_0_2_2203");
+	static const char *const bad[] = { "", "host", "host:", ":2003", "h:0", "h:65536", "h:20x", "[::1]2003", "a:1,", "a:1,a:1" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		cr_assert_eq(export_dest_parse(bad[i], d, EXPORT_DEST_MAX, err, sizeof(err)), -EINVAL, "%s", bad[i]);
+		cr_assert(err[0], "%s", bad[i]);
+	}
+}
