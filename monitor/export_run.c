@@ -32,6 +32,8 @@ static void *deliver(void *arg)
 	struct export_dest_result *r = j->r;
 	struct export_cursor cur, to;
 	r->rc = export_spool_cursor_load(j->spool, r->dest.key, &cur);
+	if (r->rc < 0)
+		snprintf(r->why, sizeof(r->why), "read cursor: %s", strerror(-r->rc));
 	while (r->rc == 0) {
 		char *buf;
 		size_t len;
@@ -42,7 +44,7 @@ static void *deliver(void *arg)
 			snprintf(r->why, sizeof(r->why), "read spool: %s", strerror(-r->rc));
 			break;
 		}
-		int attempts = 1;
+		int attempts = len ? 1 : 0;
 		if (len)
 			r->rc = j->one_shot ? export_send_once(&r->dest, buf, len, j->t, j->deadline, r->why, sizeof(r->why))
 			                    : export_send_retry(&r->dest, buf, len, j->t, j->deadline, &attempts, r->why,

@@ -33,15 +33,26 @@ struct fake {
 	int conns;
 };
 
+/* A loopback port nobody listens on, never one this test already took. */
 static int free_port(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(a);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	getsockname(fd, (struct sockaddr *)&a, &sl);
-	close(fd);
-	return ntohs(a.sin_port);
+	static int taken[16], ntaken;
+	for (;;) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t sl = sizeof(a);
+		cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		getsockname(fd, (struct sockaddr *)&a, &sl);
+		close(fd);
+		int port = ntohs(a.sin_port), dup = 0;
+		for (int i = 0; i < ntaken; i++)
+			dup |= taken[i] == port;
+		if (dup)
+			continue;
+		if (ntaken < 16)
+			taken[ntaken++] = port;
+		return port;
+	}
 }
 
 static void keep(struct fake *f, const char *buf, size_t n)
