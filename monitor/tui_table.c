@@ -207,7 +207,7 @@ void tui_draw_table(struct tui *t, int y, int h)
 		else if (t->m.nrefused)
 			mvprintw(y + 1, 0, "access refused: %.*s", COLS > 16 ? COLS - 16 : 0, t->m.refused[0].text);
 		else if (t->targeted)
-			mvprintw(y + 1, 0, "no event-loop worker among the named processes (yet): t lists all their threads");
+			mvprintw(y + 1, 0, "no event-loop workers found (yet) among the named processes: t lists all their threads");
 		else
 			mvprintw(y + 1, 0, "no event-loop workers found (yet): start one, or use -p PID / -n REGEX");
 		return;
