@@ -43,11 +43,14 @@
  * Cost: the fds of a wait are read (process_vm_readv, /proc/PID/fd
  * readlinks) once per (syscall, pc, sp, args) key, kept in a small per-thread
  * table, and re-read every PROBE_LOOP_RECHECK_HITS hits or
- * PROBE_LOOP_RECHECK_MS, whichever first. A poll/select key is re-read at
- * once when the thread's number of open fds changes (one fstat of an open
- * /proc/PID/task/TID/fd directory, ~0.8 us, against ~2.5 us for the
- * sample's own pread); an epoll/ring key names its fd in a register and
- * skips that check. The other candidates' fds are re-checked (stat) when
+ * PROBE_LOOP_RECHECK_MS, whichever first. A poll/select key is also re-read
+ * when the thread's number of open fds changed, looked at every
+ * PROBE_LOOP_NOPEN_EVERY hits (one fstat of an open /proc/PID/task/TID/fd
+ * directory, whose size is the fd count since Linux 6.2: ~0.8 us against
+ * ~2.5 us for the sample's own pread, and ~4 us for a stat or readlink of
+ * /proc/PID/fd/N; on every hit it made a poll-family sample cost 1.56x a
+ * pread, every 4th hit ~1.2x); an epoll/ring key names its fd in a register
+ * and skips that check. The other candidates' fds are re-checked (stat) when
  * the thread's wait moves from one candidate to another.
  *
  * Wiring (the sampler, per worker thread):
@@ -110,6 +113,7 @@ static inline int probe_wait_fds_unreadable(int err)
 #define PROBE_LOOP_LEARN_WAITS  8   /* waits before the loop fd is named */
 #define PROBE_LOOP_RECHECK_HITS 64  /* a key is re-read after this many hits ... */
 #define PROBE_LOOP_RECHECK_MS   1000 /* ... or this long, whichever first */
+#define PROBE_LOOP_NOPEN_EVERY  4   /* hits between fd-table checks of a poll-set key */
 
 /* Private to loop.c; in the header so that the caller can embed the state. */
 struct probe_loop_cand {

@@ -154,8 +154,9 @@ static int key_stale(struct probe_loop *l, const struct probe_loop_key *k)
 {
 	if (k->hits >= PROBE_LOOP_RECHECK_HITS || coarse_ms() - k->read_ms >= PROBE_LOOP_RECHECK_MS)
 		return 1;
-	/* a poll set in memory: re-read at once when the fd table changed */
-	return !k->ring_key && k->nopen != open_fds(l);
+	/* a poll set in memory: re-read when the fd table changed, looked at
+	 * every few hits (the fstat costs a third of the sample's pread) */
+	return !k->ring_key && k->hits % PROBE_LOOP_NOPEN_EVERY == 0 && k->nopen != open_fds(l);
 }
 
 /* The key for s, read or re-read as needed. Returns it or NULL (*err set). */
