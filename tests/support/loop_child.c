@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,12 @@ int tloop_measure(pid_t pid, double seconds, int period_us, struct tloop_measure
 		return err;
 	}
 	probe_loop_init(&loop, pid, pid);
+	/* as the monitor's sampler: real-time when allowed, so that its wakeups
+	 * do not wait out the loop's busy phases */
+	struct sched_param sp0, rt = { .sched_priority = 1 };
+	int policy0;
+	pthread_getschedparam(pthread_self(), &policy0, &sp0);
+	int realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
 	uint64_t t0 = mono_ns(), end = t0 + (uint64_t)(seconds * 1e9);
 	unsigned seed = (unsigned)pid;
 	while (mono_ns() < end) {
@@ -153,6 +161,8 @@ int tloop_measure(pid_t pid, double seconds, int period_us, struct tloop_measure
 	}
 	uint64_t t1 = mono_ns();
 	err = probe_schedstat_sample(&f, &s1);
+	if (realtime)
+		pthread_setschedparam(pthread_self(), policy0, &sp0);
 	probe_loop_done(&loop);
 	probe_schedstat_close(&f);
 	probe_syscall_close(&p);
