@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <liburing.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -479,4 +481,74 @@ Test(probe_loop_parked, fd_cache_re_resolves_a_reused_number, .timeout = PROBE_T
 	close(sv[0]);
 	close(sv[1]);
 	probe_fd_cache_delete(c);
+}
+
+static struct io_uring ring;
+
+static void park_ring(void *arg, int ready_fd)
+{
+	(void)arg;
+	struct io_uring_cqe *cqe;
+	tchild_ready(ready_fd);
+	for (;;)
+		io_uring_wait_cqe(&ring, &cqe);
+}
+
+/* n classifications of one parked sample; returns the last verdict */
+static void classify_n(struct probe_loop *l, const struct probe_sc_sample *s, int n, struct probe_verdict *v)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(probe_loop_classify(l, s, -1, v), 0);
+}
+
+Test(probe_loop_parked, epoll_loop_fd_is_learned_then_named, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	struct probe_verdict v;
+	struct probe_loop l;
+	int ep = epoll_create1(0);
+	cr_assert_geq(ep, 0);
+	pid_t pid = park(tchild_park_epoll_wait, TCHILD_FD(ep), &p, &s);
+	probe_loop_init(&l, pid, pid);
+	classify_n(&l, &s, 1, &v);
+	cr_expect_eq(v.cls, PROBE_POLL);
+	cr_expect_eq(v.wait, PROBE_WAIT_LOOP);
+	cr_expect_eq(v.basis, PROBE_BASIS_LEARNING);
+	cr_expect_eq(v.loop_fd, -1, "not named while learning");
+	classify_n(&l, &s, PROBE_LOOP_LEARN_WAITS, &v);
+	cr_expect_eq(v.basis, PROBE_BASIS_EPOLL_FD);
+	cr_expect_eq(v.loop_fd, ep);
+	cr_expect_eq(v.fd, ep);
+	cr_expect_gt(l.key_hits, 0, "served from its key");
+	probe_loop_done(&l);
+	probe_syscall_close(&p);
+	tchild_reap(pid);
+	close(ep);
+}
+
+Test(probe_loop_parked, io_uring_loop_fd_is_a_ring_fd, .timeout = PROBE_TEST_TIMEOUT)
+{
+	int r = io_uring_queue_init(4, &ring, 0);
+	if (r == -ENOSYS || r == -EPERM)
+		cr_skip_test("io_uring unavailable here (%d)", r);
+	cr_assert_eq(r, 0);
+	struct probe_syscall p;
+	struct probe_sc_sample s;
+	struct probe_verdict v;
+	struct probe_loop l;
+	pid_t pid = park(park_ring, NULL, &p, &s);
+	cr_assert_eq(s.nr, SYS_io_uring_enter);
+	probe_loop_init(&l, pid, pid);
+	classify_n(&l, &s, PROBE_LOOP_LEARN_WAITS, &v);
+	cr_expect_eq(v.cls, PROBE_POLL);
+	cr_expect_eq(v.basis, PROBE_BASIS_RING_FD);
+	cr_expect_eq(v.loop_fd, ring.ring_fd);
+	char b[96], want[32];
+	snprintf(want, sizeof(want), "ring fd %d", ring.ring_fd);
+	cr_expect_str_eq(probe_loop_basis_text(v.basis, v.loop_fd, b, sizeof(b)), want);
+	probe_loop_done(&l);
+	probe_syscall_close(&p);
+	tchild_reap(pid);
+	io_uring_queue_exit(&ring);
 }
