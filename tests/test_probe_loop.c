@@ -3,6 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <liburing.h>
 #include <math.h>
 #include <poll.h>
@@ -18,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "probe_loop.h"
@@ -551,4 +555,31 @@ Test(probe_loop_parked, io_uring_loop_fd_is_a_ring_fd, .timeout = PROBE_TEST_TIM
 	probe_syscall_close(&p);
 	tchild_reap(pid);
 	io_uring_queue_exit(&ring);
+}
+
+Test(probe_loop_parked, loop_truth_bad_usage_exits_2, .timeout = PROBE_TEST_TIMEOUT)
+{
+	char exe[PATH_MAX], prog[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	snprintf(prog, sizeof(prog), "%s/examples/loop_truth", dirname(dirname(exe)));
+	char *const *cases[] = {
+		(char *[]){ prog, "--case", "bogus", NULL },
+		(char *[]){ prog, "--case", "plain", "--block", "0.2", NULL },
+		(char *[]){ prog, "--case", "ppoll", "--block", "0.8", "--work", "0.5", NULL },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		pid_t pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			int devnull = open("/dev/null", O_WRONLY);
+			dup2(devnull, STDERR_FILENO);
+			execv(prog, cases[i]);
+			_exit(127);
+		}
+		int st;
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "case %zu: status %d", i, st);
+	}
 }
