@@ -25,7 +25,9 @@
  *   - until the leading epoll/ring fd has PROBE_LOOP_LEARN_WAITS waits the
  *     basis is LEARNING (the leader's waits count as POLL meanwhile);
  *   - where process_vm_readv is refused (EPERM) or missing (ENOSYS), the
- *     thread falls back to probe_classify's rule, basis UNREADABLE.
+ *     thread falls back to probe_classify's rule (POLL; BLOCKED for an
+ *     instrumented worker, as before), basis UNREADABLE (PUBLISHED for an
+ *     instrumented worker), wait UNREAD; it is not tried again.
  *   Anything that is not a poll-family wait gets probe_classify's verdict.
  *
  * Identity: a ring is known by its inode; every epoll fd shares one
@@ -59,6 +61,7 @@
  *     r = probe_loop_classify(&loop, &smp, wait_fd, &v);   replaces probe_classify
  *     if (r == -EAGAIN) skip the sample (the wait ended under the read)
  *     probe_loop_done(&loop);                       when the worker is dropped
+ *                                                   (done + init when another thread takes its slot)
  * then keep v.cls/nr/fd as before (the blocked breakdown by (nr, fd) now says
  * "poll fd 5"), resolve fd with probe_fd_cache_get_ino(cache, pid, v.fd,
  * v.fd_ino, ...), and show probe_loop_basis_text(v.basis, v.loop_fd, ...).
