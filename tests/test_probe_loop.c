@@ -120,7 +120,8 @@ Test(probe_loop, sync_poll_on_slow_upstream_is_blocked_on_its_socket, .timeout =
 	struct run r;
 	run_case("sync_poll", 0.3, 0.1, &r, peer_of_blocker);
 	cr_expect_eq(r.m.basis, PROBE_BASIS_EPOLL_FD);
-	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP), *blk = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_FDS);
+	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP);
+	const struct tloop_key *blk = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_FDS);
 	cr_assert(idle && blk);
 	cr_expect(is_epoll(idle->nr), "idle in %ld", idle->nr);
 	cr_expect(is_poll(blk->nr), "blocked in %ld", blk->nr);
@@ -134,7 +135,8 @@ Test(probe_loop, select_on_epoll_fd_is_idle_select_sleep_is_blocked, .timeout = 
 	struct run r;
 	run_case("em_select", 0.3, 0.1, &r, NULL);
 	cr_expect_eq(r.m.basis, PROBE_BASIS_EPOLL_FD);
-	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP), *slp = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_SLEEP);
+	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP);
+	const struct tloop_key *slp = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_SLEEP);
 	cr_assert(idle && slp);
 	cr_expect(is_select(idle->nr) && is_select(slp->nr), "idle in %ld, sleep in %ld", idle->nr, slp->nr);
 	cr_expect_eq(slp->fd, -1);
@@ -146,7 +148,8 @@ Test(probe_loop, ppoll_on_epoll_and_eventfd_is_idle_on_private_pipe_blocked, .ti
 	struct run r;
 	run_case("ppoll", 0.3, 0.1, &r, NULL);
 	cr_expect_eq(r.m.basis, PROBE_BASIS_EPOLL_FD);
-	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP), *blk = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_FDS);
+	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP);
+	const struct tloop_key *blk = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_FDS);
 	cr_assert(idle && blk);
 	cr_expect(idle->nr == SYS_ppoll && blk->nr == SYS_ppoll);
 	cr_expect_neq(blk->fd, r.m.loop_fd);
@@ -160,7 +163,8 @@ Test(probe_loop, nested_epoll_loop_is_blocked_main_loop_idle, .timeout = PROBE_T
 	/* the nested wait is longer than the main one: counts alone would pick it */
 	run_case("nested", 0.5, 0.1, &r, NULL);
 	cr_expect_eq(r.m.basis, PROBE_BASIS_EPOLL_FD);
-	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP), *nst = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_NESTED);
+	const struct tloop_key *idle = top(&r.m, PROBE_POLL, PROBE_WAIT_LOOP);
+	const struct tloop_key *nst = top(&r.m, PROBE_BLOCKED, PROBE_WAIT_NESTED);
 	cr_assert(idle && nst);
 	cr_expect(is_epoll(idle->nr) && is_epoll(nst->nr));
 	cr_expect_neq(nst->fd, idle->fd);

@@ -84,7 +84,8 @@ static void key_of(const struct probe_sc_sample *s, int wait_fd, struct probe_lo
 
 static int key_same(const struct probe_loop_key *a, const struct probe_loop_key *b)
 {
-	return a->nr == b->nr && a->wait_fd == b->wait_fd && a->pc == b->pc && a->sp == b->sp && memcmp(a->a, b->a, sizeof(a->a)) == 0;
+	return a->nr == b->nr && a->wait_fd == b->wait_fd && a->pc == b->pc && a->sp == b->sp &&
+	       memcmp(a->a, b->a, sizeof(a->a)) == 0;
 }
 
 /* Reads what the wait of s waits on into k (its identity already set). */
