@@ -94,7 +94,7 @@ static double median(double *v, int n)
 }
 
 /* Samples n targets in turn; returns the median ratio, prints the raw figures. */
-static double measure(const char *label, const pid_t *pid, int n)
+static double measure(const char *label, const pid_t *pid, int n, int old_path)
 {
 	struct probe_syscall p[8];
 	struct probe_loop loop[8];
@@ -122,7 +122,10 @@ static double measure(const char *label, const pid_t *pid, int n)
 			int t = i % n;
 			if (probe_syscall_sample(&p[t], &s) < 0)
 				abort();
-			resampled += probe_loop_classify(&loop[t], &s, -1, &v) == -EAGAIN;
+			if (old_path)
+				probe_classify(&s, -1, &v); /* the path before issue 17 */
+			else
+				resampled += probe_loop_classify(&loop[t], &s, -1, &v) == -EAGAIN;
 			total++;
 		}
 		double t2 = now_ns();
@@ -152,15 +155,17 @@ int main(void)
 			fprintf(stderr, "probe_sample: cannot start targets\n");
 			return 1;
 		}
-	double r_sleep = measure("sleeping target (epoll_wait)", &t[EPOLL], 1);
-	double r_run = measure("running target (busy loop)", &t[BUSY], 1);
-	double r_poll = measure("poll-family target (poll on a pipe)", &t[POLL], 1);
-	double r_mixed = measure("mixed fleet (epoll_wait, busy, poll, select on epoll fd)", t, 4);
+	double r_sleep = measure("sleeping target (epoll_wait)", &t[EPOLL], 1, 0);
+	double r_run = measure("running target (busy loop)", &t[BUSY], 1, 0);
+	double r_poll = measure("poll-family target (poll on a pipe)", &t[POLL], 1, 0);
+	double r_mixed = measure("mixed fleet (epoll_wait, busy, poll, select on epoll fd)", t, 4, 0);
+	double r_old = measure("mixed fleet, probe_classify only (before issue 17)", t, 4, 1);
 	for (int i = 0; i < 4; i++) {
 		kill(t[i], SIGKILL);
 		waitpid(t[i], NULL, 0);
 	}
-	printf("ratio sleeping %.3f, running %.3f, poll-family %.3f, mixed %.3f\n", r_sleep, r_run, r_poll, r_mixed);
+	printf("ratio sleeping %.3f, running %.3f, poll-family %.3f, mixed %.3f, mixed with probe_classify %.3f\n",
+	       r_sleep, r_run, r_poll, r_mixed, r_old);
 	printf("raw poll_sample_cost_vs_pread %.2f x\n", r_poll);
 	printf("figure sample_cost_vs_pread %.2f x\n", r_mixed);
 	return 0;
