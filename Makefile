@@ -176,3 +176,9 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# bench/idle_truth samples with the model-like sampler of
+# tests/support/loop_child.c (shared with tests/test_probe_loop.c).
+$(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/support/loop_child.o $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
