@@ -55,6 +55,7 @@ struct worker_view {
 	int      instrumented;            /* publishes a shm slot */
 	const char *backend;              /* "io_uring", "libev", "none" (static) */
 	int      gone;                    /* task exited; kept a few seconds, then dropped */
+	char     loop_basis[64];          /* how its loop's poll is told apart: "epoll fd 7", "plain poll loop ..." */
 	int      no_access;               /* /proc refused us: access_text says why and how to fix it */
 	char     access_text[PROBE_ACCESS_TEXT_LEN];
 

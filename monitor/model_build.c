@@ -3,6 +3,7 @@
  */
 #include "model_build.h"
 #include "model_window.h"
+#include "probe_loop.h"
 #include "probe_shm.h"
 
 #include <errno.h>
@@ -52,6 +53,7 @@ static void build_worker(const struct snap_worker *w, uint64_t now, double windo
 	v->instrumented = w->instrumented;
 	v->backend = w->instrumented ? probe_shm_backend_name(w->backend) : "none";
 	v->gone = w->gone;
+	probe_loop_basis_text(w->basis, w->loop_fd, v->loop_basis, sizeof(v->loop_basis));
 	v->no_access = w->no_access;
 	memcpy(v->access_text, w->access_text, sizeof(v->access_text));
 	model_window(&w->series, now, window_s, w->instrumented, v);

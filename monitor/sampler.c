@@ -85,7 +85,8 @@ static void sample_all(struct sampler *s, uint64_t now)
 		struct probe_verdict v;
 		if (sample_batch_result(s->batch, i, &smp) < 0)
 			continue;
-		probe_classify(&smp, w->instrumented ? w->wait_fd : -1, &v);
+		if (probe_loop_classify(&w->loop, &smp, w->instrumented ? w->wait_fd : -1, &v) == -EAGAIN)
+			continue; /* the wait ended under the read: not a sample */
 		if (v.cls == PROBE_GONE) {
 			sampler_mark_gone(w, now);
 			continue;
@@ -96,7 +97,11 @@ static void sample_all(struct sampler *s, uint64_t now)
 		struct series_ctx ctx = { .sp = smp.sp, .pc = smp.pc, .fiber = w->series.fiber_now };
 		series_add_sample(&w->series, now, &v, &ctx);
 		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0)
-			sampler_add_target(s, w, v.fd); /* a new fd is named at once, not a sweep later */
+			sampler_add_target(s, w, v.fd, v.fd_ino); /* a new fd is named at once, not a sweep later */
+		if (v.cls == PROBE_POLL || v.cls == PROBE_BLOCKED) {
+			w->basis = v.basis;
+			w->loop_fd = v.loop_fd;
+		}
 		if (s->on_sample)
 			report_sample(s, w, now, &smp, &v);
 		s->total_samples++;
@@ -262,6 +267,8 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	d->backend = w->backend;
 	d->gone = w->gone_ns != 0;
 	d->no_access = w->no_access;
+	d->basis = w->basis;
+	d->loop_fd = w->loop_fd;
 	memcpy(d->access_text, w->access_text, sizeof(d->access_text));
 	d->ntargets = w->ntargets;
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));

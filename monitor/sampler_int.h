@@ -17,6 +17,7 @@
 #include "probe_access.h"
 #include "probe_discover.h"
 #include "probe_fd.h"
+#include "probe_loop.h"
 #include "probe_schedstat.h"
 #include "probe_shm.h"
 #include "probe_syscall.h"
@@ -40,6 +41,9 @@ struct sworker {
 	char     tag[LOOPSTAT_TAG_LEN];
 	struct probe_syscall sc;
 	struct probe_schedstat_file ss;
+	struct probe_loop loop;       /* which of its polls is its loop's (probe_loop.h) */
+	enum probe_loop_basis basis;  /* how, as of the last sample */
+	int      loop_fd;
 	uint64_t gone_ns;             /* 0 while alive */
 	int      no_access;
 	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
@@ -102,7 +106,7 @@ void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
 void sampler_read_segments(struct sampler *s, uint64_t now);
-void sampler_add_target(struct sampler *s, struct sworker *w, int fd);
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
 void sampler_free_workers(struct sampler *s);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */

@@ -43,6 +43,8 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 	series_init(&w->series);
 	probe_syscall_open(&w->sc, pid, tid);
 	probe_schedstat_open(&w->ss, pid, tid);
+	probe_loop_init(&w->loop, pid, tid);
+	w->loop_fd = -1;
 	s->w[s->n++] = w;
 	return w;
 }
@@ -51,6 +53,7 @@ static void free_worker(struct sworker *w)
 {
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
+	probe_loop_done(&w->loop);
 	free(w);
 }
 
@@ -209,10 +212,12 @@ static int has_target(const struct sworker *w, int fd)
 	return 0;
 }
 
-void sampler_add_target(struct sampler *s, struct sworker *w, int fd)
+/* ino: the fd's inode as the sample saw it (0: unknown), so that a reused
+ * fd number is named anew */
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino)
 {
 	const struct probe_fd_target *t;
-	if (w->ntargets == SNAP_TARGETS || has_target(w, fd) || probe_fd_cache_get(s->fds, w->pid, fd, &t) < 0)
+	if (w->ntargets == SNAP_TARGETS || has_target(w, fd) || probe_fd_cache_get_ino(s->fds, w->pid, fd, ino, &t) < 0)
 		return;
 	w->targets[w->ntargets].fd = fd;
 	snprintf(w->targets[w->ntargets].text, PROBE_TARGET_LEN, "%s", t->text);
@@ -236,7 +241,7 @@ static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
 			continue;
 		for (int i = 0; i < SERIES_BLOCK_KEYS && b->blocks[i].n; i++)
 			if (b->blocks[i].fd >= 0)
-				sampler_add_target(s, w, b->blocks[i].fd);
+				sampler_add_target(s, w, b->blocks[i].fd, 0);
 	}
 }
 
@@ -272,6 +277,8 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		struct sworker *w = sampler_find_worker(s, sl->pid, sl->tid);
 		if (w && w->instrumented && w->generation != sl->generation) {
 			series_init(&w->series); /* another thread took the slot: counters restart */
+			probe_loop_done(&w->loop);
+			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
 		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))

@@ -14,6 +14,7 @@
 #include "loopstat_shm.h"
 #include "probe_access.h"
 #include "probe_fd.h"
+#include "probe_loop.h"
 #include "probe_stat.h"
 #include "series.h"
 
@@ -31,6 +32,8 @@ struct snap_worker {
 	int      instrumented;
 	uint32_t backend;                /* enum loopstat_backend */
 	int      gone, no_access;
+	enum probe_loop_basis basis;     /* how its loop's poll is told apart */
+	int      loop_fd;
 	char     access_text[PROBE_ACCESS_TEXT_LEN];
 	struct snap_target targets[SNAP_TARGETS];
 	int      ntargets;

@@ -468,6 +468,7 @@ static void golden_model(void)
 	w->headroom_ops_per_s = 21052.6;
 	w->stall_ms = 0;
 	snprintf(w->fiber_tag, sizeof(w->fiber_tag), "writer");
+	snprintf(w->loop_basis, sizeof(w->loop_basis), "published wait fd");
 	t.m.workers[0].stall_ms = 1800;
 	t.m.workers[0].runqueue_len = 12000;
 }
