@@ -126,9 +126,10 @@ void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info
  * Calls fn for every "loopstat.<pid>" and "loopstat.<pid>.<suffix>" file in
  * dir (NULL: probe_shm_dir()), with its path and pid; a non-zero return
  * from fn stops the scan and is returned. Returns 0, that value, or -errno
- * if dir cannot be read. Other names cost no system call; a suffixed file
- * already refused by probe_shm_open(), or whose pid is gone, is skipped
- * (by its directory entry's inode and name) while it stays listed.
+ * if dir cannot be read. Other names cost no system call; a file already
+ * refused by probe_shm_open(), or whose pid is gone, is skipped (by its
+ * directory entry's inode and name, so without a system call) while it
+ * stays listed — a legacy "loopstat.<pid>" for 10 s, then it is re-checked.
  */
 int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg);
 

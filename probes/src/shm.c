@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 const struct probe_shm_value_info probe_shm_values[PROBE_SHM_NVALUES] = {
@@ -215,11 +216,21 @@ static int check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, 
 	return mapped ? check_mapped(pid, dev, ino) : 0;
 }
 
-/* Errors that a published (suffixed) segment file can never recover from. */
-static int permanent(int err)
+/*
+ * Whether a refusal holds for the file for good. A suffixed name is
+ * published complete, so any of these does; a legacy writer may be caught
+ * between creating its file and writing the header, which takes it
+ * microseconds: bad contents count only in a file older than a second.
+ */
+static int permanent(int err, int suffixed, const struct stat *st)
 {
-	return err == -EBADMSG || err == -EPROTONOSUPPORT || err == -EAGAIN || err == -ESRCH ||
-	       err == -ESTALE || err == -EPERM || err == -EACCES || err == -ENOLINK || err == -ELOOP;
+	if (err == -EBADMSG || err == -EAGAIN) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		return suffixed || (st->st_mtim.tv_sec + 1 < now.tv_sec && st->st_ctim.tv_sec + 1 < now.tv_sec);
+	}
+	return err == -EPROTONOSUPPORT || err == -ESRCH || err == -ESTALE || err == -EPERM || err == -EACCES ||
+	       err == -ENOLINK || err == -ELOOP;
 }
 
 static int open_checked(const char *path, struct probe_shm **out, struct stat *st)
@@ -292,7 +303,7 @@ int probe_shm_open(const char *path, struct probe_shm **out)
 	int err = open_checked(path, out, &st);
 	if ((err == -EACCES || err == -ELOOP) && lstat(path, &st) < 0)
 		return err;
-	if (err < 0 && permanent(err) && shm_name_pid(path, &suffixed) > 0 && suffixed)
+	if (err < 0 && shm_name_pid(path, &suffixed) > 0 && permanent(err, suffixed, &st))
 		shm_cache_reject(st.st_dev, st.st_ino, path);
 	return err;
 }

@@ -19,10 +19,10 @@ pid_t shm_name_pid(const char *name, int *suffixed);
 
 /*
  * Remembers that the file (dev, ino) named `name` (a path; its last
- * component is used) is not a live segment and never will be, so that scans
- * skip it without a system call. Only for suffixed names: a writer publishes
- * those complete and never re-uses them, whereas a legacy name may be caught
- * half-made. Silently does nothing when the cache is full.
+ * component is used) is not a live segment, so that scans skip it without a
+ * system call: for good under a suffixed name (a writer publishes those
+ * complete and never re-uses them), for LEGACY_TTL_NS under a legacy one.
+ * Does nothing when the cache is full.
  */
 void shm_cache_reject(dev_t dev, ino_t ino, const char *name);
 

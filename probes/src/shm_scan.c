@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 pid_t shm_name_pid(const char *name, int *suffixed)
@@ -61,11 +62,24 @@ pid_t shm_name_pid(const char *name, int *suffixed)
 #define CACHE_MAX (128u * 1024)
 
 struct cache_entry {
-	uint64_t dev_ino;  /* dev * 2^32 ^ ino, never 0 for a used entry (see key()) */
+	uint64_t dev_ino;  /* mix of dev and ino (see key()) */
 	uint64_t name;     /* keyed hash of the file name */
+	uint64_t until_ns; /* CLOCK_MONOTONIC; legacy names are re-checked after it, 0 = never */
 	uint32_t epoch;    /* last scan that listed it */
 	uint32_t used;
 };
+
+/* A legacy name ("loopstat.<pid>") is re-used by its pid's next writer,
+ * possibly with a recycled inode number (ext4): believe a refusal only
+ * this long. */
+#define LEGACY_TTL_NS (10ull * 1000000000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static struct {
 	pthread_mutex_t lock;
@@ -143,23 +157,25 @@ void shm_cache_reject(dev_t dev, ino_t ino, const char *name)
 	if ((cache.n + 1) * 2 > cache.cap && grow(cache.cap ? cache.cap * 2 : 1024) < 0)
 		goto unlock;
 	uint64_t k = key(dev, ino), h = name_hash(name);
+	int suffixed = 0;
+	shm_name_pid(name, &suffixed);
 	struct cache_entry *e = slot_for(k, h);
-	if (!e->used) {
-		*e = (struct cache_entry){ .dev_ino = k, .name = h, .epoch = cache.epoch, .used = 1 };
+	if (!e->used)
 		cache.n++;
-	}
+	*e = (struct cache_entry){ .dev_ino = k, .name = h, .epoch = cache.epoch, .used = 1,
+				   .until_ns = suffixed ? 0 : now_ns() + LEGACY_TTL_NS };
 unlock:
 	pthread_mutex_unlock(&cache.lock);
 }
 
 /* Marks the entry listed in this scan; 1 if the file is known junk. */
-static int cache_hit(dev_t dev, ino_t ino, const char *name)
+static int cache_hit(dev_t dev, ino_t ino, const char *name, uint64_t now)
 {
 	struct cache_entry *e = cache.n ? slot_for(key(dev, ino), name_hash(name)) : NULL;
 	if (!e || !e->used)
 		return 0;
 	e->epoch = cache.epoch;
-	return 1;
+	return !e->until_ns || now < e->until_ns;
 }
 
 void probe_shm_scan_budget(size_t max_calls)
@@ -179,7 +195,8 @@ size_t probe_shm_cache_size(void)
 }
 
 /* A suffixed name whose pid is gone can never be live again (a new process
- * with that pid publishes under a new random name). */
+ * with that pid publishes under a new random name); a legacy one not
+ * before that pid's next writer replaces it. */
 static int pid_gone(pid_t pid)
 {
 	char path[PATH_MAX];
@@ -195,6 +212,7 @@ struct scan {
 	void *arg;
 	size_t budget, calls;  /* budget 0 = unlimited */
 	size_t index;          /* uncached candidates seen in this pass */
+	uint64_t now;          /* CLOCK_MONOTONIC at the start of the scan */
 };
 
 /* One pass over the directory, calling fn for the uncached candidates with
@@ -209,7 +227,7 @@ static int scan_pass(struct scan *s, size_t from, size_t to)
 		if (pid <= 0)
 			continue;
 		pthread_mutex_lock(&cache.lock);
-		int junk = suffixed && cache_hit(s->dev, de->d_ino, de->d_name);
+		int junk = cache_hit(s->dev, de->d_ino, de->d_name, s->now);
 		pthread_mutex_unlock(&cache.lock);
 		if (junk)
 			continue;
@@ -223,7 +241,7 @@ static int scan_pass(struct scan *s, size_t from, size_t to)
 		int ret = s->fn(path, pid, s->arg);
 		if (ret)
 			return ret;
-		if (suffixed && pid_gone(pid))
+		if (pid_gone(pid))
 			shm_cache_reject(s->dev, de->d_ino, de->d_name);
 	}
 	return 0;
@@ -244,7 +262,8 @@ int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void 
 	}
 	pthread_mutex_lock(&cache.lock);
 	cache.epoch++;
-	struct scan s = { .d = d, .dir = dir, .dev = st.st_dev, .fn = fn, .arg = arg, .budget = cache.budget };
+	struct scan s = { .d = d, .dir = dir, .dev = st.st_dev, .fn = fn, .arg = arg, .budget = cache.budget,
+			  .now = now_ns() };
 	size_t from = cache.budget ? cache.cursor : 0;
 	pthread_mutex_unlock(&cache.lock);
 
