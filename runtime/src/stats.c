@@ -89,10 +89,12 @@ int fl__stats_parse_mode(const char *text, mode_t *out)
 
 int fl__stats_check_mode(mode_t m, mode_t *out)
 {
-	if (m > 0777 || !(m & S_IRUSR))
+	if (m > 0777)
 		return -EINVAL;
 	if (m & (S_IWGRP | S_IWOTH))
 		return -EPERM;
+	if (!(m & S_IRUSR))
+		return -EINVAL;
 	*out = m;
 	return 0;
 }
