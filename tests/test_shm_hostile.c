@@ -213,23 +213,37 @@ Test(shm_hostile, scan_among_100000_junk_files_is_bounded, .timeout = 120)
 	}
 	cr_log_info("created %d junk files in %.2f s", JUNK, now_s() - t0);
 
-	struct tally first = { .want = getpid() }, again = { .want = getpid() };
+	struct tally first = { .want = getpid() }, again = { .want = getpid() }, steady = { .want = getpid() };
 	t0 = now_s();
 	cr_assert_eq(probe_shm_scan(jdir, open_each, &first), 0);
 	double t_first = now_s() - t0;
 	t0 = now_s();
 	cr_assert_eq(probe_shm_scan(jdir, open_each, &again), 0);
 	double t_again = now_s() - t0;
-	cr_log_info("scan with %d junk files: first %.1f ms (%zu calls), next %.1f ms (%zu calls), %zu cached",
-		    JUNK, t_first * 1e3, first.calls, t_again * 1e3, again.calls, probe_shm_cache_size());
-	fprintf(stderr, "figure shm_scan_100k_junk_first_ms %.1f ms\nfigure shm_scan_100k_junk_next_ms %.1f ms\n",
-		t_first * 1e3, t_again * 1e3);
+	/* the directory has not changed since the last listing */
+	t0 = now_s();
+	cr_assert_eq(probe_shm_scan(jdir, open_each, &steady), 0);
+	double t_steady = now_s() - t0;
+	cr_log_info("scan with %d junk files: first %.1f ms (%zu calls), next %.1f ms (%zu calls), "
+		    "unchanged directory %.2f ms (%zu calls), %zu cached",
+		    JUNK, t_first * 1e3, first.calls, t_again * 1e3, again.calls, t_steady * 1e3, steady.calls,
+		    probe_shm_cache_size());
 	cr_assert_eq(first.live, 1, "the real segment is found among the junk");
 	cr_assert_eq(again.live, 1, "and again");
-	cr_assert_str_eq(again.live_path, fl_stats_path());
+	cr_assert_eq(steady.live, 1, "and again");
+	cr_assert_str_eq(steady.live_path, fl_stats_path());
 	cr_assert_eq(first.calls, 1 + 2 * ((JUNK + 2) / 3) - (JUNK % 3 == 1), "only segment names are offered");
 	cr_assert_eq(again.calls, 1, "refused files are not offered again");
-	cr_assert_lt(t_again, 0.25, "a re-scan took %.3f s", t_again);
+	cr_assert_eq(steady.calls, 1);
+	cr_assert_lt(t_again, 1.0, "a re-scan took %.3f s", t_again);
+	cr_assert_lt(t_steady, 0.05, "a re-scan of an unchanged directory took %.3f s", t_steady);
+
+	/* a new segment name is seen at once: the directory's mtime moved */
+	snprintf(p, sizeof(p), "%s/loopstat.%d.newname", jdir, (int)getpid());
+	cr_assert_eq(ts_write_file(p, "", 0), 0);
+	struct tally grown = { .want = getpid() };
+	cr_assert_eq(probe_shm_scan(jdir, open_each, &grown), 0);
+	cr_assert_eq(grown.calls, 2, "the new file is offered");
 
 	/* a file that goes away leaves the cache at the next complete scan */
 	snprintf(p, sizeof(p), "%s/loopstat.%d.%x", jdir, (int)getpid(), 0);

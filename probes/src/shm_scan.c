@@ -1,8 +1,9 @@
 /*
  * shm_scan.c — finding segments in the segment directory, cheaply even
- * among many junk files: names are filtered without a system call, and a
- * file already found not to be a live segment is skipped by (dev, inode,
- * name) from the directory entry alone, until it is no longer listed.
+ * among many junk files: names are filtered without a system call, a file
+ * already found not to be a live segment is skipped by (dev, inode, name)
+ * from the directory entry alone until it is no longer listed, and an
+ * unchanged directory is not listed again.
  */
 #include "probe_shm.h"
 #include "probe_proc.h"
@@ -204,47 +205,130 @@ static int pid_gone(pid_t pid)
 	       errno == ENOENT;
 }
 
+/*
+ * The candidates of the last complete listing, for re-scans of a directory
+ * whose mtime has not moved since: adding, removing or renaming an entry
+ * sets it, so the listing (100,000 junk entries cost ~0.1 s of getdents)
+ * is skipped. Only a listing taken when the mtime was already older than
+ * SETTLED_NS is reused: the file system's clock is coarse, and a change
+ * within the same tick as the listing would not show.
+ */
+#define LIST_MAX   65536u
+#define SETTLED_NS 100000000ll
+
+struct listed {
+	ino_t ino;
+	char  name[64]; /* a segment name is at most 9 + 10 + 1 + SHM_SUFFIX_MAX bytes */
+};
+
+static struct {
+	struct listed *v;    /* owned */
+	size_t n, cap;
+	int usable;          /* v holds the listing of dir at mtime */
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	char dir[PATH_MAX];
+} listing;
+
 struct scan {
-	DIR *d;
+	DIR *d;              /* NULL: walk the saved listing */
 	const char *dir;
 	dev_t dev;
 	int (*fn)(const char *path, pid_t pid, void *arg);
 	void *arg;
 	size_t budget, calls;  /* budget 0 = unlimited */
 	size_t index;          /* uncached candidates seen in this pass */
+	size_t next;           /* position in the saved listing */
+	int building;          /* record candidates into a new listing */
+	int overflow;          /* more than LIST_MAX candidates */
 	uint64_t now;          /* CLOCK_MONOTONIC at the start of the scan */
 };
 
-/* One pass over the directory, calling fn for the uncached candidates with
- * index in [from, to). Returns fn's non-zero value or 0. */
+static int next_entry(struct scan *s, const char **name, ino_t *ino)
+{
+	if (!s->d) {
+		if (s->next >= listing.n)
+			return 0;
+		*name = listing.v[s->next].name;
+		*ino = listing.v[s->next++].ino;
+		return 1;
+	}
+	struct dirent *de = readdir(s->d);
+	if (!de)
+		return 0;
+	*name = de->d_name;
+	*ino = de->d_ino;
+	return 1;
+}
+
+static void record(struct scan *s, const char *name, ino_t ino)
+{
+	if (s->overflow || strlen(name) >= sizeof(listing.v[0].name))
+		return;
+	if (listing.n == listing.cap) {
+		size_t cap = listing.cap ? listing.cap * 2 : 64;
+		struct listed *v = cap <= LIST_MAX ? realloc(listing.v, cap * sizeof(*v)) : NULL;
+		if (!v) {
+			s->overflow = 1;
+			return;
+		}
+		listing.v = v;
+		listing.cap = cap;
+	}
+	listing.v[listing.n].ino = ino;
+	snprintf(listing.v[listing.n++].name, sizeof(listing.v[0].name), "%s", name);
+}
+
+/* One pass over the directory (or its saved listing), calling fn for the
+ * uncached candidates with index in [from, to). Returns fn's value or 0. */
 static int scan_pass(struct scan *s, size_t from, size_t to)
 {
-	struct dirent *de;
+	const char *name;
+	ino_t ino;
 	s->index = 0;
-	while ((de = readdir(s->d))) {
+	s->next = 0;
+	while (next_entry(s, &name, &ino)) {
 		int suffixed;
-		pid_t pid = shm_name_pid(de->d_name, &suffixed);
+		pid_t pid = shm_name_pid(name, &suffixed);
 		if (pid <= 0)
 			continue;
 		pthread_mutex_lock(&cache.lock);
-		int junk = cache_hit(s->dev, de->d_ino, de->d_name, s->now);
+		int junk = cache_hit(s->dev, ino, name, s->now);
 		pthread_mutex_unlock(&cache.lock);
 		if (junk)
 			continue;
+		if (s->building)
+			record(s, name, ino);
 		size_t i = s->index++;
 		if (i < from || i >= to || (s->budget && s->calls >= s->budget))
 			continue;
 		char path[PATH_MAX];
-		if (snprintf(path, sizeof(path), "%s/%s", s->dir, de->d_name) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/%s", s->dir, name) >= (int)sizeof(path))
 			continue;
 		s->calls++;
 		int ret = s->fn(path, pid, s->arg);
 		if (ret)
 			return ret;
 		if (pid_gone(pid))
-			shm_cache_reject(s->dev, de->d_ino, de->d_name);
+			shm_cache_reject(s->dev, ino, name);
 	}
 	return 0;
+}
+
+static int same_listing(const char *dir, const struct stat *st)
+{
+	return listing.usable && listing.dev == st->st_dev && listing.ino == st->st_ino &&
+	       listing.mtime.tv_sec == st->st_mtim.tv_sec && listing.mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       strcmp(listing.dir, dir) == 0;
+}
+
+static int settled(const struct stat *st)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	long long age = (long long)(now.tv_sec - st->st_mtim.tv_sec) * 1000000000ll + (now.tv_nsec - st->st_mtim.tv_nsec);
+	return age > SETTLED_NS;
 }
 
 int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg)
@@ -260,10 +344,24 @@ int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void 
 		closedir(d);
 		return err;
 	}
+	/* scans are serialised: the saved listing is shared */
+	static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&scan_lock);
+	int reuse = same_listing(dir, &st);
+	int fresh = settled(&st);
+	if (reuse) {
+		closedir(d);
+		d = NULL;
+	} else {
+		listing.usable = 0;
+		listing.n = 0;
+	}
 	pthread_mutex_lock(&cache.lock);
-	cache.epoch++;
+	/* walking the saved listing visits no cached entry: keep them all */
+	if (!reuse)
+		cache.epoch++;
 	struct scan s = { .d = d, .dir = dir, .dev = st.st_dev, .fn = fn, .arg = arg, .budget = cache.budget,
-			  .now = now_ns() };
+			  .now = now_ns(), .building = !reuse };
 	size_t from = cache.budget ? cache.cursor : 0;
 	pthread_mutex_unlock(&cache.lock);
 
@@ -271,18 +369,29 @@ int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void 
 	 * that every candidate gets its turn however many there are */
 	int ret = scan_pass(&s, from, SIZE_MAX);
 	size_t total = s.index;
+	s.building = 0;
 	if (!ret && from && (!s.budget || s.calls < s.budget)) {
-		rewinddir(d);
+		if (d)
+			rewinddir(d);
 		ret = scan_pass(&s, 0, from);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	if (!reuse && !ret && !s.overflow && fresh) {
+		listing.usable = 1;
+		listing.dev = st.st_dev;
+		listing.ino = st.st_ino;
+		listing.mtime = st.st_mtim;
+		snprintf(listing.dir, sizeof(listing.dir), "%s", dir);
+	}
 
 	pthread_mutex_lock(&cache.lock);
 	if (s.budget)
 		cache.cursor = total ? (from + s.calls) % total : 0;
 	/* a complete first pass listed every live entry: drop the others */
-	if (!ret && cache.n)
+	if (!reuse && !ret && cache.n)
 		grow(cache.cap);
 	pthread_mutex_unlock(&cache.lock);
+	pthread_mutex_unlock(&scan_lock);
 	return ret;
 }
