@@ -12,7 +12,7 @@
 
 /*
  * pid from a segment file name (a path's last component): "loopstat.<pid>"
- * (the name before ABI minor 2: *suffixed = 0) or "loopstat.<pid>.<suffix>",
+ * (the legacy name of older writers: *suffixed = 0) or "loopstat.<pid>.<suffix>",
  * suffix 1..SHM_SUFFIX_MAX letters and digits (*suffixed = 1). -1 if neither.
  */
 pid_t shm_name_pid(const char *name, int *suffixed);
