@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,8 @@ struct probe_shm {
 	uint32_t slot_size;
 	uint32_t slot_count;
 	size_t   size;         /* header_size + slot_count * slot_size */
-	char    *chunk;        /* owned, chunk_size bytes: a run of slots */
-	size_t   chunk_size;
+	char    *chunk;        /* owned: the header and a run of slots */
+	size_t   slots_per_chunk;
 	pid_t   *tids;         /* owned: the writer's threads, sorted, for the last read */
 	char    *claimed;      /* owned, parallel to tids: taken by a slot in this read */
 	size_t   ntids, tidcap;
@@ -267,8 +268,8 @@ static int open_checked(const char *path, struct probe_shm **out, struct stat *s
 		err = -ENOMEM;
 		goto close_fd;
 	}
-	shm->chunk_size = h.slot_size > CHUNK_BYTES ? h.slot_size : CHUNK_BYTES;
-	shm->chunk = malloc(shm->chunk_size);
+	shm->slots_per_chunk = h.slot_size >= CHUNK_BYTES ? 1 : CHUNK_BYTES / h.slot_size;
+	shm->chunk = malloc(h.header_size + shm->slots_per_chunk * h.slot_size);
 	if (!shm->chunk) {
 		err = -ENOMEM;
 		goto free_shm;
@@ -460,12 +461,13 @@ static void copy_worker(const struct probe_shm *shm, const struct loopstat_shm_s
  * more than that, and nothing is allocated per read.
  */
 static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited,
-		     int *found)
+		     uint64_t *gen, int *found)
 {
-	size_t per = shm->chunk_size / shm->slot_size;
-	int tids_loaded = 0, err;
+	size_t per = shm->slots_per_chunk;
 	*found = 0;
 	memset(&shm->last, 0, sizeof(shm->last));
+	if (shm->ntids)
+		memset(shm->claimed, 0, shm->ntids);
 	for (uint32_t i = 0; i < shm->slot_count;) {
 		size_t n = shm->slot_count - i < per ? shm->slot_count - i : per;
 		size_t len = n * shm->slot_size;
@@ -473,23 +475,30 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 			shm->last.over_budget = 1;
 			return 0;
 		}
-		ssize_t got = pread(shm->fd, shm->chunk, len, shm->header_size + (off_t)i * shm->slot_size);
+		/* the first run comes with the header, and so with the
+		 * generation the pass is checked against: one call fewer in
+		 * the window */
+		size_t head = i == 0 ? shm->header_size : 0;
+		off_t off = i == 0 ? 0 : shm->header_size + (off_t)i * shm->slot_size;
+		ssize_t got = pread(shm->fd, shm->chunk, head + len, off);
 		if (got < 0)
 			return -errno;
-		if ((size_t)got < len)
+		if ((size_t)got < head + len)
 			return -EBADMSG;
+		if (i == 0) {
+			memcpy(gen, shm->chunk + offsetof(struct loopstat_shm_header, generation), sizeof(*gen));
+			if (*gen % 2)
+				return -EAGAIN;
+		}
 		shm->last.bytes += len;
 		for (size_t j = 0; j < n; j++) {
 			/* slot_size may exceed our struct (newer minor): copy our part only */
 			struct loopstat_shm_slot sl;
-			memcpy(&sl, shm->chunk + j * shm->slot_size, sizeof(sl));
+			memcpy(&sl, shm->chunk + head + j * shm->slot_size, sizeof(sl));
 			if (sl.state == LOOPSTAT_SLOT_FREE)
 				return 0;
 			shm->last.slots++;
 			if (sl.state == LOOPSTAT_SLOT_ACTIVE) {
-				if (!tids_loaded && (err = load_tids(shm)) < 0)
-					return err;
-				tids_loaded = 1;
 				if (!claim_tid(shm, sl.tid)) {
 					shm->last.rejected++;
 					continue;
@@ -513,14 +522,20 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 		return -errno;
 	if ((size_t)st.st_size < shm->size)
 		return -EBADMSG; /* shrunk below what was validated */
+	/* the writer's threads, listed before and not inside the seqlock window,
+	 * which should hold nothing slower than the copies */
+	int err = load_tids(shm);
+	if (err < 0)
+		return err;
 	for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
-		uint64_t before, after;
-		int found, err;
-		if ((err = read_generation(shm, &before)) < 0)
-			return err;
-		if (before % 2)
+		uint64_t before = 0, after;
+		int found;
+		if (attempt)
+			sched_yield(); /* the writer is mid-reset: let it finish */
+		err = read_pass(shm, out, max, include_exited, &before, &found);
+		if (err == -EAGAIN)
 			continue;
-		if ((err = read_pass(shm, out, max, include_exited, &found)) < 0)
+		if (err < 0)
 			return err;
 		if ((err = read_generation(shm, &after)) < 0)
 			return err;
