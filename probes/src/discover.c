@@ -23,17 +23,19 @@
  * call to release them, so when that thread (the sampler) exits they are
  * lost — reported once per thread, not per call (procps_pids_unref() below
  * frees everything else). LeakSanitizer's built-in suppressions hook keeps
- * that one known leak from failing every ASan binary that links libprobes.
+ * that one known leak from failing every ASan binary that links libprobes;
+ * weak, so that a program with suppressions of its own (the tests) defines
+ * the hook itself and includes PROBE_LSAN_SUPPRESSIONS.
  */
-__attribute__((visibility("default"), used)) const char *__lsan_default_suppressions(void);
-__attribute__((visibility("default"), used)) const char *__lsan_default_suppressions(void)
+__attribute__((visibility("default"), weak)) const char *__lsan_default_suppressions(void);
+__attribute__((visibility("default"), weak)) const char *__lsan_default_suppressions(void)
 {
-	return "leak:libproc2.so\n";
+	return PROBE_LSAN_SUPPRESSIONS;
 }
 
 /* and without the "Suppressions used" table on stderr that a CLI test reads */
-__attribute__((visibility("default"), used)) const char *__lsan_default_options(void);
-__attribute__((visibility("default"), used)) const char *__lsan_default_options(void)
+__attribute__((visibility("default"), weak)) const char *__lsan_default_options(void);
+__attribute__((visibility("default"), weak)) const char *__lsan_default_options(void)
 {
 	return "print_suppressions=0";
 }

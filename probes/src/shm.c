@@ -369,40 +369,56 @@ static int cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The writer's threads now, from /proc/PID/task, sorted; at most
- * PROBE_SHM_MAX_TIDS (a slot naming another is rejected). */
+static int add_tid(struct probe_shm *shm, pid_t tid)
+{
+	if (shm->ntids == shm->tidcap) {
+		size_t cap = shm->tidcap ? shm->tidcap * 2 : 16;
+		pid_t *nt = realloc(shm->tids, cap * sizeof(*nt));
+		if (nt)
+			shm->tids = nt;
+		char *nc = nt ? realloc(shm->claimed, cap) : NULL;
+		if (!nc)
+			return -ENOMEM;
+		shm->claimed = nc;
+		shm->tidcap = cap;
+	}
+	shm->tids[shm->ntids++] = tid;
+	return 0;
+}
+
+/*
+ * The writer's threads now, from /proc/PID/task, sorted; at most
+ * PROBE_SHM_MAX_TIDS (a slot naming another is rejected). getdents64 into
+ * a buffer on the stack: a read allocates nothing once the table has
+ * grown to the writer's thread count.
+ */
 static int load_tids(struct probe_shm *shm)
 {
 	char path[PATH_MAX];
+	char buf[4096] __attribute__((aligned(8)));
 	int err;
 	shm->ntids = 0;
 	if ((err = probe_proc_path(path, sizeof(path), "%d/task", (int)shm->pid)) < 0)
 		return err;
-	DIR *d = opendir(path);
-	if (!d)
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	struct dirent *de;
-	while ((de = readdir(d)) && shm->ntids < PROBE_SHM_MAX_TIDS) {
-		char *end;
-		long t = strtol(de->d_name, &end, 10);
-		if (*end || t <= 0 || t > INT_MAX)
-			continue;
-		if (shm->ntids == shm->tidcap) {
-			size_t cap = shm->tidcap ? shm->tidcap * 2 : 16;
-			pid_t *nt = realloc(shm->tids, cap * sizeof(*nt));
-			if (nt)
-				shm->tids = nt;
-			char *nc = nt ? realloc(shm->claimed, cap) : NULL;
-			if (!nc) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			shm->claimed = nc;
-			shm->tidcap = cap;
+	ssize_t n;
+	err = 0;
+	while (!err && shm->ntids < PROBE_SHM_MAX_TIDS && (n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n && !err && shm->ntids < PROBE_SHM_MAX_TIDS;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			off += de->d_reclen;
+			char *end;
+			long t = strtol(de->d_name, &end, 10);
+			if (*end || t <= 0 || t > INT_MAX)
+				continue;
+			err = add_tid(shm, (pid_t)t);
 		}
-		shm->tids[shm->ntids++] = (pid_t)t;
 	}
-	closedir(d);
+	close(fd);
+	if (err)
+		return err;
 	qsort(shm->tids, shm->ntids, sizeof(*shm->tids), cmp_pid);
 	if (shm->ntids)
 		memset(shm->claimed, 0, shm->ntids);
