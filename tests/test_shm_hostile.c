@@ -111,8 +111,12 @@ Test(shm_hostile, phantom_slots_are_rejected)
 		cr_assert_eq(probe_shm_read(shm, w, 1024, 0), 1, "only the slot naming a thread of ours");
 		struct probe_shm_read_info info;
 		probe_shm_last_read(shm, &info);
-		cr_assert_eq(info.rejected, 1023);
-		cr_assert_eq(info.slots, 1024);
+		/* every slot but the first refused, and the read gave up on the
+		 * table once refusals far outnumbered our threads */
+		cr_assert_eq(info.rejected, info.slots - 1);
+		cr_assert_geq(info.rejected, 64);
+		cr_assert_lt(info.slots, 1024);
+		cr_assert(info.over_budget);
 	}
 	double per_read = (now_s() - t0) / 50;
 	cr_log_info("phantom segment (1024 ACTIVE slots): %.1f us per read", per_read * 1e6);

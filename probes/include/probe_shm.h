@@ -104,7 +104,8 @@ const char *probe_shm_stale_why(int err);
 struct probe_shm_read_info {
 	unsigned rejected;    /* ACTIVE slots whose tid is not a (distinct) thread of the pid */
 	unsigned slots;       /* used slots looked at */
-	unsigned over_budget; /* 1: stopped at PROBE_SHM_READ_BUDGET, later slots unread */
+	unsigned over_budget; /* 1: stopped at PROBE_SHM_READ_BUDGET, or after more refused
+			       * ACTIVE slots than the writer has threads (+64): later slots unread */
 	size_t   bytes;       /* bytes of slots read */
 };
 
@@ -114,7 +115,8 @@ struct probe_shm_read_info {
  * writer (/proc/PID/task/TID), once per thread; the others are counted in
  * probe_shm_last_read().rejected. Reads the header's generation and the
  * used slots only (up to the first never-used one, at most
- * PROBE_SHM_READ_BUDGET bytes). Returns the number of slots found (which
+ * PROBE_SHM_READ_BUDGET bytes, and no further than 64 refused ACTIVE slots
+ * beyond the writer's thread count). Returns the number of slots found (which
  * may exceed max: only max are copied) or -errno: -EBADMSG when the file
  * shrank below its validated size, -EAGAIN when the writer kept changing
  * its slot table, -ESRCH when the writer is gone.

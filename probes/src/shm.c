@@ -37,6 +37,7 @@ const struct probe_shm_value_info probe_shm_values[PROBE_SHM_NVALUES] = {
 #define READ_RETRIES    4
 #define CHUNK_BYTES     (8u * 1024)   /* slots copied per pread */
 #define MAPS_BUDGET     (4u << 20)    /* bytes of /proc/PID/maps read to find the segment */
+#define REJECT_SLACK    64u           /* refused ACTIVE slots beyond the thread count before a read stops */
 
 struct probe_shm {
 	int      fd;
@@ -516,7 +517,13 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 			shm->last.slots++;
 			if (sl.state == LOOPSTAT_SLOT_ACTIVE) {
 				if (!claim_tid(shm, sl.tid)) {
-					shm->last.rejected++;
+					/* a writer has at most one ACTIVE slot per live
+					 * thread: far more refusals than threads is a
+					 * forged table, not worth reading to its end */
+					if (++shm->last.rejected > shm->ntids + REJECT_SLACK) {
+						shm->last.over_budget = 1;
+						return 0;
+					}
 					continue;
 				}
 			} else if (!(include_exited && sl.state == LOOPSTAT_SLOT_EXITED)) {
