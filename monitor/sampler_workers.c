@@ -120,13 +120,17 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 		s->ignored_threads++; /* every segment holds a worker at least: past the cap, none is sampled */
 		return 0;
 	}
-	if (probe_stat_read(pid, 0, &st) < 0)
-		return 0;
-	if (s->targets && !targets_match(s->targets, pid, st.comm))
-		return 0;
+	if (s->targets && !s->targets->has_re && !targets_match(s->targets, pid, NULL))
+		return 0; /* not a named pid: not even opened */
+	/* open before /proc: a refused file is remembered by the scan and
+	 * costs no system call at the next sweep */
 	struct probe_shm *shm;
 	if (probe_shm_open(path, &shm) < 0)
 		return 0; /* stale, foreign or not ready yet: looked at again next sweep */
+	if (probe_stat_read(pid, 0, &st) < 0 || (s->targets && !targets_match(s->targets, pid, st.comm))) {
+		probe_shm_close(shm);
+		return 0;
+	}
 	if (s->nseg == s->segcap) {
 		size_t cap = s->segcap ? s->segcap * 2 : 8;
 		struct segment *ng = realloc(s->seg, cap * sizeof(*ng));

@@ -361,10 +361,22 @@ Test(shm_hostile, segment_left_by_exec_is_stale)
 	cr_assert_eq(probe_shm_open(path, &shm), -ENOLINK, "and it is not opened again");
 	cr_assert_eq(probe_shm_stale(path, pid), -ENOLINK, "gc would remove it");
 	cr_assert_str_eq(probe_shm_stale_why(-ENOLINK), "no longer maps it");
+
+	/* the real CLI: list shows no instrumented worker for it, gc removes it */
+	char *out = NULL;
+	char *list[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "0.3", NULL };
+	cr_assert_eq(ts_run(list, &out, 10000), 0, "%s", out);
+	cr_assert(strstr(out, "\"workers\":[]"), "an exec leftover is no worker: %s", out);
+	free(out);
+	char *gc[] = { (char *)ts_loopstat_bin(), "gc", NULL };
+	cr_assert_eq(ts_run(gc, &out, 10000), 0, "%s", out);
+	cr_assert(strstr(out, "no longer maps it") && strstr(out, "1 stale segment removed"), "%s", out);
+	free(out);
+	cr_assert_neq(access(path, F_OK), 0, "gc removed %s", path);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	child = -1;
-	cr_assert_eq(probe_shm_stale(path, pid), -ESRCH);
+	cr_assert_eq(probe_shm_stale(path, pid), -ESRCH, "and its path is gone");
 }
 
 Test(shm_hostile, setuid_exec_makes_the_segment_untrusted)
