@@ -65,9 +65,6 @@ int probe_fd_target(pid_t pid, int fd, struct probe_fd_target *out);
  * have inodes of their own. Returns 0, -EBADF, -ESRCH or -errno. */
 int probe_fd_inode(pid_t pid, int fd, uint64_t *ino);
 
-/* Short lowercase name of a kind ("socket", "eventpoll", ...). Static. */
-const char *probe_fd_kind_name(enum probe_fd_kind kind);
-
 struct probe_fd_cache;
 
 /* A cache of at most `capacity` (pid, fd) targets (rounded up to a power

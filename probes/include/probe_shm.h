@@ -73,8 +73,6 @@ const char *probe_shm_dir(void);
 int probe_shm_open(const char *path, struct probe_shm **out);
 void probe_shm_close(struct probe_shm *shm);
 
-pid_t probe_shm_pid(const struct probe_shm *shm);
-const char *probe_shm_path(const struct probe_shm *shm);
 uint16_t probe_shm_abi_minor(const struct probe_shm *shm);
 
 /*

@@ -91,21 +91,6 @@ enum probe_fd_kind probe_fd_kind_of(const char *link, uint64_t *inode)
 	return PROBE_FD_OTHER;
 }
 
-const char *probe_fd_kind_name(enum probe_fd_kind kind)
-{
-	switch (kind) {
-	case PROBE_FD_UNKNOWN: return "unknown";
-	case PROBE_FD_FILE: return "file";
-	case PROBE_FD_PIPE: return "pipe";
-	case PROBE_FD_SOCKET: return "socket";
-	case PROBE_FD_EVENTPOLL: return "eventpoll";
-	case PROBE_FD_IO_URING: return "io_uring";
-	case PROBE_FD_ANON: return "anon";
-	case PROBE_FD_OTHER: return "other";
-	}
-	return "?";
-}
-
 int probe_fd_target(pid_t pid, int fd, struct probe_fd_target *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -321,8 +321,6 @@ void probe_shm_close(struct probe_shm *shm)
 	free(shm);
 }
 
-pid_t probe_shm_pid(const struct probe_shm *shm) { return shm->pid; }
-const char *probe_shm_path(const struct probe_shm *shm) { return shm->path; }
 uint16_t probe_shm_abi_minor(const struct probe_shm *shm) { return shm->abi_minor; }
 
 int probe_shm_check_writer(const struct probe_shm *shm)
