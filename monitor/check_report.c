@@ -4,6 +4,7 @@
  * body share.
  */
 #include "check_report.h"
+#include "textsafe.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,36 +14,13 @@
 #include "exitcodes.h"
 #include "json.h"
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid: process
- * names and tags are bytes, cut by the kernel inside characters. (The same
- * rule as json.c's writer, whose helper is private to it.) */
+/* utf8_len, less U+FFFE and U+FFFF, which XML 1.0 does not allow either:
+ * process names and tags are bytes, cut by the kernel inside characters. */
 int check__utf8_len(const unsigned char *p)
 {
-	static const unsigned min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	int n;
-	unsigned cp;
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	for (int i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-		return 0;
-	return n;
+	uint32_t cp;
+	int n = utf8_len(p, &cp);
+	return n && (cp == 0xfffe || cp == 0xffff) ? 0 : n;
 }
 
 /* "comm pid/tid [tag]", control bytes as '?': names are the target's to

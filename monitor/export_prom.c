@@ -2,6 +2,7 @@
  * export_prom.c — Prometheus text exposition (format 0.0.4) of export points.
  */
 #include "export_prom.h"
+#include "textsafe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,20 +43,6 @@ static void family_name(char out[PROM_NAME_MAX], const struct export_point *p)
 		strcat(out, "_total");
 }
 
-/* Length of the valid UTF-8 sequence at s (0 if invalid): label values must be UTF-8. */
-static int utf8_len(const unsigned char *s)
-{
-	int len = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3 :
-	          s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
-	for (int i = 1; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
-		return 0;
-	if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
-		return 0;
-	return len;
-}
 
 /* Escapes \ and newline, and " too in label values; invalid UTF-8 becomes '?'. */
 static void put_escaped(FILE *f, const char *s, int quote)
@@ -68,7 +55,7 @@ static void put_escaped(FILE *f, const char *s, int quote)
 		else if (*p == '"' && quote)
 			fputs("\\\"", f);
 		else {
-			int l = utf8_len(p);
+			int l = utf8_len(p, NULL);
 			if (l == 0) {
 				fputc('?', f);
 				p++;

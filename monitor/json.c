@@ -2,6 +2,7 @@
  * json.c — streaming JSON writer (RFC 8259 string escaping).
  */
 #include "json.h"
+#include "textsafe.h"
 
 #include <math.h>
 
@@ -41,36 +42,6 @@ void json_object_end(struct json *j) { close_scope(j, '}'); }
 void json_array_begin(struct json *j) { open_scope(j, '['); }
 void json_array_end(struct json *j) { close_scope(j, ']'); }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p)
-{
-	int n;
-	unsigned cp;
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0) {
-		n = 2;
-		cp = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		n = 3;
-		cp = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		n = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	for (int i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and values past Unicode are not text */
-	static const unsigned min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
 
 /* Process names and tags are bytes, not text (the kernel cuts comm at 15
  * bytes, often inside a character): invalid UTF-8 becomes U+FFFD so the
@@ -79,7 +50,7 @@ static void write_string(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		int n = utf8_len(p);
+		int n = utf8_len(p, NULL);
 		if (n == 0) {
 			fputs("\\ufffd", out);
 			p++;

@@ -6,6 +6,7 @@
  * order stable and sorting cheap.
  */
 #include "profile_tree.h"
+#include "textsafe.h"
 #include "model.h"
 
 #include <errno.h>
@@ -39,31 +40,6 @@ const char *profile_level_name(enum profile_level l)
 	return (unsigned)l < sizeof(names) / sizeof(names[0]) ? names[l] : "?";
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p)
-{
-	int n;
-	unsigned cp;
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0)
-		n = 2, cp = p[0] & 0x1f;
-	else if ((p[0] & 0xf0) == 0xe0)
-		n = 3, cp = p[0] & 0x0f;
-	else if ((p[0] & 0xf8) == 0xf0)
-		n = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	for (int i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	static const unsigned min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
 
 size_t profile_sanitize(char *dst, size_t len, const char *src)
 {
@@ -71,7 +47,7 @@ size_t profile_sanitize(char *dst, size_t len, const char *src)
 	if (len == 0)
 		return 0;
 	for (const unsigned char *p = (const unsigned char *)src; *p;) {
-		int n = utf8_len(p);
+		int n = utf8_len(p, NULL);
 		if (n <= 1) {
 			if (o + 1 >= len)
 				break;

@@ -6,11 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Length of the valid UTF-8 sequence at p (shortest form, no surrogates,
- * at most U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *p, uint32_t *cp)
+int utf8_len(const unsigned char *p, uint32_t *cp)
 {
-	size_t n;
+	uint32_t ignored;
+	int n;
+	if (!cp)
+		cp = &ignored;
 	uint32_t c, min;
 	if (p[0] < 0x80) {
 		*cp = p[0];
@@ -24,7 +25,7 @@ static size_t utf8_len(const unsigned char *p, uint32_t *cp)
 	} else {
 		return 0;
 	}
-	for (size_t i = 1; i < n; i++) {
+	for (int i = 1; i < n; i++) {
 		if ((p[i] & 0xc0) != 0x80)
 			return 0;   /* also stops at the NUL */
 		c = c << 6 | (p[i] & 0x3f);
@@ -40,13 +41,13 @@ char *textsafe(char *s)
 	unsigned char *r = (unsigned char *)s, *w = r;
 	while (*r) {
 		uint32_t cp;
-		size_t n = utf8_len(r, &cp);
+		int n = utf8_len(r, &cp);
 		if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
 			*w++ = '?';
 			r += n ? n : 1;
 			continue;
 		}
-		for (size_t i = 0; i < n; i++)
+		for (int i = 0; i < n; i++)
 			*w++ = *r++;
 	}
 	*w = '\0';

@@ -7,7 +7,15 @@
 #ifndef LOOPSTAT_TEXTSAFE_H
 #define LOOPSTAT_TEXTSAFE_H
 
+#include <stdint.h>
+
 /* In place; the result is never longer. Returns s. */
 char *textsafe(char *s);
+
+/* Length (1..4) of the valid UTF-8 sequence at p — shortest form, no
+ * surrogates, at most U+10FFFF — with its code point in *cp (may be NULL),
+ * or 0 when invalid (a NUL ends a sequence). The one UTF-8 rule of every
+ * writer: JSON, XML, Prometheus labels, profile frames, the terminal. */
+int utf8_len(const unsigned char *p, uint32_t *cp);
 
 #endif /* LOOPSTAT_TEXTSAFE_H */
