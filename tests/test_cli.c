@@ -86,17 +86,6 @@ Test(cli, lost_output_is_reported_and_fails)
 	ts_rmtree_free(dir);
 }
 
-static char *read_man(void)
-{
-	FILE *f = fopen("docs/loopstat.1", "r");
-	cr_assert(f, "docs/loopstat.1 (tests run from the source tree)");
-	static char buf[128 * 1024];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
-
 /* roff spells '-' as "\-" */
 static void roff(const char *s, char *out, size_t len)
 {
@@ -111,7 +100,7 @@ static void roff(const char *s, char *out, size_t len)
 
 Test(cli, man_page_follows_the_command_and_exit_tables)
 {
-	const char *man = read_man();
+	char *man = ts_read_file("docs/loopstat.1");
 	for (size_t i = 0; i < cli_ncommands; i++) {
 		char ss[64];
 		snprintf(ss, sizeof(ss), "\n.SS %s\n", cli_commands[i]->name);
@@ -131,4 +120,5 @@ Test(cli, man_page_follows_the_command_and_exit_tables)
 		snprintf(row, sizeof(row), ".TP\n.B %d\n%s\n", exit_codes[i].code, exit_codes[i].desc);
 		cr_assert(strstr(man, row), "loopstat(1) lacks exit status %d: %s", exit_codes[i].code, row);
 	}
+	free(man);
 }

@@ -10,17 +10,6 @@
 #include "export_prom.h"
 #include "support/support.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	cr_assert(f, "%s", path);
-	char *buf = calloc(1, 1 << 16);
-	size_t n = fread(buf, 1, (1 << 16) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expprom"), path[300], err[512];
@@ -37,7 +26,7 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 		  .value = NAN },
 	};
 	cr_assert_eq(export_prom_write(path, pts, 4, err, sizeof(err)), 0, "%s", err);
-	char *text = slurp(path);
+	char *text = ts_read_file(path);
 	cr_assert(strstr(text, "# HELP loopstat_idle_pct share of wall time waiting in the poll, %\n"
 	                       "# TYPE loopstat_idle_pct gauge\n"), "%s", text);
 	cr_assert(strstr(text, "# TYPE loopstat_ops_total counter\n"), "%s", text);
@@ -66,7 +55,7 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 	/* atomic: a rewrite leaves no temp file behind and replaces the whole file */
 	cr_assert_eq(export_prom_write(path, pts, 1, err, sizeof(err)), 0, "%s", err);
 	free(text);
-	text = slurp(path);
+	text = ts_read_file(path);
 	cr_assert_null(strstr(text, "ops_total"), "%s", text);
 	DIR *d = opendir(dir);
 	struct dirent *e;

@@ -7,6 +7,7 @@
 
 #include "list.h"
 #include "model.h"
+#include "support/support.h"
 
 static struct worker_view workers[3];
 static struct model m;
@@ -70,17 +71,6 @@ static void setup(void)
 
 TestSuite(list_golden, .init = setup, .timeout = 10);
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	cr_assert(f, "%s (tests run from the source tree)", path);
-	static char buf[64 * 1024];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
-
 static void check(void (*print)(FILE *, const struct model *), const char *golden)
 {
 	char *out = NULL;
@@ -94,7 +84,9 @@ static void check(void (*print)(FILE *, const struct model *), const char *golde
 		fputs(out, g);
 		fclose(g);
 	}
-	cr_assert_str_eq(out, slurp(golden), "%s differs; got:\n%s", golden, out);
+	char *want = ts_read_file(golden);
+	cr_assert_str_eq(out, want, "%s differs; got:\n%s", golden, out);
+	free(want);
 	free(out);
 }
 

@@ -9,21 +9,11 @@
 #include "list.h"
 #include "metric.h"
 #include "tui_int.h"
-
-static char *read_doc(void)
-{
-	FILE *f = fopen("docs/usage.md", "r");
-	cr_assert(f, "docs/usage.md (tests run from the source tree)");
-	static char buf[256 * 1024];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
+#include "support/support.h"
 
 Test(metric_docs, every_metric_has_its_docs_row_with_unit_and_description, .timeout = 10)
 {
-	const char *doc = read_doc();
+	char *doc = ts_read_file("docs/usage.md");
 	const struct { const struct metric *t; int n; const char *scope; } tables[] = {
 		{ metric_worker, METRIC_NWORKER, "worker" }, { metric_fleet, METRIC_NFLEET, "fleet" },
 	};
@@ -35,6 +25,7 @@ Test(metric_docs, every_metric_has_its_docs_row_with_unit_and_description, .time
 				 metric_unit_name(m->unit), m->desc);
 			cr_assert(strstr(doc, row), "docs/usage.md lacks the row: %s", row);
 		}
+	free(doc);
 }
 
 Test(metric_docs, every_metric_is_a_json_key, .timeout = 10)

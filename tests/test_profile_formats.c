@@ -53,28 +53,12 @@ static char *write_to(const char *dir, const char *name, enum profile_format fmt
 	return path;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	cr_assert(f, "open %s", path);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
-
 Test(profile_formats, folded_parses_back, .timeout = PROBE_TEST_TIMEOUT)
 {
 	struct profile_tree *t = sample_tree(0);
 	char *dir = ts_tmpdir("folded");
 	char *path = write_to(dir, "p.folded", PROFILE_FMT_FOLDED, t);
-	char *text = slurp(path);
+	char *text = ts_read_file(path);
 	uint64_t sum = 0;
 	int lines = 0, found_semi = 0, found_a = 0;
 	for (char *save, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -286,7 +270,7 @@ Test(profile_formats, json_v1_and_text, .timeout = PROBE_TEST_TIMEOUT)
 	free(path);
 
 	path = write_to(dir, "p.txt", PROFILE_FMT_TEXT, t);
-	char *text = slurp(path);
+	char *text = ts_read_file(path);
 	/* sorted by share within the worker: blocked 45, on cpu 30, idle 20, waiting 5 */
 	char *b = strstr(text, "blocked\n"), *c = strstr(text, "on cpu\n"), *i = strstr(text, "idle\n"),
 	     *w = strstr(text, "waiting for cpu\n");
@@ -365,7 +349,7 @@ Test(profile_formats, real_blocked_child_end_to_end, .timeout = PROBE_TEST_TIMEO
 	cr_assert_eq(kept, 20, "a parked child's samples moved");
 	char *dir = ts_tmpdir("e2e");
 	char *folded = write_to(dir, "p.folded", PROFILE_FMT_FOLDED, t);
-	char *text = slurp(folded);
+	char *text = ts_read_file(folded);
 	cr_assert(strstr(text, "child;blocked;read;fd "), "%s", text);
 	cr_assert(strstr(text, "test_profile_formats`wait_for_pipe;test_profile_formats`park"), "%s", text);
 	cr_assert(strstr(text, " 20\n"), "%s", text);

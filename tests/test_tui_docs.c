@@ -5,37 +5,29 @@
 #include <string.h>
 
 #include "tui_int.h"
-
-static char *read_doc(void)
-{
-	FILE *f = fopen("docs/usage.md", "r");
-	cr_assert(f, "docs/usage.md (tests run from the source tree)");
-	static char buf[256 * 1024];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
+#include "support/support.h"
 
 Test(tui_docs, every_key_is_documented_with_its_help_text, .timeout = 10)
 {
-	const char *doc = read_doc();
+	char *doc = ts_read_file("docs/usage.md");
 	cr_assert_gt(tui_nkeys, 15);
 	for (size_t i = 0; i < tui_nkeys; i++) {
 		char row[512];
 		snprintf(row, sizeof(row), "| `%s` | %s |\n", tui_keys[i].label, tui_keys[i].desc);
 		cr_assert(strstr(doc, row), "docs/usage.md lacks the row: %s", row);
 	}
+	free(doc);
 }
 
 Test(tui_docs, every_column_is_documented, .timeout = 10)
 {
-	const char *doc = read_doc();
+	char *doc = ts_read_file("docs/usage.md");
 	for (int c = 0; c < TUI_NCOLS; c++) {
 		char row[64];
 		snprintf(row, sizeof(row), "\n| `%s` | ", tui_columns[c].title);
 		cr_assert(strstr(doc, row), "docs/usage.md lacks the column %s", tui_columns[c].title);
 	}
+	free(doc);
 }
 
 Test(tui_docs, no_key_code_is_bound_twice, .timeout = 10)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/support.h"
 #include "tui_int.h"
 
 static SCREEN *scr;
@@ -443,13 +444,9 @@ static void check_screen(const char *golden)
 		fputs(all, g);
 		fclose(g);
 	}
-	FILE *f = fopen(golden, "r");
-	cr_assert(f, "%s (tests run from the source tree)", golden);
-	static char want[64 * 1024];
-	size_t n = fread(want, 1, sizeof(want) - 1, f);
-	fclose(f);
-	want[n] = '\0';
+	char *want = ts_read_file(golden);
 	cr_assert_str_eq(all, want, "%s differs; got:\n%s", golden, all);
+	free(want);
 	free(all);
 }
 

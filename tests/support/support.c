@@ -132,3 +132,19 @@ int ts_shm_segment(const char *dir, pid_t pid, char *buf, size_t len)
 	closedir(d);
 	return err;
 }
+
+char *ts_read_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	cr_assert(f, "open(%s): %s (tests run from the source tree)", path, strerror(errno));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, n, m);
+	fclose(f);
+	fclose(m);
+	return buf;
+}

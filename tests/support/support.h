@@ -22,6 +22,10 @@ int ts_run(char *const argv[], char **out, int timeout_ms);
 /* Path of the loopstat binary under test: $LOOPSTAT_BIN or build/loopstat. */
 const char *ts_loopstat_bin(void);
 
+/* The whole file at path (tests run from the source tree), NUL-terminated;
+ * the caller frees it. Fails the test when it cannot be read. */
+char *ts_read_file(const char *path);
+
 /* Milliseconds on the monotonic clock. */
 long long ts_now_ms(void);
 
