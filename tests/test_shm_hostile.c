@@ -15,6 +15,7 @@
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
 #include "probe_stat.h"
+#include "support/children.h"
 #include "support/support.h"
 #include "support/users.h"
 
@@ -479,4 +480,89 @@ Test(shm_hostile, names_claimed_by_another_user_do_not_blind_a_worker)
 		cr_assert(unlink(legacy) == 0 || rmdir(legacy) == 0);
 		cr_assert(unlink(guess) == 0 || rmdir(guess) == 0);
 	}
+}
+
+/* ---- the whole monitor against phantom segments --------------------------- */
+
+/* Child: a legacy-named segment for itself whose 1024 ACTIVE slots all name
+ * tids that are no thread of it, then sleep until killed. */
+static void phantom_publisher(int ready_fd)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	struct probe_stat st;
+	if (probe_stat_read(getpid(), 0, &st) < 0)
+		_exit(1);
+	struct loopstat_shm_header h = {
+		.magic = LOOPSTAT_SHM_MAGIC, .abi_major = LOOPSTAT_SHM_ABI_MAJOR, .abi_minor = LOOPSTAT_SHM_ABI_MINOR,
+		.byte_order = LOOPSTAT_SHM_BYTE_ORDER, .header_size = sizeof(h), .slot_size = sizeof(struct loopstat_shm_slot),
+		.slot_count = 1024, .pid = getpid(), .start_time = st.start_time, .ready = 1,
+	};
+	char path[512];
+	snprintf(path, sizeof(path), "%s/loopstat.%d", dir, (int)getpid());
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		_exit(1);
+	struct loopstat_shm_slot s = { .state = LOOPSTAT_SLOT_ACTIVE, .wait_fd = -1 };
+	for (uint32_t i = 0; i < 1024; i++) {
+		s.tid = (pid_t)(0x3fff0000 + i);
+		if (pwrite(fd, &s, sizeof(s), (off_t)sizeof(h) + (off_t)i * (off_t)sizeof(s)) != (ssize_t)sizeof(s))
+			_exit(1);
+	}
+	close(fd);
+	if (write(ready_fd, "x", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+Test(shm_hostile, phantom_segments_neither_slow_nor_fool_the_monitor, .timeout = 60)
+{
+	enum { NPHANTOM = 30 };
+	pid_t kids[NPHANTOM];
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	for (int i = 0; i < NPHANTOM; i++) {
+		kids[i] = fork();
+		cr_assert_geq(kids[i], 0);
+		if (kids[i] == 0)
+			phantom_publisher(ready[1]);
+		char c;
+		cr_assert_eq(read(ready[0], &c, 1), 1, "phantom publisher %d", i);
+	}
+	/* a real worker beside them: a 50%-idle loop named with -p */
+	const char *args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	pid_t real = tc_spawn_example("duty_cycle", args, NULL);
+	char pids[16];
+	snprintf(pids, sizeof(pids), "%d", (int)real);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "2", "--rate", "200", "-p", pids, NULL };
+	char *out = NULL;
+	/* -p names one process, so the others' segments are not even opened:
+	 * run it once more without -p, where every phantom is read */
+	char *argv_all[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "2", "--rate", "200", NULL };
+	for (int pass = 0; pass < 2; pass++) {
+		long long t0 = ts_now_ms();
+		cr_assert_eq(ts_run(pass ? argv_all : argv, &out, 20000), 0, "%s", out);
+		long long took = ts_now_ms() - t0;
+		cr_log_info("pass %d: list --duration 2 took %lld ms beside %d phantom segments", pass, took, NPHANTOM);
+		cr_assert_lt(took, 4000, "a 2-s list took %lld ms beside phantom segments", took);
+		cr_assert(!strstr(out, "\"tid\":1073676288"), "a phantom tid became a row: %s", out);
+		if (pass == 0) {
+			cr_assert(strstr(out, "\"samples\":"), "%s", out);
+			const char *p = strstr(out, "\"samples\":");
+			long samples = strtol(p + 10, NULL, 10);
+			cr_assert_gt(samples, 200 * 2 * 7 / 10, "the real worker kept its rate: %ld samples in 2 s at 200 Hz",
+				     samples);
+		} else {
+			cr_assert(strstr(out, "\"workers\":[]"), "no phantom is a worker: %s", out);
+		}
+		free(out);
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	cr_assert_lt(ru.ru_maxrss, 256 * 1024, "a child's memory reached %ld KiB", ru.ru_maxrss);
+	for (int i = 0; i < NPHANTOM; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	tc_kill(real);
 }
