@@ -232,9 +232,9 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	if (refused >= 0)
 		return code == EXIT_USAGE ? code : refused;
 	if (nworkers == 0) {
-		fprintf(stderr, "export: no worker to measure: no readable loopstat segment%s (name uninstrumented "
-		        "processes with -p or -n)\n", targets_all(&x->c.targets) ? "" : " and no polling thread in the "
-		        "processes named");
+		fprintf(stderr, "export: no worker to measure: %s\n", targets_all(&x->c.targets) ?
+		        "no readable loopstat segment (name uninstrumented processes with -p or -n)" :
+		        "no thread of the processes named waits in an event loop's poll");
 		return code == EXIT_USAGE || code == EXIT_ACCESS ? code : EXIT_NOTHING;
 	}
 	return code;
