@@ -394,6 +394,26 @@ Test(export_cmd, no_worker_exits_4, .timeout = 30)
 	close(wr);
 }
 
+Test(export_cmd, refused_access_exits_5, .timeout = 30)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run loopstat as another user");
+	int rfd, wr;
+	pid_t child = tc_spawn_blocked_read(&rfd, &wr);
+	char cmd[1024], *out;
+	snprintf(cmd, sizeof(cmd), "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"%s\" export --dry-run "
+	         "--duration 0.3 -p %d 2>&1", ts_loopstat_bin(), (int)child);
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int rc = ts_run(argv, &out, 20000);
+	cr_assert_eq(rc, EXIT_ACCESS, "exit %d: %s", rc, out);
+	char want[64];
+	snprintf(want, sizeof(want), "access refused: pid %d runs as root", (int)child);
+	cr_assert(strstr(out, want), "%s", out);
+	free(out);
+	tc_kill(child);
+	close(wr);
+}
+
 Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 {
 	char conf[400], *out, *err;
