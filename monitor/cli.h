@@ -49,7 +49,7 @@ struct cli_command {
 /* The command table (commands.c): every cmd_<name>.c defines one row. */
 extern const struct cli_command *const cli_commands[];
 extern const size_t cli_ncommands;
-extern const struct cli_command cmd_top, cmd_list, cmd_gc;
+extern const struct cli_command cmd_top, cmd_list, cmd_export, cmd_gc;
 
 /* The row named name, NULL if none. */
 const struct cli_command *cli_find_command(const char *name);

@@ -43,6 +43,26 @@ static void family_name(char out[PROM_NAME_MAX], const struct export_point *p)
 		strcat(out, "_total");
 }
 
+/*
+ * Prometheus names carry base units, spelled out (promtool's lint refuses
+ * "_s" and "_ms"): "_per_s" becomes "_per_second", a trailing "_ms" becomes
+ * "_seconds" and the value is scaled to match. Returns the scale.
+ */
+static double base_units(char name[PROM_NAME_MAX])
+{
+	char *at;
+	while ((at = strstr(name, "_per_s")) && (at[6] == '\0' || at[6] == '_') &&
+	       strlen(name) + 5 < PROM_NAME_MAX) {
+		memmove(at + 11, at + 6, strlen(at + 6) + 1);
+		memcpy(at, "_per_second", 11);
+	}
+	size_t n = strlen(name);
+	if (n > 3 && !strcmp(name + n - 3, "_ms") && n + 6 < PROM_NAME_MAX) {
+		strcpy(name + n - 3, "_seconds");
+		return 1e-3;
+	}
+	return 1;
+}
 
 /* Escapes \ and newline, and " too in label values; invalid UTF-8 becomes '?'. */
 static void put_escaped(FILE *f, const char *s, int quote)
@@ -84,6 +104,7 @@ static void put_label(FILE *f, int *first, const char *key, const char *value)
 
 struct item {
 	size_t idx;
+	double scale;            /* of the value, to the name's base unit */
 	char name[PROM_NAME_MAX];
 };
 
@@ -105,6 +126,7 @@ size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, siz
 		}
 		items[m].idx = i;
 		family_name(items[m].name, &pts[i]);
+		items[m].scale = base_units(items[m].name);
 		m++;
 	}
 	if (items)
@@ -143,7 +165,7 @@ size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, siz
 		}
 		if (!first)
 			fputc('}', f);
-		fprintf(f, " %.15g\n", p->value);
+		fprintf(f, " %.15g\n", p->value * items[j].scale);
 		written++;
 	}
 	free(items);

@@ -69,3 +69,21 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 	free(text);
 	ts_rmtree_free(dir);
 }
+
+Test(export_prom, base_units_spelled_out, .timeout = 10)
+{
+	struct export_point pts[] = {
+		{ .prefix = "loopstat", .pid = -1, .tid = -1, .metric = "stall_ms", .value = 1500 },
+		{ .prefix = "loopstat", .pid = -1, .tid = -1, .metric = "headroom_ops_per_s", .value = 7 },
+		{ .prefix = "loopstat", .pid = -1, .tid = -1, .metric = "per_sec", .value = 1 },
+	};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	export_prom_format(f, pts, 3, NULL);
+	fclose(f);
+	cr_assert(strstr(text, "\nloopstat_stall_seconds 1.5\n"), "ms become seconds, value scaled: %s", text);
+	cr_assert(strstr(text, "\nloopstat_headroom_ops_per_second 7\n"), "%s", text);
+	cr_assert(strstr(text, "\nloopstat_per_sec 1\n"), "only a whole _s part is a unit: %s", text);
+	free(text);
+}

@@ -1,0 +1,37 @@
+/*
+ * export_points.h — the model as export points: one point per row of the
+ * metric table per worker (the rows that apply to it) and one per fleet
+ * row, all at one timestamp. The names come from the table (metric.h):
+ * a worker's figure is `<metric>`, a fleet total `fleet.<metric>`.
+ */
+#ifndef LOOPSTAT_EXPORT_POINTS_H
+#define LOOPSTAT_EXPORT_POINTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export_name.h"
+#include "metric.h"
+#include "model.h"
+
+struct export_points {
+	struct export_point *pts;   /* owned; n used */
+	size_t n, cap;
+	char **strs;                /* owned copies of the names the points borrow */
+	size_t nstrs, capstrs;
+};
+
+void export_points_init(struct export_points *b);
+void export_points_done(struct export_points *b);
+
+/* Appends m's points at ts (unix seconds). prefix and host are borrowed and
+ * must outlive b. Workers /proc refused us have no figures and are left
+ * out. Returns 0 or -ENOMEM. */
+int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+                            int64_t ts);
+
+/* The metric level(s) of a table row: "idle_pct", or "fleet.workers" for a
+ * row of metric_fleet[]. Static. */
+const char *export_points_metric(const struct metric *m);
+
+#endif /* LOOPSTAT_EXPORT_POINTS_H */

@@ -1,0 +1,460 @@
+/* `loopstat export` end to end: real workers (instrumented and not) into a real carbon-cache read back with whisper-fetch, per run and per second; the crontab flow through a carbon restart; a Prometheus textfile promtool accepts; no worker; config errors. */
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exitcodes.h"
+#include "loopstat_shm.h"
+#include "support/carbon.h"
+#include "support/children.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("expcmd");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(export_cmd, .init = setup, .fini = teardown, .timeout = 60);
+
+/* `loopstat export ARGS` through sh; returns the exit status, stdout and stderr. */
+static int export_cmd(char **out, char **err, const char *fmt, ...)
+{
+	char args[2048], cmd[3072], errpath[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
+	snprintf(cmd, sizeof(cmd), "exec \"%s\" export %s 2>'%s'", ts_loopstat_bin(), args, errpath);
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int rc = ts_run(argv, out, 40000);
+	FILE *f = fopen(errpath, "r");
+	static char buf[64 * 1024];
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	*err = strdup(buf);
+	return rc;
+}
+
+/* An instrumented example, once it published its segment. */
+static pid_t spawn_published(const char *name, const char *const args[], int *fd)
+{
+	pid_t pid = tc_spawn_example(name, args, fd);
+	char seg[600];
+	snprintf(seg, sizeof(seg), "%s/loopstat.%d", dir, (int)pid);
+	for (int i = 0; i < 300 && access(seg, F_OK) != 0; i++)
+		usleep(10000);
+	cr_assert_eq(access(seg, F_OK), 0, "%s never published %s", name, seg);
+	return pid;
+}
+
+/* The dotted metric of the one whisper file matching storage-relative glob pat ("" if none). */
+static void find_metric(const char *cdir, const char *pat, char *metric, size_t len)
+{
+	char g[800];
+	glob_t gl;
+	snprintf(g, sizeof(g), "%s/storage/whisper/%s.wsp", cdir, pat);
+	metric[0] = '\0';
+	if (glob(g, 0, NULL, &gl) != 0)
+		return;
+	cr_assert_eq(gl.gl_pathc, 1, "%s: %zu files", g, gl.gl_pathc);
+	size_t skip = strlen(cdir) + strlen("/storage/whisper/");
+	snprintf(metric, len, "%.*s", (int)(strlen(gl.gl_pathv[0]) - skip - 4), gl.gl_pathv[0] + skip);
+	for (char *c = metric; *c; c++)
+		if (*c == '/')
+			*c = '.';
+	globfree(&gl);
+}
+
+/* Waits (bounded) for the metric's file and points in (from, until]; returns
+ * how many there are, got[] as carbon_fetch_range's. */
+static int points_in(const char *cdir, const char *pat, long long from, long long until, int want, double *got)
+{
+	char metric[600];
+	long long deadline = ts_now_ms() + 8000;
+	for (;;) {
+		find_metric(cdir, pat, metric, sizeof(metric));
+		int n = 0;
+		if (metric[0]) {
+			carbon_fetch_range(cdir, metric, from, until, got);
+			for (long long k = 0; k < until - from; k++)
+				n += !isnan(got[k]);
+		}
+		if (n >= want || ts_now_ms() > deadline)
+			return n;
+		usleep(100 * 1000);
+	}
+}
+
+/* The value of the one point in (from, until]; its time in *ts. */
+static double one_point(const char *cdir, const char *pat, long long from, long long until, long long *ts)
+{
+	double got[256];
+	cr_assert_lt(until - from, 256);
+	int n = points_in(cdir, pat, from, until, 1, got);
+	cr_assert_eq(n, 1, "%s: %d points in (%lld, %lld]", pat, n, from, until);
+	for (long long k = 0; k < until - from; k++)
+		if (!isnan(got[k])) {
+			if (ts)
+				*ts = from + 1 + k;
+			return got[k];
+		}
+	return NAN;
+}
+
+static int exists(const char *cdir, const char *pat)
+{
+	char metric[600];
+	find_metric(cdir, pat, metric, sizeof(metric));
+	return metric[0] != '\0';
+}
+
+/*
+ * A loop's own idle measure runs from entering its poll to the poll's
+ * return, so it also holds the wait for a CPU after the wake-up, which the
+ * sampled figures count as cpu_wait: on a busy machine the own measure lies
+ * between idle and idle + cpu_wait.
+ */
+static void near_own(double idle, double own, double cpu_wait, const char *who)
+{
+	cr_assert(own >= idle - 10 && own <= idle + cpu_wait + 10,
+	          "%s: its own idle measure %.1f outside sampled idle %.1f .. + cpu_wait %.1f (10 points slack)", who,
+	          own, idle, cpu_wait);
+}
+
+Test(export_cmd, real_workers_into_carbon_per_run_and_per_second)
+{
+	char cdir[400], *out, *err, p[64];
+	snprintf(cdir, sizeof(cdir), "%s/carbon", dir);
+	mkdir(cdir, 0700);
+	struct carbon_server c;
+	int port = carbon_free_port();
+	carbon_spawn(&c, cdir, port, NULL);
+	const char *cargs[] = { "-b", "40", "-s", "40", NULL };
+	pid_t inst = spawn_published("counters", cargs, NULL);
+	int efd;
+	const char *eargs[] = { "--port", "0", NULL };
+	pid_t echo = spawn_published("echo_server", eargs, &efd);
+	carbon_wait_port(&c, "carbon-cache");
+	int dfd;
+	const char *dargs[] = { "--idle", "0.8", "--seconds", "3.5", "--plain", NULL };
+	pid_t plain = tc_spawn_example("duty_cycle", dargs, &dfd);
+
+	long long t0 = time(NULL);
+	snprintf(p, sizeof(p), "%d,%d,%d", (int)inst, (int)plain, (int)echo);
+	int rc = export_cmd(&out, &err, "--graphite 127.0.0.1:%d --prefix t --host h --duration 2 --rate 200 "
+	                    "--spool '%s/spool' -p %s", port, dir, p);
+	long long t1 = time(NULL);
+	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
+	cr_assert_str_empty(out, "nothing on stdout in cron mode: %s", out);
+	cr_assert_str_empty(err, "a clean run prints nothing: %s", err);
+	double plain_self = tc_read_self_idle(dfd, 10000);
+
+	/* stamped with the end of sampling, one point per metric */
+	char pat[256];
+	long long ts;
+	snprintf(pat, sizeof(pat), "t/h/counters/%d/counters/idle_pct", (int)inst);
+	double idle = one_point(cdir, pat, t0 - 1, t1 + 1, &ts);
+	cr_assert(ts >= t0 + 2 && ts <= t1, "stamped %lld, sampling ended in [%lld, %lld]", ts, t0 + 2, t1);
+	snprintf(pat, sizeof(pat), "t/h/counters/%d/counters/self_idle_pct", (int)inst);
+	double self = one_point(cdir, pat, t0 - 1, t1 + 1, NULL);
+	snprintf(pat, sizeof(pat), "t/h/counters/%d/counters/cpu_wait_pct", (int)inst);
+	near_own(idle, self, one_point(cdir, pat, t0 - 1, t1 + 1, NULL), "counters");
+	snprintf(pat, sizeof(pat), "t/h/counters/%d/counters/ops_per_s", (int)inst);
+	cr_assert_float_eq(one_point(cdir, pat, t0 - 1, t1 + 1, NULL), 100, 20, "one op per 10 ms tick");
+
+	snprintf(pat, sizeof(pat), "t/h/duty_cycle/%d/*/idle_pct", (int)plain);
+	double pidle = one_point(cdir, pat, t0 - 1, t1 + 1, NULL);
+	snprintf(pat, sizeof(pat), "t/h/duty_cycle/%d/*/cpu_wait_pct", (int)plain);
+	near_own(pidle, plain_self, one_point(cdir, pat, t0 - 1, t1 + 1, NULL), "duty_cycle");
+	snprintf(pat, sizeof(pat), "t/h/duty_cycle/%d/*/cpu_pct", (int)plain);
+	cr_assert(exists(cdir, pat), "an uninstrumented worker has its sampled figures");
+	snprintf(pat, sizeof(pat), "t/h/duty_cycle/%d/*/ops_per_s", (int)plain);
+	cr_assert(!exists(cdir, pat), "and no counter series");
+
+	snprintf(pat, sizeof(pat), "t/h/echo_server/%d/*/idle_pct", (int)echo);
+	cr_assert_gt(one_point(cdir, pat, t0 - 1, t1 + 1, NULL), 90.0, "an echo server nobody talks to idles");
+	cr_assert_float_eq(one_point(cdir, "t/h/fleet/workers", t0 - 1, t1 + 1, NULL), 3, 1e-9);
+	free(out);
+	free(err);
+
+	/* --resolution 1s: one point per second sampled, consecutive seconds */
+	t0 = time(NULL);
+	snprintf(p, sizeof(p), "%d", (int)inst);
+	rc = export_cmd(&out, &err, "--graphite 127.0.0.1:%d --prefix s --host h --duration 3 --rate 200 "
+	                "--resolution 1s --spool '%s/spool' -p %s", port, dir, p);
+	t1 = time(NULL);
+	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
+	double got[64];
+	snprintf(pat, sizeof(pat), "s/h/counters/%d/counters/ops_per_s", (int)inst);
+	int n = points_in(cdir, pat, t0 - 2, t1 + 1, 3, got);
+	cr_assert_eq(n, 3, "3 seconds sampled, %d points", n);
+	int first = -1;
+	for (int k = 0; k < t1 - t0 + 3; k++)
+		if (!isnan(got[k])) {
+			if (first < 0)
+				first = k;
+			cr_assert_lt(k - first, 3, "consecutive seconds: a point %d s after the first", k - first);
+			cr_assert_float_eq(got[k], 100, 25, "ops/s of one second: %f", got[k]);
+		}
+	snprintf(pat, sizeof(pat), "s/h/counters/%d/counters/samples", (int)inst);
+	n = points_in(cdir, pat, t0 - 2, t1 + 1, 3, got);
+	for (int k = 0; k < t1 - t0 + 3; k++)
+		cr_assert(isnan(got[k]) || (got[k] >= 120 && got[k] <= 220), "samples of one second at 200 Hz: %f", got[k]);
+	free(out);
+	free(err);
+	close(efd);
+	tc_kill(inst);
+	tc_kill(echo);
+	tc_kill(plain);
+	carbon_stop(&c);
+}
+
+/* A self-report figure of the run stamped ts. */
+static double self_fig(const char *cdir, const char *name, long long ts)
+{
+	char metric[300];
+	snprintf(metric, sizeof(metric), "t.h.loopstat.export.%s", name);
+	return carbon_fetch_wait(cdir, metric, ts);
+}
+
+static void sleep_until(long long t)
+{
+	while (time(NULL) < t)
+		usleep(20 * 1000);
+}
+
+/* The crontab flow, short: a run every 3 s (the schema's step) from the
+ * docs' config shape, carbon stopped after the second run and started again
+ * after the third. Every slot filled, the spooled ones with their own
+ * stamps; the exporter's own figures show nothing lost and nothing sent twice. */
+Test(export_cmd, crontab_runs_through_a_carbon_restart)
+{
+	enum { STEP = 3, MAXRUNS = 10, SELF_LINES = 8 /* 4 global + 4 for the one destination */ };
+	char cdir[400], conf[400], text[1024], *out, *err;
+	snprintf(cdir, sizeof(cdir), "%s/carbon", dir);
+	mkdir(cdir, 0700);
+	struct carbon_server c;
+	int port = carbon_free_port();
+	carbon_spawn(&c, cdir, port, "3s:1h");
+	const char *cargs[] = { "-b", "40", "-s", "60", NULL };
+	pid_t inst = spawn_published("counters", cargs, NULL);
+	snprintf(conf, sizeof(conf), "%s/export.conf", dir);
+	snprintf(text, sizeof(text),
+	         "# the crontab's config\ngraphite = 127.0.0.1:%d\nprefix = t\nhost = h\nduration = 1s\n"
+	         "# match the storage schema's retention\nmax-age = 1h\ntimeout = 1s\nspool = %s/spool\npid = %d\n",
+	         port, dir, (int)inst);
+	carbon_write_text(conf, text);
+	carbon_wait_port(&c, "carbon-cache");
+
+	long long t0 = (time(NULL) / STEP + 1) * STEP;
+	int rcs[MAXRUNS], nruns = 0;
+	for (int k = 0; k < MAXRUNS; k++) {
+		sleep_until(t0 + STEP * k);
+		rcs[k] = export_cmd(&out, &err, "--config '%s'", conf);
+		nruns++;
+		cr_assert_str_empty(out);
+		if (rcs[k] == EXIT_DEFERRED) {
+			cr_assert(strstr(err, "deferred to the next run"), "run %d: %s", k, err);
+			cr_assert_lt(strchr(err, '\n') - err + 1, (long)strlen(err) + 1);
+		} else {
+			cr_assert_eq(rcs[k], EXIT_OK, "run %d: exit %d: %s", k, rcs[k], err);
+			cr_assert_str_empty(err, "run %d: %s", k, err);
+		}
+		free(out);
+		free(err);
+		if (k == 1) {
+			/* carbon-cache drops what it has not yet written when it is
+			 * stopped (a point acknowledged 0.3 s before SIGTERM is lost):
+			 * the restart comes once carbon has written run 1 */
+			char m[300];
+			snprintf(m, sizeof(m), "t.h.counters.%d.counters.samples", (int)inst);
+			cr_assert(!isnan(carbon_fetch_wait(cdir, m, t0 + STEP)), "run 1 written");
+			char sent1[128];
+			snprintf(sent1, sizeof(sent1), "127_0_0_1_%d.sent", port);
+			cr_assert(!isnan(self_fig(cdir, "spooled", t0 + STEP)) && !isnan(self_fig(cdir, sent1, t0 + STEP)),
+			          "run 1's self-report written");
+			carbon_stop(&c);
+		}
+		if (k == 2) {
+			cr_assert_eq(rcs[2], EXIT_DEFERRED, "carbon down: exit 75");
+			glob_t gl;
+			char g[500];
+			snprintf(g, sizeof(g), "%s/spool/seg.*", dir);
+			cr_assert_eq(glob(g, 0, NULL, &gl), 0, "points spooled while carbon is down");
+			globfree(&gl);
+			carbon_spawn(&c, cdir, port, "3s:1h");
+		}
+		if (k >= 3 && rcs[k] == EXIT_OK)
+			break;
+	}
+	cr_assert_eq(rcs[0], EXIT_OK);
+	cr_assert_eq(rcs[1], EXIT_OK);
+	cr_assert_eq(rcs[nruns - 1], EXIT_OK, "carbon back within %d runs", MAXRUNS);
+
+	/* every slot filled, nothing between: the deferred runs' points kept their stamps */
+	char metric[300];
+	long long want[MAXRUNS];
+	double got[MAXRUNS * STEP + 1];
+	for (int k = 0; k < nruns; k++)
+		want[k] = t0 + STEP * k;
+	snprintf(metric, sizeof(metric), "t.h.counters.%d.counters.samples", (int)inst);
+	carbon_fetch_wait_all(cdir, metric, want, nruns, got);
+	for (int k = 0; k < nruns; k++)
+		cr_assert_float_eq(got[STEP * k], 100, 40, "run %d (1 s at 100 Hz)'s point at %lld (exit %d): %f", k, want[k], rcs[k],
+		                   got[STEP * k]);
+
+	/* delivered = spooled: each healthy run sends its own points plus the
+	 * backlog (points and self-report) of the deferred runs before it */
+	char sent[128];
+	snprintf(sent, sizeof(sent), "127_0_0_1_%d.sent", port);
+	double backlog = 0;
+	for (int k = 0; k < nruns; k++) {
+		double spooled = self_fig(cdir, "spooled", want[k]), s = self_fig(cdir, sent, want[k]);
+		cr_assert_gt(spooled, 20, "run %d spooled %f", k, spooled);
+		if (rcs[k] == EXIT_DEFERRED) {
+			cr_assert_float_eq(s, 0, 1e-9, "run %d (deferred) sent %f", k, s);
+			backlog += spooled + SELF_LINES;
+		} else {
+			cr_assert_float_eq(s, backlog + spooled, 1e-9, "run %d sent %f, spooled %f, backlog %f", k, s,
+			                   spooled, backlog);
+			backlog = 0;
+		}
+	}
+	tc_kill(inst);
+	carbon_stop(&c);
+}
+
+Test(export_cmd, prometheus_textfile_from_real_workers_passes_promtool)
+{
+	const char *cargs[] = { "-b", "30", "-s", "20", NULL };
+	pid_t inst = spawn_published("counters", cargs, NULL);
+	const char *dargs[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	int dfd;
+	pid_t plain = tc_spawn_example("duty_cycle", dargs, &dfd);
+	char *out, *err, prom[400];
+	snprintf(prom, sizeof(prom), "%s/loopstat.prom", dir);
+	int rc = export_cmd(&out, &err, "--prometheus-textfile '%s' --duration 1 --host h -p %d,%d", prom,
+	                    (int)inst, (int)plain);
+	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
+	cr_assert_str_empty(out);
+	char cmd[600], *check;
+	snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < '%s' 2>&1", prom);
+	char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+	cr_assert_eq(ts_run(sh, &check, 15000), 0, "promtool: %s", check);
+	free(check);
+	char *catv[] = { "/bin/cat", prom, NULL }, *text;
+	cr_assert_eq(ts_run(catv, &text, 5000), 0);
+	char want[128];
+	snprintf(want, sizeof(want), "loopstat_ops_per_second{host=\"h\",process=\"counters\",pid=\"%d\"", (int)inst);
+	cr_assert(strstr(text, want), "%s", text);
+	snprintf(want, sizeof(want), "loopstat_idle_pct{host=\"h\",process=\"duty_cycle\",pid=\"%d\"", (int)plain);
+	cr_assert(strstr(text, want), "%s", text);
+	cr_assert(strstr(text, "loopstat_fleet_workers{host=\"h\"} 2\n"), "%s", text);
+	free(text);
+	free(out);
+	free(err);
+	tc_kill(inst);
+	tc_kill(plain);
+}
+
+Test(export_cmd, no_worker_exits_4, .timeout = 30)
+{
+	char *out, *err;
+	/* nothing published in this shm dir, and a process that never polls */
+	int rfd, wr;
+	pid_t reader = tc_spawn_blocked_read(&rfd, &wr);
+	int rc = export_cmd(&out, &err, "--dry-run --duration 0.3");
+	cr_assert_eq(rc, EXIT_NOTHING, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, "no worker"), "%s", err);
+	cr_assert_str_empty(out);
+	free(out);
+	free(err);
+	rc = export_cmd(&out, &err, "--graphite 127.0.0.1:1 --timeout 1 --spool '%s/spool' --duration 0.3 -p %d", dir,
+	                (int)reader);
+	cr_assert_eq(rc, EXIT_NOTHING, "with a destination down too: exit %d: %s", rc, err);
+	free(out);
+	free(err);
+	tc_kill(reader);
+	close(wr);
+}
+
+Test(export_cmd, refused_access_exits_5, .timeout = 30)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run loopstat as another user");
+	int rfd, wr;
+	pid_t child = tc_spawn_blocked_read(&rfd, &wr);
+	char cmd[1024], *out;
+	snprintf(cmd, sizeof(cmd), "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"%s\" export --dry-run "
+	         "--duration 0.3 -p %d 2>&1", ts_loopstat_bin(), (int)child);
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int rc = ts_run(argv, &out, 20000);
+	cr_assert_eq(rc, EXIT_ACCESS, "exit %d: %s", rc, out);
+	char want[64];
+	snprintf(want, sizeof(want), "access refused: pid %d runs as root", (int)child);
+	cr_assert(strstr(out, want), "%s", out);
+	free(out);
+	tc_kill(child);
+	close(wr);
+}
+
+Test(export_cmd, config_errors_and_overrides, .timeout = 30)
+{
+	char conf[400], *out, *err;
+	snprintf(conf, sizeof(conf), "%s/bad.conf", dir);
+	carbon_write_text(conf, "prefix = x\n# fine so far\ngraphit = 127.0.0.1:2003\n");
+	long long t = ts_now_ms();
+	int rc = export_cmd(&out, &err, "--config '%s'", conf);
+	cr_assert_eq(rc, EXIT_USAGE, "unknown key: exit %d: %s", rc, err);
+	cr_assert(strstr(err, "bad.conf:3: unknown option 'graphit'"), "names the file and line: %s", err);
+	cr_assert_lt(ts_now_ms() - t, 2000, "refused before sampling");
+	free(out);
+	free(err);
+	static const char *const bad[] = {
+		"--config /nonexistent/x.conf --dry-run", "--duration 0 --dry-run", "--resolution 2s --dry-run",
+		"--graphite nohostport", "--template '{prefix}.{host}' --dry-run", "--duration 1", "--max-age -1 --dry-run",
+		"--dry-run extra",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rc = export_cmd(&out, &err, "%s", bad[i]);
+		cr_assert_eq(rc, EXIT_USAGE, "'%s': exit %d: %s", bad[i], rc, err);
+		cr_assert(strstr(err, "loopstat: "), "'%s' says why: %s", bad[i], err);
+		free(out);
+		free(err);
+	}
+
+	/* the file first, the command line over it */
+	const char *cargs[] = { "-b", "30", "-s", "20", NULL };
+	pid_t inst = spawn_published("counters", cargs, NULL);
+	snprintf(conf, sizeof(conf), "%s/good.conf", dir);
+	char text[256];
+	snprintf(text, sizeof(text), "prefix = fromfile\nhost = \"filehost\"\ndry_run = yes\nduration = 5m\npid = %d\n",
+	         (int)inst);
+	carbon_write_text(conf, text);
+	rc = export_cmd(&out, &err, "--config '%s' --prefix cli --duration 0.5", conf);
+	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
+	char want[128];
+	snprintf(want, sizeof(want), "cli.filehost.counters.%d.counters.idle_pct ", (int)inst);
+	cr_assert(strstr(out, want), "%s", out);
+	cr_assert_null(strstr(out, "fromfile"), "%s", out);
+	cr_assert(strstr(out, "cli.filehost.fleet.workers 1 "), "%s", out);
+	free(out);
+	free(err);
+	tc_kill(inst);
+}

@@ -1,0 +1,86 @@
+/* docs/export.md's metric list is the metric table: every row with its Graphite leaf, Prometheus name and unit, and no other row. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export_points.h"
+#include "export_prom.h"
+#include "metric.h"
+
+#define BEGIN_MARK "<!-- METRIC LIST"
+#define END_MARK "<!-- END METRIC LIST -->"
+
+static char *read_doc(void)
+{
+	FILE *f = fopen("docs/export.md", "r");
+	cr_assert(f, "docs/export.md (tests run from the source tree)");
+	static char buf[128 * 1024];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The Prometheus family name export_prom gives the metric, read back from its # TYPE line. */
+static void prom_name(const char *leaf, char *out, size_t len)
+{
+	struct export_point p = { .prefix = "loopstat", .host = "h", .pid = -1, .tid = -1, .metric = leaf, .value = 1 };
+	char *text = NULL;
+	size_t tl = 0;
+	FILE *f = open_memstream(&text, &tl);
+	export_prom_format(f, &p, 1, NULL);
+	fclose(f);
+	const char *t = strstr(text, "# TYPE ");
+	cr_assert(t, "%s", text);
+	t += 7;
+	snprintf(out, len, "%.*s", (int)strcspn(t, " "), t);
+	free(text);
+}
+
+/* The docs row of a table row, as the metric list spells it. */
+static void row_of(const struct metric *m, const char *scope, char *row, size_t len)
+{
+	char prom[256];
+	const char *leaf = export_points_metric(m);
+	prom_name(leaf, prom, sizeof(prom));
+	snprintf(row, len, "| `%s` | `%s` | %s | %s | %s |\n", leaf, prom, metric_unit_name(m->unit), scope, m->desc);
+}
+
+Test(export_docs, metric_list_is_the_metric_table, .timeout = 10)
+{
+	const char *doc = read_doc();
+	const char *begin = strstr(doc, BEGIN_MARK), *end = strstr(doc, END_MARK);
+	cr_assert(begin && end && begin < end, "docs/export.md lacks the marked metric list");
+	char want[32 * 1024] = "";
+	size_t wl = 0;
+	int missing = 0, nrows = 0;
+	const struct { const struct metric *t; int n; const char *scope; } tables[] = {
+		{ metric_worker, METRIC_NWORKER, "worker" }, { metric_fleet, METRIC_NFLEET, "fleet" },
+	};
+	for (size_t k = 0; k < 2; k++)
+		for (int i = 0; i < tables[k].n; i++) {
+			char row[1024];
+			row_of(&tables[k].t[i], tables[k].scope, row, sizeof(row));
+			wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "%s", row);
+			const char *at = strstr(begin, row);
+			missing += !at || at > end;
+			nrows++;
+		}
+	/* the section's table rows: the header, its rule, one per metric */
+	int rows = 0;
+	for (const char *p = begin; p && p < end; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		rows += p[0] == '|';
+	cr_assert(!missing && rows == nrows + 2,
+	          "docs/export.md's metric list is not the metric table (%d rows missing, %d table lines for %d "
+	          "metrics); its rows should be, after the header:\n%s", missing, rows, nrows, want);
+}
+
+Test(export_docs, graphite_leaves_are_unique, .timeout = 10)
+{
+	for (int i = 0; i < METRIC_NFLEET; i++)
+		for (int j = 0; j < METRIC_NWORKER; j++)
+			cr_assert_str_neq(export_points_metric(&metric_fleet[i]), export_points_metric(&metric_worker[j]));
+	cr_assert_str_eq(export_points_metric(&metric_fleet[METRIC_F_workers]), "fleet.workers");
+	cr_assert_str_eq(export_points_metric(&metric_worker[METRIC_W_idle_pct]), "idle_pct");
+}
