@@ -118,7 +118,8 @@ void sampler_step(struct sampler *s)
 		sampler_discover(s, now);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 	}
-	if (now >= s->next_shm) {
+	/* a hook attributes each sample to the running fiber: read it in the same tick */
+	if (now >= s->next_shm || s->on_sample) {
 		sampler_read_segments(s, now);
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
 	}

@@ -39,7 +39,9 @@ struct sampler_opts {
 	int    all_threads;              /* also list threads never seen polling (top's 't') */
 	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */
 	/* called on the sampling thread, with its lock held, for every sample
-	 * of a live task: keep it short (it delays the tick) */
+	 * of a live task: keep it short (it delays the tick). With a hook the
+	 * shm slots are read every tick, not at SAMPLER_SHM_HZ, so fiber_tag
+	 * is the fiber running at the sample's tick. */
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;
 };
