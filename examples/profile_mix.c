@@ -168,10 +168,15 @@ static void *fibers_main(void *arg)
 {
 	struct fiber_cfg *c = arg;
 	fl_fiber *a = fl_spin(busy_fiber, &c[0], "alpha"), *b = fl_spin(busy_fiber, &c[1], "beta");
+	/* held, so that awaiting one that has already finished is safe */
+	fl_fiber_ref(a);
+	fl_fiber_ref(b);
 	puts("ready");
 	fflush(stdout);
 	fl_await(a, NULL);
 	fl_await(b, NULL);
+	fl_fiber_unref(a);
+	fl_fiber_unref(b);
 	return NULL;
 }
 
