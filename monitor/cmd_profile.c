@@ -54,7 +54,7 @@ static int run(int argc, char **argv)
 				       .start_unix = (double)time(NULL) };
 	gethostname(rm.host, sizeof(rm.host) - 1);
 	title_of(c.pid, c.tid, rm.title, sizeof(rm.title));
-	FILE *recf = NULL;
+	FILE *recf = NULL, *out = NULL;
 	struct profile_rec_writer *rec = NULL;
 	struct profile_acc *acc = profile_acc_new(PROFILE_ACC_AUTO_FIBER);
 	rc = EXIT_FAIL;
@@ -62,6 +62,9 @@ static int run(int argc, char **argv)
 		fprintf(stderr, "loopstat: profile: out of memory\n");
 		goto out;
 	}
+	/* both files are opened before sampling: a bad path fails at once, not after --duration */
+	if (!(out = profile_open_out(c.out)))
+		goto out_acc;
 	if (c.record && (!(recf = profile_open_out(c.record)) || !(rec = profile_rec_writer_new(recf, &rm))))
 		goto out_acc;
 	struct profile_run_opts ro = { .targets = &c.common.targets, .pid = c.pid, .tid = c.tid,
@@ -86,7 +89,8 @@ static int run(int argc, char **argv)
 			fprintf(stderr, "loopstat: profile: out of memory\n");
 			goto out_acc;
 		}
-		rc = profile_emit(c.out, c.fmt, t, &meta);
+		rc = profile_emit_to(out, c.out, c.fmt, t, &meta);
+		out = NULL;
 		if (rc == EXIT_OK && res.st.moved + res.st.unwind_failed > 0 && isatty(STDERR_FILENO))
 			fprintf(stderr, "loopstat: %llu stacks changed while read, %llu could not be unwound\n",
 				(unsigned long long)res.st.moved, (unsigned long long)res.st.unwind_failed);
@@ -98,6 +102,8 @@ out_acc:
 		profile_rec_writer_end(rec, 0);
 	if (recf && recf != stdout)
 		fclose(recf);
+	if (out && out != stdout)
+		fclose(out);
 	profile_acc_delete(acc);
 out:
 	cli_common_done(&c.common);

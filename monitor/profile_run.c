@@ -132,8 +132,12 @@ int profile_close_out(FILE *f, const char *path, int write_err)
 int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta)
 {
 	FILE *f = profile_open_out(path);
-	if (!f)
-		return EXIT_FAIL;
+	return f ? profile_emit_to(f, path, fmt, t, meta) : EXIT_FAIL;
+}
+
+int profile_emit_to(FILE *f, const char *path, enum profile_format fmt, struct profile_tree *t,
+		    const struct profile_meta *meta)
+{
 	int err = profile_write(f, fmt, t, meta, NULL);
 	if (err == -ENOMEM) {
 		fprintf(stderr, "loopstat: writing the profile: %s\n", strerror(ENOMEM));

@@ -49,6 +49,10 @@ int profile_run_verdict(const struct profile_run_opts *o, const struct profile_r
  * EXIT_OK, or EXIT_FAIL after a message naming the call and the path. */
 int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta);
 
+/* The same to f, which profile_open_out(path) gave (closed here). */
+int profile_emit_to(FILE *f, const char *path, enum profile_format fmt, struct profile_tree *t,
+		    const struct profile_meta *meta);
+
 /* fopen(path, "w") or stdout for NULL/"-", with the message on failure. */
 FILE *profile_open_out(const char *path);
 /* Closes what profile_open_out gave; EXIT_OK or EXIT_FAIL after a message. */
