@@ -89,7 +89,7 @@ static int run(int argc, char **argv)
 			fprintf(stderr, "loopstat: profile: out of memory\n");
 			goto out_acc;
 		}
-		rc = profile_emit_to(out, c.out, c.fmt, t, &meta);
+		rc = profile_emit_to(out, c.out, c.fmt, t, &meta, acc);
 		out = NULL;
 		if (rc == EXIT_OK && res.st.moved + res.st.unwind_failed > 0 && isatty(STDERR_FILENO))
 			fprintf(stderr, "loopstat: %llu stacks changed while read, %llu could not be unwound\n",

@@ -68,7 +68,7 @@ static int run(int argc, char **argv)
 		rc = EXIT_NOTHING;
 	} else if (t) {
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s };
-		rc = profile_emit(c.out, c.fmt, t, &meta);
+		rc = profile_emit(c.out, c.fmt, t, &meta, acc);
 	} else if (err == -EPROTO) {
 		rc = EXIT_USAGE;
 	}

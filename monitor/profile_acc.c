@@ -22,8 +22,19 @@ struct held {
 	int   has_fiber;
 };
 
+struct stall {
+	char    *fiber;              /* owned; "" untagged */
+	uint64_t longest_ns, runs;
+};
+
 struct acc_thread {
 	pid_t    pid, tid;
+	/* the stall lint: the current stretch of one switch-counter value outside the poll */
+	int      in_run;
+	uint64_t sw, run_first_ns, run_last_ns;
+	char    *run_fiber;          /* owned */
+	struct stall *stalls;
+	size_t   nstalls;
 	char    *label;              /* owned */
 	uint64_t run_ns, wait_ns;    /* the reading the held samples came after */
 	int      have_reading;
@@ -59,6 +70,10 @@ void profile_acc_delete(struct profile_acc *a)
 			free(a->th[i].held[k].fiber);
 		free(a->th[i].held);
 		free(a->th[i].label);
+		free(a->th[i].run_fiber);
+		for (size_t k = 0; k < a->th[i].nstalls; k++)
+			free(a->th[i].stalls[k].fiber);
+		free(a->th[i].stalls);
 	}
 	free(a->th);
 	profile_tree_delete(a->tree);
@@ -147,6 +162,50 @@ static int hold(struct acc_thread *t, const struct profile_event *ev)
 	return 0;
 }
 
+static int close_run(struct acc_thread *t)
+{
+	if (!t->in_run)
+		return 0;
+	t->in_run = 0;
+	size_t k = 0;
+	while (k < t->nstalls && strcmp(t->stalls[k].fiber, t->run_fiber) != 0)
+		k++;
+	if (k == t->nstalls) {
+		struct stall *s = realloc(t->stalls, (t->nstalls + 1) * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		t->stalls = s;
+		s[k] = (struct stall){ .fiber = t->run_fiber };
+		t->run_fiber = NULL;
+		t->nstalls++;
+	}
+	uint64_t len = t->run_last_ns - t->run_first_ns;
+	if (len > t->stalls[k].longest_ns)
+		t->stalls[k].longest_ns = len;
+	t->stalls[k].runs++;
+	return 0;
+}
+
+/* The switch counter stands still from one fiber switch to the next: a
+ * stretch of samples outside the poll with one value is one fiber's run. */
+static int track_run(struct acc_thread *t, const struct profile_event *ev)
+{
+	if (ev->cls == PROBE_POLL)
+		return close_run(t);
+	if (t->in_run && ev->switches == t->sw) {
+		t->run_last_ns = ev->t_ns;
+		return 0;
+	}
+	int err = close_run(t);
+	free(t->run_fiber);
+	if (err < 0 || !(t->run_fiber = strdup(ev->fiber ? ev->fiber : "")))
+		return -ENOMEM;
+	t->in_run = 1;
+	t->sw = ev->switches;
+	t->run_first_ns = t->run_last_ns = ev->t_ns;
+	return 0;
+}
+
 int profile_acc_add(struct profile_acc *a, const struct profile_event *ev)
 {
 	if (!ev->thread || ev->cls < PROBE_POLL || ev->cls > PROBE_OTHER)
@@ -162,6 +221,8 @@ int profile_acc_add(struct profile_acc *a, const struct profile_event *ev)
 	int err = 0;
 	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns))
 		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
+	if (err == 0 && ev->instrumented)
+		err = track_run(t, ev);
 	if (err < 0)
 		return err;
 	if (ev->cls == PROBE_RUNNING) {
@@ -187,7 +248,7 @@ struct profile_tree *profile_acc_finish(struct profile_acc *a)
 	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~PROFILE_ACC_AUTO_FIBER)))
 		return NULL;
 	for (size_t i = 0; i < a->nth; i++)
-		if (settle(a, &a->th[i]) < 0)
+		if (settle(a, &a->th[i]) < 0 || close_run(&a->th[i]) < 0)
 			return NULL;
 	return a->tree;
 }
@@ -199,4 +260,38 @@ uint64_t profile_acc_samples(const struct profile_acc *a, uint64_t *first_ns, ui
 	if (last_ns)
 		*last_ns = a->last_ns;
 	return a->samples;
+}
+
+static int by_longest(const void *x, const void *y)
+{
+	const struct profile_stall *a = x, *b = y;
+	return a->longest_ns < b->longest_ns ? 1 : a->longest_ns > b->longest_ns ? -1 : strcmp(a->fiber, b->fiber);
+}
+
+int profile_acc_stalls(const struct profile_acc *a, struct profile_stall *out, int max)
+{
+	int n = 0;
+	for (size_t i = 0; i < a->nth; i++)
+		for (size_t k = 0; k < a->th[i].nstalls; k++, n++)
+			if (n < max)
+				out[n] = (struct profile_stall){ a->th[i].label, a->th[i].stalls[k].fiber,
+								 a->th[i].stalls[k].longest_ns, a->th[i].stalls[k].runs };
+	qsort(out, (size_t)(n < max ? n : max), sizeof(*out), by_longest);
+	return n;
+}
+
+int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
+{
+	struct profile_stall st[64];
+	int n = profile_acc_stalls(a, st, 64);
+	if (n == 0)
+		return 0;
+	fprintf(f, "\nlongest run without a switch (the stall lint), by fiber:\n");
+	for (int i = 0; i < n && i < 64; i++) {
+		char fiber[PROFILE_LABEL_MAX];
+		profile_sanitize(fiber, sizeof(fiber), st[i].fiber[0] ? st[i].fiber : "[untagged]");
+		fprintf(f, "  %9.1f ms  %-20s %s (%llu runs)\n", (double)st[i].longest_ns / 1e6, fiber, st[i].thread,
+			(unsigned long long)st[i].runs);
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 }

@@ -96,9 +96,9 @@ int profile_rec_write(struct profile_rec_writer *w, const struct profile_event *
 		if ((ids[i] = intern(w, i < 4 ? strs[i] : ev->frames[i - 4])) < 0)
 			return -ENOMEM;
 	int r = fprintf(w->f, "e %" PRIu64 " %d %d %d %d %ld %d %" PRIu64 " %" PRIu64 " %" PRIx64 " %" PRIx64
-			" %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d",
+			" %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d",
 			ev->t_ns, (int)ev->pid, (int)ev->tid, ev->instrumented ? 1 : 0, (int)ev->cls, ev->nr, ev->fd,
-			ev->run_ns, ev->wait_ns, ev->sp, ev->pc, ids[0], ids[1], ids[2], ids[3], nf);
+			ev->run_ns, ev->wait_ns, ev->sp, ev->pc, ev->switches, ids[0], ids[1], ids[2], ids[3], nf);
 	for (int i = 0; i < nf && r >= 0; i++)
 		r = fprintf(w->f, " %" PRId64, ids[4 + i]);
 	if (r < 0 || fputc('\n', w->f) == EOF)
@@ -174,8 +174,8 @@ static void read_meta(struct profile_rec_meta *meta, char *rest)
 		snprintf(meta->title, sizeof(meta->title), "%s", val);
 }
 
-/* Fields after "e": T PID TID INST CLS NR FD RUN WAIT SP PC THREAD SYSCALL TARGET FIBER NFRAMES FRAME... */
-enum { F_T, F_PID, F_TID, F_INST, F_CLS, F_NR, F_FD, F_RUN, F_WAIT, F_SP, F_PC, F_THREAD, F_SYSCALL, F_TARGET,
+/* Fields after "e": T PID TID INST CLS NR FD RUN WAIT SP PC SW THREAD SYSCALL TARGET FIBER NFRAMES FRAME... */
+enum { F_T, F_PID, F_TID, F_INST, F_CLS, F_NR, F_FD, F_RUN, F_WAIT, F_SP, F_PC, F_SW, F_THREAD, F_SYSCALL, F_TARGET,
        F_FIBER, F_NFRAMES, F_N };
 
 static int next_field(char **p, int base, int is_signed, unsigned long long *out)
@@ -206,7 +206,7 @@ static int parse_event(const struct strtab *t, char *p, struct profile_event *ev
 	*ev = (struct profile_event){
 		.t_ns = f[F_T], .pid = (pid_t)f[F_PID], .tid = (pid_t)f[F_TID], .instrumented = f[F_INST] != 0,
 		.cls = (enum probe_class)f[F_CLS], .nr = (long)(long long)f[F_NR], .fd = (int)(long long)f[F_FD],
-		.run_ns = f[F_RUN], .wait_ns = f[F_WAIT], .sp = f[F_SP], .pc = f[F_PC],
+		.run_ns = f[F_RUN], .wait_ns = f[F_WAIT], .sp = f[F_SP], .pc = f[F_PC], .switches = f[F_SW],
 		.thread = lookup(t, f[F_THREAD], &bad), .syscall = lookup(t, f[F_SYSCALL], &bad),
 		.target = lookup(t, f[F_TARGET], &bad), .fiber = lookup(t, f[F_FIBER], &bad),
 		.frames = frames, .nframes = (int)f[F_NFRAMES],

@@ -13,12 +13,13 @@
  *   m KEY VALUE...                          metadata: rate_hz, start_unix, host, title;
  *                                           duration_s comes last, after the events
  *   s ID TEXT                               string ID (1, 2, ... in order) is TEXT to the end of the line
- *   e T PID TID INST CLS NR FD RUN WAIT SP PC THREAD SYSCALL TARGET FIBER NFRAMES FRAME...
+ *   e T PID TID INST CLS NR FD RUN WAIT SP PC SW THREAD SYSCALL TARGET FIBER NFRAMES FRAME...
  *
  * e is one sample: T ns since the recording started, INST 1 for an
  * instrumented worker, CLS the sampler's class (enum probe_class, 1..4),
  * NR/FD the syscall and fd (-1 none), RUN/WAIT the thread's schedstat
- * totals (ns) at their last reading, SP/PC in hex, then string ids
+ * totals (ns) at their last reading, SP/PC in hex, SW the runtime's switch
+ * counter (0 when not instrumented), then string ids
  * (0: none) of the thread label, syscall name, fd target label, running
  * fiber's tag and NFRAMES frame labels, innermost first. Strings are
  * sanitised like tree labels (profile_sanitize), so they hold no newline.
@@ -45,6 +46,7 @@ struct profile_event {
 	int      fd;                 /* its fd argument, -1 none */
 	uint64_t run_ns, wait_ns;    /* schedstat totals at their last reading (0 before one) */
 	uint64_t sp, pc;
+	uint64_t switches;           /* the slot's switch counter, 0 if not instrumented */
 	const char *thread;          /* "PID/TID name"; required */
 	const char *syscall;         /* NULL: none */
 	const char *target;          /* the tree's target label, NULL: none */
@@ -102,6 +104,22 @@ int  profile_acc_add(struct profile_acc *a, const struct profile_event *ev);
 /* Settles the held samples (with their thread's last ratio) and returns
  * the tree, still owned by a. */
 struct profile_tree *profile_acc_finish(struct profile_acc *a);
+
+/* The stall lint, per thread and fiber tag: the longest stretch the
+ * runtime's switch counter stood still while the thread was seen outside
+ * its poll (tokio-console's "never yielded"), from the first to the last
+ * sample of it, attributed to the fiber running at its start. */
+struct profile_stall {
+	const char *thread;          /* borrowed from the accumulator */
+	const char *fiber;           /* "" untagged */
+	uint64_t longest_ns;
+	uint64_t runs;               /* stretches seen */
+};
+/* Up to max stalls, longest first; returns how many there are. */
+int  profile_acc_stalls(const struct profile_acc *a, struct profile_stall *out, int max);
+/* "longest run without a switch" lines for the text report (none when no
+ * worker was instrumented). 0 or -EIO. */
+int  profile_acc_write_stalls(const struct profile_acc *a, FILE *f);
 
 /* Samples added, and the first and last t_ns seen. */
 uint64_t profile_acc_samples(const struct profile_acc *a, uint64_t *first_ns, uint64_t *last_ns);

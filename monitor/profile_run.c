@@ -129,16 +129,19 @@ int profile_close_out(FILE *f, const char *path, int write_err)
 	return EXIT_FAIL;
 }
 
-int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta)
+int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta,
+		 const struct profile_acc *acc)
 {
 	FILE *f = profile_open_out(path);
-	return f ? profile_emit_to(f, path, fmt, t, meta) : EXIT_FAIL;
+	return f ? profile_emit_to(f, path, fmt, t, meta, acc) : EXIT_FAIL;
 }
 
 int profile_emit_to(FILE *f, const char *path, enum profile_format fmt, struct profile_tree *t,
-		    const struct profile_meta *meta)
+		    const struct profile_meta *meta, const struct profile_acc *acc)
 {
 	int err = profile_write(f, fmt, t, meta, NULL);
+	if (err == 0 && acc && fmt == PROFILE_FMT_TEXT)
+		err = profile_acc_write_stalls(acc, f);
 	if (err == -ENOMEM) {
 		fprintf(stderr, "loopstat: writing the profile: %s\n", strerror(ENOMEM));
 		if (!to_stdout(path))

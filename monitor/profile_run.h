@@ -45,13 +45,15 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
  * stderr), else EXIT_OK. */
 int profile_run_verdict(const struct profile_run_opts *o, const struct profile_run_result *res);
 
-/* Writes t as fmt to path (NULL or "-": stdout). Returns an exit code:
- * EXIT_OK, or EXIT_FAIL after a message naming the call and the path. */
-int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta);
+/* Writes t as fmt to path (NULL or "-": stdout), and for text acc's stall
+ * lint (acc may be NULL). Returns an exit code: EXIT_OK, or EXIT_FAIL
+ * after a message naming the call and the path. */
+int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta,
+		 const struct profile_acc *acc);
 
 /* The same to f, which profile_open_out(path) gave (closed here). */
 int profile_emit_to(FILE *f, const char *path, enum profile_format fmt, struct profile_tree *t,
-		    const struct profile_meta *meta);
+		    const struct profile_meta *meta, const struct profile_acc *acc);
 
 /* fopen(path, "w") or stdout for NULL/"-", with the message on failure. */
 FILE *profile_open_out(const char *path);

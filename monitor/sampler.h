@@ -31,6 +31,7 @@ struct sampler_event {
 	const char *fiber_tag;           /* the running fiber's tag at the slot's last reading, NULL if not instrumented */
 	const char *target;              /* what the verdict's fd is ("pipe:[12]", a path, a socket), NULL if unknown */
 	uint64_t run_ns, wait_ns;        /* the thread's schedstat totals at their last reading (0 before) */
+	uint64_t switches;               /* the slot's switch counter at its last reading, 0 if not instrumented */
 };
 
 struct sampler_opts {

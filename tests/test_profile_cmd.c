@@ -271,6 +271,24 @@ Test(profile_cmd, fibers_attributed_within_3_points, .timeout = PROBE_TEST_TIMEO
 	usleep(300 * 1000);   /* its segment is published */
 	char *dir = ts_tmpdir("pfibers");
 	json_object *doc = profile_json(pid, dir, "3", 0);
+	/* the stall lint: alpha spins 30 ms and beta 15 ms without a switch */
+	char spid[16], *text = NULL;
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	cr_assert_eq(loopstat(&text, 20000, "profile", "-p", spid, "--duration", "1", NULL), 0);
+	const char *lint = strstr(text, "longest run without a switch");
+	cr_assert(lint, "%s", text);
+	double ms[2];
+	const char *names[2] = { " alpha ", " beta " };
+	for (int i = 0; i < 2; i++) {
+		const char *p = strstr(lint, names[i]), *q = p;
+		cr_assert(p, "no %s in %s", names[i], lint);
+		while (q > lint && q[-1] != '\n')
+			q--;
+		ms[i] = strtod(q, NULL);
+	}
+	cr_assert(ms[0] >= 28 && ms[0] <= 75, "alpha's longest run %.1f ms:\n%s", ms[0], lint);
+	cr_assert(ms[1] >= 13 && ms[1] < ms[0], "beta's longest run %.1f ms:\n%s", ms[1], lint);
+	free(text);
 	char *own = stop_child(pid, fd, "beta");
 	char thread[16];
 	snprintf(thread, sizeof(thread), "%d/%d ", (int)pid, (int)pid);

@@ -114,8 +114,8 @@ Test(replay, bad_recordings_are_refused, .timeout = PROBE_TEST_TIMEOUT)
 	static const char *const bad[] = {
 		"",
 		"loopstat-record 2\n",
-		"loopstat-record 1\ne 1 2 3 0 1 -1 -1 0 0 0 0 9 0 0 0 0\n",        /* string 9 never defined */
-		"loopstat-record 1\ns 1 t\ne 1 2 3 0 7 -1 -1 0 0 0 0 1 0 0 0 0\n",  /* class 7 */
+		"loopstat-record 1\ne 1 2 3 0 1 -1 -1 0 0 0 0 0 9 0 0 0 0\n",        /* string 9 never defined */
+		"loopstat-record 1\ns 1 t\ne 1 2 3 0 7 -1 -1 0 0 0 0 0 1 0 0 0 0\n",  /* class 7 */
 		"loopstat-record 1\ns 1 t\ne 1 2 3 0 1 -1\n",                      /* cut short */
 		"loopstat-record 1\ns 2 t\n",                                        /* ids out of order */
 	};
@@ -129,7 +129,7 @@ Test(replay, bad_recordings_are_refused, .timeout = PROBE_TEST_TIMEOUT)
 		fclose(f);
 	}
 	/* an unknown record type is skipped: a newer minor's addition */
-	const char ok[] = "loopstat-record 1\nx future\ns 1 42/43 w\ne 5 42 43 0 2 -1 -1 0 0 0 0 1 0 0 0 0\n";
+	const char ok[] = "loopstat-record 1\nx future\ns 1 42/43 w\ne 5 42 43 0 2 -1 -1 0 0 0 0 0 1 0 0 0 0\n";
 	FILE *f = fmemopen((void *)ok, sizeof(ok) - 1, "r");
 	struct replay *r = NULL;
 	long line;
