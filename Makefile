@@ -176,3 +176,43 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# bench/idle_truth samples with the model-like sampler of
+# tests/support/loop_child.c (shared with tests/test_probe_loop.c).
+$(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/support/loop_child.o $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
+
+# ---- make fuzz: libFuzzer harnesses (fuzz/fuzz_*.c), not part of make test --
+# Each harness links the probes' sources built with clang's fuzzer, ASan and
+# UBSan, then runs FUZZ_SECONDS on its own corpus (kept under $(FUZZ_BUILD)),
+# seeded from fuzz/seeds/<name>/. `make fuzz F=fuzz_shm` runs one.
+# Needs clang-14 and libclang-rt-14-dev (sudo apt-get install -y clang-14 libclang-rt-14-dev).
+FUZZ_CC      ?= clang-14
+FUZZ_SECONDS ?= 30
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS    := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+                -Iruntime/include -Iprobes/include -Iprobes/src -Ifuzz
+
+.PHONY: fuzz fuzz-build
+fuzz-build:
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "make fuzz needs $(FUZZ_CC): sudo apt-get install -y clang-14 libclang-rt-14-dev" >&2; exit 1; }
+	@$(MAKE) -s --no-print-directory $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@for f in $(if $(F),$(FUZZ_BUILD)/$(F),$(FUZZ_BINS)); do \
+	  n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+	  echo "  FUZZ    $$n ($(FUZZ_SECONDS) s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_BUILD)/corpus/$$n fuzz/seeds/$$n \
+	    > $(FUZZ_BUILD)/$$n.log 2>&1; rc=$$?; \
+	  grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|ERROR|SUMMARY' $(FUZZ_BUILD)/$$n.log; \
+	  [ $$rc -eq 0 ] || { echo "$$n failed: see $(FUZZ_BUILD)/$$n.log" >&2; exit 1; }; \
+	done
+
+$(FUZZ_BUILD)/%: fuzz/%.c fuzz/fuzz.h $(PROBE_SRC) $(wildcard probes/include/*.h probes/src/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(PROBE_SRC) $(PROBE_LIBS) -luring

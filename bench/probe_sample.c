@@ -1,11 +1,15 @@
 /*
  * probe_sample.c — cost of one syscall-probe sample (pread + parse +
- * classify) against a bare pread of the same file, in the same run, for a
- * sleeping target (in epoll_wait) and a running one (busy loop).
+ * probe_loop_classify, the sampler's path) against a bare pread of the same
+ * file, in the same run, for a sleeping target (in epoll_wait), a running
+ * one (busy loop), a poll-family one (poll on a pipe: its fds are read from
+ * memory once per key, then one fstat of the fd directory per sample), and
+ * a mixed fleet of those plus an EventMachine-style select on an epoll fd,
+ * sampled in turn.
  *
- * The two loops alternate in rounds so that machine noise hits both alike;
- * the figure is the median over rounds of the per-round ratio, the worse
- * of the two targets.
+ * The loops alternate in rounds so that machine noise hits both alike;
+ * each ratio is the median over rounds of the per-round ratio. The figure
+ * is the mixed fleet's; the single targets' ratios are raw figures.
  */
 #include <errno.h>
 #include <signal.h>
@@ -18,7 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <poll.h>
+#include <sys/select.h>
+
 #include "probe_classify.h"
+#include "probe_loop.h"
 #include "probe_syscall.h"
 
 #define ROUNDS 15
@@ -31,7 +39,9 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static pid_t spawn(int busy)
+enum target { EPOLL, BUSY, POLL, SELECT };
+
+static pid_t spawn(enum target kind)
 {
 	int fds[2];
 	if (pipe(fds) < 0)
@@ -40,13 +50,26 @@ static pid_t spawn(int busy)
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(fds[0]);
-		int ep = epoll_create1(0);
+		int ep = epoll_create1(0), pp[2];
 		struct epoll_event ev;
-		if (write(fds[1], "r", 1) != 1)
+		if (pipe(pp) < 0 || write(fds[1], "r", 1) != 1)
 			_exit(1);
-		if (busy)
+		if (kind == BUSY)
 			for (volatile unsigned long i = 0;; i++)
 				;
+		if (kind == POLL) {
+			struct pollfd p = { .fd = pp[0], .events = POLLIN };
+			for (;;)
+				poll(&p, 1, -1);
+		}
+		if (kind == SELECT) {
+			for (;;) {
+				fd_set rd;
+				FD_ZERO(&rd);
+				FD_SET(ep, &rd);
+				select(ep + 1, &rd, NULL, NULL, NULL);
+			}
+		}
 		for (;;)
 			epoll_wait(ep, &ev, 1, -1);
 	}
@@ -70,34 +93,39 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Returns the median ratio; prints the raw figures. */
-static double measure(const char *label, pid_t pid, enum probe_sc_state want)
+/* Samples n targets in turn; returns the median ratio, prints the raw figures. */
+static double measure(const char *label, const pid_t *pid, int n, int old_path)
 {
-	struct probe_syscall p;
+	struct probe_syscall p[8];
+	struct probe_loop loop[8];
 	struct probe_sc_sample s;
 	struct probe_verdict v;
 	char buf[256];
 	double pread_ns[ROUNDS], sample_ns[ROUNDS], ratio[ROUNDS];
-	unsigned long matched = 0, total = 0;
+	unsigned long resampled = 0, total = 0;
 
-	if (probe_syscall_open(&p, pid, pid) < 0) {
-		fprintf(stderr, "probe_sample: open: %s\n", strerror(-p.err));
-		exit(1);
+	for (int t = 0; t < n; t++) {
+		if (probe_syscall_open(&p[t], pid[t], pid[t]) < 0) {
+			fprintf(stderr, "probe_sample: open: %s\n", strerror(-p[t].err));
+			exit(1);
+		}
+		probe_loop_init(&loop[t], pid[t], pid[t]);
 	}
-	/* let the target settle into its state */
-	for (int i = 0; i < 5000 && (probe_syscall_sample(&p, &s) < 0 || s.state != want); i++)
-		usleep(100);
+	usleep(100000); /* let the targets settle into their state */
 	for (int r = 0; r < ROUNDS; r++) {
 		double t0 = now_ns();
 		for (int i = 0; i < ITERS; i++)
-			if (pread(p.fd, buf, sizeof(buf), 0) <= 0)
+			if (pread(p[i % n].fd, buf, sizeof(buf), 0) <= 0)
 				abort();
 		double t1 = now_ns();
 		for (int i = 0; i < ITERS; i++) {
-			if (probe_syscall_sample(&p, &s) < 0)
+			int t = i % n;
+			if (probe_syscall_sample(&p[t], &s) < 0)
 				abort();
-			probe_classify(&s, -1, &v);
-			matched += s.state == want;
+			if (old_path)
+				probe_classify(&s, -1, &v); /* the path before issue 17 */
+			else
+				resampled += probe_loop_classify(&loop[t], &s, -1, &v) == -EAGAIN;
 			total++;
 		}
 		double t2 = now_ns();
@@ -105,27 +133,40 @@ static double measure(const char *label, pid_t pid, enum probe_sc_state want)
 		sample_ns[r] = (t2 - t1) / ITERS;
 		ratio[r] = sample_ns[r] / pread_ns[r];
 	}
-	probe_syscall_close(&p);
+	uint64_t reads = 0, hits = 0;
+	for (int t = 0; t < n; t++) {
+		reads += loop[t].key_reads;
+		hits += loop[t].key_hits;
+		probe_loop_done(&loop[t]);
+		probe_syscall_close(&p[t]);
+	}
 	double mp = median(pread_ns, ROUNDS), ms = median(sample_ns, ROUNDS), mr = median(ratio, ROUNDS);
 	printf("%s: pread %.0f ns, sample+classify %.0f ns, ratio %.3f (median of %d rounds x %d), "
-	       "in expected state %.1f%%\n", label, mp, ms, mr, ROUNDS, ITERS, 100.0 * matched / total);
+	       "fd-set reads %llu, key hits %llu, resampled %lu of %lu\n", label, mp, ms, mr, ROUNDS, ITERS,
+	       (unsigned long long)reads, (unsigned long long)hits, resampled, total);
 	return mr;
 }
 
 int main(void)
 {
-	pid_t sleeping = spawn(0), running = spawn(1);
-	if (sleeping < 0 || running < 0) {
-		fprintf(stderr, "probe_sample: cannot start targets\n");
-		return 1;
+	pid_t t[4];
+	for (int i = 0; i < 4; i++)
+		if ((t[i] = spawn((enum target)i)) < 0) {
+			fprintf(stderr, "probe_sample: cannot start targets\n");
+			return 1;
+		}
+	double r_sleep = measure("sleeping target (epoll_wait)", &t[EPOLL], 1, 0);
+	double r_run = measure("running target (busy loop)", &t[BUSY], 1, 0);
+	double r_poll = measure("poll-family target (poll on a pipe)", &t[POLL], 1, 0);
+	double r_mixed = measure("mixed fleet (epoll_wait, busy, poll, select on epoll fd)", t, 4, 0);
+	double r_old = measure("mixed fleet, probe_classify only (before issue 17)", t, 4, 1);
+	for (int i = 0; i < 4; i++) {
+		kill(t[i], SIGKILL);
+		waitpid(t[i], NULL, 0);
 	}
-	double r_sleep = measure("sleeping target (epoll_wait)", sleeping, PROBE_SC_IN_SYSCALL);
-	double r_run = measure("running target (busy loop)", running, PROBE_SC_RUNNING);
-	kill(sleeping, SIGKILL);
-	kill(running, SIGKILL);
-	waitpid(sleeping, NULL, 0);
-	waitpid(running, NULL, 0);
-	printf("ratio sleeping %.3f, running %.3f\n", r_sleep, r_run);
-	printf("figure sample_cost_vs_pread %.2f x\n", r_sleep > r_run ? r_sleep : r_run);
+	printf("ratio sleeping %.3f, running %.3f, poll-family %.3f, mixed %.3f, mixed with probe_classify %.3f\n",
+	       r_sleep, r_run, r_poll, r_mixed, r_old);
+	printf("raw poll_sample_cost_vs_pread %.2f x\n", r_poll);
+	printf("figure sample_cost_vs_pread %.2f x\n", r_mixed);
 	return 0;
 }

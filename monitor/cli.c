@@ -3,6 +3,8 @@
  * options, strict numbers, and output errors.
  */
 #include "cli.h"
+#include "model.h"
+#include "textsafe.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -97,6 +99,18 @@ int cli_set_json(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
+int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct cli_common *c = ctx;
+	double v;
+	if (cli_parse_number(arg, 1, 1 << 20, &v) == 0 && v == (double)(size_t)v) {
+		c->max_workers = (size_t)v;
+		return 0;
+	}
+	snprintf(msg, len, "invalid --max-workers '%s': expected a whole number from 1 to %d", arg, 1 << 20);
+	return -1;
+}
+
 static const struct cli_option help_option = { 'h', "help", NULL, "this help", NULL };
 
 void cli_print_help(const struct cli_command *cmd)
@@ -174,6 +188,18 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 	if (optind < argc)
 		return cli_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
 	return -1;
+}
+
+int cli_report_refused(const struct model *m)
+{
+	if (m->ignored)
+		fprintf(stderr, "loopstat: %u threads not sampled: more than --max-workers %zu\n", m->ignored,
+			m->max_workers);
+	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++)
+		fprintf(stderr, "loopstat: access refused: %s\n", m->refused[i].text);
+	if (m->nrefused > MODEL_REFUSED)
+		fprintf(stderr, "loopstat: access refused to %u more processes\n", m->nrefused - MODEL_REFUSED);
+	return m->nrefused && m->n == 0 && m->naccessible == 0 ? EXIT_ACCESS : -1;
 }
 
 int cli_finish_output(int rc)

@@ -21,6 +21,7 @@ struct cli_common {
 	double rate_hz;              /* 0: the sampler's default */
 	double duration_s;
 	int    json;
+	size_t max_workers;          /* 0: the sampler's default */
 };
 
 /*
@@ -59,11 +60,13 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_PID      { 'p', "pid", "PID[,PID...]", "only these processes (uninstrumented ones too: every thread is sampled)", cli_set_pid }
 #define CLI_OPT_NAME     { 'n', "name", "REGEX", "only processes whose name matches the extended regex", cli_set_name }
 #define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 100)", cli_set_rate }
+#define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_name(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_json(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len);
 
 void cli_common_init(struct cli_common *c);
 void cli_common_done(struct cli_common *c);
@@ -84,6 +87,13 @@ int cli_parse_number(const char *arg, double lo, double hi, double *out);
 
 /* Prints cmd's --help to stdout. */
 void cli_print_help(const struct cli_command *cmd);
+
+struct model;
+
+/* Says on stderr, one line each, which processes refused us and how to fix
+ * it. Returns EXIT_ACCESS when every process sampled refused us (nothing
+ * could be measured), else -1. */
+int cli_report_refused(const struct model *m);
 
 /* Flushes stdout and reports a failed write (ENOSPC on /dev/full, EPIPE...)
  * with its cause. Returns rc, or EXIT_FAIL when the output was lost. */

@@ -16,33 +16,19 @@ struct gc_tally {
 };
 
 /*
- * A segment is stale when the process its name claims is gone, or that pid
- * now belongs to a later process. Decided from the name and /proc first, so
- * that files a writer left half-made (no header yet) are collected too; the
- * inode is checked again right before the unlink so that a file recreated
- * meanwhile by a new process with that pid is kept.
+ * A segment is stale when the process its name claims is gone, that pid now
+ * belongs to a later process, or the process no longer maps it (it exec'd):
+ * probe_shm_stale decides from the name and /proc first, so that files a
+ * writer left half-made are collected too; the inode is checked again right
+ * before the unlink so that a file recreated meanwhile is kept.
  */
 static int gc_one(const char *path, pid_t pid, void *arg)
 {
 	struct gc_tally *t = arg;
 	struct stat before, now;
-	struct probe_stat st;
-	const char *why = NULL;
 	if (lstat(path, &before) < 0)
 		return 0;
-	int err = probe_stat_read(pid, 0, &st);
-	if (err == -ESRCH) {
-		why = "is gone";
-	} else if (err == 0) {
-		struct probe_shm *shm;
-		err = probe_shm_open(path, &shm);
-		if (err == 0)
-			probe_shm_close(shm);
-		if (err == -ESTALE)
-			why = "was reused";
-		else if (err == -ESRCH)
-			why = "is gone";
-	}
+	const char *why = probe_shm_stale_why(probe_shm_stale(path, pid));
 	if (!why || lstat(path, &now) < 0 || now.st_ino != before.st_ino)
 		return 0;
 	if (unlink(path) < 0) {

@@ -21,6 +21,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_NAME,
 	CLI_OPT_RATE,
 	CLI_OPT_JSON,
+	CLI_OPT_MAX_WORKERS,
 	{ 0, "duration", "SECONDS", "how long to sample (default 2)", set_duration },
 	{ 0 },
 };
@@ -33,7 +34,7 @@ static int run(int argc, char **argv)
 	int rc = cli_parse(&cmd_list, argc, argv, &c);
 	if (rc >= 0)
 		goto out;
-	struct session_opts so = { .targets = &c.targets, .rate_hz = c.rate_hz };
+	struct session_opts so = { .targets = &c.targets, .rate_hz = c.rate_hz, .max_workers = c.max_workers };
 	rc = EXIT_FAIL;
 	if (session_collect(&so, c.duration_s, &m) < 0)
 		goto out;
@@ -41,8 +42,9 @@ static int run(int argc, char **argv)
 		list_print_json(stdout, &m);
 	else
 		list_print_text(stdout, &m);
+	int refused = cli_report_refused(&m);
 	model_done(&m);
-	rc = cli_finish_output(EXIT_OK);
+	rc = cli_finish_output(refused >= 0 ? refused : EXIT_OK);
 out:
 	cli_common_done(&c);
 	return rc;

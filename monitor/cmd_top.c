@@ -80,6 +80,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_PID,
 	CLI_OPT_NAME,
 	CLI_OPT_RATE,
+	CLI_OPT_MAX_WORKERS,
 	{ 'd', "delay", "SECONDS", "seconds between screen refreshes (default 1)", set_delay },
 	{ 0, "no-color", NULL, "no colours (also when NO_COLOR is set)", set_no_color },
 	{ 0, "replay", "FILE", "replay a recording (loopstat record) at its recorded pace instead of sampling", set_replay },
@@ -97,7 +98,8 @@ static int run(int argc, char **argv)
 		rc = run_replay(&c);
 		goto out;
 	}
-	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets };
+	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets,
+				   .max_workers = c.common.max_workers };
 	struct sampler *s = NULL;
 	int err = sampler_new(&so, &s);
 	if (err == 0 && (err = sampler_start(s)) < 0)
@@ -107,6 +109,7 @@ static int run(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	c.tui.targeted = !targets_all(&c.common.targets);
 	struct source src;
 	source_sampler(&src, s);
 	rc = exit_of(tui_run(&src, &c.tui));

@@ -76,6 +76,8 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_boolean(j, w->instrumented);
 	json_key(j, "gone");
 	json_boolean(j, w->gone);
+	json_key(j, "loop_basis");
+	json_string(j, w->loop_basis);
 	json_source(j, w, METRIC_SAMPLED);
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
@@ -107,6 +109,19 @@ void list_print_json(FILE *out, const struct model *m)
 	for (size_t i = 0; i < m->n; i++)
 		list_json_worker(&j, &m->workers[i]);
 	json_array_end(&j);
+	json_key(&j, "ignored");
+	json_u64(&j, m->ignored);
+	json_key(&j, "refused");
+	json_array_begin(&j);
+	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++) {
+		json_object_begin(&j);
+		json_key(&j, "pid");
+		json_i64(&j, m->refused[i].pid);
+		json_key(&j, "reason");
+		json_string(&j, m->refused[i].text);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
 	json_key(&j, "fleet");
 	json_object_begin(&j);
 	for (int i = 0; i < METRIC_NFLEET; i++)
@@ -128,7 +143,8 @@ static const char *num(char *buf, size_t len, double v, int decimals)
 
 /*
  * The text table's figure columns: a metric each, its decimals here, and
- * a scale (STALL reads in seconds; a zero stall is no stall, "-").
+ * a scale (STALL reads in seconds; a zero stall is no stall, "-"); metric
+ * -1 is the top blocker, -2 how the loop's poll was identified.
  */
 static const struct {
 	const char *title;
@@ -147,6 +163,7 @@ static const struct {
 	{ "RUNQ", 5, METRIC_W_runqueue_len, 0, 1, 0 },
 	{ "PEND", 5, METRIC_W_pending_ops, 0, 1, 0 },
 	{ "STALL", 8, METRIC_W_stall_ms, 1, 1e-3, 1 },
+	{ "LOOP-POLL", -40, -2, 0, 0, 0 },
 };
 #define NTEXT_COLS (sizeof(text_cols) / sizeof(text_cols[0]))
 
@@ -160,9 +177,11 @@ static void top_blocker(char *buf, size_t len, const struct worker_view *w)
 		snprintf(buf, len, "-");
 }
 
-static void print_cell(FILE *out, const char *text, int width)
+static void print_cell(FILE *out, const char *text, int width, int last)
 {
-	if (width < 0)
+	if (last)
+		fprintf(out, " %s", text);   /* no padding after the last column */
+	else if (width < 0)
 		fprintf(out, " %-*.*s", -width, -width, text);
 	else
 		fprintf(out, " %*s", width, text);
@@ -173,7 +192,7 @@ void list_print_text(FILE *out, const struct model *m)
 	char a[32], b[32], c[32], name[PROBE_COMM_LEN + LOOPSTAT_TAG_LEN + 2];
 	fprintf(out, "%7s %7s %-24s %-8s", "PID", "TID", "NAME", "BACKEND");
 	for (size_t k = 0; k < NTEXT_COLS; k++)
-		print_cell(out, text_cols[k].title, text_cols[k].width);
+		print_cell(out, text_cols[k].title, text_cols[k].width, k == NTEXT_COLS - 1);
 	fputc('\n', out);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct worker_view *w = &m->workers[i];
@@ -182,7 +201,9 @@ void list_print_text(FILE *out, const struct model *m)
 		fprintf(out, "%7d %7d %-24.24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
 		for (size_t k = 0; k < NTEXT_COLS; k++) {
 			char cell[64];
-			if ((int)text_cols[k].metric < 0) {
+			if ((int)text_cols[k].metric == -2) {
+				snprintf(cell, sizeof(cell), "%s", w->loop_basis[0] ? w->loop_basis : "-");
+			} else if ((int)text_cols[k].metric < 0) {
 				top_blocker(cell, sizeof(cell), w);
 			} else {
 				double v = metric_value(&metric_worker[text_cols[k].metric], w);
@@ -190,7 +211,7 @@ void list_print_text(FILE *out, const struct model *m)
 					v = NAN;
 				num(cell, sizeof(cell), v * text_cols[k].scale, text_cols[k].decimals);
 			}
-			print_cell(out, cell, text_cols[k].width);
+			print_cell(out, cell, text_cols[k].width, k == NTEXT_COLS - 1);
 		}
 		fputc('\n', out);
 	}

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "loopstat_shm.h"
+#include "probe_access.h"
 #include "probe_fd.h"
 #include "probe_shm.h"
 #include "probe_stat.h"
@@ -22,6 +23,7 @@
 #define MODEL_BLOCKERS    5    /* top blocking (syscall, fd) pairs kept per worker */
 #define MODEL_HISTORY     300  /* seconds of per-second idle history */
 #define MODEL_TARGET_LEN  PROBE_TARGET_LEN
+#define MODEL_REFUSED     16   /* refused processes named in the model */
 
 struct blocker_view {
 	long   nr;                        /* syscall number */
@@ -53,7 +55,9 @@ struct worker_view {
 	int      instrumented;            /* publishes a shm slot */
 	const char *backend;              /* "io_uring", "libev", "none" (static) */
 	int      gone;                    /* task exited; kept a few seconds, then dropped */
-	int      no_access;               /* /proc refused us: see probe_no_access_text() */
+	char     loop_basis[64];          /* how its loop's poll is told apart: "epoll fd 7", "plain poll loop ..." */
+	int      no_access;               /* /proc refused us: access_text says why and how to fix it */
+	char     access_text[PROBE_ACCESS_TEXT_LEN];
 
 	uint64_t samples;                 /* samples in the window */
 	double   idle_pct;                /* in the loop's poll: spare capacity */
@@ -104,6 +108,14 @@ struct model {
 	double   elapsed_s;              /* since sampling started */
 	uint64_t total_samples;          /* all samples taken, all workers */
 	double   tick_lag_max_ms;        /* the latest a sampler tick started after its time */
+	struct model_refusal {
+		pid_t pid;
+		char  text[PROBE_ACCESS_TEXT_LEN];
+	} refused[MODEL_REFUSED];        /* processes /proc refused us, first MODEL_REFUSED */
+	unsigned nrefused;               /* how many (may exceed MODEL_REFUSED) */
+	unsigned ignored;                /* threads not sampled: more than max_workers */
+	size_t   max_workers;
+	unsigned naccessible;            /* threads sampled, worker or not, that we could read */
 };
 
 void model_done(struct model *m);

@@ -3,6 +3,7 @@
  */
 #include "model_build.h"
 #include "model_window.h"
+#include "probe_loop.h"
 #include "probe_shm.h"
 
 #include <errno.h>
@@ -52,7 +53,9 @@ static void build_worker(const struct snap_worker *w, uint64_t now, double windo
 	v->instrumented = w->instrumented;
 	v->backend = w->instrumented ? probe_shm_backend_name(w->backend) : "none";
 	v->gone = w->gone;
+	probe_loop_basis_text(w->basis, w->loop_fd, v->loop_basis, sizeof(v->loop_basis));
 	v->no_access = w->no_access;
+	memcpy(v->access_text, w->access_text, sizeof(v->access_text));
 	model_window(&w->series, now, window_s, w->instrumented, v);
 	copy_targets(w, v);
 	if (v->gone)
@@ -72,6 +75,15 @@ int model_build(const struct snapshot *snap, double window_s, struct model *m)
 	m->elapsed_s = (double)(snap->now_ns - NS) / 1e9;
 	m->total_samples = snap->total_samples;
 	m->tick_lag_max_ms = (double)snap->tick_lag_max_ns / 1e6;
+	_Static_assert(MODEL_REFUSED == SNAP_REFUSED, "refusals are copied whole");
+	m->nrefused = snap->nrefused;
+	m->naccessible = snap->naccessible;
+	m->ignored = snap->ignored;
+	m->max_workers = snap->max_workers;
+	for (unsigned i = 0; i < snap->nrefused && i < MODEL_REFUSED; i++) {
+		m->refused[i].pid = snap->refused[i].pid;
+		memcpy(m->refused[i].text, snap->refused[i].text, sizeof(m->refused[i].text));
+	}
 	qsort(m->workers, m->n, sizeof(*m->workers), by_pid_tid);
 	model_fleet(m);
 	return 0;

@@ -224,6 +224,7 @@ static int rp_snapshot(void *impl, double window_s, int with_history, struct sna
 		d->tid = k->tid;
 		memcpy(d->name, k->name, sizeof(d->name));
 		d->instrumented = k->instrumented;
+		d->loop_fd = -1;             /* how the loop was told apart is not recorded */
 		d->ntargets = k->ntargets;
 		memcpy(d->targets, k->targets, sizeof(d->targets));
 		series_copy_window(&d->series, &k->series, (int64_t)(now / 1000000000ull), window_s, with_history);
@@ -231,6 +232,9 @@ static int rp_snapshot(void *impl, double window_s, int with_history, struct sna
 	snap->rate_hz = r->rate_hz;
 	snap->total_samples = r->cursor;
 	snap->tick_lag_max_ns = 0;
+	snap->nrefused = snap->ignored = 0;
+	snap->max_workers = 0;
+	snap->naccessible = (unsigned)snap->n;   /* a recording holds only samples that were read */
 	return 0;
 }
 

@@ -37,6 +37,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->all_threads = o->all_threads;
 	s->no_realtime = o->no_realtime;
 	s->on_sample = o->on_sample;
+	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
 	idmap_init(&s->by_tid);
 	idmap_init(&s->by_pid);
@@ -85,16 +86,23 @@ static void sample_all(struct sampler *s, uint64_t now)
 		struct probe_verdict v;
 		if (sample_batch_result(s->batch, i, &smp) < 0)
 			continue;
-		probe_classify(&smp, w->instrumented ? w->wait_fd : -1, &v);
+		if (probe_loop_classify(&w->loop, &smp, w->instrumented ? w->wait_fd : -1, &v) == -EAGAIN)
+			continue; /* the wait ended under the read: not a sample */
 		if (v.cls == PROBE_GONE) {
 			sampler_mark_gone(w, now);
 			continue;
 		}
 		w->no_access = v.cls == PROBE_NO_ACCESS;
+		if (w->no_access && !w->access_text[0])
+			probe_access_explain(w->pid, w->access_text, sizeof(w->access_text));
 		struct series_ctx ctx = { .sp = smp.sp, .pc = smp.pc, .fiber = w->series.fiber_now };
 		series_add_sample(&w->series, now, &v, &ctx);
 		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0)
-			sampler_add_target(s, w, v.fd); /* a new fd is named at once, not a sweep later */
+			sampler_add_target(s, w, v.fd, v.fd_ino); /* a new fd is named at once, not a sweep later */
+		if (v.cls == PROBE_POLL || v.cls == PROBE_BLOCKED) {
+			w->basis = v.basis;
+			w->loop_fd = v.loop_fd;
+		}
 		if (s->on_sample)
 			report_sample(s, w, now, &smp, &v);
 		s->total_samples++;
@@ -113,12 +121,18 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 
 void sampler_step(struct sampler *s)
 {
-	pthread_mutex_lock(&s->lock);
 	uint64_t now = elapsed_ns(s);
 	if (now >= s->next_discover) {
+		/* its size is others' to choose: never at real-time priority */
+		int rt = sampler_realtime(s);
+		if (rt)
+			sampler_cost_demote(s);
 		sampler_discover(s, now);
+		if (rt)
+			sampler_cost_restore(s);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 	}
+	pthread_mutex_lock(&s->lock);
 	/* a hook attributes each sample to the running fiber: read it in the same tick */
 	if (now >= s->next_shm || s->on_sample) {
 		sampler_read_segments(s, now);
@@ -255,9 +269,26 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	d->backend = w->backend;
 	d->gone = w->gone_ns != 0;
 	d->no_access = w->no_access;
+	d->basis = w->basis;
+	d->loop_fd = w->loop_fd;
+	memcpy(d->access_text, w->access_text, sizeof(d->access_text));
 	d->ntargets = w->ntargets;
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));
 	series_copy_window(&d->series, &w->series, now_sec, window_s, with_history);
+}
+
+/* A process counts once, however many of its threads were refused. */
+static void add_refusal(struct snapshot *snap, const struct sworker *w)
+{
+	unsigned named = snap->nrefused < SNAP_REFUSED ? snap->nrefused : SNAP_REFUSED;
+	for (unsigned i = 0; i < named; i++)
+		if (snap->refused[i].pid == w->pid)
+			return;
+	if (snap->nrefused < SNAP_REFUSED) {
+		snap->refused[snap->nrefused].pid = w->pid;
+		memcpy(snap->refused[snap->nrefused].text, w->access_text, sizeof(w->access_text));
+	}
+	snap->nrefused++;
 }
 
 int sampler_snapshot(struct sampler *s, double window_s, int with_history, struct snapshot *snap)
@@ -275,13 +306,23 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 		snap->cap = s->n;
 	}
 	snap->n = 0;
+	snap->nrefused = 0;
 	snap->now_ns = elapsed_ns(s);
+	snap->naccessible = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->w[i]->no_access)
+			add_refusal(snap, s->w[i]);
+		else if (!s->w[i]->gone_ns && s->w[i]->series.samples)
+			snap->naccessible++;
+	}
 	for (size_t i = 0; i < s->n; i++)
 		if (shown(s, s->w[i]))
 			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
 	snap->rate_hz = s->rate_hz;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
+	snap->ignored = s->ignored_threads + s->ignored_slots;
+	snap->max_workers = s->max_workers;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

@@ -18,6 +18,10 @@
 #define SAMPLER_SHM_HZ         10.0
 #define SAMPLER_DISCOVER_S     1.0   /* how often new workers are looked for */
 #define SAMPLER_GONE_KEEP_S    5.0   /* how long an exited worker stays listed */
+/* Threads sampled at most: another user can publish segments naming any
+ * number of threads, and a root monitor must not follow them into the
+ * ground. Those turned away are counted and shown. */
+#define SAMPLER_MAX_WORKERS    4096
 
 /* One sample as the tick classified it, for views that keep their own
  * record (profile, record): all borrowed, valid during the call only. */
@@ -39,6 +43,7 @@ struct sampler_opts {
 	const struct targets *targets;   /* borrowed; must outlive the sampler */
 	int    all_threads;              /* also list threads never seen polling (top's 't') */
 	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */
+	size_t max_workers;              /* threads sampled at most; 0: SAMPLER_MAX_WORKERS */
 	/* called on the sampling thread, with its lock held, for every sample
 	 * of a live task: keep it short (it delays the tick). With a hook the
 	 * shm slots are read every tick, not at SAMPLER_SHM_HZ, so fiber_tag

@@ -12,6 +12,8 @@
  */
 #include "sampler_int.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #define RT_MAX_SHARE  0.20  /* drop real-time above this share of a CPU */
@@ -24,6 +26,20 @@ void sampler_cost_start(struct sampler *s, struct sampler_cost *c)
 	c->wall0 = mono_ns();
 	c->cpu0 = sample_batch_cpu_ns(s->batch);
 	__atomic_store_n(&s->realtime, c->rt, __ATOMIC_RELAXED);
+}
+
+void sampler_cost_demote(struct sampler *s)
+{
+	(void)s;
+	struct sched_param sp = { .sched_priority = 0 };
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+}
+
+void sampler_cost_restore(struct sampler *s)
+{
+	(void)s;
+	struct sched_param sp = { .sched_priority = 1 };
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 }
 
 /* The share is measured over whole seconds: per-tick costs swing (a

@@ -14,8 +14,10 @@
 
 #include "clock.h"
 #include "idmap.h"
+#include "probe_access.h"
 #include "probe_discover.h"
 #include "probe_fd.h"
+#include "probe_loop.h"
 #include "probe_schedstat.h"
 #include "probe_shm.h"
 #include "probe_syscall.h"
@@ -39,8 +41,12 @@ struct sworker {
 	char     tag[LOOPSTAT_TAG_LEN];
 	struct probe_syscall sc;
 	struct probe_schedstat_file ss;
+	struct probe_loop loop;       /* which of its polls is its loop's (probe_loop.h) */
+	enum probe_loop_basis basis;  /* how, as of the last sample */
+	int      loop_fd;
 	uint64_t gone_ns;             /* 0 while alive */
 	int      no_access;
+	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
 	int      seen;                /* mark for discovery sweeps */
 	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
 	int      ntargets;
@@ -52,6 +58,7 @@ struct segment {
 	struct probe_shm *shm;
 	char  name[PROBE_COMM_LEN];
 	int   seen;
+	int   read_ok;                   /* its last read gave slots */
 };
 
 struct sampler {
@@ -72,6 +79,9 @@ struct sampler {
 
 	struct sworker **w;              /* owned; pointers so series never move */
 	size_t   n, cap;
+	size_t   max_workers;
+	unsigned ignored_threads;        /* turned away by max_workers in the last discovery pass */
+	unsigned ignored_slots;          /* and in the last pass over the segments */
 	struct idmap by_tid;             /* (pid, tid) -> index in w */
 	struct segment *seg;
 	size_t   nseg, segcap;
@@ -89,13 +99,14 @@ struct sampler {
 	struct probe_shm_worker slots[SAMPLER_MAX_SLOTS];
 };
 
-/* sampler_workers.c; all with s->lock held */
+/* sampler_workers.c, on the sampling thread: all with s->lock held but
+ * sampler_discover, which takes it itself */
 struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
 void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
 void sampler_read_segments(struct sampler *s, uint64_t now);
-void sampler_add_target(struct sampler *s, struct sworker *w, int fd);
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
 void sampler_free_workers(struct sampler *s);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
@@ -107,5 +118,9 @@ struct sampler_cost {
 void sampler_cost_start(struct sampler *s, struct sampler_cost *c);
 /* Called after every tick; about once a second it re-judges the policy. */
 void sampler_cost_tick(struct sampler *s, struct sampler_cost *c);
+/* The sampling thread alone (not its io-wq readers) at SCHED_OTHER for a
+ * while, then back to real-time: around work whose size others choose. */
+void sampler_cost_demote(struct sampler *s);
+void sampler_cost_restore(struct sampler *s);
 
 #endif /* LOOPSTAT_SAMPLER_INT_H */

@@ -17,8 +17,12 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
 	return idmap_get(&s->by_tid, idmap_pair(pid, tid), &i) ? s->w[i] : NULL;
 }
 
-static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name)
+static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
 {
+	if (s->n >= s->max_workers) {
+		++*ignored;
+		return NULL;
+	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		struct sworker **nw = realloc(s->w, cap * sizeof(*nw));
@@ -39,6 +43,8 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 	series_init(&w->series);
 	probe_syscall_open(&w->sc, pid, tid);
 	probe_schedstat_open(&w->ss, pid, tid);
+	probe_loop_init(&w->loop, pid, tid);
+	w->loop_fd = -1;
 	s->w[s->n++] = w;
 	return w;
 }
@@ -47,6 +53,7 @@ static void free_worker(struct sworker *w)
 {
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
+	probe_loop_done(&w->loop);
 	free(w);
 }
 
@@ -109,13 +116,21 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 		return 0;
 	}
 	struct probe_stat st;
-	if (probe_stat_read(pid, 0, &st) < 0)
+	if (s->nseg >= s->max_workers) {
+		s->ignored_threads++; /* every segment holds a worker at least: past the cap, none is sampled */
 		return 0;
-	if (s->targets && !targets_match(s->targets, pid, st.comm))
-		return 0;
+	}
+	if (s->targets && !s->targets->has_re && !targets_match(s->targets, pid, NULL))
+		return 0; /* not a named pid: not even opened */
+	/* open before /proc: a refused file is remembered by the scan and
+	 * costs no system call at the next sweep */
 	struct probe_shm *shm;
 	if (probe_shm_open(path, &shm) < 0)
 		return 0; /* stale, foreign or not ready yet: looked at again next sweep */
+	if (probe_stat_read(pid, 0, &st) < 0 || (s->targets && !targets_match(s->targets, pid, st.comm))) {
+		probe_shm_close(shm);
+		return 0;
+	}
 	if (s->nseg == s->segcap) {
 		size_t cap = s->segcap ? s->segcap * 2 : 8;
 		struct segment *ng = realloc(s->seg, cap * sizeof(*ng));
@@ -140,6 +155,7 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 
 static void discover_segments(struct sampler *s)
 {
+	s->ignored_threads = 0;
 	for (size_t i = 0; i < s->nseg; i++)
 		s->seg[i].seen = 0;
 	probe_shm_scan(NULL, on_segment, s);
@@ -181,9 +197,12 @@ static void discover_threads(struct sampler *s)
 		if (find_segment(s, pi->pid))
 			continue; /* instrumented: its slots name its workers */
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
+		/* the table changes under the lock, one process at a time */
+		pthread_mutex_lock(&s->lock);
 		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++)
 			if (!sampler_find_worker(s, pi->pid, s->tids[t]))
-				add_worker(s, pi->pid, s->tids[t], pi->comm);
+				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
+		pthread_mutex_unlock(&s->lock);
 	}
 }
 
@@ -197,10 +216,12 @@ static int has_target(const struct sworker *w, int fd)
 	return 0;
 }
 
-void sampler_add_target(struct sampler *s, struct sworker *w, int fd)
+/* ino: the fd's inode as the sample saw it (0: unknown), so that a reused
+ * fd number is named anew */
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino)
 {
 	const struct probe_fd_target *t;
-	if (w->ntargets == SNAP_TARGETS || has_target(w, fd) || probe_fd_cache_get(s->fds, w->pid, fd, &t) < 0)
+	if (w->ntargets == SNAP_TARGETS || has_target(w, fd) || probe_fd_cache_get_ino(s->fds, w->pid, fd, ino, &t) < 0)
 		return;
 	w->targets[w->ntargets].fd = fd;
 	snprintf(w->targets[w->ntargets].text, PROBE_TARGET_LEN, "%s", t->text);
@@ -224,17 +245,25 @@ static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
 			continue;
 		for (int i = 0; i < SERIES_BLOCK_KEYS && b->blocks[i].n; i++)
 			if (b->blocks[i].fd >= 0)
-				sampler_add_target(s, w, b->blocks[i].fd);
+				sampler_add_target(s, w, b->blocks[i].fd, 0);
 	}
 }
 
+/*
+ * Without the lock but for the moments the worker table changes: how long
+ * a sweep takes depends on what others put in the segment directory and on
+ * how many processes a pattern matches, and views must not wait for it.
+ * Only the sampling thread touches the segment table, so it needs none.
+ */
 void sampler_discover(struct sampler *s, uint64_t now)
 {
 	discover_segments(s);
 	discover_threads(s);
+	pthread_mutex_lock(&s->lock);
 	probe_fd_cache_begin_window(s->fds);
 	for (size_t i = 0; i < s->n; i++)
 		refresh_targets(s, s->w[i], now);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- shm counters --------------------------------------------------------- */
@@ -242,21 +271,21 @@ void sampler_discover(struct sampler *s, uint64_t now)
 static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 {
 	int n = probe_shm_read(g->shm, s->slots, SAMPLER_MAX_SLOTS, 0);
+	g->read_ok = n >= 0;
 	if (n < 0)
 		return;
 	if (n > SAMPLER_MAX_SLOTS)
 		n = SAMPLER_MAX_SLOTS;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->w[i]->pid == g->pid && s->w[i]->instrumented)
-			s->w[i]->seen = 0;
 	for (int i = 0; i < n; i++) {
 		const struct probe_shm_worker *sl = &s->slots[i];
 		struct sworker *w = sampler_find_worker(s, sl->pid, sl->tid);
 		if (w && w->instrumented && w->generation != sl->generation) {
 			series_init(&w->series); /* another thread took the slot: counters restart */
+			probe_loop_done(&w->loop);
+			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name)))
+		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
 			continue;
 		w->instrumented = 1;
 		w->backend = sl->backend;
@@ -267,13 +296,24 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		/* now counts from s->t0 on CLOCK_MONOTONIC: the writers' clock */
 		series_add_shm(&w->series, now, s->t0 + now, sl->values, sl->fiber_tag);
 	}
-	for (size_t i = 0; i < s->n; i++)
-		if (s->w[i]->pid == g->pid && s->w[i]->instrumented && !s->w[i]->seen)
-			sampler_mark_gone(s->w[i], now); /* its slot was released */
 }
 
+/* One pass over the workers before and one after, whatever the number of
+ * segments: an instrumented worker whose segment was read and no longer
+ * lists it has released its slot. */
 void sampler_read_segments(struct sampler *s, uint64_t now)
 {
+	for (size_t i = 0; i < s->n; i++)
+		s->w[i]->seen = 0;
+	s->ignored_slots = 0;
 	for (size_t i = 0; i < s->nseg; i++)
 		read_segment(s, &s->seg[i], now);
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (!w->instrumented || w->seen)
+			continue;
+		struct segment *g = find_segment(s, w->pid);
+		if (!g || g->read_ok)
+			sampler_mark_gone(w, now); /* its slot was released, or its segment went */
+	}
 }

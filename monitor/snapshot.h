@@ -12,7 +12,9 @@
 #include <sys/types.h>
 
 #include "loopstat_shm.h"
+#include "probe_access.h"
 #include "probe_fd.h"
+#include "probe_loop.h"
 #include "probe_stat.h"
 #include "series.h"
 
@@ -30,9 +32,19 @@ struct snap_worker {
 	int      instrumented;
 	uint32_t backend;                /* enum loopstat_backend */
 	int      gone, no_access;
+	enum probe_loop_basis basis;     /* how its loop's poll is told apart */
+	int      loop_fd;
+	char     access_text[PROBE_ACCESS_TEXT_LEN];
 	struct snap_target targets[SNAP_TARGETS];
 	int      ntargets;
 	struct series series;
+};
+
+#define SNAP_REFUSED 16   /* refused processes named, with why */
+
+struct snap_refusal {
+	pid_t pid;
+	char  text[PROBE_ACCESS_TEXT_LEN];   /* the reason and the fix (probe_access.h) */
 };
 
 struct snapshot {
@@ -42,6 +54,11 @@ struct snapshot {
 	double   rate_hz;
 	uint64_t total_samples;
 	uint64_t tick_lag_max_ns;        /* the latest any tick started after its time, so far */
+	struct snap_refusal refused[SNAP_REFUSED];
+	unsigned nrefused;               /* processes with a refused thread (may exceed SNAP_REFUSED) */
+	unsigned ignored;                /* threads turned away by the sampler's cap */
+	size_t   max_workers;            /* that cap */
+	unsigned naccessible;            /* threads sampled, shown or not, whose samples we could read */
 };
 
 void snapshot_done(struct snapshot *snap);

@@ -18,6 +18,7 @@ struct tui_opts {
 	double delay_s;      /* seconds between screen refreshes; 0: default */
 	double window_s;     /* seconds of samples each figure covers; 0: default */
 	int    no_color;     /* --no-color; NO_COLOR in the environment also disables colours */
+	int    targeted;     /* processes were named (-p, -n): the empty table says so */
 };
 
 /*

@@ -66,9 +66,12 @@ static int draw_identity(const struct tui *t, const struct worker_view *w, int y
 	       w->instrumented ? "instrumented" : "not instrumented");
 	if (w->gone)
 		printw("  (exited)");
-	mvprintw(y++, 0, "%s over %.1f s", metric_line(w, METRIC_LINE_IDENTITY), t->m.window_s);
-	if (w->no_access)
+	mvprintw(y++, 0, "%s over %.1f s  loop poll: %s", metric_line(w, METRIC_LINE_IDENTITY), t->m.window_s,
+		 w->loop_basis[0] ? w->loop_basis : "-");
+	if (w->no_access) {
 		printw("  /proc refused access: figures are incomplete");
+		mvprintw(y++, 0, "%.*s", COLS, w->access_text);
+	}
 	return y;
 }
 

@@ -60,6 +60,11 @@ int tui_draw_header(struct tui *t)
 		 t->sort_rev ? " (reversed)" : "", t->all_threads ? "all" : "event-loop workers");
 	if (t->filter[0])
 		printw("  filter \"%s\" (%zu of %zu)", t->filter, t->nrows, t->m.n);
+	if (t->m.ignored)
+		printw("  %u threads ignored (--max-workers)", t->m.ignored);
+	if (t->m.nrefused)
+		printw("  access refused: %u process%s (loopstat list says why)", t->m.nrefused,
+		       t->m.nrefused == 1 ? "" : "es");
 	return 4;
 }
 

@@ -20,6 +20,7 @@ void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts
 	t->delay_s = o && o->delay_s > 0 ? o->delay_s : TUI_DEFAULT_DELAY_S;
 	t->window_s = o && o->window_s > 0 ? o->window_s : TUI_DEFAULT_WINDOW_S;
 	t->color = !(o && o->no_color) && !getenv("NO_COLOR");
+	t->targeted = o && o->targeted;
 	t->sort_col = TUI_COL_IDLE;
 	t->rate_hz = s ? s->ops->rate(s->impl) : SAMPLER_DEFAULT_HZ;
 	if (gethostname(t->host, sizeof(t->host)) < 0)

@@ -121,6 +121,7 @@ struct tui {
 	int editing;                     /* typing a filter */
 	enum tui_mode mode;
 	int paused, all_threads;
+	int targeted;                    /* the user named processes (-p, -n) */
 	double delay_s, window_s;
 	double rate_hz;                  /* as last set or read, for the header */
 	int color, utf8;

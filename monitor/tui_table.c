@@ -202,8 +202,14 @@ void tui_draw_table(struct tui *t, int y, int h)
 	int rows = h - 1;
 	keep_selection_visible(t, rows);
 	if (t->nrows == 0 && rows > 0) {
-		mvprintw(y + 1, 0, "%s", t->m.n ? "no worker matches the filter"
-			 : "no event-loop workers found (yet): start one, or use -p PID / -n REGEX");
+		if (t->m.n)
+			mvprintw(y + 1, 0, "no worker matches the filter");
+		else if (t->m.nrefused)
+			mvprintw(y + 1, 0, "access refused: %.*s", COLS > 16 ? COLS - 16 : 0, t->m.refused[0].text);
+		else if (t->targeted)
+			mvprintw(y + 1, 0, "no event-loop workers found (yet) among the named processes: t lists all their threads");
+		else
+			mvprintw(y + 1, 0, "no event-loop workers found (yet): start one, or use -p PID / -n REGEX");
 		return;
 	}
 	for (int r = 0; r < rows && t->top + (size_t)r < t->nrows; r++) {

@@ -21,6 +21,10 @@ pkg-config:pkg-config
 tmux:tmux
 gcc:gcc
 make:make
+graphite-carbon:carbon-cache
+python3-whisper:whisper-fetch
+carbon-c-relay:carbon-c-relay
+prometheus:promtool
 "
 # loopstat check's report tests: JUnit read back by junitparser (Debian's
 # /usr/bin/python3), TAP by Perl's TAP::Parser and prove.

@@ -1,5 +1,6 @@
 /* The examples: echo_server picks a port, serves load's connections with every byte verified, and its shm counters move; bad usage exits 2. */
 #include "support/fl_test.h"
+#include "support/support.h"
 
 #include <fcntl.h>
 #include <libgen.h>
@@ -50,7 +51,8 @@ static pid_t spawn(char *const argv[], FILE **out)
 static uint64_t segment_switches(const char *dir, pid_t pid)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/loopstat.%d", dir, (int)pid);
+	if (ts_shm_segment(dir, pid, path, sizeof(path)) < 0)
+		return 0;
 	int fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return 0;
@@ -118,8 +120,7 @@ Test(examples, echo_server_serves_load_and_publishes_counters, .timeout = 30)
 	cr_assert_eq(waitpid(sp, &st, 0), sp);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	char seg[PATH_MAX];
-	snprintf(seg, sizeof(seg), "%s/loopstat.%d", dir, (int)sp);
-	cr_assert_neq(access(seg, F_OK), 0, "segment unlinked at exit");
+	cr_assert_neq(ts_shm_segment(dir, sp, seg, sizeof(seg)), 0, "segment unlinked at exit");
 	fclose(so);
 	fclose(lo);
 	rmdir(dir);

@@ -27,6 +27,7 @@ static void setup(void)
 	snprintf(a->name, sizeof(a->name), "echo_server");
 	snprintf(a->tag, sizeof(a->tag), "echo");
 	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "conn");
+	snprintf(a->loop_basis, sizeof(a->loop_basis), "published wait fd");
 	for (int i = 0; i < PROBE_SHM_NVALUES; i++)
 		a->totals[i] = 1000 + (uint64_t)i;
 	a->nblocked_top = 1;
@@ -41,6 +42,7 @@ static void setup(void)
 				   .headroom_ops_per_s = NAN, .stall_ms = 0 };
 	snprintf(b->name, sizeof(b->name), "ruby\x01evil");
 	b->blocked_unkeyed_pct = 5;
+	snprintf(b->loop_basis, sizeof(b->loop_basis), "epoll fd 7");
 	b->nblocked_top = 2;
 	b->blocked_top[0] = (struct blocker_view){ .nr = 74, .fd = 9, .pct = 50 };
 	snprintf(b->blocked_top[0].syscall, sizeof(b->blocked_top[0].syscall), "fsync");
@@ -59,6 +61,9 @@ static void setup(void)
 
 	m = (struct model){ .workers = workers, .n = 3, .rate_hz = 100, .window_s = 0, .elapsed_s = 2.0,
 			    .total_samples = 800 };
+	m.nrefused = 1;
+	m.refused[0].pid = 400;
+	snprintf(m.refused[0].text, sizeof(m.refused[0].text), "pid 400 belongs to user \"db\": run loopstat as that user");
 	m.fleet = (struct fleet_view){ .workers = 3, .mean_idle_pct = 40.75, .ops_per_s = 9800.5,
 				       .headroom_ops_per_s = 25454.5 };
 }

@@ -33,10 +33,9 @@ static pid_t spawn_counters(int busy_pct)
 	const char *args[] = { "-b", busy, "-s", "30", NULL };
 	pid_t pid = tc_spawn_example("counters", args, NULL);
 	char seg[600];
-	snprintf(seg, sizeof(seg), "%s/loopstat.%d", dir, (int)pid);
-	for (int i = 0; i < 300 && access(seg, F_OK) != 0; i++)
+	for (int i = 0; i < 300 && ts_shm_segment(dir, pid, seg, sizeof(seg)) != 0; i++)
 		usleep(10000);
-	cr_assert_eq(access(seg, F_OK), 0, "counters never published %s", seg);
+	cr_assert_eq(ts_shm_segment(dir, pid, seg, sizeof(seg)), 0, "counters %d never published in %s", (int)pid, dir);
 	return pid;
 }
 

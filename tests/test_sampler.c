@@ -304,3 +304,28 @@ Test(sampler, every_sample_reaches_the_hook_with_its_syscall_context, .timeout =
 	tc_kill(child);
 	close(wr);
 }
+
+Test(sampler, the_worker_cap_turns_threads_away_and_counts_them, .timeout = 30)
+{
+	pid_t child = spawn_threads(64);
+	targets_init(&t);
+	t.pids[t.npids++] = child;
+	struct sampler_opts o = { .rate_hz = 200, .targets = &t, .max_workers = 10 };
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	struct model m;
+	long long end = ts_now_ms() + 10000;
+	for (;;) {
+		cr_assert_eq(sampler_model(s, 5, &m), 0);
+		if (m.n == 10 || ts_now_ms() > end)
+			break;
+		model_done(&m);
+		usleep(100000);
+	}
+	cr_assert_eq(m.n, 10, "%zu workers sampled", m.n);
+	cr_assert_eq(m.ignored, 54, "the other 54 threads are counted: %u", m.ignored);
+	cr_assert_eq(m.max_workers, 10);
+	model_done(&m);
+	sampler_delete(s);
+	tc_kill(child);
+}

@@ -43,9 +43,13 @@ Test(shm_roundtrip, one_slot_values_and_tags)
 {
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire("acceptor", LOOPSTAT_BACKEND_IO_URING, 7);
 	cr_assert(s);
-	char expect_path[512];
-	snprintf(expect_path, sizeof(expect_path), "%s/loopstat.%d", dir, (int)getpid());
-	cr_assert_str_eq(fl_stats_path(), expect_path);
+	/* "loopstat.<pid>.<16 random hex digits>" */
+	char prefix[512];
+	snprintf(prefix, sizeof(prefix), "%s/loopstat.%d.", dir, (int)getpid());
+	const char *expect_path = fl_stats_path();
+	cr_assert_eq(strncmp(expect_path, prefix, strlen(prefix)), 0, "%s", expect_path);
+	cr_assert_eq(strlen(expect_path + strlen(prefix)), 16, "%s", expect_path);
+	cr_assert_eq(strspn(expect_path + strlen(prefix), "0123456789abcdef"), 16, "%s", expect_path);
 	struct stat st;
 	cr_assert_eq(stat(expect_path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);

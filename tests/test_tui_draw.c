@@ -468,6 +468,7 @@ static void golden_model(void)
 	w->headroom_ops_per_s = 21052.6;
 	w->stall_ms = 0;
 	snprintf(w->fiber_tag, sizeof(w->fiber_tag), "writer");
+	snprintf(w->loop_basis, sizeof(w->loop_basis), "published wait fd");
 	/* the run's breakdown: the detail view lists it and sums the fibers */
 	static const struct key_view keys[] = {
 		{ .cls = "running", .nr = -1, .fd = -1, .fiber = "writer", .pct = 60.0 },

@@ -58,4 +58,9 @@ int probe_discover_pids(const pid_t *pids, size_t n, struct probe_proc_info *out
  * threads (may exceed cap), -ESRCH when the process is gone, or -errno. */
 int probe_discover_threads(pid_t pid, pid_t *tids, size_t cap);
 
+/* LeakSanitizer suppressions for libproc2's never-freed per-thread buffers
+ * (procps 4.0.x readproc.c); the ASan build of libprobes installs them
+ * itself unless the program defines __lsan_default_suppressions. */
+#define PROBE_LSAN_SUPPRESSIONS "leak:libproc2.so\n"
+
 #endif /* PROBE_DISCOVER_H */

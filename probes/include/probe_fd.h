@@ -57,8 +57,13 @@ int probe_net_describe(pid_t pid, uint64_t inode, char *buf, size_t len);
  * of the readlink (out->kind is then PROBE_FD_UNKNOWN). */
 int probe_fd_target(pid_t pid, int fd, struct probe_fd_target *out);
 
-/* Short lowercase name of a kind ("socket", "eventpoll", ...). Static. */
-const char *probe_fd_kind_name(enum probe_fd_kind kind);
+/* The inode of the file PID's fd FD refers to now (stat through the magic
+ * link, ~4 us: a re-check, never a per-sample cost). It changes when the fd
+ * is closed and its number reused, with one exception: every epoll fd (and
+ * eventfd, timerfd, signalfd) shares the one anonymous inode, so for those
+ * the fd number is the identity. io_uring rings, sockets, pipes and files
+ * have inodes of their own. Returns 0, -EBADF, -ESRCH or -errno. */
+int probe_fd_inode(pid_t pid, int fd, uint64_t *ino);
 
 struct probe_fd_cache;
 
@@ -76,6 +81,13 @@ void probe_fd_cache_begin_window(struct probe_fd_cache *c);
  * Errors are cached too (as PROBE_FD_UNKNOWN) and returned each time.
  * Returns 0 or the -errno of the resolution. */
 int probe_fd_cache_get(struct probe_fd_cache *c, pid_t pid, int fd, const struct probe_fd_target **out);
+
+/* probe_fd_cache_get, but the cached target is re-resolved when it was
+ * resolved for another inode than `inode` (a pipe or socket inode, as in
+ * probe_fd_target.inode / probe_verdict.fd_ino): the fd was closed and its
+ * number reused within the window. inode 0 means "unknown": plain get. */
+int probe_fd_cache_get_ino(struct probe_fd_cache *c, pid_t pid, int fd, uint64_t inode,
+			   const struct probe_fd_target **out);
 
 /* Lookups and resolutions since creation, for tests and the monitor's
  * self-monitoring. */

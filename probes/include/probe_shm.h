@@ -54,40 +54,97 @@ const char *probe_shm_dir(void);
 
 /*
  * Opens and validates a segment. Returns 0 and a handle, or:
- *  -ENOENT/-EACCES  the file cannot be opened;
+ *  -ENOENT/-EACCES  the file cannot be opened (-ELOOP: a symlink);
  *  -EBADMSG         not a loopstat segment, or sizes/offsets inconsistent
- *                   with the file (truncated, garbage);
+ *                   with the file (truncated, garbage), or the pid in the
+ *                   name is not the header's;
  *  -EPROTONOSUPPORT unknown ABI major or foreign byte order;
  *  -EAGAIN          the writer has not finished the header (ready != 1);
  *  -ESRCH           the writer process is gone;
  *  -ESTALE          the pid was reused (start time differs);
  *  -EPERM           the file's owner is not the owner of the process it
- *                   names (another user must not fake a worker).
+ *                   names (/proc/PID, real and effective uid): another user
+ *                   must not fake a worker;
+ *  -ENOLINK         (suffixed names) the process does not map the file: a
+ *                   leftover of the image before an execve().
+ * A suffixed file refused for any of these (not -ENOENT) is remembered and
+ * skipped by later scans of this process without a system call.
  */
 int probe_shm_open(const char *path, struct probe_shm **out);
 void probe_shm_close(struct probe_shm *shm);
 
-pid_t probe_shm_pid(const struct probe_shm *shm);
-const char *probe_shm_path(const struct probe_shm *shm);
 uint16_t probe_shm_abi_minor(const struct probe_shm *shm);
 
-/* Re-checks that the writer is the same live process: 0, -ESRCH or -ESTALE. */
+/*
+ * Re-checks that the writer is the same live process, still owned by the
+ * segment's owner and still mapping it. 0, or -ESRCH (gone), -ESTALE (pid
+ * reused), -EPERM (owner changed, e.g. after a setuid execve: no longer
+ * trusted), -ENOLINK (no longer maps the segment: it execve()d; stale).
+ * Costs a read of /proc/PID/{stat,status,maps} (maps up to 4 MiB).
+ */
 int probe_shm_check_writer(const struct probe_shm *shm);
 
 /*
- * Copies the ACTIVE slots (and EXITED ones too if include_exited) into
- * out[0..max). Returns the number of slots found (which may exceed max:
- * only max are copied) or -errno: -EBADMSG when the file shrank below its
- * validated size, -EAGAIN when the writer kept changing its slot table.
+ * For gc: whether the segment file `path` claiming `pid` is stale and may
+ * be removed. -ESRCH (the pid is gone: whatever the file holds), -ESTALE
+ * (pid reused), -ENOLINK (the process no longer maps it), or 0 (live,
+ * foreign or undecidable: keep it).
  */
-int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited);
+int probe_shm_stale(const char *path, pid_t pid);
+/* "is gone", "was reused", "no longer maps it" for those errors, else NULL. */
+const char *probe_shm_stale_why(int err);
+
+/* Bounds of one probe_shm_read(). */
+#define PROBE_SHM_READ_BUDGET (1u << 20)  /* bytes of slots read */
+#define PROBE_SHM_MAX_TIDS    65536u      /* threads of one writer considered */
+
+/* What the last probe_shm_read() of a handle cost and refused. */
+struct probe_shm_read_info {
+	unsigned rejected;    /* ACTIVE slots whose tid is not a (distinct) thread of the pid */
+	unsigned slots;       /* used slots looked at */
+	unsigned over_budget; /* 1: stopped at PROBE_SHM_READ_BUDGET, or after more refused
+			       * ACTIVE slots than the writer has threads (+64): later slots unread */
+	size_t   bytes;       /* bytes of slots read */
+};
 
 /*
- * Calls fn for every "loopstat.<pid>" file in dir (NULL: probe_shm_dir()),
- * with its path and pid; a non-zero return from fn stops the scan and is
- * returned. Returns 0, that value, or -errno if dir cannot be read.
+ * Copies the ACTIVE slots (and EXITED ones too if include_exited) into
+ * out[0..max). An ACTIVE slot is kept only if its tid is a thread of the
+ * writer (/proc/PID/task/TID), once per thread; the others are counted in
+ * probe_shm_last_read().rejected. Reads the header's generation and the
+ * used slots only (up to the first never-used one, at most
+ * PROBE_SHM_READ_BUDGET bytes, and no further than 64 refused ACTIVE slots
+ * beyond the writer's thread count). Returns the number of slots found (which
+ * may exceed max: only max are copied) or -errno: -EBADMSG when the file
+ * shrank below its validated size, -EAGAIN when the writer kept changing
+ * its slot table, -ESRCH when the writer is gone.
+ */
+int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited);
+void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info *info);
+
+/*
+ * Calls fn for every "loopstat.<pid>" and "loopstat.<pid>.<suffix>" file in
+ * dir (NULL: probe_shm_dir()), with its path and pid; a non-zero return
+ * from fn stops the scan and is returned. Returns 0, that value, or -errno
+ * if dir cannot be read. Other names cost no system call; a file already
+ * refused by probe_shm_open(), or whose pid is gone, is skipped (by its
+ * directory entry's inode and name, so without a system call) while it
+ * stays listed — a legacy "loopstat.<pid>" for 10 s, then it is re-checked.
  */
 int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg);
+
+/*
+ * Calls per probe_shm_scan() in this process (0, the default: unlimited).
+ * A budgeted scan resumes where the last one stopped, so every file gets
+ * its turn. For a sampler re-scanning often; gc wants every file at once.
+ */
+void probe_shm_scan_budget(size_t max_calls);
+/* Files remembered as refused (for tests and figures). */
+size_t probe_shm_cache_size(void);
+
+/* The header checks of probe_shm_open() alone (magic, ABI, ready, sizes
+ * against file_size): 0 or -EBADMSG/-EPROTONOSUPPORT/-EAGAIN. For fuzzing. */
+int probe_shm_check_header(const struct loopstat_shm_header *h, size_t file_size);
 
 /* "io_uring", "libev" or "none". */
 const char *probe_shm_backend_name(uint32_t backend);

@@ -15,6 +15,7 @@
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <seccomp.h>
+#include <string.h>
 #include <sys/syscall.h>
 
 /* Above every syscall number of x86-64 and aarch64 (x32 numbers, with bit
@@ -120,6 +121,11 @@ static int waits_for_events(const struct probe_sc_sample *s)
 	return 1;
 }
 
+int probe_sample_waits_for_events(const struct probe_sc_sample *s)
+{
+	return s->state == PROBE_SC_IN_SYSCALL && probe_syscall_is_event_wait(s->nr) && waits_for_events(s);
+}
+
 /* io_uring_enter on a registered ring (liburing's io_uring_register_ring_fd)
  * passes an index into the task's ring table, not an fd: it can neither be
  * resolved nor compared with the published wait fd. */
@@ -135,8 +141,12 @@ static int registered_ring(const struct probe_sc_sample *s)
 
 void probe_classify(const struct probe_sc_sample *s, int wait_fd, struct probe_verdict *out)
 {
+	memset(out, 0, sizeof(*out));
 	out->nr = -1;
 	out->fd = -1;
+	out->loop_fd = -1;
+	out->sp = s->sp;
+	out->pc = s->pc;
 	switch (s->state) {
 	case PROBE_SC_RUNNING:
 		out->cls = PROBE_RUNNING;

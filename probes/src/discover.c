@@ -15,6 +15,32 @@
 
 #include <libproc2/pids.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+/*
+ * libproc2 (procps 4.0.x, readproc.c) keeps two 128 KiB buffers in
+ * __thread pointers ("static __thread char *src_buffer, *dst_buffer"),
+ * allocated on a thread's first openproc() and never freed: there is no
+ * call to release them, so when that thread (the sampler) exits they are
+ * lost — reported once per thread, not per call (procps_pids_unref() below
+ * frees everything else). LeakSanitizer's built-in suppressions hook keeps
+ * that one known leak from failing every ASan binary that links libprobes;
+ * weak, so that a program with suppressions of its own (the tests) defines
+ * the hook itself and includes PROBE_LSAN_SUPPRESSIONS.
+ */
+__attribute__((visibility("default"), weak)) const char *__lsan_default_suppressions(void);
+__attribute__((visibility("default"), weak)) const char *__lsan_default_suppressions(void)
+{
+	return PROBE_LSAN_SUPPRESSIONS;
+}
+
+/* and without the "Suppressions used" table on stderr that a CLI test reads */
+__attribute__((visibility("default"), weak)) const char *__lsan_default_options(void);
+__attribute__((visibility("default"), weak)) const char *__lsan_default_options(void)
+{
+	return "print_suppressions=0";
+}
+#endif
+
 /* Command lines longer than this are matched on their first 4 KiB. */
 #define CMDLINE_MAX 4096
 

@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int probe_fd_readlink(pid_t pid, int fd, char *buf, size_t len)
@@ -31,6 +33,25 @@ int probe_fd_readlink(pid_t pid, int fd, char *buf, size_t len)
 	}
 	buf[n] = '\0';
 	return (int)n;
+}
+
+int probe_fd_inode(pid_t pid, int fd, uint64_t *ino)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int err = probe_proc_path(path, sizeof(path), "%d/fd/%d", (int)pid, fd);
+	if (err < 0)
+		return err;
+	if (stat(path, &st) < 0) {
+		err = -errno;
+		if (err != -ENOENT)
+			return err;
+		if (probe_proc_path(path, sizeof(path), "%d", (int)pid) < 0 || access(path, F_OK) < 0)
+			return -ESRCH;
+		return -EBADF;
+	}
+	*ino = (uint64_t)st.st_ino;
+	return 0;
 }
 
 /* "<prefix>[<decimal>]" -> the number, or 0. */
@@ -68,21 +89,6 @@ enum probe_fd_kind probe_fd_kind_of(const char *link, uint64_t *inode)
 	if (strncmp(link, "anon_inode:", 11) == 0)
 		return PROBE_FD_ANON;
 	return PROBE_FD_OTHER;
-}
-
-const char *probe_fd_kind_name(enum probe_fd_kind kind)
-{
-	switch (kind) {
-	case PROBE_FD_UNKNOWN: return "unknown";
-	case PROBE_FD_FILE: return "file";
-	case PROBE_FD_PIPE: return "pipe";
-	case PROBE_FD_SOCKET: return "socket";
-	case PROBE_FD_EVENTPOLL: return "eventpoll";
-	case PROBE_FD_IO_URING: return "io_uring";
-	case PROBE_FD_ANON: return "anon";
-	case PROBE_FD_OTHER: return "other";
-	}
-	return "?";
 }
 
 int probe_fd_target(pid_t pid, int fd, struct probe_fd_target *out)
@@ -185,6 +191,20 @@ int probe_fd_cache_get(struct probe_fd_cache *c, pid_t pid, int fd, const struct
 	c->resolved++;
 	*out = &slot->target;
 	return slot->err;
+}
+
+int probe_fd_cache_get_ino(struct probe_fd_cache *c, pid_t pid, int fd, uint64_t inode,
+			   const struct probe_fd_target **out)
+{
+	int err = probe_fd_cache_get(c, pid, fd, out);
+	if (inode == 0 || (err == 0 && (*out)->inode == inode))
+		return err;
+	/* resolved for another file (or failed meanwhile): resolve again, in
+	 * place; the entry is the one get just returned */
+	struct fd_entry *e = (struct fd_entry *)((char *)*out - offsetof(struct fd_entry, target));
+	e->err = probe_fd_target(pid, fd, &e->target);
+	c->resolved++;
+	return e->err;
 }
 
 void probe_fd_cache_stats(const struct probe_fd_cache *c, uint64_t *lookups, uint64_t *resolved)

@@ -4,16 +4,20 @@
 #include "probe_shm.h"
 #include "probe_proc.h"
 #include "probe_stat.h"
+#include "shm_int.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 const struct probe_shm_value_info probe_shm_values[PROBE_SHM_NVALUES] = {
@@ -25,24 +29,34 @@ const struct probe_shm_value_info probe_shm_values[PROBE_SHM_NVALUES] = {
 /* The smallest header and slot that ABI major 1 can have (minor 0). */
 #define MIN_HEADER_SIZE offsetof(struct loopstat_shm_header, reserved)
 #define MIN_SLOT_SIZE   sizeof(struct loopstat_shm_slot)
-/* Bounds that keep a hostile header from making us allocate much. */
+/* Bounds that keep a hostile header from making us allocate or read much. */
 #define MAX_HEADER_SIZE (64u * 1024)
 #define MAX_SLOT_SIZE   (64u * 1024)
 #define MAX_SLOTS       65536u
 #define MAX_SEGMENT     (64u * 1024 * 1024)
 #define READ_RETRIES    4
+#define CHUNK_BYTES     (8u * 1024)   /* slots copied per pread */
+#define MAPS_BUDGET     (4u << 20)    /* bytes of /proc/PID/maps read to find the segment */
+#define REJECT_SLACK    64u           /* refused ACTIVE slots beyond the thread count before a read stops */
 
 struct probe_shm {
 	int      fd;
 	pid_t    pid;
 	uid_t    owner;
+	dev_t    dev;
+	ino_t    ino;
 	uint64_t start_time;
 	uint16_t abi_minor;
-	uint32_t header_size;
+	uint32_t header_size;  /* geometry validated at open, never re-read */
 	uint32_t slot_size;
 	uint32_t slot_count;
-	size_t   size;        /* bytes validated and read per snapshot */
-	char    *buf;         /* owned, size bytes */
+	size_t   size;         /* header_size + slot_count * slot_size */
+	char    *chunk;        /* owned: the header and a run of slots */
+	size_t   slots_per_chunk;
+	pid_t   *tids;         /* owned: the writer's threads, sorted, for the last read */
+	char    *claimed;      /* owned, parallel to tids: taken by a slot in this read */
+	size_t   ntids, tidcap;
+	struct probe_shm_read_info last;
 	char     path[PATH_MAX];
 };
 
@@ -61,22 +75,7 @@ const char *probe_shm_backend_name(uint32_t backend)
 	}
 }
 
-/* pid from a "loopstat.<pid>" file name, or -1. */
-static pid_t name_pid(const char *name)
-{
-	const char *p = strrchr(name, '/');
-	p = p ? p + 1 : name;
-	if (strncmp(p, LOOPSTAT_SHM_PREFIX, strlen(LOOPSTAT_SHM_PREFIX)) != 0)
-		return -1;
-	p += strlen(LOOPSTAT_SHM_PREFIX);
-	if (*p < '1' || *p > '9')
-		return -1;
-	char *end;
-	long v = strtol(p, &end, 10);
-	return *end || v <= 0 || v > INT_MAX ? -1 : (pid_t)v;
-}
-
-static int check_header(const struct loopstat_shm_header *h, size_t file_size)
+int probe_shm_check_header(const struct loopstat_shm_header *h, size_t file_size)
 {
 	if (h->magic != LOOPSTAT_SHM_MAGIC)
 		return -EBADMSG;
@@ -94,9 +93,119 @@ static int check_header(const struct loopstat_shm_header *h, size_t file_size)
 	return 0;
 }
 
+/* "Uid:\t<real>\t<effective>\t..." of /proc/PID/status. */
+static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char path[PATH_MAX], buf[4096];
+	int err;
+	if ((err = probe_proc_path(path, sizeof(path), "%d/status", (int)pid)) < 0)
+		return err;
+	ssize_t n = probe_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	const char *p = strstr(buf, "\nUid:");
+	unsigned long r, e;
+	if (!p || sscanf(p + 5, "%lu %lu", &r, &e) != 2)
+		return -EINVAL;
+	*ruid = (uid_t)r;
+	*euid = (uid_t)e;
+	return 0;
+}
+
+/*
+ * The segment's owner must own the process now: /proc/PID (its dumpable
+ * owner) and both its real and effective uid. After a setuid execve the
+ * euid (and /proc/PID) is no longer the user who wrote the segment.
+ */
+static int check_owner(pid_t pid, uid_t owner)
+{
+	char path[PATH_MAX];
+	struct stat pst;
+	uid_t ruid = 0, euid = 0;
+	int err;
+	if ((err = probe_proc_path(path, sizeof(path), "%d", (int)pid)) < 0)
+		return err;
+	if (stat(path, &pst) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (pst.st_uid != owner)
+		return -EPERM;
+	if ((err = read_uids(pid, &ruid, &euid)) < 0)
+		return err;
+	return ruid == owner && euid == owner ? 0 : -EPERM;
+}
+
+/* One line of /proc/PID/maps: "start-end perms offset MAJ:MIN inode path". */
+static int maps_line_is(const char *line, unsigned maj, unsigned min, ino_t ino)
+{
+	const char *p = line;
+	for (int field = 0; field < 3; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return 0;
+		p++;
+	}
+	char *end;
+	unsigned long a = strtoul(p, &end, 16);
+	if (*end != ':')
+		return 0;
+	unsigned long b = strtoul(end + 1, &end, 16);
+	if (*end != ' ')
+		return 0;
+	unsigned long long i = strtoull(end + 1, &end, 10);
+	return a == maj && b == min && i == (unsigned long long)ino && (*end == ' ' || *end == '\n' || !*end);
+}
+
+/*
+ * Whether the process maps the segment file: a writer maps its segment
+ * before it publishes it and keeps it mapped until it unlinks it, so a
+ * segment its process no longer maps was left behind by an execve().
+ * 0, -ENOLINK (not mapped, or maps larger than MAPS_BUDGET), -ESRCH, -EACCES.
+ */
+static int check_mapped(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[PATH_MAX], buf[16384 + 1];
+	int err;
+	if ((err = probe_proc_path(path, sizeof(path), "%d/maps", (int)pid)) < 0)
+		return err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	size_t have = 0, total = 0;
+	err = -ENOLINK;
+	while (total < MAPS_BUDGET) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno == ESRCH ? -ESRCH : -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		total += (size_t)n;
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			if (maps_line_is(line, major(dev), minor(dev), ino)) {
+				err = 0;
+				goto out;
+			}
+			line = nl + 1;
+		}
+		/* keep a partial last line; one longer than the buffer is skipped */
+		have = line == buf && have == sizeof(buf) - 1 ? 0 : have - (size_t)(line - buf);
+		memmove(buf, line, have);
+	}
+out:
+	close(fd);
+	return err;
+}
+
 /* The writer must be alive, be the process that created the segment, and be
- * owned by the segment's owner. */
-static int check_writer(pid_t pid, uint64_t start_time, uid_t owner, int check_owner)
+ * owned by the segment's owner; `mapped` also asks that it maps the file. */
+static int check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped)
 {
 	struct probe_stat st;
 	int err = probe_stat_read(pid, 0, &st);
@@ -104,46 +213,55 @@ static int check_writer(pid_t pid, uint64_t start_time, uid_t owner, int check_o
 		return err == -EINVAL ? -ESRCH : err;
 	if (st.start_time != start_time)
 		return -ESTALE;
-	if (check_owner) {
-		char path[PATH_MAX];
-		struct stat pst;
-		if ((err = probe_proc_path(path, sizeof(path), "%d", (int)pid)) < 0)
-			return err;
-		if (stat(path, &pst) < 0)
-			return errno == ENOENT ? -ESRCH : -errno;
-		if (pst.st_uid != owner)
-			return -EPERM;
-	}
-	return 0;
+	if ((err = check_owner(pid, owner)) < 0)
+		return err;
+	return mapped ? check_mapped(pid, dev, ino) : 0;
 }
 
-int probe_shm_open(const char *path, struct probe_shm **out)
+/*
+ * Whether a refusal holds for the file for good. A suffixed name is
+ * published complete, so any of these does; a legacy writer may be caught
+ * between creating its file and writing the header, which takes it
+ * microseconds: bad contents count only in a file older than a second.
+ */
+static int permanent(int err, int suffixed, const struct stat *st)
+{
+	if (err == -EBADMSG || err == -EAGAIN) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		return suffixed || (st->st_mtim.tv_sec + 1 < now.tv_sec && st->st_ctim.tv_sec + 1 < now.tv_sec);
+	}
+	return err == -EPROTONOSUPPORT || err == -ESRCH || err == -ESTALE || err == -EPERM || err == -EACCES ||
+	       err == -ENOLINK || err == -ELOOP;
+}
+
+static int open_checked(const char *path, struct probe_shm **out, struct stat *st)
 {
 	struct loopstat_shm_header h;
-	struct stat st;
-	int err;
+	int err, suffixed = 0;
 
-	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, st) < 0) {
 		err = -errno;
 		goto close_fd;
 	}
 	err = -EBADMSG;
-	if (!S_ISREG(st.st_mode) || (size_t)st.st_size < MIN_HEADER_SIZE)
+	if (!S_ISREG(st->st_mode) || (size_t)st->st_size < MIN_HEADER_SIZE)
 		goto close_fd;
 	memset(&h, 0, sizeof(h));
 	if (pread(fd, &h, sizeof(h), 0) < (ssize_t)MIN_HEADER_SIZE)
 		goto close_fd;
-	if ((err = check_header(&h, (size_t)st.st_size)) < 0)
+	if ((err = probe_shm_check_header(&h, (size_t)st->st_size)) < 0)
 		goto close_fd;
 	err = -EBADMSG;
-	pid_t named = name_pid(path);
+	pid_t named = shm_name_pid(path, &suffixed);
 	if (named > 0 && named != h.pid)
 		goto close_fd;
-	if ((err = check_writer(h.pid, h.start_time, st.st_uid, 1)) < 0)
+	/* a suffixed name is published only once mapped; a legacy one may be
+	 * caught before, and probe_shm_check_writer() checks it later */
+	if ((err = check_writer(h.pid, h.start_time, st->st_uid, st->st_dev, st->st_ino, suffixed)) < 0)
 		goto close_fd;
 
 	struct probe_shm *shm = calloc(1, sizeof(*shm));
@@ -151,20 +269,23 @@ int probe_shm_open(const char *path, struct probe_shm **out)
 		err = -ENOMEM;
 		goto close_fd;
 	}
-	shm->size = h.header_size + (size_t)h.slot_count * h.slot_size;
-	shm->buf = malloc(shm->size);
-	if (!shm->buf) {
+	shm->slots_per_chunk = h.slot_size >= CHUNK_BYTES ? 1 : CHUNK_BYTES / h.slot_size;
+	shm->chunk = malloc(h.header_size + shm->slots_per_chunk * h.slot_size);
+	if (!shm->chunk) {
 		err = -ENOMEM;
 		goto free_shm;
 	}
 	shm->fd = fd;
 	shm->pid = h.pid;
-	shm->owner = st.st_uid;
+	shm->owner = st->st_uid;
+	shm->dev = st->st_dev;
+	shm->ino = st->st_ino;
 	shm->start_time = h.start_time;
 	shm->abi_minor = h.abi_minor;
 	shm->header_size = h.header_size;
 	shm->slot_size = h.slot_size;
 	shm->slot_count = h.slot_count;
+	shm->size = h.header_size + (size_t)h.slot_count * h.slot_size;
 	snprintf(shm->path, sizeof(shm->path), "%s", path);
 	*out = shm;
 	return 0;
@@ -176,50 +297,144 @@ close_fd:
 	return err;
 }
 
+int probe_shm_open(const char *path, struct probe_shm **out)
+{
+	struct stat st;
+	int suffixed = 0;
+	*out = NULL;
+	int err = open_checked(path, out, &st);
+	if ((err == -EACCES || err == -ELOOP) && lstat(path, &st) < 0)
+		return err;
+	if (err < 0 && shm_name_pid(path, &suffixed) > 0 && permanent(err, suffixed, &st))
+		shm_cache_reject(st.st_dev, st.st_ino, path);
+	return err;
+}
+
 void probe_shm_close(struct probe_shm *shm)
 {
 	if (!shm)
 		return;
 	close(shm->fd);
-	free(shm->buf);
+	free(shm->chunk);
+	free(shm->tids);
+	free(shm->claimed);
 	free(shm);
 }
 
-pid_t probe_shm_pid(const struct probe_shm *shm) { return shm->pid; }
-const char *probe_shm_path(const struct probe_shm *shm) { return shm->path; }
 uint16_t probe_shm_abi_minor(const struct probe_shm *shm) { return shm->abi_minor; }
 
 int probe_shm_check_writer(const struct probe_shm *shm)
 {
-	return check_writer(shm->pid, shm->start_time, shm->owner, 0);
+	return check_writer(shm->pid, shm->start_time, shm->owner, shm->dev, shm->ino, 1);
 }
 
-static uint64_t header_generation(const char *buf)
+int probe_shm_stale(const char *path, pid_t pid)
 {
-	uint64_t g;
-	memcpy(&g, buf + offsetof(struct loopstat_shm_header, generation), sizeof(g));
-	return g;
-}
-
-/* The slot table is consistent when the header generation (a seqlock: odd
- * while the writer resets a slot) was even and did not move while it was
- * copied. */
-static int read_snapshot(struct probe_shm *shm)
-{
-	for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
-		ssize_t n = pread(shm->fd, shm->buf, shm->size, 0);
-		if (n < 0)
-			return -errno;
-		if ((size_t)n < shm->size)
-			return -EBADMSG;
-		uint64_t after;
-		n = pread(shm->fd, &after, sizeof(after), offsetof(struct loopstat_shm_header, generation));
-		if (n != (ssize_t)sizeof(after))
-			return -EBADMSG;
-		if (after == header_generation(shm->buf) && after % 2 == 0)
-			return 0;
+	struct probe_stat st;
+	int err = probe_stat_read(pid, 0, &st);
+	if (err == -ESRCH || err == -EINVAL)
+		return -ESRCH;
+	if (err)
+		return 0;
+	struct probe_shm *shm;
+	if ((err = probe_shm_open(path, &shm)) == 0) {
+		err = probe_shm_check_writer(shm);
+		probe_shm_close(shm);
 	}
-	return -EAGAIN;
+	return err == -ESRCH || err == -ESTALE || err == -ENOLINK ? err : 0;
+}
+
+const char *probe_shm_stale_why(int err)
+{
+	switch (err) {
+	case -ESRCH: return "is gone";
+	case -ESTALE: return "was reused";
+	case -ENOLINK: return "no longer maps it";
+	default: return NULL;
+	}
+}
+
+static int read_generation(const struct probe_shm *shm, uint64_t *gen)
+{
+	ssize_t n = pread(shm->fd, gen, sizeof(*gen), offsetof(struct loopstat_shm_header, generation));
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)sizeof(*gen) ? 0 : -EBADMSG;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int add_tid(struct probe_shm *shm, pid_t tid)
+{
+	if (shm->ntids == shm->tidcap) {
+		size_t cap = shm->tidcap ? shm->tidcap * 2 : 16;
+		pid_t *nt = realloc(shm->tids, cap * sizeof(*nt));
+		if (nt)
+			shm->tids = nt;
+		char *nc = nt ? realloc(shm->claimed, cap) : NULL;
+		if (!nc)
+			return -ENOMEM;
+		shm->claimed = nc;
+		shm->tidcap = cap;
+	}
+	shm->tids[shm->ntids++] = tid;
+	return 0;
+}
+
+/*
+ * The writer's threads now, from /proc/PID/task, sorted; at most
+ * PROBE_SHM_MAX_TIDS (a slot naming another is rejected). getdents64 into
+ * a buffer on the stack: a read allocates nothing once the table has
+ * grown to the writer's thread count.
+ */
+static int load_tids(struct probe_shm *shm)
+{
+	char path[PATH_MAX];
+	char buf[4096] __attribute__((aligned(8)));
+	int err;
+	shm->ntids = 0;
+	if ((err = probe_proc_path(path, sizeof(path), "%d/task", (int)shm->pid)) < 0)
+		return err;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ssize_t n;
+	err = 0;
+	while (!err && shm->ntids < PROBE_SHM_MAX_TIDS && (n = getdents64(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < n && !err && shm->ntids < PROBE_SHM_MAX_TIDS;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			off += de->d_reclen;
+			char *end;
+			long t = strtol(de->d_name, &end, 10);
+			if (*end || t <= 0 || t > INT_MAX)
+				continue;
+			err = add_tid(shm, (pid_t)t);
+		}
+	}
+	close(fd);
+	if (err)
+		return err;
+	qsort(shm->tids, shm->ntids, sizeof(*shm->tids), cmp_pid);
+	if (shm->ntids)
+		memset(shm->claimed, 0, shm->ntids);
+	return 0;
+}
+
+/* Whether an ACTIVE slot's tid is a thread of the writer; each thread can
+ * be claimed by one slot per read (a forged table repeats tids). */
+static int claim_tid(struct probe_shm *shm, pid_t tid)
+{
+	if (tid <= 0)
+		return 0;
+	pid_t *t = bsearch(&tid, shm->tids, shm->ntids, sizeof(*shm->tids), cmp_pid);
+	if (!t || shm->claimed[t - shm->tids])
+		return 0;
+	shm->claimed[t - shm->tids] = 1;
+	return 1;
 }
 
 static void copy_tag(char *dst, const struct loopstat_shm_tag *t)
@@ -252,43 +467,106 @@ static void copy_worker(const struct probe_shm *shm, const struct loopstat_shm_s
 		copy_tag(w->fiber_tag, &s->tags[ti - 1]);
 }
 
-int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
+/*
+ * One consistent pass over the slot table: the header generation (a
+ * seqlock, odd while the writer resets a slot) is even and unchanged
+ * around it. Slots are read in chunks up to the first never-used one (a
+ * writer takes the lowest free slot, so none after it was ever used) and
+ * at most PROBE_SHM_READ_BUDGET bytes: a huge or sparse segment costs no
+ * more than that, and nothing is allocated per read.
+ */
+static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited,
+		     uint64_t *gen, int *found)
 {
-	int err = read_snapshot(shm);
-	if (err)
-		return err;
-	int found = 0;
-	for (uint32_t i = 0; i < shm->slot_count; i++) {
-		/* slot_size may exceed our struct (newer minor): copy our part only */
-		struct loopstat_shm_slot s;
-		memcpy(&s, shm->buf + shm->header_size + (size_t)i * shm->slot_size, sizeof(s));
-		if (s.state != LOOPSTAT_SLOT_ACTIVE && !(include_exited && s.state == LOOPSTAT_SLOT_EXITED))
-			continue;
-		if ((size_t)found < max)
-			copy_worker(shm, &s, &out[found]);
-		found++;
+	size_t per = shm->slots_per_chunk;
+	*found = 0;
+	memset(&shm->last, 0, sizeof(shm->last));
+	if (shm->ntids)
+		memset(shm->claimed, 0, shm->ntids);
+	for (uint32_t i = 0; i < shm->slot_count;) {
+		size_t n = shm->slot_count - i < per ? shm->slot_count - i : per;
+		size_t len = n * shm->slot_size;
+		if (shm->last.bytes + len > PROBE_SHM_READ_BUDGET) {
+			shm->last.over_budget = 1;
+			return 0;
+		}
+		/* the first run comes with the header, and so with the
+		 * generation the pass is checked against: one call fewer in
+		 * the window */
+		size_t head = i == 0 ? shm->header_size : 0;
+		off_t off = i == 0 ? 0 : shm->header_size + (off_t)i * shm->slot_size;
+		ssize_t got = pread(shm->fd, shm->chunk, head + len, off);
+		if (got < 0)
+			return -errno;
+		if ((size_t)got < head + len)
+			return -EBADMSG;
+		if (i == 0) {
+			memcpy(gen, shm->chunk + offsetof(struct loopstat_shm_header, generation), sizeof(*gen));
+			if (*gen % 2)
+				return -EAGAIN;
+		}
+		shm->last.bytes += len;
+		for (size_t j = 0; j < n; j++) {
+			/* slot_size may exceed our struct (newer minor): copy our part only */
+			struct loopstat_shm_slot sl;
+			memcpy(&sl, shm->chunk + head + j * shm->slot_size, sizeof(sl));
+			if (sl.state == LOOPSTAT_SLOT_FREE)
+				return 0;
+			shm->last.slots++;
+			if (sl.state == LOOPSTAT_SLOT_ACTIVE) {
+				if (!claim_tid(shm, sl.tid)) {
+					/* a writer has at most one ACTIVE slot per live
+					 * thread: far more refusals than threads is a
+					 * forged table, not worth reading to its end */
+					if (++shm->last.rejected > shm->ntids + REJECT_SLACK) {
+						shm->last.over_budget = 1;
+						return 0;
+					}
+					continue;
+				}
+			} else if (!(include_exited && sl.state == LOOPSTAT_SLOT_EXITED)) {
+				continue;
+			}
+			if ((size_t)*found < max)
+				copy_worker(shm, &sl, &out[*found]);
+			(*found)++;
+		}
+		i += (uint32_t)n;
 	}
-	return found;
+	return 0;
 }
 
-int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg)
+int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
 {
-	if (!dir)
-		dir = probe_shm_dir();
-	DIR *d = opendir(dir);
-	if (!d)
+	struct stat st;
+	if (fstat(shm->fd, &st) < 0)
 		return -errno;
-	int ret = 0;
-	struct dirent *de;
-	while (!ret && (de = readdir(d))) {
-		pid_t pid = name_pid(de->d_name);
-		if (pid <= 0)
+	if ((size_t)st.st_size < shm->size)
+		return -EBADMSG; /* shrunk below what was validated */
+	/* the writer's threads, listed before and not inside the seqlock window,
+	 * which should hold nothing slower than the copies */
+	int err = load_tids(shm);
+	if (err < 0)
+		return err;
+	for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+		uint64_t before = 0, after;
+		int found;
+		if (attempt)
+			sched_yield(); /* the writer is mid-reset: let it finish */
+		err = read_pass(shm, out, max, include_exited, &before, &found);
+		if (err == -EAGAIN)
 			continue;
-		char path[PATH_MAX];
-		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
-			continue;
-		ret = fn(path, pid, arg);
+		if (err < 0)
+			return err;
+		if ((err = read_generation(shm, &after)) < 0)
+			return err;
+		if (after == before)
+			return found;
 	}
-	closedir(d);
-	return ret;
+	return -EAGAIN;
+}
+
+void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info *info)
+{
+	*info = shm->last;
 }

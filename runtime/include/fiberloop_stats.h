@@ -19,17 +19,23 @@
 
 struct fl_stats_options {
 	const char *dir;        /* segment directory; NULL: $LOOPSTAT_SHM_DIR or /dev/shm */
-	mode_t      mode;       /* file mode; 0: $LOOPSTAT_SHM_MODE (octal) or 0600 */
+	mode_t      mode;       /* file mode; 0: $LOOPSTAT_SHM_MODE (octal) or 0600; refused
+				 * (-EPERM) with group/other write bits */
 	unsigned    slot_count; /* 0: LOOPSTAT_SHM_DEFAULT_SLOTS */
 };
 
 /*
- * Creates this process's segment, exclusively, removing a stale file left by
- * a dead process that had the same pid (or by this process before an
- * execve). Idempotent: a second call returns 0.
+ * Creates this process's segment "<dir>/loopstat.<pid>.<16 random hex
+ * digits>": built under a hidden name opened O_EXCL, then renamed without
+ * replacing anything, so no other user can claim the name first and no
+ * reader sees it half-made. Idempotent: a second call returns 0.
  * Called implicitly (with defaults) by the first fl_stats_slot_acquire().
  * The segment is unlinked at normal exit or by fl_stats_close().
- * Returns 0 or -errno.
+ * Returns 0 or -errno: -EINVAL for a LOOPSTAT_SHM_MODE that is not octal
+ * digits for a mode 0..0777 readable by its owner, -EPERM for a mode with
+ * group/other write bits. On any failure the process's loops keep running
+ * with private slots (unpublished), and the first failure is reported once
+ * on stderr ("libfiberloop: stats segment not published, ...").
  */
 FL_API int fl_stats_open(const struct fl_stats_options *opts);
 

@@ -2,8 +2,9 @@
  * loopstat_shm.h — the shared-memory ABI between libfiberloop (the writer)
  * and loopstat's probes (the reader). This is the ONLY header the two share.
  *
- * One segment per process: $LOOPSTAT_SHM_DIR/loopstat.<pid> (default
- * /dev/shm). Layout: one struct loopstat_shm_header at offset 0, then
+ * One segment per process: $LOOPSTAT_SHM_DIR/loopstat.<pid>.<suffix> (default
+ * /dev/shm; suffix: 16 random hex digits, so that no other user can claim
+ * the name first; older writers used loopstat.<pid>). Layout: one struct loopstat_shm_header at offset 0, then
  * header.slot_count slots of header.slot_size bytes each, starting at
  * offset header.header_size. A reader uses the sizes from the header, never
  * sizeof(), as strides: a newer minor may append fields to either struct.
@@ -41,7 +42,7 @@
 #define LOOPSTAT_SHM_PREFIX      "loopstat."
 #define LOOPSTAT_SHM_DEFAULT_DIR "/dev/shm"
 #define LOOPSTAT_SHM_DIR_ENV     "LOOPSTAT_SHM_DIR"
-#define LOOPSTAT_SHM_MODE_ENV    "LOOPSTAT_SHM_MODE"   /* octal, e.g. 0640 */
+#define LOOPSTAT_SHM_MODE_ENV    "LOOPSTAT_SHM_MODE"   /* octal digits, e.g. 0640; no group/other write */
 #define LOOPSTAT_SHM_DEFAULT_SLOTS 64
 
 #define LOOPSTAT_TAG_LEN  32   /* bytes, including the terminating NUL */

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FL__ASAN 1
@@ -21,6 +22,12 @@
 #define FL__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- stats: compiled out with -DFL_NO_STATS ------------------------------ */
+
+/* The segment's file mode from LOOPSTAT_SHM_MODE text (octal digits only)
+ * or from fl_stats_options.mode: 0, -EINVAL (not a mode 0..0777 readable
+ * by its owner) or -EPERM (group/other write bits). stats.c. */
+FL__HIDDEN int fl__stats_parse_mode(const char *text, mode_t *out);
+FL__HIDDEN int fl__stats_check_mode(mode_t mode, mode_t *out);
 
 /*
  * A counter's increment in one instruction where the ISA has an add to

@@ -4,6 +4,7 @@
 #include "support.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -110,4 +111,24 @@ int ts_run(char *const argv[], char **out, int timeout_ms)
 	if (timed_out || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
+}
+
+int ts_shm_segment(const char *dir, pid_t pid, char *buf, size_t len)
+{
+	char legacy[64], prefix[64];
+	snprintf(legacy, sizeof(legacy), "loopstat.%d", (int)pid);
+	snprintf(prefix, sizeof(prefix), "loopstat.%d.", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int err = -ENOENT;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, legacy) == 0 || strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
+			snprintf(buf, len, "%s/%s", dir, de->d_name);
+			err = 0;
+			break;
+		}
+	closedir(d);
+	return err;
 }

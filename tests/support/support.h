@@ -28,4 +28,8 @@ long long ts_now_ms(void);
 /* Writes len bytes to a new file at path with mode 0600. Returns 0 or -errno. */
 int ts_write_file(const char *path, const void *buf, size_t len);
 
+/* Path of pid's published segment in dir ("loopstat.<pid>.<suffix>", or a
+ * legacy "loopstat.<pid>") into buf. Returns 0, or -ENOENT if none. */
+int ts_shm_segment(const char *dir, pid_t pid, char *buf, size_t len);
+
 #endif /* TESTS_SUPPORT_H */

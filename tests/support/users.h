@@ -1,0 +1,35 @@
+/*
+ * users.h — a real second user for the tests that need one: created with
+ * useradd at the start of a test, removed with userdel after it.
+ */
+#ifndef TESTS_USERS_H
+#define TESTS_USERS_H
+
+#include <sys/types.h>
+
+struct ts_user {
+	char  name[32];
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * Creates a throwaway user "lst<pid>" (no home, no login shell, its own
+ * group). Skips the test cleanly (cr_skip_test) when not root or when
+ * useradd is missing or fails. Pair with ts_user_del(), e.g. in .fini.
+ */
+void ts_user_add(struct ts_user *u);
+/* Removes the user and its group (no-op if it was never created). */
+void ts_user_del(struct ts_user *u);
+
+/*
+ * Forks a child that drops to the user (setgroups, setgid, setuid) and
+ * returns fn(arg) as its exit status (0..255); waits at most timeout_ms.
+ * Returns the status, or -1 if the child timed out or died of a signal.
+ */
+int ts_as_user(const struct ts_user *u, int (*fn)(void *arg), void *arg, int timeout_ms);
+
+/* In a forked child: become the user; returns 0 or -errno. */
+int ts_become(const struct ts_user *u);
+
+#endif /* TESTS_USERS_H */
