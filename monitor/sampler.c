@@ -61,6 +61,7 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
 		.pid = w->pid, .tid = w->tid, .name = w->name, .instrumented = w->instrumented, .t_ns = now,
 		.sample = smp, .verdict = v, .fiber_tag = w->instrumented ? w->series.fiber_tag : NULL,
 		.run_ns = w->series.sched_last.run_ns, .wait_ns = w->series.sched_last.wait_ns,
+		.switches = w->instrumented ? w->series.shm_last.v[PROBE_SHM_switches] : 0,
 	};
 	for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
 		if (w->targets[i].fd == v->fd)
@@ -132,7 +133,8 @@ void sampler_step(struct sampler *s)
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 	}
 	pthread_mutex_lock(&s->lock);
-	if (now >= s->next_shm) {
+	/* a hook attributes each sample to the running fiber: read it in the same tick */
+	if (now >= s->next_shm || s->on_sample) {
 		sampler_read_segments(s, now);
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
 	}

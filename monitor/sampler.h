@@ -35,6 +35,7 @@ struct sampler_event {
 	const char *fiber_tag;           /* the running fiber's tag at the slot's last reading, NULL if not instrumented */
 	const char *target;              /* what the verdict's fd is ("pipe:[12]", a path, a socket), NULL if unknown */
 	uint64_t run_ns, wait_ns;        /* the thread's schedstat totals at their last reading (0 before) */
+	uint64_t switches;               /* the slot's switch counter at its last reading, 0 if not instrumented */
 };
 
 struct sampler_opts {
@@ -44,7 +45,9 @@ struct sampler_opts {
 	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */
 	size_t max_workers;              /* threads sampled at most; 0: SAMPLER_MAX_WORKERS */
 	/* called on the sampling thread, with its lock held, for every sample
-	 * of a live task: keep it short (it delays the tick) */
+	 * of a live task: keep it short (it delays the tick). With a hook the
+	 * shm slots are read every tick, not at SAMPLER_SHM_HZ, so fiber_tag
+	 * is the fiber running at the sample's tick. */
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;
 };

@@ -13,7 +13,7 @@
 int session_start(struct session *se, const struct session_opts *o)
 {
 	struct sampler_opts so = { .rate_hz = o->rate_hz, .targets = o->targets, .all_threads = o->all_threads,
-				 .max_workers = o->max_workers };
+				  .max_workers = o->max_workers, .on_sample = o->on_sample, .on_sample_arg = o->on_sample_arg };
 	memset(se, 0, sizeof(*se));
 	int err = sampler_new(&so, &se->sampler);
 	if (err == 0 && (err = sampler_start(se->sampler)) < 0) {
@@ -26,12 +26,21 @@ int session_start(struct session *se, const struct session_opts *o)
 
 void session_wait_until(struct session *se, double seconds)
 {
-	int tty = isatty(STDERR_FILENO);
+	session_wait_unless(se, seconds, NULL, NULL);
+}
+
+int session_wait_unless(struct session *se, double seconds, int (*gone)(void *arg), void *arg)
+{
+	int tty = isatty(STDERR_FILENO), early = 0;
 	const double tick = 0.1;
 	for (;;) {
 		double t = (double)mono_ns() / 1e9 - se->started_s;
 		if (t >= seconds)
 			break;
+		if (gone && gone(arg)) {
+			early = 1;
+			break;
+		}
 		if (tty)
 			fprintf(stderr, "\rloopstat: sampling %.1f / %.1f s", t, seconds);
 		double step = seconds - t < tick ? seconds - t : tick;
@@ -40,6 +49,7 @@ void session_wait_until(struct session *se, double seconds)
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
+	return early;
 }
 
 void session_stop(struct session *se)

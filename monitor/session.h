@@ -17,6 +17,9 @@ struct session_opts {
 	double rate_hz;                  /* 0: the sampler's default */
 	int    all_threads;              /* also threads never seen polling */
 	size_t max_workers;              /* 0: the sampler's default */
+	/* sampler_opts.on_sample: profile and record keep their own record */
+	void (*on_sample)(void *arg, const struct sampler_event *ev);
+	void  *on_sample_arg;
 };
 
 struct session {
@@ -30,6 +33,10 @@ int  session_start(struct session *se, const struct session_opts *o);
 /* Sleeps until `seconds` after the start, with a progress line on stderr
  * when it is a terminal. */
 void session_wait_until(struct session *se, double seconds);
+
+/* The same, and every 0.1 s asks gone(arg): stops early when it says 1.
+ * Returns 1 when stopped early, else 0. */
+int  session_wait_unless(struct session *se, double seconds, int (*gone)(void *arg), void *arg);
 
 /* Stops sampling (the model stays readable) and frees everything. */
 void session_stop(struct session *se);

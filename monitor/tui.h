@@ -1,12 +1,13 @@
 /*
  * tui.h — the live dashboard (`loopstat top`): a top-like ncursesw view of
  * the sampler's model. It only formats, sorts and filters model rows; all
- * figures come from sampler_model().
+ * figures come from the source's snapshots (the live sampler, or a
+ * replayed recording).
  */
 #ifndef LOOPSTAT_TUI_H
 #define LOOPSTAT_TUI_H
 
-#include "sampler.h"
+#include "source.h"
 
 #define TUI_DEFAULT_DELAY_S   1.0
 #define TUI_DEFAULT_WINDOW_S  5.0   /* 500 samples at 100 Hz: idle% within ±4.4 points */
@@ -25,6 +26,6 @@ struct tui_opts {
  * 'q', the signal number when SIGINT, SIGTERM or SIGHUP stopped it (the
  * terminal is restored either way), or -errno when there is no terminal.
  */
-int tui_run(struct sampler *s, const struct tui_opts *o);
+int tui_run(const struct source *s, const struct tui_opts *o);
 
 #endif /* LOOPSTAT_TUI_H */

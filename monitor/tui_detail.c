@@ -1,7 +1,9 @@
 /*
  * tui_detail.c — one worker in full: where its time goes (idle, running,
  * blocked, other as bars), the syscalls it blocks in with their fd
- * targets, its idle% history, fiber and stall, and the runtime counters.
+ * targets, its idle% history, fiber and stall, the runtime counters, and
+ * the run's breakdown by (class, syscall, fd, call site, fiber) with the
+ * fibers' shares — what `loopstat profile` splits further by stack.
  */
 #include "tui_int.h"
 #include "textsafe.h"
@@ -153,6 +155,51 @@ static int draw_runtime(const struct worker_view *w, int y, int end)
 	return y;
 }
 
+/* The fibers' shares of the run, summed over the keys: one line. */
+static int draw_fibers(const struct worker_view *w, int y)
+{
+	char names[MODEL_KEYS][LOOPSTAT_TAG_LEN];
+	double pct[MODEL_KEYS];
+	int n = 0;
+	for (int i = 0; i < w->nkeys; i++) {
+		int k = 0;
+		while (k < n && strcmp(names[k], w->keys[i].fiber) != 0)
+			k++;
+		if (k == n) {
+			snprintf(names[n], sizeof(names[n]), "%s", w->keys[i].fiber);
+			pct[n++] = 0;
+		}
+		pct[k] += w->keys[i].pct;
+	}
+	mvprintw(y, 2, "fibers");
+	for (int k = 0; k < n; k++)
+		printw("  %s %.1f%%", names[k][0] ? textsafe(names[k]) : "(none or untagged)", pct[k]);
+	return y + 1;
+}
+
+static int draw_keys(const struct worker_view *w, int y, int end)
+{
+	section(y++, "Since start: class, syscall, fd, call site (pc), fiber");
+	for (int i = 0; i < w->nkeys && y < end; i++) {
+		const struct key_view *k = &w->keys[i];
+		char fd[16] = "", pc[24] = "", fiber[LOOPSTAT_TAG_LEN + 8] = "", target[MODEL_TARGET_LEN];
+		if (k->fd >= 0)
+			snprintf(fd, sizeof(fd), "fd %d", k->fd);
+		if (k->pc)
+			snprintf(pc, sizeof(pc), "0x%llx", (unsigned long long)k->pc);
+		if (k->fiber[0])
+			snprintf(fiber, sizeof(fiber), "%s", k->fiber);
+		snprintf(target, sizeof(target), "%s", k->target);
+		mvprintw(y++, 2, "%5.1f%%  %-8s %-16s %-6s %-14s %-12s %.*s", k->pct, k->cls, k->syscall, fd, pc,
+			 textsafe(fiber), COLS > 74 ? COLS - 74 : 0, textsafe(target));
+	}
+	if (w->keys_unkeyed_pct > 0 && y < end)
+		mvprintw(y++, 2, "%.1f%% in keys beyond the table's room", w->keys_unkeyed_pct);
+	if (w->instrumented && w->nkeys > 0 && y < end)
+		y = draw_fibers(w, y);
+	return y;
+}
+
 void tui_draw_detail(struct tui *t, int y, int h)
 {
 	const struct worker_view *w = tui_selected(t);
@@ -171,4 +218,6 @@ void tui_draw_detail(struct tui *t, int y, int h)
 		y = draw_runtime(w, y, end);
 	if (y < end - 1)
 		y = draw_blockers(w, y, end);
+	if (w->nkeys > 0 && y < end - 1)
+		y = draw_keys(w, y, end);
 }

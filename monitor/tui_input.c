@@ -13,7 +13,7 @@
 
 static const double delays[] = { 0.5, 1, 2, 5 };
 
-void tui_state_init(struct tui *t, struct sampler *s, const struct tui_opts *o)
+void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts *o)
 {
 	memset(t, 0, sizeof(*t));
 	t->s = s;
@@ -22,7 +22,7 @@ void tui_state_init(struct tui *t, struct sampler *s, const struct tui_opts *o)
 	t->color = !(o && o->no_color) && !getenv("NO_COLOR");
 	t->targeted = o && o->targeted;
 	t->sort_col = TUI_COL_IDLE;
-	t->rate_hz = s ? sampler_rate(s) : SAMPLER_DEFAULT_HZ;
+	t->rate_hz = s ? s->ops->rate(s->impl) : SAMPLER_DEFAULT_HZ;
 	if (gethostname(t->host, sizeof(t->host)) < 0)
 		snprintf(t->host, sizeof(t->host), "?");
 	t->host[sizeof(t->host) - 1] = '\0';
@@ -39,9 +39,9 @@ void tui_state_done(struct tui *t)
 int tui_refresh_model(struct tui *t)
 {
 	struct model m = { 0 };
-	int err = sampler_model(t->s, t->window_s, &m);
+	int err = t->s ? source_model(t->s, t->window_s, &m) : -EINVAL;
 	if (err < 0) {
-		snprintf(t->msg, sizeof(t->msg), "sampler_model: %s", strerror(-err));
+		snprintf(t->msg, sizeof(t->msg), "taking the model: %s", strerror(-err));
 		return err;
 	}
 	model_done(&t->m);
@@ -55,8 +55,12 @@ static void set_rate(struct tui *t, double factor)
 	double hz = t->rate_hz * factor;
 	hz = hz < TUI_MIN_RATE_HZ ? TUI_MIN_RATE_HZ : hz > TUI_MAX_RATE_HZ ? TUI_MAX_RATE_HZ : hz;
 	t->rate_hz = hz;
+	if (t->s && !t->s->ops->set_rate) {
+		snprintf(t->msg, sizeof(t->msg), "a replay keeps its recorded rate");
+		return;
+	}
 	if (t->s)
-		sampler_set_rate(t->s, hz);
+		t->s->ops->set_rate(t->s->impl, hz);
 	snprintf(t->msg, sizeof(t->msg), "sampling at %.0f Hz", hz);
 }
 
@@ -173,8 +177,8 @@ int tui_handle_key(struct tui *t, int ch)
 		break;
 	case TUI_THREADS:
 		t->all_threads = !t->all_threads;
-		if (t->s) {
-			sampler_set_all_threads(t->s, t->all_threads);
+		if (t->s && t->s->ops->set_all_threads) {
+			t->s->ops->set_all_threads(t->s->impl, t->all_threads);
 			tui_refresh_model(t);
 		}
 		break;
@@ -187,7 +191,7 @@ int tui_handle_key(struct tui *t, int ch)
 	case TUI_PAUSE:
 		t->paused = !t->paused;
 		if (t->s)
-			sampler_set_paused(t->s, t->paused);
+			t->s->ops->set_paused(t->s->impl, t->paused);
 		break;
 	case TUI_FASTER: set_rate(t, 1.5); break;
 	case TUI_SLOWER: set_rate(t, 1 / 1.5); break;

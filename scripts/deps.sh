@@ -32,6 +32,12 @@ PKGS="$PKGS
 python3-junitparser:/usr/lib/python3/dist-packages/junitparser/__init__.py
 perl:/usr/bin/prove
 "
+# loopstat profile: the access test runs loopstat as another user (setpriv),
+# bench/profile_impact compares against strace.
+PKGS="$PKGS
+util-linux:setpriv
+strace:strace
+"
 
 missing=""
 for pair in $PKGS; do

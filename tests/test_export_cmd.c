@@ -56,10 +56,9 @@ static pid_t spawn_published(const char *name, const char *const args[], int *fd
 {
 	pid_t pid = tc_spawn_example(name, args, fd);
 	char seg[600];
-	snprintf(seg, sizeof(seg), "%s/loopstat.%d", dir, (int)pid);
-	for (int i = 0; i < 300 && access(seg, F_OK) != 0; i++)
+	for (int i = 0; i < 300 && ts_shm_segment(dir, pid, seg, sizeof(seg)) != 0; i++)
 		usleep(10000);
-	cr_assert_eq(access(seg, F_OK), 0, "%s never published %s", name, seg);
+	cr_assert_eq(ts_shm_segment(dir, pid, seg, sizeof(seg)), 0, "%s %d never published in %s", name, (int)pid, dir);
 	return pid;
 }
 

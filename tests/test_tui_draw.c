@@ -466,6 +466,17 @@ static void golden_model(void)
 	w->stall_ms = 0;
 	snprintf(w->fiber_tag, sizeof(w->fiber_tag), "writer");
 	snprintf(w->loop_basis, sizeof(w->loop_basis), "published wait fd");
+	/* the run's breakdown: the detail view lists it and sums the fibers */
+	static const struct key_view keys[] = {
+		{ .cls = "running", .nr = -1, .fd = -1, .fiber = "writer", .pct = 60.0 },
+		{ .cls = "blocked", .nr = 74, .syscall = "fsync", .fd = 7, .target = "/var/lib/data.db", .pc = 0x7f0011223344,
+		  .fiber = "writer", .pct = 20.0 },
+		{ .cls = "running", .nr = -1, .fd = -1, .fiber = "compactor", .pct = 15.0 },
+		{ .cls = "idle", .nr = 232, .syscall = "epoll_wait", .fd = 5, .target = "anon_inode:[eventpoll]",
+		  .pc = 0x7f0011220000, .pct = 5.0 },
+	};
+	memcpy(w->keys, keys, sizeof(keys));
+	w->nkeys = 4;
 	t.m.workers[0].stall_ms = 1800;
 	t.m.workers[0].runqueue_len = 12000;
 }
