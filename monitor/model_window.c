@@ -21,11 +21,6 @@ struct window {
 	int64_t lo, hi;
 };
 
-static int in_window(const struct series_bucket *b, struct window w)
-{
-	return b->sec >= w.lo && b->sec <= w.hi;
-}
-
 /*
  * How a window's samples become shares of time.
  *
@@ -226,8 +221,8 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 			if (sec < 0)
 				continue;
 			const struct series_bucket *b = &a->detail[sec % SERIES_DETAIL_S];
-			if (!in_window(b, win))
-				continue;
+			if (b->sec != sec)
+				continue; /* not that second's (unused is -1, which a young window's bounds hold) */
 			for (int c = 0; c < SERIES_NCLASS; c++)
 				n[c] += b->n[c];
 			for (int k = 0; k < SERIES_BLOCK_KEYS && b->blocks[k].n; k++)

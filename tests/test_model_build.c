@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "model_build.h"
+#include "model_window.h"
 
 #define NS 1000000000ull
 
@@ -120,4 +121,26 @@ Test(model_build, gone_worker_is_not_stalled_and_empty_fleet_is_unknown)
 	cr_assert(m.workers[0].gone);
 	cr_assert_float_eq(m.workers[0].stall_ms, 0, 1e-12, "an exited thread is not stalled");
 	model_done(&m);
+}
+
+Test(model_build, a_window_copy_reads_only_its_own_seconds_even_for_a_young_worker)
+{
+	/* a sampler one second old: the window's bounds reach below 0, where
+	 * an unused bucket's marker (-1) lies; the copy leaves unused buckets'
+	 * counts as whatever memory held */
+	struct series *src = malloc(sizeof(*src)), *dst = malloc(sizeof(*dst));
+	series_init(src);
+	struct probe_verdict poll = { PROBE_POLL, SYS_epoll_wait, 3 };
+	for (int i = 0; i < 100; i++)
+		series_add_sample(src, 1 * NS + (uint64_t)i * 1000000ull, &poll, NULL);
+	memset(dst, 0xbe, sizeof(*dst));
+	series_copy_window(dst, src, 1, 5, 1);
+	struct worker_view a, b;
+	model_window(src, 1 * NS + 500000000ull, 5, 0, &a);
+	model_window(dst, 1 * NS + 500000000ull, 5, 0, &b);
+	cr_assert_eq(a.samples, 100);
+	cr_assert_eq(b.samples, 100, "the copy read %llu samples", (unsigned long long)b.samples);
+	cr_assert_float_eq(b.idle_pct, 100.0, 1e-9);
+	free(src);
+	free(dst);
 }
