@@ -60,16 +60,12 @@ int targets_add_pids(struct targets *t, const char *arg, char *msg, size_t msgle
 
 int targets_set_regex(struct targets *t, const char *re, char *msg, size_t msglen)
 {
+	char why[128];
 	targets_done(t);
-	/* compiled here rather than by probe_matcher_init() to keep regerror's reason */
-	int rc = regcomp(&t->matcher.re, re, REG_EXTENDED | REG_NOSUB);
-	if (rc) {
-		char why[128];
-		regerror(rc, &t->matcher.re, why, sizeof(why));
+	if (probe_matcher_init_why(&t->matcher, re, PROBE_MATCH_COMM, why, sizeof(why)) < 0) {
 		snprintf(msg, msglen, "invalid regex '%s': %s", re, why);
 		return -EINVAL;
 	}
-	t->matcher.what = PROBE_MATCH_COMM;
 	t->has_re = 1;
 	return 0;
 }

@@ -43,6 +43,8 @@ struct probe_matcher {
  * or an empty `what`. */
 int probe_matcher_init(struct probe_matcher *m, const char *pattern, unsigned what);
 void probe_matcher_done(struct probe_matcher *m);
+/* The same, with regerror's reason (or another) in why on -EINVAL. */
+int probe_matcher_init_why(struct probe_matcher *m, const char *pattern, unsigned what, char *why, size_t len);
 
 /* Every process (not thread) whose comm or cmdline matches, except the
  * caller's own process (its command line holds the pattern). Fills up to

@@ -44,12 +44,25 @@ __attribute__((visibility("default"), weak)) const char *__lsan_default_options(
 /* Command lines longer than this are matched on their first 4 KiB. */
 #define CMDLINE_MAX 4096
 
-int probe_matcher_init(struct probe_matcher *m, const char *pattern, unsigned what)
+int probe_matcher_init_why(struct probe_matcher *m, const char *pattern, unsigned what, char *why, size_t len)
 {
 	m->what = what & (PROBE_MATCH_COMM | PROBE_MATCH_CMDLINE);
-	if (!m->what || !pattern)
+	if (!m->what || !pattern) {
+		if (why && len)
+			snprintf(why, len, "%s", pattern ? "nothing to match against" : "no pattern");
 		return -EINVAL;
-	return regcomp(&m->re, pattern, REG_EXTENDED | REG_NOSUB) == 0 ? 0 : -EINVAL;
+	}
+	int rc = regcomp(&m->re, pattern, REG_EXTENDED | REG_NOSUB);
+	if (rc == 0)
+		return 0;
+	if (why && len)
+		regerror(rc, &m->re, why, len);
+	return -EINVAL;
+}
+
+int probe_matcher_init(struct probe_matcher *m, const char *pattern, unsigned what)
+{
+	return probe_matcher_init_why(m, pattern, what, NULL, 0);
 }
 
 void probe_matcher_done(struct probe_matcher *m)
