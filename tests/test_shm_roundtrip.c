@@ -301,9 +301,11 @@ Test(shm_roundtrip, hot_fields_follow_and_a_reused_slot_is_stale)
 	cr_assert_eq(hot.current_fiber, 8);
 	cr_assert_eq(hot.poll_since_ns, 123456);
 	cr_assert_str_eq(hot.fiber_tag, "render");
+	cr_assert_eq(hot.tag_index, t);
 	fl_stat_set(&s->current_tag, LOOPSTAT_TAG_MAX + 1);
 	cr_assert_eq(probe_shm_read_hot(shm, &w[0], &hot), 0);
 	cr_assert_str_eq(hot.fiber_tag, "", "a tag index out of range names nothing");
+	cr_assert_eq(hot.tag_index, 0);
 	struct probe_shm_worker bad = w[0];
 	bad.slot = 1u << 30;
 	cr_assert_eq(probe_shm_read_hot(shm, &bad, &hot), -ESTALE);

@@ -127,7 +127,8 @@ void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info
 struct probe_shm_hot {
 	uint64_t poll_since_ns;          /* 0: not in a blocking poll (always 0 from a minor-0 writer) */
 	uint64_t current_fiber;
-	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of current_tag, "" if none or out of range */
+	uint32_t tag_index;              /* current_tag: 1 + tag table index, 0 if none or out of range */
+	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* its tag, "" if none */
 };
 
 /*

@@ -595,7 +595,8 @@ int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, 
 	hot->current_fiber = sl.current_fiber;
 	hot->fiber_tag[0] = '\0';
 	uint64_t ti = sl.current_tag;
-	if (ti >= 1 && ti <= LOOPSTAT_TAG_MAX)
+	hot->tag_index = ti >= 1 && ti <= LOOPSTAT_TAG_MAX ? (uint32_t)ti : 0;
+	if (hot->tag_index)
 		copy_tag(hot->fiber_tag, &sl.tags[ti - 1]);
 	return 0;
 }
