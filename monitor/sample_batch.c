@@ -1,10 +1,9 @@
 /*
- * sample_batch.c — the sampler's per-tick reads: pread for a few workers,
- * one io_uring batch for many, and the sampler's true CPU cost.
+ * sample_batch.c — the sampler's per-tick reads and its true CPU cost.
  *
- * Why a threshold: a batch costs one io_uring_enter plus waking io-wq
- * threads and switching to them and back, per tick, whatever the number of
- * reads; it pays only once that is less than the preads it replaces.
+ * Whether a tick reads with pread or one io_uring batch is probe_sc_batch's
+ * decision, made by measuring both (probe_syscall_batch.h): no fleet size
+ * is right on every machine.
  *
  * Why the io-wq threads matter to the sampler's real-time policy: the reads
  * of a batch run on them, not on the sampling thread, so (1) the sampler's
@@ -25,8 +24,7 @@
 #include <time.h>
 
 struct sample_batch {
-	struct probe_sc_batch *batch; /* owned; created at the first large tick */
-	int       batch_err;          /* probe_sc_batch_new failed: pread only */
+	struct probe_sc_batch *batch; /* owned */
 	struct probe_syscall **slots; /* borrowed probes, cap long */
 	struct probe_sc_sample *out;
 	int      *rc;
@@ -36,8 +34,13 @@ struct sample_batch {
 
 int sample_batch_new(struct sample_batch **out)
 {
-	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	struct sample_batch *sb = calloc(1, sizeof(*sb));
+	if (!sb || probe_sc_batch_new(SAMPLE_BATCH_SQ, &sb->batch) < 0) {
+		free(sb);
+		return -ENOMEM;
+	}
+	*out = sb;
+	return 0;
 }
 
 void sample_batch_delete(struct sample_batch *sb)
@@ -75,26 +78,19 @@ struct probe_syscall **sample_batch_slots(struct sample_batch *sb, size_t n)
 
 void sample_batch_run(struct sample_batch *sb)
 {
-	size_t live = 0;
-	for (size_t i = 0; i < sb->n; i++)
-		live += sb->slots[i] != NULL;
-	if (live >= SAMPLE_BATCH_MIN && !sb->batch && !sb->batch_err)
-		sb->batch_err = probe_sc_batch_new(SAMPLE_BATCH_SQ, &sb->batch);
-	sb->used_ring = 0;
-	if (live >= SAMPLE_BATCH_MIN && sb->batch) {
-		probe_sc_batch_sample(sb->batch, sb->slots, sb->n, sb->out, sb->rc);
-		sb->used_ring = probe_sc_batch_ring(sb->batch) == 1;
-		return;
-	}
-	for (size_t i = 0; i < sb->n; i++)
-		if (sb->slots[i])
-			sb->rc[i] = probe_syscall_sample(sb->slots[i], &sb->out[i]);
+	probe_sc_batch_sample(sb->batch, sb->slots, sb->n, sb->out, sb->rc);
+	sb->used_ring = probe_sc_batch_last_path(sb->batch) == PROBE_SC_PATH_RING;
 }
 
 int sample_batch_result(const struct sample_batch *sb, size_t i, struct probe_sc_sample *out)
 {
 	*out = sb->out[i];
 	return sb->rc[i];
+}
+
+void sample_batch_set_path(struct sample_batch *sb, enum probe_sc_path p)
+{
+	probe_sc_batch_set_path(sb->batch, p);
 }
 
 int sample_batch_used_ring(const struct sample_batch *sb)
@@ -107,8 +103,7 @@ uint64_t sample_batch_cpu_ns(struct sample_batch *sb)
 	struct timespec ts;
 	uint64_t iowq = 0;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	if (sb->batch)
-		probe_sc_batch_iowq_cpu_ns(sb->batch, &iowq);
+	probe_sc_batch_iowq_cpu_ns(sb->batch, &iowq);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + iowq;
 }
 
@@ -119,7 +114,6 @@ int sample_batch_set_realtime(struct sample_batch *sb, int on)
 	if (pthread_setschedparam(pthread_self(), policy, &sp) != 0)
 		return 0;
 	/* best effort: the same rights that allowed ours allow theirs */
-	if (sb->batch)
-		probe_sc_batch_iowq_setsched(sb->batch, policy, sp.sched_priority);
+	probe_sc_batch_iowq_setsched(sb->batch, policy, sp.sched_priority);
 	return 1;
 }

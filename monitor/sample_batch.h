@@ -1,7 +1,7 @@
 /*
  * sample_batch.h — how the sampler reads its workers' syscall files each
- * tick: one pread each for a few workers, one io_uring batch for many
- * (libprobes' probe_sc_batch), and what that costs the sampler in CPU.
+ * tick (libprobes' probe_sc_batch, which picks pread or io_uring by
+ * measuring both on this machine), and what that costs the sampler in CPU.
  */
 #ifndef LOOPSTAT_SAMPLE_BATCH_H
 #define LOOPSTAT_SAMPLE_BATCH_H
@@ -10,11 +10,8 @@
 #include <stdint.h>
 
 #include "probe_syscall.h"
+#include "probe_syscall_batch.h"
 
-/* From this many live workers on, the batch costs no more than one pread
- * per worker (bench/probe_fleet, docs/performance.md: more below ~30, even
- * around 100, 8-16% less at 1000 on the project VM). */
-#define SAMPLE_BATCH_MIN 100
 /* reads per io_uring_enter; a larger fleet takes more than one */
 #define SAMPLE_BATCH_SQ  1024
 
@@ -33,7 +30,10 @@ void sample_batch_run(struct sample_batch *sb);
 /* Slot i's sample: what probe_syscall_sample returns, and *out. */
 int sample_batch_result(const struct sample_batch *sb, size_t i, struct probe_sc_sample *out);
 
-/* 1 when the last run went through io_uring. */
+/* Forces a path (benchmarks, tests) or gives the choice back (AUTO). */
+void sample_batch_set_path(struct sample_batch *sb, enum probe_sc_path p);
+
+/* 1 when the last run went through io_uring (probe_sc_batch's choice). */
 int sample_batch_used_ring(const struct sample_batch *sb);
 
 /* CPU time of the calling (sampling) thread plus the io-wq threads that

@@ -75,8 +75,12 @@ static void sample_all(struct sampler *s, uint64_t now)
 	struct probe_syscall **slot = sample_batch_slots(s->batch, s->n);
 	if (!slot)
 		return; /* out of memory: this tick is lost, not the sampler */
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		slot[i] = s->w[i]->gone_ns ? NULL : &s->w[i]->sc;
+		/* the fiber running at this tick, not at the last 10 Hz reading */
+		if (slot[i] && s->w[i]->instrumented)
+			sampler_read_hot(s, s->w[i]);
+	}
 	sample_batch_run(s->batch);
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];

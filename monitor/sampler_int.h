@@ -37,6 +37,7 @@ struct sworker {
 	uint32_t backend;
 	int      wait_fd;
 	uint64_t generation;          /* slot generation, instrumented only */
+	uint32_t slot;                /* its slot's index in its segment */
 	char     name[PROBE_COMM_LEN];
 	char     tag[LOOPSTAT_TAG_LEN];
 	struct probe_syscall sc;
@@ -106,6 +107,9 @@ void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
 void sampler_read_segments(struct sampler *s, uint64_t now);
+/* An instrumented worker's running fiber, read at this tick (one pread of
+ * its slot) into its series; a slot that changed waits for the table. */
+void sampler_read_hot(struct sampler *s, struct sworker *w);
 void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
 void sampler_free_workers(struct sampler *s);
 

@@ -291,11 +291,21 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		w->backend = sl->backend;
 		w->wait_fd = sl->wait_fd;
 		w->generation = sl->generation;
+		w->slot = sl->slot;
 		w->seen = 1;
 		snprintf(w->tag, sizeof(w->tag), "%s", sl->tag);
 		/* now counts from s->t0 on CLOCK_MONOTONIC: the writers' clock */
 		series_add_shm(&w->series, now, s->t0 + now, sl->values, sl->fiber_tag);
 	}
+}
+
+void sampler_read_hot(struct sampler *s, struct sworker *w)
+{
+	struct segment *g = find_segment(s, w->pid);
+	struct probe_shm_worker ref = { .pid = w->pid, .tid = w->tid, .generation = w->generation, .slot = w->slot };
+	struct probe_shm_hot hot;
+	if (g && g->read_ok && probe_shm_read_hot(g->shm, &ref, &hot) == 0)
+		series_set_fiber(&w->series, hot.tag_index, hot.fiber_tag);
 }
 
 /* One pass over the workers before and one after, whatever the number of

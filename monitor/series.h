@@ -120,6 +120,10 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],
 		 const char *fiber_tag);
 
+/* The running fiber as read at a tick's own instant (probe_shm_read_hot):
+ * tag_index is current_tag (0: none), tag its name. */
+void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag);
+
 /* A schedstat reading at t_ns. */
 void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);
 

@@ -117,6 +117,7 @@ static struct probe_sc_batch *ring_batch(unsigned sq)
 	struct probe_sc_batch *b;
 	cr_assert_eq(probe_sc_batch_new(sq, &b), 0);
 	tchild_need_ring(probe_sc_batch_ring(b));
+	probe_sc_batch_set_path(b, PROBE_SC_PATH_RING); /* not left to measurement */
 	return b;
 }
 

@@ -1,4 +1,4 @@
-/* The sampler's per-tick reads: pread below SAMPLE_BATCH_MIN workers, an io_uring batch above, whose io-wq threads count in the sampler's CPU and follow its policy. */
+/* The sampler's per-tick reads: pread or an io_uring batch as probe_sc_batch measures, whose io-wq threads count in the sampler's CPU and follow its policy. */
 #include <criterion/criterion.h>
 
 #include <dirent.h>
@@ -17,7 +17,7 @@
 #include "sampler.h"
 #include "support/probe_child.h"
 
-#define N (SAMPLE_BATCH_MIN + 8)
+#define N 108
 
 static int epfd = -1;
 static pid_t kids[N];
@@ -84,17 +84,29 @@ static void need_io_uring(void)
 	tchild_need_ring(r);
 }
 
-Test(sample_batch, pread_below_the_threshold_ring_above, .timeout = PROBE_TEST_TIMEOUT)
+/* The shim reads what libprobes chose: its start check runs both paths on
+ * these very probes, ring first, and every tick still samples right. */
+Test(sample_batch, the_path_is_measured_not_decided_by_size, .timeout = PROBE_TEST_TIMEOUT)
 {
 	need_io_uring();
 	struct sample_batch *sb;
 	cr_assert_eq(sample_batch_new(&sb), 0);
-	run_and_compare(sb, SAMPLE_BATCH_MIN - 1);
+	int ring = 0, pread = 0;
+	for (unsigned t = 0; t < 2 * PROBE_SC_START_TICKS; t++) {
+		run_and_compare(sb, 3); /* a size the old threshold sent to pread */
+		ring += sample_batch_used_ring(sb);
+		pread += !sample_batch_used_ring(sb);
+	}
+	cr_assert_eq(ring, PROBE_SC_START_TICKS);
+	cr_assert_eq(pread, PROBE_SC_START_TICKS);
+	for (int t = 0; t < 20; t++)
+		run_and_compare(sb, 3);
+	sample_batch_set_path(sb, PROBE_SC_PATH_PREAD);
+	run_and_compare(sb, N);
 	cr_assert_eq(sample_batch_used_ring(sb), 0);
+	sample_batch_set_path(sb, PROBE_SC_PATH_RING);
 	run_and_compare(sb, N);
 	cr_assert_eq(sample_batch_used_ring(sb), 1);
-	run_and_compare(sb, 3);
-	cr_assert_eq(sample_batch_used_ring(sb), 0);
 	sample_batch_delete(sb);
 }
 
@@ -132,6 +144,7 @@ Test(sample_batch, cpu_includes_iowq_and_policy_follows, .timeout = PROBE_TEST_T
 	need_io_uring();
 	struct sample_batch *sb;
 	cr_assert_eq(sample_batch_new(&sb), 0);
+	sample_batch_set_path(sb, PROBE_SC_PATH_RING);
 	run_and_compare(sb, N);
 	cr_assert_eq(sample_batch_used_ring(sb), 1);
 	uint64_t own0 = thread_ns(), all0 = sample_batch_cpu_ns(sb);

@@ -1,6 +1,7 @@
 /* Sampler on real processes: workers appear when seen polling, blocked reads are attributed, exited workers drop. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <pthread.h>
@@ -11,7 +12,9 @@
 
 #include "model_build.h"
 
+#include "fiberloop_stats.h"
 #include "sampler.h"
+#include "support/fl_test.h"
 #include "support/children.h"
 #include "support/support.h"
 
@@ -328,4 +331,81 @@ Test(sampler, the_worker_cap_turns_threads_away_and_counts_them, .timeout = 30)
 	model_done(&m);
 	sampler_delete(s);
 	tc_kill(child);
+}
+
+/* ---- the running fiber, read at the tick's own instant -------------------- */
+
+static struct loopstat_shm_slot *hot_slot;
+static int hot_pipe[2] = { -1, -1 };
+static pthread_mutex_t hot_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hot_cv = PTHREAD_COND_INITIALIZER;
+
+/* An instrumented thread of this process, parked in a read. */
+static void *hot_worker(void *arg)
+{
+	(void)arg;
+	struct loopstat_shm_slot *sl = fl_stats_slot_acquire("hotw", LOOPSTAT_BACKEND_LIBEV, -1);
+	fl_stat_set(&sl->current_tag, fl_stats_tag_index(sl, "first"));
+	fl_stats_tag_index(sl, "second");
+	pthread_mutex_lock(&hot_mu);
+	hot_slot = sl;
+	pthread_cond_signal(&hot_cv);
+	pthread_mutex_unlock(&hot_mu);
+	char c;
+	while (read(hot_pipe[0], &c, 1) < 0)
+		;
+	fl_stats_slot_release(sl);
+	return NULL;
+}
+
+struct fiber_seen {
+	pid_t tid;
+	char tag[LOOPSTAT_TAG_LEN];
+	int events;
+};
+
+static void on_fiber(void *arg, const struct sampler_event *ev)
+{
+	struct fiber_seen *f = arg;
+	if (ev->tid != f->tid)
+		return;
+	f->events++;
+	snprintf(f->tag, sizeof(f->tag), "%s", ev->fiber_tag ? ev->fiber_tag : "(null)");
+}
+
+Test(sampler, a_sample_names_the_fiber_running_at_its_tick, .timeout = 30, .init = fl_test_shm_setup,
+     .fini = fl_test_shm_done)
+{
+	cr_assert_eq(pipe(hot_pipe), 0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, hot_worker, NULL), 0);
+	pthread_mutex_lock(&hot_mu);
+	while (!hot_slot)
+		pthread_cond_wait(&hot_cv, &hot_mu);
+	pthread_mutex_unlock(&hot_mu);
+	static struct fiber_seen f;
+	f = (struct fiber_seen){ .tid = hot_slot->tid };
+	usleep(20000); /* into its read */
+	targets_init(&t);
+	t.pids[t.npids++] = getpid();
+	struct sampler_opts o = { .rate_hz = 100, .targets = &t, .on_sample = on_fiber, .on_sample_arg = &f };
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	sampler_step(s); /* discovery and the table's reading: "first" */
+	cr_assert_eq(f.events, 1);
+	cr_assert_str_eq(f.tag, "first");
+	/* a switch after the table's 10 Hz reading: the next tick, well before
+	 * the next reading, names the fiber it finds running */
+	fl_stat_set(&hot_slot->current_tag, 2);
+	sampler_step(s);
+	cr_assert_eq(f.events, 2);
+	cr_assert_str_eq(f.tag, "second");
+	fl_stat_set(&hot_slot->current_tag, 0);
+	sampler_step(s);
+	cr_assert_str_eq(f.tag, "", "no fiber: the loop itself");
+	sampler_delete(s);
+	targets_done(&t);
+	cr_assert_eq(write(hot_pipe[1], "x", 1), 1);
+	pthread_join(th, NULL);
+	close(hot_pipe[0]);
+	close(hot_pipe[1]);
 }

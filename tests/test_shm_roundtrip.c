@@ -276,3 +276,44 @@ Test(shm_roundtrip, threads_write_their_own_slots_while_read)
 	probe_shm_close(shm);
 	cr_assert_gt(reads, 1000, "only %d of 3000 reads succeeded (%d retried)", reads, retried);
 }
+
+/* The per-tick read of a slot's hot fields follows the writer at once, and
+ * refuses the slot once its thread released it or another took it. */
+Test(shm_roundtrip, hot_fields_follow_and_a_reused_slot_is_stale)
+{
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("hot", LOOPSTAT_BACKEND_LIBEV, 5);
+	cr_assert(s);
+	unsigned t = fl_stats_tag_index(s, "render");
+	fl_stat_set(&s->current_fiber, 7);
+	struct probe_shm *shm = open_own();
+	struct probe_shm_worker w[2];
+	struct probe_shm_hot hot;
+	cr_assert_eq(probe_shm_read(shm, w, 2, 0), 1);
+	cr_assert_eq(probe_shm_read_hot(shm, &w[0], &hot), 0);
+	cr_assert_eq(hot.current_fiber, 7);
+	cr_assert_eq(hot.poll_since_ns, 0);
+	cr_assert_str_eq(hot.fiber_tag, "");
+	/* changed after the table was read: the hot read sees it */
+	fl_stat_set(&s->current_tag, t);
+	fl_stat_set(&s->current_fiber, 8);
+	fl_stat_set(&s->poll_since_ns, 123456);
+	cr_assert_eq(probe_shm_read_hot(shm, &w[0], &hot), 0);
+	cr_assert_eq(hot.current_fiber, 8);
+	cr_assert_eq(hot.poll_since_ns, 123456);
+	cr_assert_str_eq(hot.fiber_tag, "render");
+	cr_assert_eq(hot.tag_index, t);
+	fl_stat_set(&s->current_tag, LOOPSTAT_TAG_MAX + 1);
+	cr_assert_eq(probe_shm_read_hot(shm, &w[0], &hot), 0);
+	cr_assert_str_eq(hot.fiber_tag, "", "a tag index out of range names nothing");
+	cr_assert_eq(hot.tag_index, 0);
+	struct probe_shm_worker bad = w[0];
+	bad.slot = 1u << 30;
+	cr_assert_eq(probe_shm_read_hot(shm, &bad, &hot), -ESTALE);
+	fl_stats_slot_release(s);
+	cr_assert_eq(probe_shm_read_hot(shm, &w[0], &hot), -ESTALE, "a released slot is not the worker's");
+	struct loopstat_shm_slot *again = fl_stats_slot_acquire("hot2", LOOPSTAT_BACKEND_LIBEV, 5);
+	cr_assert(again);
+	cr_assert_eq(probe_shm_read_hot(shm, &w[0], &hot), -ESTALE, "a reacquired slot has a new generation");
+	fl_stats_slot_release(again);
+	probe_shm_close(shm);
+}

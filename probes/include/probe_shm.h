@@ -42,6 +42,7 @@ struct probe_shm_worker {
 	uint32_t backend;                /* enum loopstat_backend */
 	int      wait_fd;                /* -1 if none */
 	uint64_t generation;             /* changes when the slot is reused */
+	uint32_t slot;                   /* its index in the segment, for probe_shm_read_hot */
 	char     tag[LOOPSTAT_TAG_LEN];  /* thread tag, NUL-terminated */
 	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber, "" if none */
 	uint64_t values[PROBE_SHM_NVALUES];
@@ -121,6 +122,27 @@ struct probe_shm_read_info {
  */
 int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited);
 void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info *info);
+
+/* The fields of a slot that change at every fiber switch and poll. */
+struct probe_shm_hot {
+	uint64_t poll_since_ns;          /* 0: not in a blocking poll (always 0 from a minor-0 writer) */
+	uint64_t current_fiber;
+	uint32_t tag_index;              /* current_tag: 1 + tag table index, 0 if none or out of range */
+	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* its tag, "" if none */
+};
+
+/*
+ * Re-reads the hot fields of the slot that probe_shm_read() returned as w
+ * (by w->slot), for a sampler that wants them at every tick rather than
+ * at the table's rate: one pread of that slot's head, up to poll_since_ns,
+ * no fstat, no /proc. The slot must still be ACTIVE with w's tid and
+ * generation, else -ESTALE (re-read the table). -EBADMSG when the file
+ * shrank under the read (a short read, never a SIGBUS), or -errno.
+ * Values are single aligned stores on the writer's side; current_fiber and
+ * current_tag may come from two neighbouring switches (the tag is range
+ * checked): good enough for attribution of one sample.
+ */
+int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, struct probe_shm_hot *hot);
 
 /*
  * Calls fn for every "loopstat.<pid>" and "loopstat.<pid>.<suffix>" file in

@@ -527,8 +527,10 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 			} else if (!(include_exited && sl.state == LOOPSTAT_SLOT_EXITED)) {
 				continue;
 			}
-			if ((size_t)*found < max)
+			if ((size_t)*found < max) {
 				copy_worker(shm, &sl, &out[*found]);
+				out[*found].slot = i + (uint32_t)j;
+			}
 			(*found)++;
 		}
 		i += (uint32_t)n;
@@ -569,4 +571,32 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info *info)
 {
 	*info = shm->last;
+}
+
+int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, struct probe_shm_hot *hot)
+{
+	if (w->slot >= shm->slot_count || w->pid != shm->pid)
+		return -ESTALE;
+	/* the chunk holds at least a header and one slot; a minor-0 writer has
+	 * no poll_since_ns, and its padding there means nothing */
+	struct loopstat_shm_slot sl;
+	size_t len = shm->abi_minor >= 1 ? offsetof(struct loopstat_shm_slot, poll_since_ns) + sizeof(uint64_t)
+					 : offsetof(struct loopstat_shm_slot, tags) + sizeof(sl.tags);
+	memset(&sl, 0, sizeof(sl));
+	ssize_t got = pread(shm->fd, shm->chunk, len, shm->header_size + (off_t)w->slot * shm->slot_size);
+	if (got < 0)
+		return -errno;
+	if ((size_t)got < len)
+		return -EBADMSG;
+	memcpy(&sl, shm->chunk, len);
+	if (sl.state != LOOPSTAT_SLOT_ACTIVE || sl.tid != w->tid || sl.generation != w->generation)
+		return -ESTALE;
+	hot->poll_since_ns = sl.poll_since_ns;
+	hot->current_fiber = sl.current_fiber;
+	hot->fiber_tag[0] = '\0';
+	uint64_t ti = sl.current_tag;
+	hot->tag_index = ti >= 1 && ti <= LOOPSTAT_TAG_MAX ? (uint32_t)ti : 0;
+	if (hot->tag_index)
+		copy_tag(hot->fiber_tag, &sl.tags[ti - 1]);
+	return 0;
 }

@@ -56,6 +56,8 @@ int probe_sc_batch_new(unsigned sq_hint, struct probe_sc_batch **out)
 	}
 	b->ring_ok = r < 0 ? r : 1;
 	b->sleep_per_read = SLEEP_PER_READ_NS;
+	b->last_path = PROBE_SC_PATH_PREAD;
+	probe_sc_choice_init(&b->choice, 0);
 	*out = b;
 	return 0;
 }
@@ -294,16 +296,22 @@ static int collect(struct probe_sc_batch *b, unsigned k, struct probe_syscall *c
 	return r;
 }
 
-int probe_sc_batch_sample(struct probe_sc_batch *b, struct probe_syscall *const *probes, size_t n,
-			  struct probe_sc_sample *out, int *rc)
+void probe__sc_batch_run(struct probe_sc_batch *b, enum probe_sc_path path, struct probe_syscall *const *probes,
+			 size_t n, struct probe_sc_sample *out, int *rc)
 {
+	b->last_path = PROBE_SC_PATH_PREAD;
+	if (path != PROBE_SC_PATH_RING) {
+		sample_pread(probes, 0, n, out, rc);
+		return;
+	}
 	/* without memory for buffers, pread needs none: the samples still come;
 	 * the ring is taken first, as only its owner may register files */
 	if (b->ring_ok != 1 || !take_ring(b) || ensure_bufs(b, n) < 0 || ensure_table(b, n) < 0 ||
 	    b->ring_ok != 1) {
 		sample_pread(probes, 0, n, out, rc);
-		return 0;
+		return;
 	}
+	b->last_path = PROBE_SC_PATH_RING;
 	sync_files(b, probes, n);
 	for (size_t i = 0, from = 0; i < n; from = i) {
 		unsigned k = 0;
@@ -326,9 +334,9 @@ int probe_sc_batch_sample(struct probe_sc_batch *b, struct probe_syscall *const 
 		if (k && collect(b, k, probes, out, rc) < 0) {
 			b->leak_bufs = 1;
 			drop_ring(b, -EIO);
+			b->last_path = PROBE_SC_PATH_PREAD;
 			sample_pread(probes, from, n, out, rc);
-			return 0;
+			return;
 		}
 	}
-	return 0;
 }

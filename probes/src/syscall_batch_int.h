@@ -35,6 +35,17 @@ struct probe_sc_batch {
 	uint64_t  iowq_total;  /* ns, accumulated over io-wq threads seen */
 	struct iowq_seen seen[IOWQ_TRACK_MAX];
 	int       nseen;
+
+	enum probe_sc_path path;      /* asked: AUTO, or forced */
+	enum probe_sc_path last_path; /* what the last sample used */
+	struct probe_sc_choice choice;
+	probe_sc_cost_fn cost_fn;     /* tests: made-up costs instead of measured */
+	void     *cost_arg;
 };
+
+/* One tick on path p (RING falls back to pread as it must), setting
+ * last_path. syscall_batch.c. */
+void probe__sc_batch_run(struct probe_sc_batch *b, enum probe_sc_path p, struct probe_syscall *const *probes,
+			 size_t n, struct probe_sc_sample *out, int *rc);
 
 #endif /* PROBE_SYSCALL_BATCH_INT_H */
