@@ -98,6 +98,8 @@ enum metric_line {
 	  "live fibers, as last read") \
 	X(self_idle_pct,      PCT,    RATIO,    COUNTERS, DOUBLE, 2, 0, SELF,   "self-measured idle %s%%", NULL, \
 	  "the runtime's own idle measure: time blocked in its poll over wall time") \
+	X(self_report_disagreements, COUNT, TALLY, COUNTERS, U64, 0, 1, SELF, "self-report disagreements %s", NULL, \
+	  "cross-checks where /proc contradicted the worker's own claim to be in its poll (a finding in itself)") \
 	X(stall_ms,           MS,     PEAK,     COUNTERS, DOUBLE, 2, 1, NONE,   NULL, NULL, \
 	  "how long the loop has run without switching fibers, 0 when not stalled") \
 	X(headroom_ops_per_s, PER_S,  RATE,     COUNTERS, DOUBLE, 2, 0, SELF,   "headroom %s ops/s", NULL, \

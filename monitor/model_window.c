@@ -281,10 +281,13 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 
 	w->ops_per_s = w->switches_per_s = w->polls_per_s = w->completions_per_s = NAN;
 	w->self_idle_pct = w->headroom_ops_per_s = NAN;
+	w->self_report_disagreements = w->shortcut_samples = 0;
 	w->stall_ms = 0;
 	w->fiber_tag[0] = '\0';
 	if (instrumented && a->shm_last.valid) {
 		view_counters(a, shm_from, runq_max, w);
+		w->self_report_disagreements = a->self_disagreements;
+		w->shortcut_samples = a->shortcut_samples;
 		w->headroom_ops_per_s = model_headroom(w->ops_per_s, w->idle_pct);
 		w->stall_ms = (double)series_stall_ns(a, now_ns) / 1e6;
 		snprintf(w->fiber_tag, sizeof(w->fiber_tag), "%s", a->fiber_tag);

@@ -36,6 +36,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->targets = o->targets;
 	s->all_threads = o->all_threads;
 	s->no_realtime = o->no_realtime;
+	s->no_shortcuts = o->no_shortcuts;
 	s->on_sample = o->on_sample;
 	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
@@ -69,6 +70,34 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
 	s->on_sample(s->on_sample_arg, &ev);
 }
 
+/*
+ * What /proc said against what the slot says. A poll sample with the slot's
+ * poll_since_ns set confirms that poll: later ticks that find the same
+ * value count as idle without a read. A cross-check read that finds the
+ * thread elsewhere while the slot still claims that poll (re-read, so a
+ * poll that just ended is no lie) is a disagreement: counted, shown, and
+ * the shortcut is off until /proc confirms a poll again — for good once
+ * the worker was caught SAMPLER_DISTRUST_AFTER times.
+ */
+static void confirm_poll(struct sampler *s, struct sworker *w, const struct probe_sc_sample *smp,
+			 const struct probe_verdict *v)
+{
+	if (!w->instrumented)
+		return;
+	if (v->cls == PROBE_POLL && w->hot_since) {
+		w->confirmed_since = w->hot_since;
+		w->poll_smp = *smp;
+		w->poll_v = *v;
+		return;
+	}
+	/* running is the moment between the poll's return and the slot's update:
+	 * a lag, not a lie; off the CPU elsewhere is a lie */
+	if (w->tick_mode == 2 && (v->cls == PROBE_BLOCKED || v->cls == PROBE_OTHER) &&
+	    sampler_read_hot(s, w) == w->confirmed_since)
+		w->series.self_disagreements++;
+	w->confirmed_since = 0;
+}
+
 /* All reads first (one io_uring batch for a large fleet), then the verdicts. */
 static void sample_all(struct sampler *s, uint64_t now)
 {
@@ -76,22 +105,36 @@ static void sample_all(struct sampler *s, uint64_t now)
 	if (!slot)
 		return; /* out of memory: this tick is lost, not the sampler */
 	for (size_t i = 0; i < s->n; i++) {
-		slot[i] = s->w[i]->gone_ns ? NULL : &s->w[i]->sc;
+		struct sworker *w = s->w[i];
+		slot[i] = w->gone_ns ? NULL : &w->sc;
+		w->tick_mode = 0;
 		/* the fiber running at this tick, not at the last 10 Hz reading */
-		if (slot[i] && s->w[i]->instrumented)
-			sampler_read_hot(s, s->w[i]);
+		w->hot_since = slot[i] && w->instrumented ? sampler_read_hot(s, w) : 0;
+		if (w->hot_since && w->hot_since == w->confirmed_since && !s->no_shortcuts &&
+		    w->series.self_disagreements < SAMPLER_DISTRUST_AFTER) {
+			/* still in the blocking poll /proc confirmed: idle, seen
+			 * now without a read, but for a random 1 in CROSS_CHECK */
+			w->tick_mode = rand_r(&s->rng) % SAMPLER_CROSS_CHECK ? 1 : 2;
+			if (w->tick_mode == 1)
+				slot[i] = NULL;
+		}
 	}
 	sample_batch_run(s->batch);
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (!slot[i])
-			continue;
 		struct probe_sc_sample smp;
 		struct probe_verdict v;
-		if (sample_batch_result(s->batch, i, &smp) < 0)
-			continue;
-		if (probe_loop_classify(&w->loop, &smp, w->instrumented ? w->wait_fd : -1, &v) == -EAGAIN)
-			continue; /* the wait ended under the read: not a sample */
+		if (w->tick_mode == 1) {
+			smp = w->poll_smp;
+			v = w->poll_v;
+			w->series.shortcut_samples++;
+		} else {
+			if (!slot[i] || sample_batch_result(s->batch, i, &smp) < 0)
+				continue;
+			if (probe_loop_classify(&w->loop, &smp, w->instrumented ? w->wait_fd : -1, &v) == -EAGAIN)
+				continue; /* the wait ended under the read: not a sample */
+			confirm_poll(s, w, &smp, &v);
+		}
 		if (v.cls == PROBE_GONE) {
 			sampler_mark_gone(w, now);
 			continue;

@@ -22,6 +22,10 @@
  * number of threads, and a root monitor must not follow them into the
  * ground. Those turned away are counted and shown. */
 #define SAMPLER_MAX_WORKERS    4096
+/* One shortcut tick in this many (at random) reads /proc all the same. */
+#define SAMPLER_CROSS_CHECK    16
+/* A worker /proc contradicted this often is read at every tick for good. */
+#define SAMPLER_DISTRUST_AFTER 3
 
 /* One sample as the tick classified it, for views that keep their own
  * record (profile, record): all borrowed, valid during the call only. */
@@ -44,6 +48,8 @@ struct sampler_opts {
 	int    all_threads;              /* also list threads never seen polling (top's 't') */
 	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */
 	size_t max_workers;              /* threads sampled at most; 0: SAMPLER_MAX_WORKERS */
+	int    no_shortcuts;             /* read /proc at every tick, even for a worker its slot says is still in
+	                                  * the poll /proc last confirmed (tests compare the two) */
 	/* called on the sampling thread, with its lock held, for every sample
 	 * of a live task: keep it short (it delays the tick). With a hook the
 	 * shm slots are read every tick, not at SAMPLER_SHM_HZ, so fiber_tag

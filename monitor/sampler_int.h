@@ -37,6 +37,13 @@ struct sworker {
 	uint32_t backend;
 	int      wait_fd;
 	uint64_t generation;          /* slot generation, instrumented only */
+	/* the poll_since_ns shortcut (sampler.c): an instrumented worker still
+	 * in the blocking poll /proc last confirmed is idle without a read */
+	uint64_t hot_since;           /* poll_since_ns read at this tick, 0: none or unknown */
+	uint64_t confirmed_since;     /* poll_since_ns of the last /proc-confirmed poll sample, 0: none */
+	struct probe_sc_sample poll_smp; /* that sample, reused */
+	struct probe_verdict poll_v;
+	int      tick_mode;           /* this tick: 0 read, 1 shortcut, 2 cross-check read */
 	uint32_t slot;                /* its slot's index in its segment */
 	char     name[PROBE_COMM_LEN];
 	char     tag[LOOPSTAT_TAG_LEN];
@@ -71,6 +78,7 @@ struct sampler {
 	int      paused;
 	int      all_threads;
 	int      no_realtime;
+	int      no_shortcuts;
 	double   rate_hz;
 	const struct targets *targets;   /* borrowed */
 	void   (*on_sample)(void *arg, const struct sampler_event *ev);
@@ -109,7 +117,9 @@ void sampler_discover(struct sampler *s, uint64_t now);
 void sampler_read_segments(struct sampler *s, uint64_t now);
 /* An instrumented worker's running fiber, read at this tick (one pread of
  * its slot) into its series; a slot that changed waits for the table. */
-void sampler_read_hot(struct sampler *s, struct sworker *w);
+/* Reads w's hot slot fields at this tick: the running fiber into its series,
+ * and its poll_since_ns (0 when unknown). */
+uint64_t sampler_read_hot(struct sampler *s, struct sworker *w);
 void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
 void sampler_free_workers(struct sampler *s);
 

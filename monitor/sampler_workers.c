@@ -299,13 +299,15 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 	}
 }
 
-void sampler_read_hot(struct sampler *s, struct sworker *w)
+uint64_t sampler_read_hot(struct sampler *s, struct sworker *w)
 {
 	struct segment *g = find_segment(s, w->pid);
 	struct probe_shm_worker ref = { .pid = w->pid, .tid = w->tid, .generation = w->generation, .slot = w->slot };
 	struct probe_shm_hot hot;
-	if (g && g->read_ok && probe_shm_read_hot(g->shm, &ref, &hot) == 0)
-		series_set_fiber(&w->series, hot.tag_index, hot.fiber_tag);
+	if (!g || !g->read_ok || probe_shm_read_hot(g->shm, &ref, &hot) < 0)
+		return 0;
+	series_set_fiber(&w->series, hot.tag_index, hot.fiber_tag);
+	return hot.poll_since_ns;
 }
 
 /* One pass over the workers before and one after, whatever the number of

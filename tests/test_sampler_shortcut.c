@@ -1,0 +1,148 @@
+/* The poll_since_ns shortcut: the same shares with and without it on a worker alternating its poll and a blocking read, and a slot that lies about its poll is caught by the cross-check. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fiberloop_stats.h"
+#include "probe_shm.h"
+#include "sampler.h"
+#include "support/support.h"
+
+static char *dir;
+static volatile int stop, lie;
+static pid_t worker_tid;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("shortcut");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+	stop = lie = 0;
+}
+
+static void teardown(void)
+{
+	fl_stats_close();
+	ts_rmtree_free(dir);
+}
+
+TestSuite(sampler_shortcut, .init = setup, .fini = teardown, .timeout = 60);
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An instrumented loop: 6 ms in epoll_wait with poll_since_ns set, as the
+ * runtime sets it, then 4 ms blocked in read(2) on a timerfd. While `lie`
+ * is set it leaves poll_since_ns standing through the read. */
+static void *worker(void *arg)
+{
+	(void)arg;
+	worker_tid = gettid();
+	int ep = epoll_create1(0), tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("shortcut", LOOPSTAT_BACKEND_LIBEV, ep);
+	cr_assert(s);
+	struct itimerspec four_ms = { .it_value = { 0, 4000000 } };
+	while (!stop) {
+		struct epoll_event ev;
+		uint64_t since = mono();
+		fl_stat_set(&s->poll_since_ns, since);
+		epoll_wait(ep, &ev, 1, 6);
+		if (!lie)
+			fl_stat_set(&s->poll_since_ns, 0);
+		fl_stat_set(&s->polls, s->polls + 1);
+		fl_stat_set(&s->switches, s->switches + 1);
+		uint64_t n;
+		timerfd_settime(tfd, 0, &four_ms, NULL);
+		if (read(tfd, &n, sizeof(n)) < 0)
+			break;
+		if (lie)   /* a slot whose poll never ends */
+			fl_stat_set(&s->poll_since_ns, since);
+	}
+	fl_stats_slot_release(s);
+	close(ep);
+	close(tfd);
+	return NULL;
+}
+
+static struct sampler *start(int no_shortcuts)
+{
+	struct sampler_opts o = { .rate_hz = 2000, .no_shortcuts = no_shortcuts };
+	struct sampler *s;
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	return s;
+}
+
+static const struct worker_view *find(const struct model *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->workers[i].tid == worker_tid)
+			return &m->workers[i];
+	return NULL;
+}
+
+Test(sampler_shortcut, the_same_shares_with_and_without_the_shortcut)
+{
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, worker, NULL), 0);
+	usleep(200000);
+	struct sampler *with = start(0), *without = start(1);
+	usleep(5000000);
+	struct model a, b;
+	sampler_stop(with);
+	sampler_stop(without);
+	cr_assert_eq(sampler_model(with, 4, &a), 0);
+	cr_assert_eq(sampler_model(without, 4, &b), 0);
+	const struct worker_view *wa = find(&a), *wb = find(&b);
+	cr_assert(wa && wb, "the worker was listed by both");
+	cr_log_info("with shortcut: idle %.2f blocked %.2f (%llu samples, %llu without a read); without: idle %.2f blocked %.2f (%llu)",
+		    wa->idle_pct, wa->blocked_pct, (unsigned long long)wa->samples, (unsigned long long)wa->shortcut_samples,
+		    wb->idle_pct, wb->blocked_pct, (unsigned long long)wb->samples);
+	cr_assert_gt(wa->shortcut_samples, wa->samples / 4, "the shortcut served many idle samples");
+	cr_assert_eq(wb->shortcut_samples, 0);
+	cr_assert_float_eq(wa->idle_pct, wb->idle_pct, 2.0, "idle %.2f vs %.2f", wa->idle_pct, wb->idle_pct);
+	cr_assert_float_eq(wa->blocked_pct, wb->blocked_pct, 2.0, "blocked %.2f vs %.2f", wa->blocked_pct, wb->blocked_pct);
+	cr_assert_gt(wb->blocked_pct, 20, "the read is blocked time: %.2f", wb->blocked_pct);
+	cr_assert_eq(wa->self_report_disagreements, 0, "an honest slot is never contradicted");
+	model_done(&a);
+	model_done(&b);
+	stop = 1;
+	pthread_join(th, NULL);
+	sampler_delete(with);
+	sampler_delete(without);
+}
+
+Test(sampler_shortcut, a_slot_that_lies_about_its_poll_is_caught)
+{
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, worker, NULL), 0);
+	usleep(200000);
+	struct sampler *s = start(0);
+	usleep(1000000);
+	lie = 1;
+	usleep(3000000);
+	struct model m;
+	cr_assert_eq(sampler_model(s, 2, &m), 0);
+	const struct worker_view *w = find(&m);
+	cr_assert(w);
+	cr_log_info("lying slot: %llu disagreements, idle %.2f blocked %.2f", (unsigned long long)w->self_report_disagreements,
+		    w->idle_pct, w->blocked_pct);
+	cr_assert_gt(w->self_report_disagreements, 0, "the cross-check found the thread out of its poll");
+	/* caught often enough, the worker is read at every tick: the last 2 s
+	 * show its read as the blocked time it is */
+	cr_assert_gt(w->blocked_pct, 30, "blocked %.2f", w->blocked_pct);
+	model_done(&m);
+	stop = 1;
+	pthread_join(th, NULL);
+	sampler_delete(s);
+}
