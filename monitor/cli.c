@@ -166,8 +166,13 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 		if (o->set(ctx, optarg, msg, sizeof(msg)) < 0)
 			return cli_usage_error(cmd->name, "%s", msg);
 	}
-	if (optind < argc)
-		return cli_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
+	for (; optind < argc; optind++) {
+		if (!cmd->positional)
+			return cli_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
+		msg[0] = '\0';
+		if (cmd->positional(ctx, argv[optind], msg, sizeof(msg)) < 0)
+			return cli_usage_error(cmd->name, "%s", msg);
+	}
 	return -1;
 }
 

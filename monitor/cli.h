@@ -43,12 +43,15 @@ struct cli_command {
 	const char *about;                    /* a paragraph for --help, or NULL */
 	const struct cli_option *options;     /* ends with a { 0 } row */
 	int (*run)(int argc, char **argv);    /* argv[0] is the command's name */
+	/* takes each positional argument, in order, like an option's setter;
+	 * NULL: positional arguments are refused */
+	int (*positional)(void *ctx, const char *arg, char *msg, size_t len);
 };
 
 /* The command table (commands.c): every cmd_<name>.c defines one row. */
 extern const struct cli_command *const cli_commands[];
 extern const size_t cli_ncommands;
-extern const struct cli_command cmd_top, cmd_list, cmd_gc;
+extern const struct cli_command cmd_top, cmd_list, cmd_check, cmd_gc;
 
 /* The row named name, NULL if none. */
 const struct cli_command *cli_find_command(const char *name);
@@ -69,7 +72,7 @@ void cli_common_done(struct cli_common *c);
 /*
  * Parses argv against cmd's options into ctx. Returns -1 to go on, or an
  * exit code: 0 after --help (printed), EXIT_USAGE after a message.
- * Positional arguments are refused.
+ * Positional arguments go to cmd->positional, and are refused without one.
  */
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx);
 

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-const struct cli_command *const cli_commands[] = { &cmd_top, &cmd_list, &cmd_gc };
+const struct cli_command *const cli_commands[] = { &cmd_top, &cmd_list, &cmd_check, &cmd_gc };
 const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 
 const struct cli_command *cli_find_command(const char *name)

@@ -15,6 +15,7 @@
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <seccomp.h>
+#include <string.h>
 #include <sys/syscall.h>
 
 /* Above every syscall number of x86-64 and aarch64 (x32 numbers, with bit
@@ -185,6 +186,17 @@ const char *probe_syscall_name(long nr)
 		return NULL;
 	pthread_once(&names_once, build_names);
 	return names[nr];
+}
+
+long probe_syscall_nr(const char *name)
+{
+	if (!name)
+		return -1;
+	pthread_once(&names_once, build_names);
+	for (int nr = 0; nr < NR_LIMIT; nr++)
+		if (names[nr] && strcmp(names[nr], name) == 0)
+			return nr;
+	return -1;
 }
 
 const char *probe_class_name(enum probe_class cls)
