@@ -187,6 +187,20 @@ Test(check_cmd, no_worker_is_exit_4)
 	rc = check("-p 4194000 --duration 10 'idle_pct>=30'", 1, &out, NULL);   /* above any pid_max */
 	cr_expect_eq(rc, 4, "a missing target: exit %d: %s", rc, out);
 	free(out);
+	/* --wait-for-workers: fewer than asked within --timeout is nothing to measure */
+	pid_t one = duty("0.5", NULL, NULL);
+	char a[256];
+	snprintf(a, sizeof(a), "-p %d --wait-for-workers 2 --timeout 1 --duration 10 'idle_pct>=1'", (int)one);
+	rc = check(a, 1, &out, &ms);
+	cr_expect_eq(rc, 4, "exit %d: %s", rc, out);
+	cr_expect(strstr(out, "1 worker found, 2 wanted"), "%s", out);
+	cr_expect_lt(ms, 4000, "gives up after --timeout");
+	free(out);
+	snprintf(a, sizeof(a), "-p %d --wait-for-workers 1 --timeout 5 --duration 3 'idle_pct>=1'", (int)one);
+	rc = check(a, 1, &out, NULL);
+	cr_expect_eq(rc, 0, "exit %d: %s", rc, out);
+	free(out);
+	tc_kill(one);
 }
 
 Test(check_cmd, target_exiting_mid_check_is_exit_4_and_bails_out)
