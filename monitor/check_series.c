@@ -407,7 +407,8 @@ static int share(const struct check_track *const *trs, size_t ntr, int64_t lo, i
 		 const struct stream_spec *filter, struct check_estimate *out)
 {
 	struct stream_spec busy = { .st = S_BUSY };
-	struct stream_spec cs = filter ? *filter : (struct stream_spec){ .st = S_CLASS, .arg = cls };
+	/* running: p only tells whether off-CPU samples were taken (any class will do) */
+	struct stream_spec cs = filter ? *filter : (struct stream_spec){ .st = S_CLASS, .arg = cls < 0 ? SERIES_POLL : cls };
 	struct check_estimate R, p;
 	int err = stream_estimate(trs, ntr, lo, hi, &busy, C_POOL, CHECK_RATE, 1, &R);
 	if (err == 0)
