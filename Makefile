@@ -142,7 +142,7 @@ $(LIBPROBES_A): $(PROBE_OBJ)
 
 # loopstat calls no fl_ function: it links the probes and what they need.
 $(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A)
-	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) -ljson-c -lpthread -lm
 
 # Tests link the monitor's objects too (all but main.o), so views and the
 # model are testable in-process.

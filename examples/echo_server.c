@@ -5,6 +5,9 @@
  *
  *   echo_server --port N     (0: pick a free port; the first stdout line
  *                             is "port N" either way)
+ *               [--work-us U] spin U microseconds per message before echoing
+ *                             it: a server slowed on purpose (check's
+ *                             negative capacity test)
  *   FL_BACKEND=io_uring|libev selects the backend.
  *
  * SIGINT/SIGTERM end it cleanly: connections are closed, every fiber
@@ -22,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BUF_SIZE 16384
@@ -38,6 +42,17 @@ static long connections;
 static struct conn *conns;
 static fl_fiber *acceptor_fiber;
 static int shutting_down;
+static long work_us;
+
+/* --work-us: on-CPU work per message, without yielding (a slow handler) */
+static void work(void)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < work_us);
+}
 
 static void *serve(void *arg)
 {
@@ -52,6 +67,8 @@ static void *serve(void *arg)
 		ssize_t n = fl_recv(fd, buf, sizeof(buf), 0);
 		if (n <= 0)
 			break;
+		if (work_us)
+			work();
 		if (fl_send(fd, buf, (size_t)n, 0) < 0)
 			break;
 	}
@@ -142,7 +159,7 @@ static void raise_nofile(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: echo_server --port N\n");
+	fprintf(stderr, "usage: echo_server --port N [--work-us U]\n");
 	exit(2);
 }
 
@@ -152,6 +169,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
 			port = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--work-us") == 0 && i + 1 < argc && (work_us = atol(argv[++i])) >= 0)
+			;
 		else
 			usage();
 	}

@@ -44,14 +44,14 @@ struct cli_command {
 	const char *about;                    /* a paragraph for --help, or NULL */
 	const struct cli_option *options;     /* ends with a { 0 } row */
 	int (*run)(int argc, char **argv);    /* argv[0] is the command's name */
-	/* takes each positional argument (report's FILE); NULL: they are refused */
+	/* takes each positional argument, in order (report's FILE, check's thresholds); NULL: they are refused */
 	int (*operand)(void *ctx, const char *arg, char *msg, size_t len);
 };
 
 /* The command table (commands.c): every cmd_<name>.c defines one row. */
 extern const struct cli_command *const cli_commands[];
 extern const size_t cli_ncommands;
-extern const struct cli_command cmd_top, cmd_list, cmd_export, cmd_gc, cmd_profile, cmd_record, cmd_report;
+extern const struct cli_command cmd_top, cmd_list, cmd_export, cmd_check, cmd_gc, cmd_profile, cmd_record, cmd_report;
 
 /* The row named name, NULL if none. */
 const struct cli_command *cli_find_command(const char *name);

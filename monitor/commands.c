@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-const struct cli_command *const cli_commands[] = { &cmd_top, &cmd_list, &cmd_export, &cmd_profile, &cmd_record,
+const struct cli_command *const cli_commands[] = { &cmd_top, &cmd_list, &cmd_export, &cmd_check, &cmd_profile, &cmd_record,
 						   &cmd_report, &cmd_gc };
 const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 

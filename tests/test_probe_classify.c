@@ -336,3 +336,14 @@ Test(probe_classify, event_wait_set_and_names, .timeout = PROBE_TEST_TIMEOUT)
 	/* same pointer every time: a table, not a fresh allocation */
 	cr_assert_eq(probe_syscall_name(SYS_read), probe_syscall_name(SYS_read));
 }
+
+Test(probe_classify, syscall_numbers_by_name, .timeout = PROBE_TEST_TIMEOUT)
+{
+	cr_expect_eq(probe_syscall_nr("read"), SYS_read);
+	cr_expect_eq(probe_syscall_nr("fsync"), SYS_fsync);
+	cr_expect_eq(probe_syscall_nr("epoll_pwait"), SYS_epoll_pwait);
+	cr_expect_eq(probe_syscall_nr("fsnyc"), -1);
+	cr_expect_eq(probe_syscall_nr(""), -1);
+	cr_expect_eq(probe_syscall_nr(NULL), -1);
+	cr_expect_str_eq(probe_syscall_name(probe_syscall_nr("io_uring_enter")), "io_uring_enter");
+}

@@ -108,6 +108,10 @@ int probe_syscall_takes_fd(long nr);
  * number is unknown. */
 const char *probe_syscall_name(long nr);
 
+/* The number of the syscall named name on the native architecture (the
+ * same table), -1 when there is none. */
+long probe_syscall_nr(const char *name);
+
 /* Short lowercase name of a class ("poll", "running", ...). Static. */
 const char *probe_class_name(enum probe_class cls);
 

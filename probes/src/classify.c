@@ -197,6 +197,17 @@ const char *probe_syscall_name(long nr)
 	return names[nr];
 }
 
+long probe_syscall_nr(const char *name)
+{
+	if (!name)
+		return -1;
+	pthread_once(&names_once, build_names);
+	for (int nr = 0; nr < NR_LIMIT; nr++)
+		if (names[nr] && strcmp(names[nr], name) == 0)
+			return nr;
+	return -1;
+}
+
 const char *probe_class_name(enum probe_class cls)
 {
 	switch (cls) {

@@ -1,0 +1,197 @@
+/* check_series: threshold names from the metric table, per-second inputs kept past the sampler's 64-s ring, and estimates equal to the model's figures over the same seconds of a real worker. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "check_series.h"
+#include "metric.h"
+#include "model_build.h"
+#include "sampler.h"
+#include "support/children.h"
+#include "support/support.h"
+
+#define NS 1000000000ull
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("checkseries");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(check_series, .init = setup, .fini = teardown, .timeout = 30);
+
+static const struct check_metric *row(const char *name)
+{
+	size_t n;
+	const struct check_metric *m = check_series_metrics(&n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m[i].name, name) == 0)
+			return &m[i];
+	return NULL;
+}
+
+Test(check_series, names_and_units_come_from_the_metric_table)
+{
+	size_t n, want = 0;
+	const struct check_metric *m = check_series_metrics(&n);
+	for (size_t i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *x = &metric_worker[i];
+		int offered = row(x->name) != NULL;
+		cr_expect_eq(offered, x->kind != METRIC_TALLY && x->kind != METRIC_INTERVAL, "%s", x->name);
+		want += offered;
+	}
+	cr_expect_eq(n, want);
+	cr_expect_str_eq(row("idle_pct")->unit, "%");
+	cr_expect_str_eq(row("stall_ms")->unit, "ms");
+	cr_expect_str_eq(row("headroom_ops_per_s")->unit, "ops/s");
+	cr_expect_str_eq(row("switches_per_s")->unit, "switches/s");
+	cr_expect_str_eq(row("runqueue_max")->unit, "");
+	cr_expect_str_eq(row("blocked_pct")->filters, "syscall,fd");
+	cr_expect_null(row("idle_pct")->filters);
+	/* every offered metric has an estimate (none is listed and then refused) */
+	struct check_track tr = { .first_sec = 0 };
+	const struct check_track *trs[] = { &tr };
+	for (size_t i = 0; i < n; i++) {
+		struct check_threshold t = { .metric = &m[i] };
+		struct check_estimate e;
+		cr_expect_eq(check_series_estimate(trs, 1, 0, 3, &t, &e), 0, "%s", m[i].name);
+		cr_expect_eq(e.ok, 0, "%s: no seconds, nothing to measure", m[i].name);
+	}
+	char why[128];
+	cr_expect_eq(check_series_filter_ok(NULL, row("blocked_pct"), "syscall", "fsync", why, sizeof(why)), 0);
+	cr_expect_neq(check_series_filter_ok(NULL, row("blocked_pct"), "syscall", "fsnyc", why, sizeof(why)), 0);
+	cr_expect_eq(check_series_filter_ok(NULL, row("blocked_pct"), "fd", "7", why, sizeof(why)), 0);
+	cr_expect_neq(check_series_filter_ok(NULL, row("blocked_pct"), "fd", "-1", why, sizeof(why)), 0);
+}
+
+/* 200 s of a synthetic worker, snapshots every 7 s: every second is kept
+ * (the ring holds 64), and the estimates are the known truth. */
+Test(check_series, seconds_are_kept_past_the_ring)
+{
+	struct snapshot snap = { 0 };
+	snap.w = calloc(1, sizeof(*snap.w));
+	snap.n = snap.cap = 1;
+	struct snap_worker *w = &snap.w[0];
+	w->pid = w->tid = 4242;
+	w->instrumented = 1;
+	snprintf(w->name, sizeof(w->name), "synthetic");
+	series_init(&w->series);
+	struct check_tracks ts;
+	check_tracks_init(&ts);
+	uint64_t v[PROBE_SHM_NVALUES] = { 0 };
+	struct probe_verdict poll = { PROBE_POLL, SYS_epoll_wait, 3 }, run = { PROBE_RUNNING, -1, -1 };
+	struct probe_verdict rd = { PROBE_BLOCKED, SYS_read, 5 };
+	for (int64_t sec = 0; sec < 200; sec++) {
+		/* 100 samples a second: 50 in poll, 10 in read(5), 40 running */
+		for (int i = 0; i < 100; i++) {
+			uint64_t t = (uint64_t)sec * NS + (uint64_t)i * (NS / 100);
+			series_add_sample(&w->series, t, i < 50 ? &poll : i < 60 ? &rd : &run, NULL);
+		}
+		/* runnable 0.4 s of each second, 100 ops a second, read at .95 */
+		uint64_t t = (uint64_t)sec * NS + NS * 95 / 100;
+		v[PROBE_SHM_ops] = 100 * (uint64_t)sec;
+		v[PROBE_SHM_runqueue_len] = (uint64_t)(sec % 7);
+		series_add_shm(&w->series, t, t, v, "");
+		series_add_sched(&w->series, t, (uint64_t)(sec * 3) * (NS / 10), (uint64_t)sec * (NS / 10));
+		if (sec % 7 == 6 || sec == 199) {
+			snap.now_ns = (uint64_t)(sec + 1) * NS + 1;
+			cr_assert_eq(check_tracks_update(&ts, &snap), 0);
+		}
+	}
+	cr_assert_eq(ts.n, 1);
+	cr_expect_eq(ts.v[0].n, 200, "every second kept: %zu", ts.v[0].n);
+	const struct check_track *trs[] = { &ts.v[0] };
+	struct { const char *th; double want; } cases[] = {
+		{ "idle_pct", 50 }, { "blocked_pct", 10 }, { "running_pct", 40 }, { "cpu_pct", 30 },
+		{ "cpu_wait_pct", 10 }, { "ops_per_s", 100 }, { "runqueue_max", 6 }, { "runqueue_len", 543.0 / 180 },
+		{ "headroom_ops_per_s", 200 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct check_threshold t = { .metric = row(cases[i].th) };
+		struct check_estimate e;
+		cr_assert_eq(check_series_estimate(trs, 1, 10, 189, &t, &e), 0);
+		cr_expect(e.ok && fabs(e.est - cases[i].want) < 1e-6 * fmax(1, cases[i].want), "%s: %g, want %g",
+			  cases[i].th, e.est, cases[i].want);
+	}
+	struct check_threshold t = { .metric = row("idle_pct") };
+	struct check_estimate e;
+	check_series_estimate(trs, 1, 10, 189, &t, &e);
+	cr_expect_eq(e.n, 180 * 60, "180 s of off-CPU samples: %g", e.n);
+	cr_expect(e.lo <= 50 && e.hi >= 50 && e.hi - e.lo < 2, "[%g, %g]", e.lo, e.hi);
+	/* a filter counts only its key */
+	t = (struct check_threshold){ .metric = row("blocked_pct"), .nfilter = 1 };
+	snprintf(t.filter[0].key, sizeof(t.filter[0].key), "syscall");
+	snprintf(t.filter[0].value, sizeof(t.filter[0].value), "read");
+	check_series_estimate(trs, 1, 10, 189, &t, &e);
+	cr_expect(fabs(e.est - 10) < 1e-9, "read: %g", e.est);
+	snprintf(t.filter[0].value, sizeof(t.filter[0].value), "fsync");
+	check_series_estimate(trs, 1, 10, 189, &t, &e);
+	cr_expect(e.ok && e.est == 0, "fsync: %g", e.est);
+	/* a worker that leaves the snapshot has exited */
+	snap.n = 0;
+	snap.now_ns += NS;
+	cr_assert_eq(check_tracks_update(&ts, &snap), 0);
+	cr_expect(ts.v[0].gone);
+	check_tracks_done(&ts);
+	snapshot_done(&snap);
+}
+
+static double metric_of(const struct model *m, const char *name)
+{
+	return metric_value(metric_find(name), &m->workers[0]);
+}
+
+/* Over the same seconds of a real worker, check's estimate is the model's figure. */
+Test(check_series, estimates_equal_the_models_figures)
+{
+	const char *args[] = { "--idle", "0.5", "--seconds", "20", NULL };
+	pid_t child = tc_spawn_example("duty_cycle", args, NULL);
+	struct targets tg;
+	targets_init(&tg);
+	tg.pids[tg.npids++] = child;
+	struct sampler_opts o = { .rate_hz = 200, .targets = &tg };
+	struct sampler *s;
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	usleep(4500000);
+	struct snapshot snap = { 0 };
+	cr_assert_eq(sampler_snapshot(s, 6, 0, &snap), 0);
+	sampler_delete(s);
+	cr_assert_eq(snap.n, 1, "the worker was found");
+	/* move "now" into the next second: the model's window then ends with
+	 * the seconds the check has complete, and both read the same buckets */
+	snap.now_ns = (snap.now_ns / NS + 1) * NS + 1;
+	int64_t now_sec = (int64_t)(snap.now_ns / NS);
+	struct model m;
+	cr_assert_eq(model_build(&snap, 3, &m), 0);
+	struct check_tracks ts;
+	check_tracks_init(&ts);
+	cr_assert_eq(check_tracks_update(&ts, &snap), 0);
+	const struct check_track *trs[] = { &ts.v[0] };
+	static const char *const names[] = {
+		"idle_pct", "running_pct", "blocked_pct", "other_pct", "cpu_pct", "cpu_wait_pct", "ops_per_s",
+		"switches_per_s", "polls_per_s", "completions_per_s", "self_idle_pct", "runqueue_max",
+		"headroom_ops_per_s",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct check_threshold t = { .metric = row(names[i]) };
+		struct check_estimate e;
+		cr_assert_eq(check_series_estimate(trs, 1, now_sec - 2, now_sec, &t, &e), 0);
+		double want = metric_of(&m, names[i]);
+		cr_expect(e.ok && fabs(e.est - want) <= 1e-9 * fmax(1, fabs(want)), "%s: check %.12g, model %.12g",
+			  names[i], e.est, want);
+	}
+	model_done(&m);
+	check_tracks_done(&ts);
+	snapshot_done(&snap);
+	targets_done(&tg);
+	tc_kill(child);
+}
