@@ -3,9 +3,12 @@
  * options, strict numbers, and output errors.
  */
 #include "cli.h"
+#include "probe_proc.h"
+#include "probe_shm.h"
 #include "model.h"
 #include "textsafe.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -144,6 +147,25 @@ static const struct cli_option *row_of(const struct cli_command *cmd, int val)
 	return NULL;
 }
 
+/* A segment directory or proc root that is missing or unreadable would
+ * only ever show "0 workers": it is a configuration error, said as such. */
+static int check_sources(void)
+{
+	const struct { const char *env, *path; } dirs[] = {
+		{ "LOOPSTAT_SHM_DIR", probe_shm_dir() }, { PROBE_PROC_ROOT_ENV, probe_proc_root() },
+	};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		DIR *d = opendir(dirs[i].path);
+		if (!d) {
+			fprintf(stderr, "loopstat: opendir(%s): %s (%s)\n", dirs[i].path, strerror(errno),
+				getenv(dirs[i].env) ? dirs[i].env : "the default");
+			return EXIT_USAGE;
+		}
+		closedir(d);
+	}
+	return -1;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 {
 	struct option longs[CLI_MAX_OPTIONS + 2];
@@ -187,7 +209,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 	}
 	if (optind < argc)
 		return cli_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
-	return -1;
+	return cmd->no_sources ? -1 : check_sources();
 }
 
 int cli_report_refused(const struct model *m)

@@ -46,6 +46,7 @@ struct cli_command {
 	int (*run)(int argc, char **argv);    /* argv[0] is the command's name */
 	/* takes each positional argument, in order (report's FILE, check's thresholds); NULL: they are refused */
 	int (*operand)(void *ctx, const char *arg, char *msg, size_t len);
+	int no_sources;                       /* reads neither /proc nor the segment directory (report) */
 };
 
 /* The command table (commands.c): every cmd_<name>.c defines one row. */

@@ -83,5 +83,5 @@ const struct cli_command cmd_report = {
 	"FILE [OPTIONS]",
 	"Reads a recording made by 'loopstat record' or 'loopstat profile --record', on this machine or\n"
 	"another, and writes the same report a live profile of those samples gives.",
-	options, run, set_file,
+	options, run, set_file, 1,
 };

@@ -122,3 +122,19 @@ Test(cli, man_page_follows_the_command_and_exit_tables)
 	}
 	free(man);
 }
+
+Test(cli, a_missing_directory_is_an_error_not_zero_workers)
+{
+	static const char *const envs[] = { "LOOPSTAT_SHM_DIR=/nonexistent/shm", "LOOPSTAT_PROC_ROOT=/nonexistent/proc" };
+	for (size_t i = 0; i < 2; i++) {
+		char args[128], *out;
+		snprintf(args, sizeof(args), "list --duration 0.1 2>&1");
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "%s exec \"%s\" %s", envs[i], ts_loopstat_bin(), args);
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		int rc = ts_run(argv, &out, 20000);
+		cr_assert_eq(rc, 2, "%s: exit %d, %s", envs[i], rc, out);
+		cr_assert(strstr(out, "opendir(/nonexistent/"), "%s: %s", envs[i], out);
+		free(out);
+	}
+}
