@@ -19,6 +19,7 @@
 #include "export_run.h"
 #include "export_spool.h"
 #include "support/support.h"
+#include "support/carbon.h"
 
 enum mode { GOOD, STALL, RESET, SLOW };
 
@@ -32,28 +33,6 @@ struct fake {
 	size_t len, cap;
 	int conns;
 };
-
-/* A loopback port nobody listens on, never one this test already took. */
-static int free_port(void)
-{
-	static int taken[16], ntaken;
-	for (;;) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-		socklen_t sl = sizeof(a);
-		cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-		getsockname(fd, (struct sockaddr *)&a, &sl);
-		close(fd);
-		int port = ntohs(a.sin_port), dup = 0;
-		for (int i = 0; i < ntaken; i++)
-			dup |= taken[i] == port;
-		if (dup)
-			continue;
-		if (ntaken < 16)
-			taken[ntaken++] = port;
-		return port;
-	}
-}
 
 static void keep(struct fake *f, const char *buf, size_t n)
 {
@@ -198,7 +177,7 @@ static int lines_of_run(struct fake *f, int run_id)
 Test(export_deliver, down_then_up_none_lost_none_doubled, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expdown");
-	int port = free_port();
+	int port = carbon_free_port();
 	char dest[64];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
 	struct run a = { 0 }, b = { 0 };
@@ -240,7 +219,7 @@ Test(export_deliver, down_then_up_none_lost_none_doubled, .timeout = 20)
 static void faulty_then_good(enum mode mode, const char *expect)
 {
 	char *dir = ts_tmpdir("expfault");
-	int port = free_port();
+	int port = carbon_free_port();
 	char dest[64];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
 	struct fake bad, good;
@@ -282,7 +261,7 @@ Test(export_deliver, resets_mid_batch, .timeout = 20)
 Test(export_deliver, slow_reader_still_delivers, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expslow");
-	int port = free_port();
+	int port = carbon_free_port();
 	char dest[64];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
 	struct fake f;
@@ -302,7 +281,7 @@ Test(export_deliver, slow_reader_still_delivers, .timeout = 20)
 Test(export_deliver, dead_and_unresolvable_never_stall_a_live_node, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expdead");
-	int live = free_port(), dead = free_port();
+	int live = carbon_free_port(), dead = carbon_free_port();
 	char dest[160];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d,no-such-host.invalid:2003,127.0.0.1:%d", live, dead);
 	struct fake f, g;
@@ -347,7 +326,7 @@ Test(export_deliver, dead_and_unresolvable_never_stall_a_live_node, .timeout = 2
 Test(export_deliver, spool_full_and_max_age_are_counted, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expfull");
-	int port = free_port();
+	int port = carbon_free_port();
 	char dest[64];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
 	struct run x[6] = { 0 };
@@ -425,7 +404,7 @@ Test(export_deliver, unwritable_spool_is_a_clear_error, .timeout = 20)
 Test(export_deliver, overlapping_runs, .timeout = 20)
 {
 	char *dir = ts_tmpdir("explock");
-	int port = free_port();
+	int port = carbon_free_port();
 	char dest[64], err[512];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
 	struct fake f;
@@ -529,7 +508,7 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 Test(export_deliver, a_long_expired_backlog_does_not_hold_back_fresh_points, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expold");
-	int port = free_port();
+	int port = carbon_free_port();
 	char dest[64], err[512], spool[300];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
 	snprintf(spool, sizeof(spool), "%s/spool", dir);
