@@ -81,22 +81,6 @@ static int loopstat(char **out, int timeout_ms, const char *a0, ...)
 	return rc;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	cr_assert(f, "open %s: %s", path, strerror(errno));
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
-
 static char *path_in(const char *dir, const char *name)
 {
 	char *p = NULL;
@@ -344,7 +328,7 @@ Test(profile_cmd, formats_and_record_report_equal_live, .timeout = PROBE_TEST_TI
 	cr_assert_eq(loopstat(NULL, 20000, "profile", "-p", spid, "--duration", "1", "-o", live, "--record", rec, NULL), 0);
 	char *report = NULL;
 	cr_assert_eq(loopstat(&report, 20000, "report", rec, NULL), 0);
-	char *want = slurp(live);
+	char *want = ts_read_file(live);
 	cr_assert_str_eq(report, want, "report of the recording differs from the live profile");
 	/* the call site (in the ASan build libasan's read interceptor sits in
 	 * between and hides it from the unwinder: the targets test checks sites
@@ -396,7 +380,7 @@ Test(profile_cmd, target_exiting_mid_profile_keeps_the_partial_report, .timeout 
 	long long took = ts_now_ms() - t0;
 	cr_assert_eq(rc, 4, "want exit 4 (target gone), got %d", rc);
 	cr_assert_lt(took, 5000, "the profile went on for %lld ms after the target exited", took);
-	char *text = slurp(path);
+	char *text = ts_read_file(path);
 	cr_assert(strstr(text, ";blocked;read;"), "partial report missing: %s", text);
 	free(text);
 	int st;
