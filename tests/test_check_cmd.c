@@ -236,7 +236,7 @@ Test(check_cmd, verdicts_on_busy_idle_blocked_and_stalled_workers)
 	pid_t st = stalled();
 	char a[2048], *out;
 	snprintf(a, sizeof(a),
-		 "-p %d,%d,%d,%d --warmup 1 --duration 4 --json 'idle_pct>=50' 'idle_pct<=40' "
+		 "-p %d,%d,%d,%d --warmup 1 --duration 8 --json 'idle_pct>=50' 'idle_pct<=40' "
 		 "'running_pct>=50' 'blocked_pct{syscall=read}>=25' 'blocked_pct{syscall=read}<10' "
 		 "'blocked_pct{syscall=fsync}<5' 'stall_ms<100' 'stall_ms<5s' 'cpu_pct<50' 'ops_per_s>=1M' "
 		 "'ops_per_s>=5' 'runqueue_max<=64'",
