@@ -40,6 +40,6 @@ for t in "$@"; do
 done
 
 echo "[$label] suites failing:${bad_suites:- none}"
-echo "$passed $failed" > "$build/.test-tally"
+echo "$passed $failed" > "$build/.test-tally${TALLY:+.$TALLY}"
 echo "tests: $passed passed, $failed failed"
 [ -z "$bad_suites" ]
