@@ -80,6 +80,7 @@ struct worker_view {
 	double   self_idle_pct;           /* Δpoll_time_ns / Δwall, the runtime's own measure */
 	uint64_t self_report_disagreements; /* /proc contradicted the slot's poll_since_ns (run total) */
 	uint64_t shortcut_samples;        /* idle samples counted from the slot without a /proc read (run total) */
+	uint64_t unchanged_samples;       /* samples reused, schedstat showing the thread had not run (run total) */
 	double   stall_ms;                /* switches unchanged while seen running, 0 if not stalled */
 	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber (the stalled one when stalled) */
 	double   headroom_ops_per_s;      /* ops/s ÷ (1 − idle): sustainable rate; NaN when unbounded */

@@ -282,6 +282,7 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 	w->ops_per_s = w->switches_per_s = w->polls_per_s = w->completions_per_s = NAN;
 	w->self_idle_pct = w->headroom_ops_per_s = NAN;
 	w->self_report_disagreements = w->shortcut_samples = 0;
+	w->unchanged_samples = a->unchanged_samples;
 	w->stall_ms = 0;
 	w->fiber_tag[0] = '\0';
 	if (instrumented && a->shm_last.valid) {

@@ -9,6 +9,11 @@
  * shm counters at SAMPLER_SHM_HZ, schedstat four times and discovery once
  * a second. Views never read the tables: they take a snapshot (a copy made
  * under the lock) and the model is computed from it outside the lock.
+ *
+ * Two shortcuts spare a /proc read whose answer is known: an instrumented
+ * worker's slot still showing the poll /proc confirmed (confirm_poll), and
+ * a thread schedstat shows was not put on a CPU since a sample found it off
+ * one (the schedstat check, used for the threads where it pays).
  */
 #include "sampler.h"
 #include "model_build.h"
@@ -18,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ns since the sampler started: the series' clock */
@@ -37,6 +43,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->all_threads = o->all_threads;
 	s->no_realtime = o->no_realtime;
 	s->no_shortcuts = o->no_shortcuts;
+	s->always_check_schedstat = o->always_check_schedstat;
 	s->on_sample = o->on_sample;
 	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
@@ -79,23 +86,73 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
  * the shortcut is off until /proc confirms a poll again — for good once
  * the worker was caught SAMPLER_DISTRUST_AFTER times.
  */
-static void confirm_poll(struct sampler *s, struct sworker *w, const struct probe_sc_sample *smp,
-			 const struct probe_verdict *v)
+static void confirm_poll(struct sampler *s, struct sworker *w, const struct probe_verdict *v)
 {
 	if (!w->instrumented)
 		return;
 	if (v->cls == PROBE_POLL && w->hot_since) {
 		w->confirmed_since = w->hot_since;
-		w->poll_smp = *smp;
-		w->poll_v = *v;
 		return;
 	}
 	/* running is the moment between the poll's return and the slot's update:
 	 * a lag, not a lie; off the CPU elsewhere is a lie */
-	if (w->tick_mode == 2 && (v->cls == PROBE_BLOCKED || v->cls == PROBE_OTHER) &&
+	if (w->tick_mode == TICK_CROSS_CHECK && (v->cls == PROBE_BLOCKED || v->cls == PROBE_OTHER) &&
 	    sampler_read_hot(s, w) == w->confirmed_since)
 		w->series.self_disagreements++;
 	w->confirmed_since = 0;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
+/* An eighth of a new per-read cost into an average: both are measured the
+ * same way, on this machine, under the load it has now. */
+static void cost_note(uint64_t *avg, uint64_t spent_ns, size_t reads)
+{
+	if (!reads)
+		return;
+	uint64_t per = spent_ns / reads;
+	*avg = *avg ? *avg - *avg / 8 + per / 8 : per;
+}
+
+/* One tick in this many is timed: clock reads are syscalls too */
+#define SAMPLER_COST_EVERY 16
+
+/* The schedstat check, before the /proc read: 1 when schedstat shows w has
+ * not been put on a CPU since the sample last_smp holds, so that sample is
+ * what a read would give now. Otherwise the reading it took stands as the
+ * reference for the read that follows (taken before it, so that nothing
+ * the thread did between the two can hide behind it). */
+static int unchanged_since_last(struct sworker *w)
+{
+	struct probe_schedstat now;
+	w->gate_fresh = 0;
+	if (probe_schedstat_sample(&w->ss, &now) < 0)
+		return 0;
+	if (w->last_ok && probe_schedstat_unchanged(&w->gate_ref, &now))
+		return 1;
+	w->gate_ref = now;
+	w->gate_fresh = 1;
+	return 0;
+}
+
+/* The tick's mode for w: the slot's poll shortcut, the schedstat one, or a
+ * read (sometimes a cross-check of the slot). */
+static int tick_mode(struct sampler *s, struct sworker *w)
+{
+	if (s->no_shortcuts)
+		return TICK_READ;
+	if (w->hot_since && w->hot_since == w->confirmed_since && w->series.self_disagreements < SAMPLER_DISTRUST_AFTER)
+		/* still in the blocking poll /proc confirmed: idle, seen now
+		 * without a read, but for a random 1 in CROSS_CHECK */
+		return rand_r(&s->rng) % SAMPLER_CROSS_CHECK ? TICK_POLL_SHORTCUT : TICK_CROSS_CHECK;
+	if ((w->gated || s->always_check_schedstat) && unchanged_since_last(w))
+		return TICK_UNCHANGED;
+	return TICK_READ;
 }
 
 /* All reads first (one io_uring batch for a large fleet), then the verdicts. */
@@ -104,36 +161,52 @@ static void sample_all(struct sampler *s, uint64_t now)
 	struct probe_syscall **slot = sample_batch_slots(s->batch, s->n);
 	if (!slot)
 		return; /* out of memory: this tick is lost, not the sampler */
+	size_t nreads = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		slot[i] = w->gone_ns ? NULL : &w->sc;
-		w->tick_mode = 0;
+		w->tick_mode = TICK_READ;
+		w->gate_fresh = 0;
+		if (!slot[i])
+			continue;
 		/* the fiber running at this tick, not at the last 10 Hz reading */
-		w->hot_since = slot[i] && w->instrumented ? sampler_read_hot(s, w) : 0;
-		if (w->hot_since && w->hot_since == w->confirmed_since && !s->no_shortcuts &&
-		    w->series.self_disagreements < SAMPLER_DISTRUST_AFTER) {
-			/* still in the blocking poll /proc confirmed: idle, seen
-			 * now without a read, but for a random 1 in CROSS_CHECK */
-			w->tick_mode = rand_r(&s->rng) % SAMPLER_CROSS_CHECK ? 1 : 2;
-			if (w->tick_mode == 1)
-				slot[i] = NULL;
-		}
+		w->hot_since = w->instrumented ? sampler_read_hot(s, w) : 0;
+		w->tick_mode = tick_mode(s, w);
+		if (w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED)
+			slot[i] = NULL;
+		nreads += slot[i] != NULL;
 	}
+	int timed = s->ticks++ % SAMPLER_COST_EVERY == 0 && nreads;
+	uint64_t t0 = timed ? thread_cpu_ns() : 0;
 	sample_batch_run(s->batch);
+	/* the ring's reads run on io-wq threads this clock misses: time pread only */
+	if (timed && !sample_batch_used_ring(s->batch))
+		cost_note(&s->read_ns, thread_cpu_ns() - t0, nreads);
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		struct probe_sc_sample smp;
 		struct probe_verdict v;
-		if (w->tick_mode == 1) {
-			smp = w->poll_smp;
-			v = w->poll_v;
-			w->series.shortcut_samples++;
+		if (w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED) {
+			smp = w->last_smp;
+			v = w->last_v;
+			if (w->tick_mode == TICK_POLL_SHORTCUT)
+				w->series.shortcut_samples++;
+			else
+				w->series.unchanged_samples++;
 		} else {
-			if (!slot[i] || sample_batch_result(s->batch, i, &smp) < 0)
+			if (!slot[i])
+				continue;
+			w->last_ok = 0;
+			if (sample_batch_result(s->batch, i, &smp) < 0)
 				continue;
 			if (probe_loop_classify(&w->loop, &smp, w->instrumented ? w->wait_fd : -1, &v) == -EAGAIN)
 				continue; /* the wait ended under the read: not a sample */
-			confirm_poll(s, w, &smp, &v);
+			confirm_poll(s, w, &v);
+			w->last_smp = smp;
+			w->last_v = v;
+			/* on a CPU, it can leave without being put back on one: only
+			 * a sample off the CPU is reusable */
+			w->last_ok = w->gate_fresh && (v.cls == PROBE_POLL || v.cls == PROBE_BLOCKED || v.cls == PROBE_OTHER);
 		}
 		if (v.cls == PROBE_GONE) {
 			sampler_mark_gone(w, now);
@@ -156,14 +229,30 @@ static void sample_all(struct sampler *s, uint64_t now)
 	}
 }
 
+/*
+ * Four times a second: every thread's CPU time (cpu%), the cost of such a
+ * read, and for each thread whether checking schedstat before its /proc
+ * read pays, judged on how often it was put on a CPU (and how long it was
+ * on one) since the last time, against the two costs measured here.
+ */
 static void read_sched_all(struct sampler *s, uint64_t now)
 {
+	size_t reads = 0;
+	uint64_t t0 = thread_cpu_ns();
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		struct probe_schedstat st;
-		if (!w->gone_ns && probe_schedstat_sample(&w->ss, &st) == 0)
-			series_add_sched(&w->series, now, st.run_ns, st.wait_ns);
+		if (w->gone_ns || probe_schedstat_sample(&w->ss, &st) < 0)
+			continue;
+		reads++;
+		series_add_sched(&w->series, now, st.run_ns, st.wait_ns);
+		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, &st,
+						      s->ticks - w->judged_tick, now - w->judged_ns);
+		w->judged = st;
+		w->judged_tick = s->ticks;
+		w->judged_ns = now;
 	}
+	cost_note(&s->check_ns, thread_cpu_ns() - t0, reads);
 }
 
 void sampler_step(struct sampler *s)
@@ -268,6 +357,14 @@ void sampler_set_rate(struct sampler *s, double hz)
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->rate_hz = hz;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void sampler_read_costs(struct sampler *s, uint64_t *check_ns, uint64_t *read_ns)
+{
+	pthread_mutex_lock(&s->lock);
+	*check_ns = s->check_ns;
+	*read_ns = s->read_ns;
 	pthread_mutex_unlock(&s->lock);
 }
 

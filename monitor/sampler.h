@@ -50,6 +50,8 @@ struct sampler_opts {
 	size_t max_workers;              /* threads sampled at most; 0: SAMPLER_MAX_WORKERS */
 	int    no_shortcuts;             /* read /proc at every tick, even for a worker its slot says is still in
 	                                  * the poll /proc last confirmed (tests compare the two) */
+	int    always_check_schedstat;   /* the schedstat check for every thread, whether or not it pays
+	                                  * (tests of its correctness on threads it would not pay for) */
 	/* called on the sampling thread, with its lock held, for every sample
 	 * of a live task: keep it short (it delays the tick). With a hook the
 	 * shm slots are read every tick, not at SAMPLER_SHM_HZ, so fiber_tag
@@ -71,6 +73,9 @@ void   sampler_set_rate(struct sampler *s, double hz);
 double sampler_rate(struct sampler *s);
 void   sampler_set_paused(struct sampler *s, int paused);
 void   sampler_set_all_threads(struct sampler *s, int on);
+/* What a read costs the sampler here, as last measured, in CPU ns: a
+ * schedstat file and a syscall file (0: not measured yet). */
+void   sampler_read_costs(struct sampler *s, uint64_t *check_ns, uint64_t *read_ns);
 /* 1 while the sampling thread runs at real-time priority (see sampler.c). */
 int    sampler_realtime(struct sampler *s);
 

@@ -41,9 +41,19 @@ struct sworker {
 	 * in the blocking poll /proc last confirmed is idle without a read */
 	uint64_t hot_since;           /* poll_since_ns read at this tick, 0: none or unknown */
 	uint64_t confirmed_since;     /* poll_since_ns of the last /proc-confirmed poll sample, 0: none */
-	struct probe_sc_sample poll_smp; /* that sample, reused */
-	struct probe_verdict poll_v;
-	int      tick_mode;           /* this tick: 0 read, 1 shortcut, 2 cross-check read */
+	/* the last /proc sample, reused by both shortcuts: by the poll one
+	 * while confirmed_since stands, by the schedstat one while last_ok */
+	struct probe_sc_sample last_smp;
+	struct probe_verdict last_v;
+	/* the schedstat shortcut (sampler.c): a thread not put on a CPU since
+	 * a sample that found it off the CPU is still where it was found */
+	struct probe_schedstat gate_ref; /* read just before the last /proc sample */
+	int      gate_fresh;          /* gate_ref was read this tick, before its /proc read */
+	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
+	int      gated;               /* checking schedstat first pays for this thread */
+	struct probe_schedstat judged; /* the 4 Hz reading the last judgement ended on */
+	uint64_t judged_tick, judged_ns;
+	int      tick_mode;           /* this tick: TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
 	uint32_t slot;                /* its slot's index in its segment */
 	char     name[PROBE_COMM_LEN];
 	char     tag[LOOPSTAT_TAG_LEN];
@@ -60,6 +70,8 @@ struct sworker {
 	int      ntargets;
 	struct series series;
 };
+
+enum { TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED };
 
 struct segment {
 	pid_t pid;
@@ -79,6 +91,7 @@ struct sampler {
 	int      all_threads;
 	int      no_realtime;
 	int      no_shortcuts;
+	int      always_check_schedstat;
 	double   rate_hz;
 	const struct targets *targets;   /* borrowed */
 	void   (*on_sample)(void *arg, const struct sampler_event *ev);
@@ -99,6 +112,10 @@ struct sampler {
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
 	uint64_t next_discover, next_shm, next_sched;
 	uint64_t total_samples;
+	uint64_t ticks;                  /* sample_all calls */
+	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
+	 * and a syscall file; whether the schedstat shortcut pays hangs on both */
+	uint64_t check_ns, read_ns;
 	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
 	unsigned rng;
 

@@ -99,6 +99,7 @@ struct series {
 	struct series_sched sched_last;
 	uint64_t samples;                        /* all samples ever */
 	uint64_t shortcut_samples;               /* of them, counted idle from the slot without a /proc read */
+	uint64_t unchanged_samples;              /* of them, reused because schedstat showed the thread had not run */
 	uint64_t self_disagreements;             /* cross-checks where /proc contradicted the slot's poll */
 	uint64_t polls_seen;                     /* POLL samples ever: marks a worker */
 	/* stall tracking: the switch counter and when it last moved */

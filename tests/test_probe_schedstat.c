@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -102,4 +103,67 @@ Test(probe_schedstat, fixture_tree, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert_eq(probe_schedstat_read(10, 14, &s), -ESRCH);
 	unsetenv(PROBE_PROC_ROOT_ENV);
 	tchild_fixture_remove(root);
+}
+
+/* ---- the unchanged-state test and whether it pays ---- */
+
+static void two_readings(pid_t pid, int ms, struct probe_schedstat *a, struct probe_schedstat *b)
+{
+	struct probe_schedstat_file f;
+	cr_assert_eq(probe_schedstat_open(&f, pid, pid), 0);
+	cr_assert_eq(probe_schedstat_sample(&f, a), 0);
+	usleep((useconds_t)ms * 1000);
+	cr_assert_eq(probe_schedstat_sample(&f, b), 0);
+	probe_schedstat_close(&f);
+}
+
+Test(probe_schedstat, a_parked_thread_is_unchanged_a_woken_one_is_not, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pid_t pid = tchild_fork(tchild_park_pause, NULL);
+	cr_assert_gt(pid, 0);
+	usleep(50000);
+	struct probe_schedstat a, b, c;
+	two_readings(pid, 100, &a, &b);
+	cr_expect(probe_schedstat_unchanged(&a, &b), "parked in pause: %llu/%llu then %llu/%llu",
+		  (unsigned long long)a.timeslices, (unsigned long long)a.run_ns, (unsigned long long)b.timeslices,
+		  (unsigned long long)b.run_ns);
+	/* stopped and continued: it runs to stop, and again to go back into pause */
+	kill(pid, SIGSTOP);
+	usleep(20000);
+	kill(pid, SIGCONT);
+	usleep(50000);
+	cr_assert_eq(probe_schedstat_read(pid, pid, &c), 0);
+	cr_expect(!probe_schedstat_unchanged(&b, &c), "a thread put on a CPU in between has changed");
+	tchild_reap(pid);
+
+	pid = tchild_fork(tchild_park_busy, NULL);
+	cr_assert_gt(pid, 0);
+	two_readings(pid, 100, &a, &b);
+	cr_expect(!probe_schedstat_unchanged(&a, &b), "a busy thread's CPU time moves");
+	tchild_reap(pid);
+
+	struct probe_schedstat none = { 0 };
+	cr_expect(!probe_schedstat_unchanged(&none, &none), "no sched_info (pcount 0): never unchanged");
+}
+
+Test(probe_schedstat, the_check_pays_only_when_what_it_saves_exceeds_it, .timeout = PROBE_TEST_TIMEOUT)
+{
+	const uint64_t wall = 1000000000ull, ticks = 100;
+	struct probe_schedstat a = { .run_ns = 1000, .timeslices = 10 };
+	struct probe_schedstat idle = a, half = { .run_ns = 1000, .timeslices = 60 },
+			       oncpu = { .run_ns = 1000 + wall * 6 / 10, .timeslices = 11 }, busy = { .run_ns = 1000, .timeslices = 110 };
+	/* the costs measured here: 2.1 us a schedstat read, 5.6 us a syscall file */
+	cr_expect(probe_schedstat_check_pays(2100, 5600, &a, &idle, ticks, wall), "an idle thread: it pays");
+	cr_expect(!probe_schedstat_check_pays(5100, 5600, &a, &idle, ticks, wall), "a check nearly as dear as the read");
+	cr_expect(probe_schedstat_check_pays(2100, 5600, &a, &half, ticks, wall), "woken at half the ticks: 2.8 us saved");
+	cr_expect(!probe_schedstat_check_pays(3000, 5600, &a, &half, ticks, wall), "but not for 3 us");
+	cr_expect(!probe_schedstat_check_pays(2100, 5600, &a, &oncpu, ticks, wall),
+		  "on a CPU 60 %% of the time: 2.2 us saved, against 2.1 us and an eighth");
+	cr_expect(!probe_schedstat_check_pays(100, 5600, &a, &busy, ticks, wall), "woken at every tick: never");
+	cr_expect(!probe_schedstat_check_pays(0, 5600, &a, &idle, ticks, wall), "a cost not measured yet: no");
+	cr_expect(!probe_schedstat_check_pays(2100, 0, &a, &idle, ticks, wall), "a cost not measured yet: no");
+	cr_expect(!probe_schedstat_check_pays(2100, 5600, &a, &idle, 0, wall), "no ticks: nothing to judge on");
+	struct probe_schedstat none = { 0 };
+	cr_expect(!probe_schedstat_check_pays(2100, 5600, &none, &none, ticks, wall), "no sched_info: no");
+	cr_expect(!probe_schedstat_check_pays(2100, 5600, &busy, &a, ticks, wall), "counters that went back (a new thread): no");
 }

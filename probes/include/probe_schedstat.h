@@ -43,4 +43,29 @@ int probe_schedstat_parse(const char *buf, size_t len, struct probe_schedstat *o
 /* Open, sample, close: for one-off reads. */
 int probe_schedstat_read(pid_t pid, pid_t tid, struct probe_schedstat *out);
 
+/*
+ * The unchanged-state test. pcount counts the times a thread was put on a
+ * CPU: if neither it nor the CPU time moved between a reading taken just
+ * before a syscall sample and a later one, the thread has not run in
+ * between. A thread off the CPU at that sample (in a syscall, or stopped)
+ * is then still there, in the same syscall with the same arguments, and
+ * reading its syscall file again would say what it said. Not so for a
+ * thread sampled running: it can leave the CPU without being put back on.
+ * A kernel without sched_info (pcount always 0) never gives "unchanged".
+ */
+int probe_schedstat_unchanged(const struct probe_schedstat *before, const struct probe_schedstat *now);
+
+/*
+ * Whether reading schedstat first pays for a thread, judged on two
+ * readings a and b taken wall_ns apart with `ticks` samples between them.
+ * It costs check_ns at every tick and saves read_ns (a syscall-file read)
+ * when the state is unchanged and reusable. It is not at a tick that
+ * follows a put-on-CPU (at most one per switch) or one whose sample found
+ * the thread running (about its share of time on a CPU), so at least
+ * 1 - switches/ticks - run/wall of the ticks save. Both costs are measured
+ * by the caller on this machine; 0 means not measured yet: no.
+ */
+int probe_schedstat_check_pays(uint64_t check_ns, uint64_t read_ns, const struct probe_schedstat *a,
+			       const struct probe_schedstat *b, uint64_t ticks, uint64_t wall_ns);
+
 #endif /* PROBE_SCHEDSTAT_H */

@@ -110,3 +110,20 @@ int probe_schedstat_read(pid_t pid, pid_t tid, struct probe_schedstat *out)
 	probe_schedstat_close(&f);
 	return err;
 }
+
+int probe_schedstat_unchanged(const struct probe_schedstat *before, const struct probe_schedstat *now)
+{
+	return before->timeslices != 0 && now->timeslices == before->timeslices && now->run_ns == before->run_ns;
+}
+
+int probe_schedstat_check_pays(uint64_t check_ns, uint64_t read_ns, const struct probe_schedstat *a,
+			       const struct probe_schedstat *b, uint64_t ticks, uint64_t wall_ns)
+{
+	if (!check_ns || !read_ns || !ticks || !wall_ns || !a->timeslices || b->timeslices < a->timeslices ||
+	    b->run_ns < a->run_ns)
+		return 0;
+	double hit = 1.0 - (double)(b->timeslices - a->timeslices) / (double)ticks -
+		     (double)(b->run_ns - a->run_ns) / (double)wall_ns;
+	/* an eighth to spare, so that noise in either cost does not flip it */
+	return hit * (double)read_ns > 1.125 * (double)check_ns;
+}
