@@ -195,6 +195,12 @@ $(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/su
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
 
+# bench/probe_fleet times the monitor's own sampler too (its headline figures).
+$(BUILD)/bench/probe_fleet: $(BUILD)/obj/bench/probe_fleet.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) -ljson-c \
+	      $(RT_LIBS) -lm
+
 # ---- make fuzz: libFuzzer harnesses (fuzz/fuzz_*.c), not part of make test --
 # Each harness links the probes' sources built with clang's fuzzer, ASan and
 # UBSan, then runs FUZZ_SECONDS on its own corpus (kept under $(FUZZ_BUILD)),

@@ -12,11 +12,21 @@
  * read, bare preads without parsing, and the batch (probe_sc_batch_sample:
  * one io_uring_enter per tick, reads done by io-wq threads, whose CPU time
  * getrusage(RUSAGE_SELF) includes), forced to the ring, and the monitor's
- * path: the same batch left to choose by measurement (PROBE_SC_PATH_AUTO,
- * kept across the runs of a size as the monitor keeps it). The headline
- * figure is the monitor's path at 1000 workers, also as a ratio to bare
- * preads measured in the same run.
+ * path at the probes' level: the same batch left to choose by measurement
+ * (PROBE_SC_PATH_AUTO, kept across the runs of a size as the monitor keeps
+ * it). Last, the monitor's own sampler (monitor/sampler.c, at 100 Hz with
+ * its shortcuts, schedstat, discovery and shm reads), timed after a
+ * second's warm-up, as the whole process's CPU while the main thread
+ * sleeps: the headline figures, at 1000 workers, also as ratios to bare
+ * preads measured in the same run on the same fleet.
+ *
+ * Three fleets of 1000: idle (every worker parked in epoll_wait), half
+ * woken (half of them woken by a 10 ms epoll timeout, so at about every
+ * tick: their schedstat always moves; on 2 cores a fleet cannot literally
+ * run half the time), and instrumented (each a libfiberloop segment slot
+ * whose poll_since_ns is set while it sits in epoll_wait).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +34,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -34,14 +45,20 @@
 #include "probe_schedstat.h"
 #include "probe_syscall.h"
 #include "probe_syscall_batch.h"
+#include "fiberloop_stats.h"
 #include "sample_batch.h"
+#include "sampler.h"
+#include "targets.h"
 
 #define HZ       100
 #define SECONDS  2
 #define REPS     3
 #define MAX_N    1000
 
-enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BATCH, AUTO, NMODES };
+enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BATCH, AUTO, MONITOR, NMODES };
+enum fleet { IDLE, HALF_WOKEN, INSTRUMENTED };
+
+#define WARMUP_S 1
 
 struct worker {
 	pid_t pid;
@@ -81,7 +98,33 @@ static double cpu_s(void)
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-static int spawn_all(int n)
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A worker of the fleet: parked in epoll_wait for good, or woken every
+ * 10 ms, or parked with a published slot that says so. */
+static void worker_main(enum fleet kind, int woken, int ready_fd)
+{
+	int ep = epoll_create1(0);
+	struct epoll_event ev;
+	struct loopstat_shm_slot *slot = NULL;
+	if (kind == INSTRUMENTED && !(slot = fl_stats_slot_acquire("fleet", LOOPSTAT_BACKEND_LIBEV, ep)))
+		_exit(1);
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(1);
+	close(ready_fd);
+	for (;;) {
+		if (slot)
+			fl_stat_set(&slot->poll_since_ns, mono_ns());
+		epoll_wait(ep, &ev, 1, woken ? 10 : -1);
+	}
+}
+
+static int spawn_all(int n, enum fleet kind)
 {
 	int fds[2];
 	if (pipe(fds) < 0)
@@ -93,13 +136,7 @@ static int spawn_all(int n)
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			close(fds[0]);
-			int ep = epoll_create1(0);
-			struct epoll_event ev;
-			if (write(fds[1], "r", 1) != 1)
-				_exit(1);
-			close(fds[1]);
-			for (;;)
-				epoll_wait(ep, &ev, 1, -1);
+			worker_main(kind, kind == HALF_WOKEN && i % 2, fds[1]);
 		}
 		workers[i].pid = pid;
 	}
@@ -206,6 +243,33 @@ static double run(int n, enum mode mode, double *poll_pct)
 	return 100.0 * cpu / wall;
 }
 
+/* what the monitor's last run measured a schedstat and a syscall-file read to cost */
+static uint64_t last_check_ns, last_read_ns;
+
+/* The monitor's sampler on the fleet: CPU% of a core over SECONDS after
+ * WARMUP_S (its shortcuts judge their worth over the first second). */
+static double run_monitor(int n)
+{
+	static struct targets t;
+	targets_init(&t);
+	for (int i = 0; i < n; i++)
+		t.pids[t.npids++] = workers[i].pid;
+	struct sampler_opts o = { .rate_hz = HZ, .targets = &t };
+	struct sampler *s;
+	if (sampler_new(&o, &s) < 0 || sampler_start(s) < 0) {
+		fprintf(stderr, "probe_fleet: cannot start the sampler\n");
+		exit(1);
+	}
+	sleep(WARMUP_S);
+	double w0 = now_s(), c0 = cpu_s();
+	sleep(SECONDS);
+	double pct = 100.0 * (cpu_s() - c0) / (now_s() - w0);
+	sampler_read_costs(s, &last_check_ns, &last_read_ns);
+	sampler_delete(s);
+	targets_done(&t);
+	return pct;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -230,7 +294,136 @@ static double null_syscall_ns(void)
 	return ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 200000;
 }
 
-static const char *const mode_names[NMODES] = { "pread", "pread+schedstat", "bare pread", "batch", "auto" };
+static const char *const mode_names[NMODES] = { "pread", "pread+schedstat", "bare pread", "batch", "auto",
+						 "monitor" };
+static const char *const fleet_names[] = { "idle", "half-woken", "instrumented" };
+
+static void open_probes(int n)
+{
+	for (int i = 0; i < n; i++) {
+		probe_syscall_open(&workers[i].sc, workers[i].pid, workers[i].pid);
+		probe_schedstat_open(&workers[i].ss, workers[i].pid, workers[i].pid);
+		probes[i] = &workers[i].sc;
+	}
+}
+
+static void close_probes(int n)
+{
+	for (int i = 0; i < n; i++) {
+		probe_syscall_close(&workers[i].sc);
+		probe_schedstat_close(&workers[i].ss);
+	}
+}
+
+static void median_of(double pct[NMODES][REPS], double *med)
+{
+	for (int m = 0; m < NMODES; m++) {
+		double v[REPS];
+		memcpy(v, pct[m], sizeof(v));
+		med[m] = median3(v);
+	}
+}
+
+/* Every mode on an idle fleet of n: returns the medians in med. */
+static int idle_fleet(int n, double *med)
+{
+	if (spawn_all(n, IDLE) < 0) {
+		fprintf(stderr, "probe_fleet: cannot start %d workers: %s\n", n, strerror(errno));
+		return -1;
+	}
+	open_probes(n);
+	if (probe_sc_batch_new(SAMPLE_BATCH_SQ, &batch) < 0 || probe_sc_batch_new(SAMPLE_BATCH_SQ, &autob) < 0) {
+		fprintf(stderr, "probe_fleet: probe_sc_batch_new: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	probe_sc_batch_set_path(batch, PROBE_SC_PATH_RING);
+	double pct[NMODES][REPS], poll_pct = 0, batch_poll_pct = 0, ignored;
+	double thr[REPS], iowq[REPS];
+	/* interleaved, so that load from other processes hits every mode alike */
+	for (int r = 0; r < REPS; r++) {
+		pct[SAMPLE][r] = run(n, SAMPLE, &poll_pct);
+		pct[SAMPLE_SCHEDSTAT][r] = run(n, SAMPLE_SCHEDSTAT, &ignored);
+		pct[BARE_PREAD][r] = run(n, BARE_PREAD, &ignored);
+		pct[BATCH][r] = run(n, BATCH, &batch_poll_pct);
+		thr[r] = last_thread_pct;
+		iowq[r] = last_iowq_pct;
+		pct[AUTO][r] = run(n, AUTO, &ignored);
+		pct[MONITOR][r] = run_monitor(n);
+	}
+	median_of(pct, med);
+	int auto_batch = probe_sc_batch_last_path(autob) == PROBE_SC_PATH_RING;
+	printf("workers %4d at %d Hz: sampler cpu %.2f%% of a core (runs %.2f %.2f %.2f), "
+	       "bare pread only %.2f%%, with schedstat %.2f%%, %.2f us per worker-sample, poll seen %.1f%%, "
+	       "%.1f context switches per tick\n",
+	       n, HZ, med[SAMPLE], pct[SAMPLE][0], pct[SAMPLE][1], pct[SAMPLE][2], med[BARE_PREAD],
+	       med[SAMPLE_SCHEDSTAT], med[SAMPLE] * 1e4 / (n * HZ), poll_pct, last_csw[SAMPLE]);
+	printf("workers %4d at %d Hz: batch (%s) %.2f%% of a core (runs %.2f %.2f %.2f; last run: "
+	       "sampling thread %.2f%% + io-wq threads %.2f%%), %.2f us per worker-sample, poll seen %.1f%%, "
+	       "%.1f context switches per tick\n",
+	       n, HZ, probe_sc_batch_ring(batch) == 1 ? "io_uring" : "pread fallback", med[BATCH], pct[BATCH][0],
+	       pct[BATCH][1], pct[BATCH][2], thr[REPS - 1], iowq[REPS - 1], med[BATCH] * 1e4 / (n * HZ),
+	       batch_poll_pct, last_csw[BATCH]);
+	printf("workers %4d at %d Hz: probes' measured choice (now %s) %.2f%% of a core (runs %.2f %.2f %.2f), "
+	       "%.2fx bare pread\n",
+	       n, HZ, auto_batch ? "the batch" : "pread", med[AUTO], pct[AUTO][0], pct[AUTO][1], pct[AUTO][2],
+	       med[BARE_PREAD] > 0 ? med[AUTO] / med[BARE_PREAD] : 0);
+	printf("workers %4d at %d Hz: the monitor's sampler %.2f%% of a core (runs %.2f %.2f %.2f), %.2fx bare pread "
+	       "(its costs: schedstat %llu ns, syscall file %llu ns a read)\n",
+	       n, HZ, med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
+	       med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0, (unsigned long long)last_check_ns,
+	       (unsigned long long)last_read_ns);
+	probe_sc_batch_delete(batch);
+	probe_sc_batch_delete(autob);
+	batch = autob = NULL;
+	close_probes(n);
+	reap_all(n);
+	return 0;
+}
+
+/* The monitor against bare preads on another fleet of n: *monitor, *bare. */
+static int other_fleet(int n, enum fleet kind, double *monitor, double *bare)
+{
+	if (spawn_all(n, kind) < 0) {
+		fprintf(stderr, "probe_fleet: cannot start %d %s workers: %s\n", n, fleet_names[kind], strerror(errno));
+		return -1;
+	}
+	open_probes(n);
+	double pct[NMODES][REPS] = { { 0 } }, med[NMODES], ignored;
+	for (int r = 0; r < REPS; r++) {
+		pct[BARE_PREAD][r] = run(n, BARE_PREAD, &ignored);
+		pct[MONITOR][r] = run_monitor(n);
+	}
+	median_of(pct, med);
+	*monitor = med[MONITOR];
+	*bare = med[BARE_PREAD];
+	printf("workers %4d at %d Hz, %s fleet: the monitor's sampler %.2f%% of a core (runs %.2f %.2f %.2f), "
+	       "bare pread %.2f%%, %.2fx (its costs: schedstat %llu ns, syscall file %llu ns a read)\n",
+	       n, HZ, fleet_names[kind], med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
+	       med[BARE_PREAD], med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0,
+	       (unsigned long long)last_check_ns, (unsigned long long)last_read_ns);
+	close_probes(n);
+	reap_all(n);
+	return 0;
+}
+
+/* What SIGKILLed workers left in the segment directory, and the directory. */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[512];
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			unlink(path);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
 
 int main(void)
 {
@@ -239,78 +432,41 @@ int main(void)
 	double fig[NMODES] = { 0 };
 
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2 * MAX_N + 64) {
-		rl.rlim_cur = rl.rlim_max < 2 * MAX_N + 64 ? rl.rlim_max : 2 * MAX_N + 64;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4 * MAX_N + 64) {
+		rl.rlim_cur = rl.rlim_max < 4 * MAX_N + 64 ? rl.rlim_max : 4 * MAX_N + 64;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* the instrumented fleet's segments, and nobody else's */
+	char dir[] = "/tmp/probe_fleet.XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("probe_fleet: mkdtemp");
+		return 1;
+	}
+	setenv("LOOPSTAT_SHM_DIR", dir, 1);
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		int n = sizes[k];
-		if (spawn_all(n) < 0) {
-			fprintf(stderr, "probe_fleet: cannot start %d workers: %s\n", n, strerror(errno));
+		double med[NMODES];
+		if (idle_fleet(sizes[k], med) < 0)
 			return 1;
-		}
-		for (int i = 0; i < n; i++) {
-			probe_syscall_open(&workers[i].sc, workers[i].pid, workers[i].pid);
-			probe_schedstat_open(&workers[i].ss, workers[i].pid, workers[i].pid);
-			probes[i] = &workers[i].sc;
-		}
-		if (probe_sc_batch_new(SAMPLE_BATCH_SQ, &batch) < 0 || probe_sc_batch_new(SAMPLE_BATCH_SQ, &autob) < 0) {
-			fprintf(stderr, "probe_fleet: probe_sc_batch_new: %s\n", strerror(ENOMEM));
-			return 1;
-		}
-		probe_sc_batch_set_path(batch, PROBE_SC_PATH_RING);
-		double pct[NMODES][REPS], med[NMODES], poll_pct = 0, batch_poll_pct = 0, ignored;
-		double thr[REPS], iowq[REPS];
-		/* interleaved, so that load from other processes hits every mode alike */
-		for (int r = 0; r < REPS; r++) {
-			pct[SAMPLE][r] = run(n, SAMPLE, &poll_pct);
-			pct[SAMPLE_SCHEDSTAT][r] = run(n, SAMPLE_SCHEDSTAT, &ignored);
-			pct[BARE_PREAD][r] = run(n, BARE_PREAD, &ignored);
-			pct[BATCH][r] = run(n, BATCH, &batch_poll_pct);
-			thr[r] = last_thread_pct;
-			iowq[r] = last_iowq_pct;
-			pct[AUTO][r] = run(n, AUTO, &ignored);
-		}
-		for (int m = 0; m < NMODES; m++) {
-			double v[REPS];
-			memcpy(v, pct[m], sizeof(v));
-			med[m] = median3(v);
-		}
-		int monitor_batch = probe_sc_batch_last_path(autob) == PROBE_SC_PATH_RING;
-		printf("workers %4d at %d Hz: sampler cpu %.2f%% of a core (runs %.2f %.2f %.2f), "
-		       "bare pread only %.2f%%, with schedstat %.2f%%, %.2f us per worker-sample, poll seen %.1f%%, "
-		       "%.1f context switches per tick\n",
-		       n, HZ, med[SAMPLE], pct[SAMPLE][0], pct[SAMPLE][1], pct[SAMPLE][2], med[BARE_PREAD],
-		       med[SAMPLE_SCHEDSTAT], med[SAMPLE] * 1e4 / (n * HZ), poll_pct, last_csw[SAMPLE]);
-		printf("workers %4d at %d Hz: batch (%s) %.2f%% of a core (runs %.2f %.2f %.2f; last run: "
-		       "sampling thread %.2f%% + io-wq threads %.2f%%), %.2f us per worker-sample, poll seen %.1f%%, "
-		       "%.1f context switches per tick; the monitor uses %s here\n",
-		       n, HZ, probe_sc_batch_ring(batch) == 1 ? "io_uring" : "pread fallback", med[BATCH],
-		       pct[BATCH][0], pct[BATCH][1], pct[BATCH][2], thr[REPS - 1], iowq[REPS - 1],
-		       med[BATCH] * 1e4 / (n * HZ), batch_poll_pct, last_csw[BATCH], monitor_batch ? "the batch" : "pread");
-		printf("workers %4d at %d Hz: monitor's path (measured choice, now %s) %.2f%% of a core (runs %.2f %.2f "
-		       "%.2f), %.2fx bare pread\n",
-		       n, HZ, monitor_batch ? "the batch" : "pread", med[AUTO], pct[AUTO][0], pct[AUTO][1], pct[AUTO][2],
-		       med[BARE_PREAD] > 0 ? med[AUTO] / med[BARE_PREAD] : 0);
-		probe_sc_batch_delete(batch);
-		probe_sc_batch_delete(autob);
-		batch = autob = NULL;
-		for (int i = 0; i < n; i++) {
-			probe_syscall_close(&workers[i].sc);
-			probe_schedstat_close(&workers[i].ss);
-		}
-		reap_all(n);
-		if (n == 1000)
+		if (sizes[k] == MAX_N)
 			memcpy(fig, med, sizeof(fig));
 	}
+	double woken = 0, woken_bare = 0, instr = 0, instr_bare = 0;
+	if (other_fleet(MAX_N, HALF_WOKEN, &woken, &woken_bare) < 0 ||
+	    other_fleet(MAX_N, INSTRUMENTED, &instr, &instr_bare) < 0)
+		return 1;
+	remove_dir(dir);
 	printf("null syscall (getppid) %.0f ns on this machine: %.1f%% of a core is syscall entry alone "
 	       "for 1000 workers at %d Hz\n", null_ns, null_ns * 1000 * HZ / 1e7, HZ);
 	printf("1000 workers:");
 	for (int m = 0; m < NMODES; m++)
 		printf(" %s %.2f %%%s", mode_names[m], fig[m], m + 1 < NMODES ? "," : "\n");
-	/* the raw figure of the one-pread-per-sample path, kept for comparison with older runs */
+	/* the raw figures of the probes' paths, kept for comparison with older runs */
 	printf("raw sampler_cpu_pct_1000w_100hz_pread %.2f %%\n", fig[SAMPLE]);
-	printf("figure sampler_cpu_pct_1000w_100hz %.2f %%\n", fig[AUTO]);
-	printf("figure sampler_cpu_vs_bare_pread_1000w %.2f x\n", fig[BARE_PREAD] > 0 ? fig[AUTO] / fig[BARE_PREAD] : 0);
+	printf("raw sampler_cpu_pct_1000w_100hz_probes_choice %.2f %%\n", fig[AUTO]);
+	printf("figure sampler_cpu_pct_1000w_100hz %.2f %%\n", fig[MONITOR]);
+	printf("figure sampler_cpu_vs_bare_pread_1000w %.2f x\n", ratio(fig[MONITOR], fig[BARE_PREAD]));
+	printf("figure sampler_cpu_vs_bare_pread_1000w_half_woken %.2f x\n", ratio(woken, woken_bare));
+	printf("figure sampler_cpu_pct_1000w_100hz_instrumented %.2f %%\n", instr);
+	printf("figure sampler_cpu_vs_bare_pread_1000w_instrumented %.2f x\n", ratio(instr, instr_bare));
 	return 0;
 }
