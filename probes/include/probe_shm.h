@@ -4,9 +4,21 @@
  * A segment is opened through an opaque handle that validates it once
  * (magic, byte order, ABI major, every size and offset against the file
  * size, the writer's pid, owner and start time) and then reads consistent
- * snapshots of its slots with pread(2). pread is used rather than a
- * mapping so that a writer truncating its file can cause an error, never
- * a SIGBUS in the monitor.
+ * snapshots of its slots with pread(2), and the per-tick hot fields of one
+ * slot (probe_shm_read_hot) from a read-only shared mapping, without a
+ * system call.
+ *
+ * SIGBUS: the file's owner can truncate it while it is mapped, and a load
+ * from a page then past EOF raises SIGBUS. So at the first mapping libprobes
+ * installs a process-wide SIGBUS handler (sigaction, SA_SIGINFO|SA_NODEFER,
+ * once). A fault inside one of its guarded loads, in a segment mapping,
+ * makes that read fail with -EBADMSG and the segment fall back to pread for
+ * good; every other SIGBUS goes to the handler that was installed before
+ * (e.g. a sanitizer's), or takes the default action (the process dies of
+ * SIGBUS) as if libprobes were not there. An application that installs its
+ * own SIGBUS handler after that must chain to the one it replaces, or a
+ * truncated segment kills it; segments first hot-read after such a
+ * replacement are not mapped (pread).
  */
 #ifndef PROBE_SHM_H
 #define PROBE_SHM_H
@@ -134,10 +146,15 @@ struct probe_shm_hot {
 /*
  * Re-reads the hot fields of the slot that probe_shm_read() returned as w
  * (by w->slot), for a sampler that wants them at every tick rather than
- * at the table's rate: one pread of that slot's head, up to poll_since_ns,
- * no fstat, no /proc. The slot must still be ACTIVE with w's tid and
- * generation, else -ESTALE (re-read the table). -EBADMSG when the file
- * shrank under the read (a short read, never a SIGBUS), or -errno.
+ * at the table's rate: a few loads from the segment's read-only mapping
+ * (made at the first call: one fstat and one mmap), no system call, no
+ * /proc. A segment that cannot be mapped (or was truncated under it) is
+ * read with one pread of the slot's head instead. The slot must still be
+ * ACTIVE with w's tid and generation, else -ESTALE (re-read the table).
+ * -EBADMSG when the file shrank under the read (a short read, or a SIGBUS
+ * caught; never a crash), or -errno. A cut inside the page that holds the
+ * fields reads as zeros past it (the kernel clears a cut page's tail) until
+ * the next probe_shm_read() sees the file shrunk and drops the mapping.
  * Values are single aligned stores on the writer's side; current_fiber and
  * current_tag may come from two neighbouring switches (the tag is range
  * checked): good enough for attribution of one sample.

@@ -1,5 +1,6 @@
 /*
- * shm.c — validated, pread-based reader of loopstat segments.
+ * shm.c — validated reader of loopstat segments: pread for the slot table,
+ * a guarded read-only mapping (shm_map.c) for the per-tick hot fields.
  */
 #include "probe_shm.h"
 #include "probe_proc.h"
@@ -57,6 +58,7 @@ struct probe_shm {
 	char    *claimed;      /* owned, parallel to tids: taken by a slot in this read */
 	size_t   ntids, tidcap;
 	struct probe_shm_read_info last;
+	struct shm_map map;    /* for probe_shm_read_hot; made at its first call */
 	char     path[PATH_MAX];
 };
 
@@ -314,6 +316,7 @@ void probe_shm_close(struct probe_shm *shm)
 {
 	if (!shm)
 		return;
+	shm_map_close(&shm->map);
 	close(shm->fd);
 	free(shm->chunk);
 	free(shm->tids);
@@ -543,8 +546,12 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 	struct stat st;
 	if (fstat(shm->fd, &st) < 0)
 		return -errno;
-	if ((size_t)st.st_size < shm->size)
-		return -EBADMSG; /* shrunk below what was validated */
+	if ((size_t)st.st_size < shm->size) {
+		/* shrunk below what was validated: the hot reads' mapping
+		 * would fault or read zeros past the cut, so pread for good */
+		shm_map_close(&shm->map);
+		return -EBADMSG;
+	}
 	/* the writer's threads, listed before and not inside the seqlock window,
 	 * which should hold nothing slower than the copies */
 	int err = load_tids(shm);
@@ -573,30 +580,78 @@ void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info
 	*info = shm->last;
 }
 
-int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, struct probe_shm_hot *hot)
+/* The checks and copies both hot paths share. */
+static int hot_result(const struct probe_shm_worker *w, const struct shm_hot_raw *r, struct probe_shm_hot *hot)
 {
-	if (w->slot >= shm->slot_count || w->pid != shm->pid)
+	if (r->state != LOOPSTAT_SLOT_ACTIVE || r->tid != w->tid || r->generation != w->generation)
 		return -ESTALE;
+	hot->poll_since_ns = r->poll_since_ns;
+	hot->current_fiber = r->current_fiber;
+	hot->fiber_tag[0] = '\0';
+	uint64_t ti = r->current_tag;
+	hot->tag_index = ti >= 1 && ti <= LOOPSTAT_TAG_MAX ? (uint32_t)ti : 0;
+	if (hot->tag_index)
+		copy_tag(hot->fiber_tag, &r->tag);
+	return 0;
+}
+
+/* One pread of the slot's head at byte offset off, up to poll_since_ns:
+ * the path for a segment that cannot be (or no longer is) mapped. */
+static int read_hot_pread(struct probe_shm *shm, size_t off, struct shm_hot_raw *r)
+{
 	/* the chunk holds at least a header and one slot; a minor-0 writer has
 	 * no poll_since_ns, and its padding there means nothing */
 	struct loopstat_shm_slot sl;
 	size_t len = shm->abi_minor >= 1 ? offsetof(struct loopstat_shm_slot, poll_since_ns) + sizeof(uint64_t)
 					 : offsetof(struct loopstat_shm_slot, tags) + sizeof(sl.tags);
 	memset(&sl, 0, sizeof(sl));
-	ssize_t got = pread(shm->fd, shm->chunk, len, shm->header_size + (off_t)w->slot * shm->slot_size);
+	ssize_t got = pread(shm->fd, shm->chunk, len, (off_t)off);
 	if (got < 0)
 		return -errno;
 	if ((size_t)got < len)
 		return -EBADMSG;
 	memcpy(&sl, shm->chunk, len);
-	if (sl.state != LOOPSTAT_SLOT_ACTIVE || sl.tid != w->tid || sl.generation != w->generation)
-		return -ESTALE;
-	hot->poll_since_ns = sl.poll_since_ns;
-	hot->current_fiber = sl.current_fiber;
-	hot->fiber_tag[0] = '\0';
-	uint64_t ti = sl.current_tag;
-	hot->tag_index = ti >= 1 && ti <= LOOPSTAT_TAG_MAX ? (uint32_t)ti : 0;
-	if (hot->tag_index)
-		copy_tag(hot->fiber_tag, &sl.tags[ti - 1]);
+	r->state = sl.state;
+	r->tid = sl.tid;
+	r->generation = sl.generation;
+	r->current_fiber = sl.current_fiber;
+	r->current_tag = sl.current_tag;
+	r->poll_since_ns = sl.poll_since_ns;
+	if (sl.current_tag >= 1 && sl.current_tag <= LOOPSTAT_TAG_MAX)
+		r->tag = sl.tags[sl.current_tag - 1];
 	return 0;
+}
+
+/* Maps the segment at the first hot read (a one-shot list never pays for
+ * it); whether hot reads go through the mapping. */
+static int hot_mapped(struct probe_shm *shm)
+{
+	if (__builtin_expect(shm->map.state == SHM_MAP_UNTRIED, 0)) {
+		struct loopstat_shm_header geo = { .header_size = shm->header_size, .slot_size = shm->slot_size,
+						   .slot_count = shm->slot_count, .pid = shm->pid };
+		shm_map_open(&shm->map, shm->fd, &geo); /* on failure: pread for good */
+	}
+	return shm->map.state == SHM_MAP_ON;
+}
+
+int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, struct probe_shm_hot *hot)
+{
+	if (w->slot >= shm->slot_count || w->pid != shm->pid)
+		return -ESTALE;
+	/* inside the validated size: slot_size >= sizeof(struct loopstat_shm_slot) */
+	size_t off = shm->header_size + (size_t)w->slot * shm->slot_size;
+	struct shm_hot_raw r;
+	int err = hot_mapped(shm) ? shm_map_read_hot(&shm->map, off, shm->abi_minor >= 1, &r)
+				  : read_hot_pread(shm, off, &r);
+	return err < 0 ? err : hot_result(w, &r, hot);
+}
+
+void shm_hot_use_pread(struct probe_shm *shm)
+{
+	shm_map_close(&shm->map);
+}
+
+enum shm_map_state shm_hot_map_state(const struct probe_shm *shm)
+{
+	return shm->map.state;
 }

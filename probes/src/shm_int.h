@@ -5,7 +5,10 @@
 #ifndef PROBE_SHM_INT_H
 #define PROBE_SHM_INT_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include "loopstat_shm.h"
 
 /* Longest random suffix accepted in "loopstat.<pid>.<suffix>". */
 #define SHM_SUFFIX_MAX 32
@@ -25,5 +28,57 @@ pid_t shm_name_pid(const char *name, int *suffixed);
  * Does nothing when the cache is full.
  */
 void shm_cache_reject(dev_t dev, ino_t ino, const char *name);
+
+/* A read-only shared mapping of a segment, for the hot reads (shm_map.c). */
+enum shm_map_state {
+	SHM_MAP_UNTRIED = 0,  /* not mapped yet: the first hot read tries */
+	SHM_MAP_ON,           /* mapped: hot reads load from it */
+	SHM_MAP_OFF,          /* cannot be mapped, or was truncated under it: pread for good */
+};
+
+struct shm_map {
+	const char *base;        /* owned mapping (PROT_READ, MAP_SHARED), NULL if none */
+	size_t      len;         /* bytes mapped: the segment size validated at open */
+	enum shm_map_state state;
+};
+
+/* The fields a hot read checks and returns, as either path loads them. */
+struct shm_hot_raw {
+	uint32_t state;
+	int32_t  tid;
+	uint64_t generation;
+	uint64_t current_fiber;
+	uint64_t current_tag;
+	uint64_t poll_since_ns;         /* 0 from a minor-0 writer */
+	struct loopstat_shm_tag tag;    /* tags[current_tag - 1]; only set when that is in range */
+};
+
+/*
+ * Maps the segment open on fd (read-only) for the geometry in geo, as
+ * validated at open (header_size, slot_size, slot_count, pid), after
+ * checking the file still holds it and installing the SIGBUS guard (once
+ * per process). 0 and m->state SHM_MAP_ON, or -errno and SHM_MAP_OFF:
+ * -EINVAL (sizes not 8-byte multiples), -EBADMSG (file shorter than the
+ * geometry, or truncated while the header was checked), -ESTALE (the
+ * mapped header no longer says the same), -ENOTSUP (the application
+ * replaced the SIGBUS handler), or mmap's error.
+ */
+int shm_map_open(struct shm_map *m, int fd, const struct loopstat_shm_header *geo);
+/* Unmaps; state becomes SHM_MAP_OFF. */
+void shm_map_close(struct shm_map *m);
+/*
+ * Loads the hot fields of the slot at byte offset off (the caller checked
+ * that the slot lies in the mapping) with relaxed atomic loads, no system
+ * call; poll_since_ns only when minor1. 0, or -EBADMSG when the page was
+ * past EOF (SIGBUS caught): the mapping is then dropped (SHM_MAP_OFF).
+ */
+int shm_map_read_hot(struct shm_map *m, size_t off, int minor1, struct shm_hot_raw *r);
+
+/* Makes a handle's hot reads use pread for good (tests and benches compare
+ * the two paths with it). */
+struct probe_shm;
+void shm_hot_use_pread(struct probe_shm *shm);
+/* The handle's mapping state, for tests. */
+enum shm_map_state shm_hot_map_state(const struct probe_shm *shm);
 
 #endif /* PROBE_SHM_INT_H */
