@@ -245,6 +245,9 @@ static double run(int n, enum mode mode, double *poll_pct)
 
 /* what the monitor's last run measured a schedstat and a syscall-file read to cost */
 static uint64_t last_check_ns, last_read_ns;
+/* and how many workers it found instrumented, and the share of samples taken without a read */
+static unsigned last_instrumented;
+static double last_saved_pct;
 
 /* The monitor's sampler on the fleet: CPU% of a core over SECONDS after
  * WARMUP_S (its shortcuts judge their worth over the first second). */
@@ -265,6 +268,19 @@ static double run_monitor(int n)
 	sleep(SECONDS);
 	double pct = 100.0 * (cpu_s() - c0) / (now_s() - w0);
 	sampler_read_costs(s, &last_check_ns, &last_read_ns);
+	struct model m;
+	last_instrumented = 0;
+	last_saved_pct = 0;
+	if (sampler_model(s, 0, &m) == 0) {
+		uint64_t nsamples = 0, saved = 0;
+		for (size_t i = 0; i < m.n; i++) {
+			last_instrumented += m.workers[i].instrumented;
+			nsamples += m.workers[i].samples;
+			saved += m.workers[i].shortcut_samples + m.workers[i].unchanged_samples;
+		}
+		last_saved_pct = nsamples ? 100.0 * (double)saved / (double)nsamples : 0;
+		model_done(&m);
+	}
 	sampler_delete(s);
 	targets_done(&t);
 	return pct;
@@ -368,10 +384,10 @@ static int idle_fleet(int n, double *med)
 	       n, HZ, auto_batch ? "the batch" : "pread", med[AUTO], pct[AUTO][0], pct[AUTO][1], pct[AUTO][2],
 	       med[BARE_PREAD] > 0 ? med[AUTO] / med[BARE_PREAD] : 0);
 	printf("workers %4d at %d Hz: the monitor's sampler %.2f%% of a core (runs %.2f %.2f %.2f), %.2fx bare pread "
-	       "(its costs: schedstat %llu ns, syscall file %llu ns a read)\n",
+	       "(its costs: schedstat %llu ns, syscall file %llu ns a read; %.1f%% of samples without a read)\n",
 	       n, HZ, med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
 	       med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0, (unsigned long long)last_check_ns,
-	       (unsigned long long)last_read_ns);
+	       (unsigned long long)last_read_ns, last_saved_pct);
 	probe_sc_batch_delete(batch);
 	probe_sc_batch_delete(autob);
 	batch = autob = NULL;
@@ -397,10 +413,11 @@ static int other_fleet(int n, enum fleet kind, double *monitor, double *bare)
 	*monitor = med[MONITOR];
 	*bare = med[BARE_PREAD];
 	printf("workers %4d at %d Hz, %s fleet: the monitor's sampler %.2f%% of a core (runs %.2f %.2f %.2f), "
-	       "bare pread %.2f%%, %.2fx (its costs: schedstat %llu ns, syscall file %llu ns a read)\n",
+	       "bare pread %.2f%%, %.2fx (its costs: schedstat %llu ns, syscall file %llu ns a read; %u instrumented, "
+	       "%.1f%% of samples without a read)\n",
 	       n, HZ, fleet_names[kind], med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
 	       med[BARE_PREAD], med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0,
-	       (unsigned long long)last_check_ns, (unsigned long long)last_read_ns);
+	       (unsigned long long)last_check_ns, (unsigned long long)last_read_ns, last_instrumented, last_saved_pct);
 	close_probes(n);
 	reap_all(n);
 	return 0;
@@ -425,7 +442,9 @@ static double ratio(double a, double b)
 	return b > 0 ? a / b : 0;
 }
 
-int main(void)
+/* No argument: everything. One fleet's name: only the monitor against bare
+ * preads on 1000 workers of that fleet (for profiling one case). */
+int main(int argc, char **argv)
 {
 	double null_ns = null_syscall_ns();
 	static const int sizes[] = { 1, 10, 100, 1000 };
@@ -443,6 +462,19 @@ int main(void)
 		return 1;
 	}
 	setenv("LOOPSTAT_SHM_DIR", dir, 1);
+	for (int f = IDLE; argc > 1 && f <= INSTRUMENTED; f++) {
+		double mon, bare;
+		if (strcmp(argv[1], fleet_names[f]) == 0) {
+			int rc = other_fleet(MAX_N, (enum fleet)f, &mon, &bare);
+			remove_dir(dir);
+			return rc < 0;
+		}
+	}
+	if (argc > 1) {
+		fprintf(stderr, "usage: probe_fleet [idle|half-woken|instrumented]\n");
+		remove_dir(dir);
+		return 2;
+	}
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		double med[NMODES];
 		if (idle_fleet(sizes[k], med) < 0)
