@@ -227,7 +227,8 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	 * spooled (a worker restarting must not hold back the backlog). */
 	int nothing = refused >= 0 || nworkers == 0;
 	struct export_result r;
-	int code = export_run(o, nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, stdout, stderr, &r);
+	struct export_input in = { nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, 0 };
+	int code = export_run(o, &in, stdout, stderr, &r);
 	export_points_done(&b);
 	if (refused >= 0)
 		return code == EXIT_USAGE ? code : refused;
