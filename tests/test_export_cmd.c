@@ -1,4 +1,4 @@
-/* `loopstat export` end to end: real workers (instrumented and not) into a real carbon-cache read back with whisper-fetch, per run and per second; the crontab flow through a carbon restart; a Prometheus textfile promtool accepts; no worker; config errors. */
+/* `loopstat export` end to end: real workers (instrumented and not) into a real carbon-cache read back with whisper-fetch, per run and per second (a stopped exporter's seconds filled or reported, never silently missing); the crontab flow through a carbon restart right after a run; a Prometheus textfile promtool accepts; no worker; config errors. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <math.h>
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +222,70 @@ Test(export_cmd, real_workers_into_carbon_per_run_and_per_second)
 	tc_kill(inst);
 	tc_kill(echo);
 	tc_kill(plain);
+	carbon_stop(&c);
+}
+
+/*
+ * --resolution 1s with the exporter stopped (SIGSTOP: sampler and all) for
+ * 2.5 s of a 6-s run: its snapshot after the stop comes over a second late.
+ * The seconds sampled in part are filled from the series' ring; a second
+ * nothing was sampled in has no point and is said so, on stderr and in the
+ * self-report; the points plus the seconds missed make the whole run.
+ */
+Test(export_cmd, per_second_through_a_stopped_exporter)
+{
+	char cdir[400], edir[400], spool[400], pid_s[16], *argv[32];
+	snprintf(cdir, sizeof(cdir), "%s/carbon", dir);
+	snprintf(edir, sizeof(edir), "%s/exp", dir);
+	mkdir(cdir, 0700);
+	mkdir(edir, 0700);
+	struct carbon_server c;
+	int port = carbon_free_port();
+	carbon_spawn(&c, cdir, port, NULL);
+	const char *cargs[] = { "-b", "40", "-s", "40", NULL };
+	pid_t inst = spawn_published("counters", cargs, NULL);
+	carbon_wait_port(&c, "carbon-cache");
+	char graphite[64];
+	snprintf(graphite, sizeof(graphite), "127.0.0.1:%d", port);
+	snprintf(spool, sizeof(spool), "%s/spool", dir);
+	snprintf(pid_s, sizeof(pid_s), "%d", (int)inst);
+	int n = 0;
+	const char *args[] = { ts_loopstat_bin(), "export", "--graphite", graphite, "--prefix", "m", "--host", "h",
+	                       "--duration", "6", "--rate", "200", "--resolution", "1s", "--spool", spool, "-p", pid_s,
+	                       NULL };
+	for (; args[n]; n++)
+		argv[n] = (char *)args[n];
+	argv[n] = NULL;
+	long long t0 = time(NULL);
+	pid_t ex = carbon_spawn_cmd(edir, argv);
+	usleep(1500 * 1000);
+	cr_assert_eq(kill(ex, SIGSTOP), 0);
+	usleep(2500 * 1000);
+	cr_assert_eq(kill(ex, SIGCONT), 0);
+	int st;
+	cr_assert_eq(waitpid(ex, &st, 0), ex);
+	long long t1 = time(NULL);
+	char outp[500];
+	snprintf(outp, sizeof(outp), "%s/out", edir);
+	char *out = ts_read_file(outp);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == EXIT_OK, "status %d: %s", st, out);
+	int missed = -1, of = 0;
+	const char *line = strstr(out, "export: --resolution 1s: ");
+	cr_assert(line && sscanf(line, "export: --resolution 1s: %d of %d seconds have no points", &missed, &of) == 2,
+	          "the missing seconds are said: %s", out);
+	cr_assert_eq(of, 6);
+	cr_assert(missed >= 1 && missed <= 3, "a 2.5-s stop leaves 1 to 3 seconds without a sample: %d", missed);
+	cr_assert_eq(strchr(out, '\n'), out + strlen(out) - 1, "one line: %s", out);
+	double got[64];
+	char pat[256];
+	snprintf(pat, sizeof(pat), "m/h/counters/%d/counters/samples", (int)inst);
+	int pts = points_in(cdir, pat, t0 - 2, t1 + 1, 6 - missed, got);
+	cr_assert_eq(pts, 6 - missed, "every other second has its point (the ones sampled in part filled late): %d",
+	             pts);
+	cr_assert_float_eq(one_point(cdir, "m/h/loopstat/export/seconds_missed", t0 - 1, t1 + 1, NULL), missed, 1e-9,
+	                   "and the self-report says so");
+	free(out);
+	tc_kill(inst);
 	carbon_stop(&c);
 }
 
