@@ -10,11 +10,14 @@
  * --resolution window: one point per metric, the whole run, stamped with
  * the wall-clock second sampling ended. --resolution 1s: one point per
  * metric per second sampled. The sampler's per-second buckets only hold
- * the latest counter readings, so instead of rebuilding past seconds after
- * the run, a snapshot is taken just after each second ends and the model
- * is built over that one complete second (the snapshot's clock set back to
- * the second's end); each point is stamped with the wall-clock second
- * nearest that second's start.
+ * SERIES_DETAIL_S seconds, so instead of copying them all at the end, a
+ * snapshot is taken just after each second ends and the model is built over
+ * that one complete second, its series rewound to the readings taken in it
+ * (series_rewind); each point is stamped with the wall-clock second nearest
+ * that second's start. A snapshot that comes late fills the seconds since
+ * the last one from the ring; a second nothing was sampled in is counted,
+ * said on stderr and in the self-report (seconds_missed), never skipped
+ * silently.
  */
 #include "cli.h"
 #include "export_config.h"
@@ -24,6 +27,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,36 +155,47 @@ static int64_t wall_ns(void)
 }
 
 /* --resolution 1s: the points of every second sampled, taken live (see the
- * top of the file). Returns 0 or -ENOMEM. */
+ * top of the file). *missed gets the seconds of the run that have no
+ * points. Returns 0 or -ENOMEM. */
 static int collect_seconds(struct session *se, const struct export_opts *o, const char *host,
-                           struct export_points *b)
+                           struct export_points *b, uint64_t *missed)
 {
 	int nsec = (int)ceil(o->duration_s - 1e-9);
-	int64_t last = 0, off = 0;
-	int have_off = 0, rc = 0;
+	/* the run's seconds are 1..nsec: the sampler's clock starts at 1 s */
+	int64_t next = 1, off = 0;   /* the first second not yet exported */
+	int have_off = 0, rc = 0, made = 0;
 	struct snapshot snap = { 0 };
-	for (int k = 1; k <= nsec && rc == 0; k++) {
+	/* one more snapshot when the last second is not in yet (the sampler
+	 * started a little after the session) */
+	for (int k = 1; k <= nsec + 1 && next <= nsec && rc == 0; k++) {
 		/* a tenth past the second: the sampler's seconds start at its own t0 */
 		session_wait_until(se, k + 0.1);
 		if (sampler_snapshot(se->sampler, 2.0, 0, &snap) < 0)
-			continue;
+			continue;   /* the next snapshot fills it */
 		if (!have_off) {
 			off = wall_ns() - (int64_t)snap.now_ns;
 			have_off = 1;
 		}
-		int64_t sec = (int64_t)(snap.now_ns / NS) - 1;   /* the last complete second */
-		if (sec <= last)
+		int64_t now_sec = (int64_t)(snap.now_ns / NS), upto = now_sec - 1;   /* the last complete second */
+		if (upto > nsec)
+			upto = nsec;
+		if (upto < next)
 			continue;
-		snap.now_ns = (uint64_t)((sec + 1) * NS - 1);
-		struct model m;
-		if (model_build(&snap, 1.0, &m) < 0)
+		/* late (a loaded machine, a stopped process): the seconds since the
+		 * last snapshot are still in the series' ring; copy them too, and the
+		 * one before (their baseline), and one for a clock that moved on */
+		if (upto > next && sampler_snapshot(se->sampler, (double)(now_sec - next + 2), 0, &snap) < 0)
 			continue;
-		int64_t ts = (int64_t)floor((double)(off + sec * NS) / 1e9 + 0.5);
-		rc = export_points_add_model(b, &m, o->prefix, host, ts);
-		model_done(&m);
-		last = sec;
+		for (int64_t sec = next; sec <= upto && rc == 0; sec++) {
+			int sampled;
+			int64_t ts = (int64_t)floor((double)(off + sec * NS) / 1e9 + 0.5);
+			rc = export_points_add_second(b, &snap, sec, ts, o->prefix, host, &sampled);
+			made += sampled;
+		}
+		next = upto + 1;
 	}
 	snapshot_done(&snap);
+	*missed = (uint64_t)(nsec - made);
 	return rc;
 }
 
@@ -198,8 +213,9 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	struct export_points b;
 	export_points_init(&b);
 	int per_second = strcmp(o->resolution, "1s") == 0;
+	uint64_t missed = 0;
 	if (per_second)
-		err = collect_seconds(&se, o, host, &b);
+		err = collect_seconds(&se, o, host, &b, &missed);
 	else
 		session_wait_until(&se, o->duration_s);
 	session_stop(&se);
@@ -227,7 +243,12 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	 * spooled (a worker restarting must not hold back the backlog). */
 	int nothing = refused >= 0 || nworkers == 0;
 	struct export_result r;
-	int code = export_run(o, nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, stdout, stderr, &r);
+	if (missed && !nothing)
+		fprintf(stderr, "export: --resolution 1s: %" PRIu64 " of %d seconds have no points: nothing was "
+		        "sampled in them (loopstat stopped or starved of CPU)\n", missed,
+		        (int)ceil(o->duration_s - 1e-9));
+	struct export_input in = { nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, missed };
+	int code = export_run(o, &in, stdout, stderr, &r);
 	export_points_done(&b);
 	if (refused >= 0)
 		return code == EXIT_USAGE ? code : refused;

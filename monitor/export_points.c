@@ -3,6 +3,8 @@
  */
 #include "export_points.h"
 
+#include "model_build.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,4 +112,24 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+int export_points_add_second(struct export_points *b, struct snapshot *snap, int64_t sec, int64_t ts,
+                             const char *prefix, const char *host, int *sampled)
+{
+	*sampled = 0;
+	for (size_t i = 0; i < snap->n; i++)
+		*sampled |= series_rewind(&snap->w[i].series, sec);
+	if (!*sampled)
+		return 0;
+	uint64_t now = snap->now_ns;
+	snap->now_ns = (uint64_t)(sec + 1) * 1000000000ull - 1;   /* the second's last instant */
+	struct model m;
+	int rc = model_build(snap, 1.0, &m);
+	snap->now_ns = now;
+	if (rc < 0)
+		return rc;
+	rc = export_points_add_model(b, &m, prefix, host, ts);
+	model_done(&m);
+	return rc;
 }

@@ -13,6 +13,7 @@
 #include "export_name.h"
 #include "metric.h"
 #include "model.h"
+#include "snapshot.h"
 
 struct export_points {
 	struct export_point *pts;   /* owned; n used */
@@ -29,6 +30,14 @@ void export_points_done(struct export_points *b);
  * out. Returns 0 or -ENOMEM. */
 int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
                             int64_t ts);
+
+/* --resolution 1s: appends the points of second sec (the sampler's clock)
+ * of snap, stamped ts: every worker's series is first rewound to that
+ * second (series_rewind, so snap is changed), then the model is built over
+ * that one second. A second no worker has samples of adds nothing and sets
+ * *sampled to 0 (else 1). Returns 0 or -ENOMEM. */
+int export_points_add_second(struct export_points *b, struct snapshot *snap, int64_t sec, int64_t ts,
+                             const char *prefix, const char *host, int *sampled);
 
 /* The metric level(s) of a table row: "idle_pct", or "fleet.workers" for a
  * row of metric_fleet[]. Static. */

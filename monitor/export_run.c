@@ -19,6 +19,7 @@
 
 struct job {
 	struct export_spool *spool;
+	struct export_delivery *d;  /* the destination's cursor and resend window, across both passes */
 	const struct export_send_timeouts *t;
 	long long deadline;
 	int64_t min_ts;
@@ -30,49 +31,38 @@ static void *deliver(void *arg)
 {
 	struct job *j = arg;
 	struct export_dest_result *r = j->r;
-	struct export_cursor cur, to;
-	r->rc = export_spool_cursor_load(j->spool, r->dest.key, &cur);
-	if (r->rc < 0)
-		snprintf(r->why, sizeof(r->why), "read cursor: %s", strerror(-r->rc));
 	while (r->rc == 0) {
-		char *buf;
-		size_t len;
-		uint64_t lines = 0, expired = 0;
-		r->rc = export_spool_read(j->spool, &cur, EXPORT_BATCH_BYTES, j->min_ts, &buf, &len, &to, &lines,
-		                          &expired);
+		struct export_batch b;
+		r->rc = export_spool_batch(j->spool, j->d, EXPORT_BATCH_BYTES, j->min_ts, &b);
 		if (r->rc < 0) {
 			snprintf(r->why, sizeof(r->why), "read spool: %s", strerror(-r->rc));
+			export_spool_batch_done(&b);
 			break;
 		}
-		int attempts = len ? 1 : 0;
-		if (len)
-			r->rc = j->one_shot ? export_send_once(&r->dest, buf, len, j->t, j->deadline, r->why, sizeof(r->why))
-			                    : export_send_retry(&r->dest, buf, len, j->t, j->deadline, &attempts, r->why,
-			                                        sizeof(r->why));
-		free(buf);
+		int attempts = b.len ? 1 : 0;
+		if (b.len)
+			r->rc = j->one_shot ? export_send_once(&r->dest, b.buf, b.len, j->t, j->deadline, r->why,
+			                                       sizeof(r->why))
+			                    : export_send_retry(&r->dest, b.buf, b.len, j->t, j->deadline, &attempts,
+			                                        r->why, sizeof(r->why));
+		export_spool_batch_done(&b);
 		r->attempts += attempts;
+		if (r->rc == 0 && (r->rc = export_spool_ack(j->spool, j->d, &b)) < 0)
+			snprintf(r->why, sizeof(r->why), "store cursor: %s", strerror(-r->rc));
 		if (r->rc < 0)
 			break;
-		if (to.seq != cur.seq || to.off != cur.off) {
-			r->rc = export_spool_cursor_store(j->spool, r->dest.key, &to);
-			if (r->rc < 0) {
-				snprintf(r->why, sizeof(r->why), "store cursor: %s", strerror(-r->rc));
-				break;
-			}
-			r->sent += lines;
-			r->expired += expired;
-		}
+		r->sent += b.lines;
+		r->resent += b.resent;
+		r->expired += b.expired;
 		/* a batch of only expired lines moved the cursor: read on */
-		int moved = to.seq != cur.seq || to.off != cur.off;
-		cur = to;
-		if (!len && !moved)
+		if (!b.len && b.from.seq == b.to.seq && b.from.off == b.to.off)
 			break;
 	}
 	return NULL;
 }
 
-static void deliver_all(struct export_spool *sp, struct export_result *r, const struct export_send_timeouts *t,
-                        long long deadline, int64_t min_ts, int one_shot)
+static void deliver_all(struct export_spool *sp, struct export_delivery *dl, struct export_result *r,
+                        const struct export_send_timeouts *t, long long deadline, int64_t min_ts, int one_shot)
 {
 	pthread_t th[EXPORT_DEST_MAX];
 	struct job jobs[EXPORT_DEST_MAX];
@@ -80,7 +70,7 @@ static void deliver_all(struct export_spool *sp, struct export_result *r, const 
 	for (int i = 0; i < r->ndest; i++) {
 		if (one_shot && r->dest[i].rc < 0)
 			continue;  /* its points, self-report included, wait for the next run */
-		jobs[i] = (struct job){ sp, t, deadline, min_ts, one_shot, &r->dest[i] };
+		jobs[i] = (struct job){ sp, &dl[i], t, deadline, min_ts, one_shot, &r->dest[i] };
 		started[i] = pthread_create(&th[i], NULL, deliver, &jobs[i]) == 0;
 		if (!started[i])
 			deliver(&jobs[i]);
@@ -107,8 +97,10 @@ static void add_line(FILE *f, const struct export_name_opts *no, const struct ex
 
 /* The exporter's own figures, under <prefix>.<host>.loopstat.export.* */
 static void self_report(FILE *f, const struct export_name_opts *no, const struct export_opts *o,
-                        const char *host, int64_t now, struct export_result *r)
+                        const struct export_input *in, struct export_result *r)
 {
+	const char *host = in->host;
+	int64_t now = in->now;
 	struct export_result scratch = { 0 };
 	struct export_point p = { .prefix = o->prefix, .host = host, .process = "loopstat", .pid = -1, .tid = -1,
 	                          .ts = now };
@@ -118,6 +110,7 @@ static void self_report(FILE *f, const struct export_name_opts *no, const struct
 		{ "spool_bytes", (double)r->spool_bytes },
 		{ "nonfinite_skipped", (double)r->nonfinite },
 		{ "too_long_skipped", (double)r->too_long },
+		{ "seconds_missed", (double)in->seconds_missed },
 	};
 	for (size_t i = 0; i < sizeof(global) / sizeof(global[0]); i++) {
 		snprintf(metric, sizeof(metric), "export.%s", global[i].name);
@@ -129,6 +122,7 @@ static void self_report(FILE *f, const struct export_name_opts *no, const struct
 		const struct export_dest_result *x = &r->dest[d];
 		struct { const char *name; double v; } per[] = {
 			{ "sent", (double)x->sent },
+			{ "resent", (double)x->resent },
 			{ "expired", (double)x->expired },
 			{ "pending", (double)x->pending },
 			{ "oldest_unsent_age_s", x->oldest_unsent ? (double)(now - x->oldest_unsent) : 0 },
@@ -145,9 +139,9 @@ static void self_report(FILE *f, const struct export_name_opts *no, const struct
 static void update_pending(struct export_spool *sp, struct export_result *r)
 {
 	for (int i = 0; i < r->ndest; i++) {
-		struct export_cursor c;
-		export_spool_cursor_load(sp, r->dest[i].dest.key, &c);
-		export_spool_pending(sp, &c, &r->dest[i].pending, &r->dest[i].oldest_unsent);
+		struct export_mark m;
+		export_spool_mark_load(sp, r->dest[i].dest.key, &m);
+		export_spool_pending(sp, &m.next, &r->dest[i].pending, &r->dest[i].oldest_unsent);
 	}
 	r->spool_bytes = export_spool_bytes(sp);
 }
@@ -174,8 +168,9 @@ static int spool_error_code(int rc)
 }
 
 static int graphite(const struct export_opts *o, const struct export_name_opts *no, const char *lines,
-                    size_t len, int64_t now, const char *host, FILE *log, struct export_result *r)
+                    size_t len, const struct export_input *in, FILE *log, struct export_result *r)
 {
+	int64_t now = in->now;
 	struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000) };
 	struct export_spool sp;
 	char err[1400];
@@ -207,7 +202,11 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	export_send_timeouts_init(&t);
 	int64_t min_ts = now - o->max_age_s;
 	trim(&sp, r, now);
-	deliver_all(&sp, r, &t, deadline, min_ts, 0);
+	struct export_delivery dl[EXPORT_DEST_MAX];
+	for (int i = 0; i < r->ndest; i++)
+		if ((r->dest[i].rc = export_spool_delivery_begin(&sp, r->dest[i].dest.key, &dl[i])) < 0)
+			snprintf(r->dest[i].why, sizeof(r->dest[i].why), "read cursor: %s", strerror(-r->dest[i].rc));
+	deliver_all(&sp, dl, r, &t, deadline, min_ts, 0);
 	update_pending(&sp, r);
 
 	/* self-report: spooled like any point, sent now where the first pass worked */
@@ -215,12 +214,12 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	size_t self_len = 0;
 	FILE *f = open_memstream(&self, &self_len);
 	if (f) {
-		self_report(f, no, o, host, now, r);
+		self_report(f, no, o, in, r);
 		fclose(f);
 		if (export_spool_append(&sp, self, self_len, err, sizeof(err)) == 0) {
 			for (const char *c = self; c < self + self_len; c++)
 				r->spooled += *c == '\n';
-			deliver_all(&sp, r, &t, deadline + 1000, min_ts, 1);
+			deliver_all(&sp, dl, r, &t, deadline + 1000, min_ts, 1);
 		}
 		free(self);
 	}
@@ -247,9 +246,11 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	return code;
 }
 
-int export_run(const struct export_opts *o, const struct export_point *pts, size_t n, int64_t now,
-               const char *host, FILE *out, FILE *log, struct export_result *r)
+int export_run(const struct export_opts *o, const struct export_input *in, FILE *out, FILE *log,
+               struct export_result *r)
 {
+	const struct export_point *pts = in->pts;
+	size_t n = in->n;
 	memset(r, 0, sizeof(*r));
 	char err[512];
 	struct export_template tmpl;
@@ -295,7 +296,7 @@ int export_run(const struct export_opts *o, const struct export_point *pts, size
 			code = prc == -EACCES || prc == -EPERM || prc == -EROFS ? EXIT_ACCESS : EXIT_USAGE;
 		}
 		if (r->ndest) {
-			int g = graphite(o, &no, lines, len, now, host, log, r);
+			int g = graphite(o, &no, lines, len, in, log, r);
 			if (g != EXIT_OK)
 				code = g;
 		}

@@ -17,7 +17,8 @@ struct export_dest_result {
 	struct export_dest dest;
 	int rc;                  /* 0: everything spooled for it was delivered; else -errno */
 	int attempts;
-	uint64_t sent;           /* lines confirmed delivered this run */
+	uint64_t sent;           /* new lines confirmed delivered this run */
+	uint64_t resent;         /* lines of the last delivery sent again (export_spool.h: resend) */
 	uint64_t expired;        /* lines that aged out or were trimmed before delivery */
 	uint64_t pending;        /* lines still spooled for it after the run */
 	int64_t oldest_unsent;   /* unix seconds of the oldest pending line, 0 if none */
@@ -35,14 +36,21 @@ struct export_result {
 	struct export_dest_result dest[EXPORT_DEST_MAX];
 };
 
-/* Runs one export of pts[0..n) (n may be 0: the spool is still flushed).
- * now is the run's unix time (for --max-age). host names the self-report
- * points (the points' own host otherwise). Prints --dry-run lines to out,
+/* What one run exports. */
+struct export_input {
+	const struct export_point *pts;   /* borrowed; n may be 0: the spool is still flushed */
+	size_t n;
+	int64_t now;                      /* the run's unix time (--max-age, self-report stamps) */
+	const char *host;                 /* names the self-report points (the points' own host otherwise) */
+	uint64_t seconds_missed;          /* --resolution 1s: seconds nothing was sampled in (self-report) */
+};
+
+/* Runs one export of in->pts. Prints --dry-run lines to out,
  * and at most one line per destination plus one per problem to log (cron
  * mails whatever is printed, so a clean run prints nothing). Returns
  * r->exit_code. Never blocks past lock_wait_s + timeout_s + 1 s (the
  * self-report pass); the budget starts once this run holds lock.send. */
-int export_run(const struct export_opts *o, const struct export_point *pts, size_t n, int64_t now,
-               const char *host, FILE *out, FILE *log, struct export_result *r);
+int export_run(const struct export_opts *o, const struct export_input *in, FILE *out, FILE *log,
+               struct export_result *r);
 
 #endif /* LOOPSTAT_EXPORT_RUN_H */

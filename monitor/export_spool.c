@@ -269,11 +269,11 @@ int export_spool_lock_send(struct export_spool *s, char *err, size_t errlen)
 	return 0;
 }
 
-int export_spool_cursor_load(struct export_spool *s, const char *key, struct export_cursor *c)
+int export_spool_mark_load(struct export_spool *s, const char *key, struct export_mark *m)
 {
-	char name[320], buf[64];
+	char name[320], buf[128];
 	snprintf(name, sizeof(name), "cursor.%s", key);
-	c->seq = c->off = 0;
+	memset(m, 0, sizeof(*m));
 	int fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
@@ -282,17 +282,24 @@ int export_spool_cursor_load(struct export_spool *s, const char *key, struct exp
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	if (sscanf(buf, "%" SCNu64 " %" SCNu64, &c->seq, &c->off) != 2)
-		c->seq = c->off = 0;
+	int got = sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &m->next.seq, &m->next.off,
+	                 &m->resend.seq, &m->resend.off);
+	if (got < 2)
+		memset(m, 0, sizeof(*m));
+	/* the older two-number form, or a window past the cursor: nothing to resend */
+	if (got != 4 || m->resend.seq > m->next.seq ||
+	    (m->resend.seq == m->next.seq && m->resend.off > m->next.off))
+		m->resend = m->next;
 	return 0;
 }
 
-int export_spool_cursor_store(struct export_spool *s, const char *key, const struct export_cursor *c)
+int export_spool_mark_store(struct export_spool *s, const char *key, const struct export_mark *m)
 {
-	char name[320], tmp[340], buf[64];
+	char name[320], tmp[340], buf[128];
 	snprintf(name, sizeof(name), "cursor.%s", key);
 	snprintf(tmp, sizeof(tmp), ".tmp.%s", name);
-	int n = snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 "\n", c->seq, c->off);
+	int n = snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", m->next.seq,
+	                 m->next.off, m->resend.seq, m->resend.off);
 	return write_file_at(s->dirfd, tmp, name, buf, (size_t)n);
 }
 
@@ -329,25 +336,28 @@ int export_spool_trim(struct export_spool *s, const char *const keys[], int nkey
 	int n, rc = list_segs(s, &segs, &n);
 	if (rc < 0)
 		return rc;
-	struct export_cursor cur[32];
+	struct export_mark mk[32];
 	if (nkeys > 32)
 		nkeys = 32;
 	for (int k = 0; k < nkeys; k++)
-		export_spool_cursor_load(s, keys[k], &cur[k]);
+		export_spool_mark_load(s, keys[k], &mk[k]);
 	int64_t total = 0;
 	for (int i = 0; i < n; i++)
 		total += segs[i].size;
 	for (int i = 0; i < n; i++) {
 		const struct seg *g = &segs[i];
 		int passed = nkeys > 0, old = g->newest < now - s->o.max_age_s;
-		for (int k = 0; k < nkeys; k++)
-			passed &= cur[k].seq > g->seq || (cur[k].seq == g->seq && cur[k].off >= (uint64_t)g->size);
+		/* the resend window (never past next) is kept too */
+		for (int k = 0; k < nkeys; k++) {
+			const struct export_cursor *c = &mk[k].resend;
+			passed &= c->seq > g->seq || (c->seq == g->seq && c->off >= (uint64_t)g->size);
+		}
 		int full = total > s->o.max_bytes && i < n - 1;
 		if (!passed && !old && !full)
 			continue;
 		if (!passed)
 			for (int k = 0; k < nkeys; k++)
-				expired[k] += (uint64_t)unsent_in(s, g, &cur[k]);
+				expired[k] += (uint64_t)unsent_in(s, g, &mk[k].next);
 		if (unlinkat(s->dirfd, g->name, 0) == 0)
 			total -= g->size;
 	}
@@ -356,8 +366,9 @@ int export_spool_trim(struct export_spool *s, const char *const keys[], int nkey
 	return 0;
 }
 
-int export_spool_read(struct export_spool *s, const struct export_cursor *from, size_t max, int64_t min_ts,
-                      char **buf, size_t *len, struct export_cursor *to, uint64_t *lines, uint64_t *expired)
+int export_spool_read(struct export_spool *s, const struct export_cursor *from, const struct export_cursor *until,
+                      size_t max, int64_t min_ts, char **buf, size_t *len, struct export_cursor *to,
+                      uint64_t *lines, uint64_t *expired)
 {
 	struct seg *segs;
 	int n, rc = list_segs(s, &segs, &n);
@@ -376,14 +387,23 @@ int export_spool_read(struct export_spool *s, const struct export_cursor *from, 
 		const struct seg *g = &segs[i];
 		if (g->seq < to->seq)
 			continue;
+		if (until && g->seq > until->seq)
+			break;
 		uint64_t off = g->seq == to->seq ? to->off : 0;
+		size_t want = max - olen;
+		if (until && g->seq == until->seq) {
+			if (off >= until->off)
+				break;
+			if (until->off - off < want)
+				want = (size_t)(until->off - off);
+		}
 		to->seq = g->seq;
 		to->off = off;
 		int fd = openat(s->dirfd, g->name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		/* read what fits, then keep whole lines only */
-		ssize_t got = pread(fd, out + olen, max - olen, (off_t)off);
+		ssize_t got = pread(fd, out + olen, want, (off_t)off);
 		close(fd);
 		if (got <= 0) {
 			if ((int64_t)off >= g->size)  /* done with it: next segment */
@@ -445,7 +465,7 @@ int export_spool_pending(struct export_spool *s, const struct export_cursor *c, 
 			char *buf;
 			size_t len;
 			uint64_t one = 0, exp = 0;
-			if (export_spool_read(s, &at, EXPORT_SPOOL_PEEK, INT64_MIN, &buf, &len, &to, &one, &exp) == 0 &&
+			if (export_spool_read(s, &at, NULL, EXPORT_SPOOL_PEEK, INT64_MIN, &buf, &len, &to, &one, &exp) == 0 &&
 			    len) {
 				char *nl = memchr(buf, '\n', len), *sp = nl;
 				while (sp && sp > buf && sp[-1] != ' ')
@@ -472,4 +492,109 @@ int64_t export_spool_bytes(struct export_spool *s)
 		total += segs[i].size;
 	free(segs);
 	return total;
+}
+
+int export_spool_delivery_begin(struct export_spool *s, const char *key, struct export_delivery *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->key = key;
+	int rc = export_spool_mark_load(s, key, &d->mark);
+	d->start = d->mark.next;
+	return rc;
+}
+
+static int same_pos(const struct export_cursor *a, const struct export_cursor *b)
+{
+	return a->seq == b->seq && a->off == b->off;
+}
+
+/* Appends [from, until) to *buf: reads until there, or until a read makes
+ * no progress (its segments were trimmed). */
+static int read_window(struct export_spool *s, struct export_cursor at, const struct export_cursor *until,
+                       int64_t min_ts, char **buf, size_t *len, uint64_t *lines)
+{
+	while (!same_pos(&at, until)) {
+		char *part;
+		size_t plen;
+		struct export_cursor to;
+		uint64_t skipped = 0;  /* delivered once already: not "expired" */
+		int rc = export_spool_read(s, &at, until, EXPORT_SPOOL_RESEND_MAX, min_ts, &part, &plen, &to, lines,
+		                           &skipped);
+		if (rc < 0)
+			return rc;
+		char *grown = plen ? realloc(*buf, *len + plen + 1) : NULL;
+		if (plen && !grown) {
+			free(part);
+			return -ENOMEM;
+		}
+		if (plen) {
+			memcpy(grown + *len, part, plen);
+			*buf = grown;
+			*len += plen;
+		}
+		free(part);
+		if (same_pos(&to, &at))
+			break;
+		at = to;
+	}
+	return 0;
+}
+
+int export_spool_batch(struct export_spool *s, struct export_delivery *d, size_t max, int64_t min_ts,
+                       struct export_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->from = b->to = d->mark.next;
+	int rc = export_spool_read(s, &d->mark.next, NULL, max, min_ts, &b->buf, &b->new_len, &b->to, &b->lines,
+	                           &b->expired);
+	b->len = b->new_len;
+	if (rc < 0 || d->resent || same_pos(&d->mark.resend, &d->mark.next))
+		return rc;
+	/* the window goes first: older stamps, one connection */
+	char *win = NULL;
+	size_t wlen = 0;
+	rc = read_window(s, d->mark.resend, &d->mark.next, min_ts, &win, &wlen, &b->resent);
+	if (rc == 0 && wlen) {
+		char *both = realloc(win, wlen + b->new_len + 1);
+		if (!both) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(both + wlen, b->buf, b->new_len);
+			both[wlen + b->new_len] = '\0';
+			free(b->buf);
+			b->buf = both;
+			b->len = wlen + b->new_len;
+			win = NULL;
+		}
+	}
+	free(win);
+	return rc;
+}
+
+int export_spool_ack(struct export_spool *s, struct export_delivery *d, const struct export_batch *b)
+{
+	struct export_mark m = d->mark;
+	m.next = b->to;
+	if (b->lines) {
+		if (d->span + b->new_len > EXPORT_SPOOL_RESEND_MAX)
+			m.resend = b->from, d->span = 0;    /* too much to send twice: this batch alone */
+		else if (d->span == 0)
+			m.resend = d->start;                /* the run's first new lines: the window is the run's */
+		d->span += b->new_len;
+	} else if (same_pos(&d->mark.resend, &d->mark.next)) {
+		m.resend = m.next;   /* past expired lines only: still nothing to resend */
+	}
+	d->resent = 1;
+	if (same_pos(&m.next, &d->mark.next) && same_pos(&m.resend, &d->mark.resend))
+		return 0;
+	int rc = export_spool_mark_store(s, d->key, &m);
+	if (rc == 0)
+		d->mark = m;
+	return rc;
+}
+
+void export_spool_batch_done(struct export_batch *b)
+{
+	free(b->buf);
+	b->buf = NULL;
 }

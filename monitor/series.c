@@ -205,6 +205,31 @@ uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)
 	return d >= STALL_MIN_NS ? d : 0;
 }
 
+int series_rewind(struct series *a, int64_t sec)
+{
+	int shm = 0, sched = 0;
+	for (int64_t s = sec; s >= 0 && s > sec - SERIES_DETAIL_S && !(shm && sched); s--) {
+		const struct series_bucket *b = &a->detail[s % SERIES_DETAIL_S];
+		if (b->sec != s)
+			continue;
+		if (!shm && b->shm.valid)
+			a->shm_last = b->shm, shm = 1;
+		if (!sched && b->sched.valid)
+			a->sched_last = b->sched, sched = 1;
+	}
+	uint64_t end = (uint64_t)(sec + 1) * NS;
+	if (!shm && a->total.shm_first.valid && a->total.shm_first.t_ns < end)
+		a->shm_last = a->total.shm_first;
+	if (!sched && a->total.sched_first.valid && a->total.sched_first.t_ns < end)
+		a->sched_last = a->total.sched_first;
+	if (sec < 0)
+		return 0;
+	const struct series_bucket *b = &a->detail[sec % SERIES_DETAIL_S];
+	uint32_t n = 0;
+	for (int c = 0; c < SERIES_NCLASS; c++)
+		n += b->n[c];
+	return b->sec == sec && n > 0;
+}
 
 int64_t series_window_span(double window_s)
 {

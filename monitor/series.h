@@ -143,6 +143,17 @@ uint64_t series_stall_ns(const struct series *a, uint64_t now_ns);
 void series_copy_window(struct series *dst, const struct series *src, int64_t now_sec, double window_s,
 			int with_history);
 
+/*
+ * Makes a (copied) series read as at the end of second sec: its last
+ * counter and schedstat readings become the last ones taken at or before
+ * that second's end, as its buckets hold them, so a one-second window
+ * ending in sec has the same figures whenever the copy was taken (export
+ * --resolution 1s fills a late snapshot's missed seconds this way). Where
+ * no such reading is left, the last readings stay. Returns 1 if the ring
+ * holds samples of sec, else 0 (that second is gone, or was never sampled).
+ */
+int series_rewind(struct series *a, int64_t sec);
+
 /* Seconds of detail a window of window_s covers, capped by the ring. */
 int64_t series_window_span(double window_s);
 

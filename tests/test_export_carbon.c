@@ -34,7 +34,8 @@ static int run(const char *spool, const char *dest, int run_id, int n, int64_t n
 	size_t len = 0;
 	FILE *f = open_memstream(log, &len);
 	struct export_result r;
-	int code = export_run(&o, pts, (size_t)n, now, "h", stdout, f, &r);
+	struct export_input in = { pts, (size_t)n, now, "h", 0 };
+	int code = export_run(&o, &in, stdout, f, &r);
 	fclose(f);
 	free(pts);
 	free(names);

@@ -23,6 +23,9 @@
 
 enum mode { GOOD, STALL, RESET, SLOW };
 
+/* self-report lines of a run with one destination: 5 global + 5 for it */
+enum { SELF_DEST_LINES = 5, SELF_LINES = 5 + SELF_DEST_LINES };
+
 struct fake {
 	int lfd, port;
 	enum mode mode;
@@ -161,7 +164,8 @@ static void run_once(struct run *x, int run_id, int npts, int64_t now)
 		                                .tid = i, .metric = "m", .value = run_id * 1000 + i, .ts = now - i };
 	FILE *log = open_memstream(&x->log, &x->loglen);
 	long long t0 = ts_now_ms();
-	x->code = export_run(&x->o, pts, (size_t)npts, now, "h", stdout, log, &x->r);
+	struct export_input in = { pts, (size_t)npts, now, "h", 0 };
+	x->code = export_run(&x->o, &in, stdout, log, &x->r);
 	x->ms = ts_now_ms() - t0;
 	fclose(log);
 	free(pts);
@@ -174,20 +178,23 @@ static int lines_of_run(struct fake *f, int run_id)
 	return count(f, needle);
 }
 
-Test(export_deliver, down_then_up_none_lost_none_doubled, .timeout = 20)
+/* Lines of every delivery but the last arrive twice (new, then once more at
+ * the head of the next delivery: carbon-cache may have lost them); older
+ * ones are never sent again, and new ones always exactly once. */
+Test(export_deliver, down_then_up_none_lost_last_delivery_resent_once, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expdown");
 	int port = carbon_free_port();
 	char dest[64];
 	snprintf(dest, sizeof(dest), "127.0.0.1:%d", port);
-	struct run a = { 0 }, b = { 0 };
+	struct run a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
 	opts(&a.o, dir, dest);
 	int64_t now = time(NULL);
 	run_once(&a, 1, 50, now - 60);
 	cr_assert_eq(a.code, EXIT_DEFERRED, "%s", a.log);
 	cr_assert(strstr(a.log, dest) && strstr(a.log, "deferred"), "%s", a.log);
 	cr_assert_eq(strchr(a.log, '\n'), a.log + a.loglen - 1, "one line per destination: %s", a.log);
-	cr_assert_eq(a.r.dest[0].pending, 50 + 8, "50 points + 8 self-report lines spooled, %lu",
+	cr_assert_eq(a.r.dest[0].pending, 50 + SELF_LINES, "50 points + %d self-report lines spooled, %lu", SELF_LINES,
 	             (unsigned long)a.r.dest[0].pending);
 	cr_assert_gt(a.r.spool_bytes, 0);
 
@@ -199,20 +206,50 @@ Test(export_deliver, down_then_up_none_lost_none_doubled, .timeout = 20)
 	cr_assert_eq(b.loglen, 0, "a clean run prints nothing: %s", b.log);
 	cr_assert_eq(lines_of_run(&f, 1), 50);
 	cr_assert_eq(lines_of_run(&f, 2), 50);
+	cr_assert_eq(b.r.dest[0].resent, 0, "nothing was delivered before: nothing to resend");
 	/* the spooled points first, with their original timestamps */
 	char first[128];
 	snprintf(first, sizeof(first), "t.h.proc.1.0.m 1000 %lld\n", (long long)(now - 60));
 	cr_assert(strstr(f.got, first), "%s", f.got);
 	cr_assert_lt(strstr(f.got, "t.h.proc.1.49.m"), strstr(f.got, "t.h.proc.2.0.m"));
 	/* the first run's self-report came along and says what happened then */
-	cr_assert_eq(count(&f, "t.h.loopstat.export.127_0_0_1_"), 2 * 4);
+	cr_assert_eq(count(&f, "t.h.loopstat.export.127_0_0_1_"), 2 * SELF_DEST_LINES);
 	cr_assert_eq(count(&f, ".pending 50 "), 1, "%s", f.got);
 	cr_assert_eq(b.r.dest[0].pending, 0);
-	cr_assert_eq(b.r.spool_bytes, 0, "delivered segments are removed");
+	cr_assert_eq(b.r.dest[0].sent, 2 * (50 + SELF_LINES));
+	cr_assert_eq(b.r.spool_bytes, (int64_t)f.len, "what b delivered stays, for one resend");
+	size_t blen = f.len;
+
+	/* the next run sends b's delivery once more, first, then its own */
+	c.o = a.o;
+	run_once(&c, 3, 50, now);
+	cr_assert_eq(c.code, EXIT_OK, "%s", c.log);
+	cr_assert_eq(c.r.dest[0].resent, 2 * (50 + SELF_LINES));
+	cr_assert_eq(c.r.dest[0].sent, 50 + SELF_LINES);
+	cr_assert_eq(strncmp(f.got + blen, first, strlen(first)), 0, "the resend leads: %.80s", f.got + blen);
+	cr_assert_eq(lines_of_run(&f, 1), 2 * 50);
+	cr_assert_eq(lines_of_run(&f, 2), 2 * 50);
+	cr_assert_eq(lines_of_run(&f, 3), 50);
+	cr_assert_eq(c.r.spool_bytes, (int64_t)(f.len - 2 * blen), "only c's own delivery stays");
+	/* and the one after: c's delivery again, never b's */
+	d.o = a.o;
+	run_once(&d, 4, 50, now);
+	cr_assert_eq(d.code, EXIT_OK, "%s", d.log);
+	cr_assert_eq(d.r.dest[0].resent, 50 + SELF_LINES);
+	cr_assert_eq(lines_of_run(&f, 1), 2 * 50, "nothing older than the last delivery is resent");
+	cr_assert_eq(lines_of_run(&f, 2), 2 * 50);
+	cr_assert_eq(lines_of_run(&f, 3), 2 * 50);
+	cr_assert_eq(lines_of_run(&f, 4), 50);
+	/* c's figure "resent 120" went out with c, and once more with d */
+	char fig[64];
+	snprintf(fig, sizeof(fig), ".resent %d ", 2 * (50 + SELF_LINES));
+	cr_assert_eq(count(&f, fig), 2, "%s", f.got);
 	fake_stop(&f);
 	free(f.got);
 	free(a.log);
 	free(b.log);
+	free(c.log);
+	free(d.log);
 	ts_rmtree_free(dir);
 }
 
@@ -239,6 +276,7 @@ static void faulty_then_good(enum mode mode, const char *expect)
 	b.o = a.o;
 	run_once(&b, 2, 10, now);
 	cr_assert_eq(b.code, EXIT_OK, "%s", b.log);
+	cr_assert_eq(b.r.dest[0].resent, 0, "a batch in doubt is sent again as new, never as a resend");
 	cr_assert_eq(lines_of_run(&good, 1), 300);
 	cr_assert_eq(lines_of_run(&good, 2), 10);
 	fake_stop(&good);
@@ -312,7 +350,11 @@ Test(export_deliver, dead_and_unresolvable_never_stall_a_live_node, .timeout = 2
 	cr_assert_eq(b.code, EXIT_OK, "%s", b.log);
 	cr_assert_eq(lines_of_run(&g, 1), 20);
 	cr_assert_eq(lines_of_run(&g, 2), 20);
-	cr_assert_eq(lines_of_run(&f, 1), 20, "no duplicate on the live node");
+	cr_assert_eq(b.r.dest[1].resent, 0, "the dead node had acknowledged nothing");
+	/* the live node: run a's delivery once more (its points and its 20 self-report lines), nothing else twice */
+	cr_assert_eq(b.r.dest[0].resent, a.r.spooled, "%lu of %lu", (unsigned long)b.r.dest[0].resent,
+	             (unsigned long)a.r.spooled);
+	cr_assert_eq(lines_of_run(&f, 1), 2 * 20, "run a's points: new, then resent once");
 	cr_assert_eq(lines_of_run(&f, 2), 20);
 	fake_stop(&f);
 	fake_stop(&g);
@@ -351,6 +393,7 @@ Test(export_deliver, spool_full_and_max_age_are_counted, .timeout = 20)
 	x[5].o.max_age_s = 30;    /* run 1..5 points with ts < now-30 expire too */
 	run_once(&x[5], 6, 10, now);
 	cr_assert_eq(x[5].code, EXIT_OK, "%s", x[5].log);
+	cr_assert_eq(x[5].r.dest[0].resent, 0);
 	spooled += x[5].r.spooled;
 	expired += x[5].r.dest[0].expired;
 	int got = 0;
@@ -450,9 +493,13 @@ Test(export_deliver, overlapping_runs, .timeout = 20)
 	b.o = a.o;
 	run_once(&b, 2, 1, now);
 	cr_assert_eq(b.code, EXIT_OK, "%s", b.log);
-	cr_assert_eq(lines_of_run(&f, 1), 30);
-	cr_assert_eq(lines_of_run(&f, 10), 200);
-	cr_assert_eq(lines_of_run(&f, 11), 200);
+	/* three deliveries (the two runs in whichever order, then b): every line
+	 * new exactly once, and once more at the head of the next delivery;
+	 * b's own, the last, once */
+	cr_assert_eq(lines_of_run(&f, 1), 2 * 30);
+	cr_assert_eq(lines_of_run(&f, 10), 2 * 200);
+	cr_assert_eq(lines_of_run(&f, 11), 2 * 200);
+	cr_assert_eq(lines_of_run(&f, 2), 1);
 	fake_stop(&f);
 	free(f.got);
 	free(a.log);
@@ -472,7 +519,8 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	size_t ol = 0, ll = 0;
 	FILE *fo = open_memstream(&out, &ol), *fl = open_memstream(&log, &ll);
 	struct export_result r;
-	cr_assert_eq(export_run(&o, &p, 1, 5, "h", fo, fl, &r), EXIT_OK);
+	struct export_input in = { &p, 1, 5, "h", 0 };
+	cr_assert_eq(export_run(&o, &in, fo, fl, &r), EXIT_OK);
 	fclose(fo);
 	fclose(fl);
 	cr_assert_str_eq(out, "t.h.p.1.2.m 3 4\n");
@@ -482,7 +530,7 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	o.dry_run = 0;
 	free(log);
 	fl = open_memstream(&log, &ll);
-	cr_assert_eq(export_run(&o, &p, 1, 5, "h", stdout, fl, &r), EXIT_USAGE);
+	cr_assert_eq(export_run(&o, &in, stdout, fl, &r), EXIT_USAGE);
 	fclose(fl);
 	cr_assert(strstr(log, "nothing to do"), "%s", log);
 	/* a bad template or destination is a usage error before anything is spooled */
@@ -495,7 +543,7 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 		snprintf(o.graphite, sizeof(o.graphite), "%s", bad[i][1]);
 		free(log);
 		fl = open_memstream(&log, &ll);
-		cr_assert_eq(export_run(&o, &p, 1, 5, "h", stdout, fl, &r), EXIT_USAGE, "%s %s", bad[i][0], bad[i][1]);
+		cr_assert_eq(export_run(&o, &in, stdout, fl, &r), EXIT_USAGE, "%s %s", bad[i][0], bad[i][1]);
 		fclose(fl);
 		cr_assert(ll > 0 && strstr(log, "export: "), "%s", log);
 		cr_assert_neq(stat(o.spool, &st), 0, "nothing spooled on a usage error");
@@ -532,6 +580,7 @@ Test(export_deliver, a_long_expired_backlog_does_not_hold_back_fresh_points, .ti
 	run_once(&a, 1, 20, time(NULL));
 	cr_assert_eq(a.code, EXIT_OK, "%s", a.log);
 	cr_assert_eq(lines_of_run(&f, 1), 20);
+	cr_assert_eq(a.r.dest[0].resent, 0);
 	cr_assert_eq(count(&f, "t.h.old."), 0);
 	cr_assert_eq(a.r.dest[0].expired, (uint64_t)nold, "%lu of %d", (unsigned long)a.r.dest[0].expired, nold);
 	cr_assert(strstr(a.log, "expired before delivery"), "%s", a.log);
