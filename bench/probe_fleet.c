@@ -55,7 +55,9 @@
 #define REPS     3
 #define MAX_N    1000
 
-enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BATCH, AUTO, MONITOR, NMODES };
+/* BARE_SCHEDSTAT: a bare pread of each schedstat file, the floor under any
+ * check-before-read design (one small per-thread read at every tick) */
+enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BARE_SCHEDSTAT, BATCH, AUTO, MONITOR, NMODES };
 enum fleet { IDLE, HALF_WOKEN, INSTRUMENTED };
 
 #define WARMUP_S 1
@@ -203,9 +205,10 @@ static double run(int n, enum mode mode, double *poll_pct)
 	for (int t = 0; t < ticks; t++) {
 		if (mode == BATCH || mode == AUTO)
 			sample_batch_tick(mode == BATCH ? batch : autob, n);
-		for (int i = 0; i < n && mode == BARE_PREAD; i++) {
+		for (int i = 0; i < n && (mode == BARE_PREAD || mode == BARE_SCHEDSTAT); i++) {
 			char buf[256];
-			if (pread(workers[i].sc.fd, buf, sizeof(buf), 0) > 0)
+			int fd = mode == BARE_PREAD ? workers[i].sc.fd : workers[i].ss.fd;
+			if (pread(fd, buf, sizeof(buf), 0) > 0)
 				workers[i].counts[PROBE_POLL]++;
 		}
 		for (int i = 0; i < n && (mode == SAMPLE || mode == SAMPLE_SCHEDSTAT); i++) {
@@ -310,8 +313,8 @@ static double null_syscall_ns(void)
 	return ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 200000;
 }
 
-static const char *const mode_names[NMODES] = { "pread", "pread+schedstat", "bare pread", "batch", "auto",
-						 "monitor" };
+static const char *const mode_names[NMODES] = { "pread", "pread+schedstat", "bare pread", "bare schedstat",
+						 "batch", "auto", "monitor" };
 static const char *const fleet_names[] = { "idle", "half-woken", "instrumented" };
 
 static void open_probes(int n)
@@ -360,6 +363,7 @@ static int idle_fleet(int n, double *med)
 		pct[SAMPLE][r] = run(n, SAMPLE, &poll_pct);
 		pct[SAMPLE_SCHEDSTAT][r] = run(n, SAMPLE_SCHEDSTAT, &ignored);
 		pct[BARE_PREAD][r] = run(n, BARE_PREAD, &ignored);
+		pct[BARE_SCHEDSTAT][r] = run(n, BARE_SCHEDSTAT, &ignored);
 		pct[BATCH][r] = run(n, BATCH, &batch_poll_pct);
 		thr[r] = last_thread_pct;
 		iowq[r] = last_iowq_pct;
@@ -369,10 +373,10 @@ static int idle_fleet(int n, double *med)
 	median_of(pct, med);
 	int auto_batch = probe_sc_batch_last_path(autob) == PROBE_SC_PATH_RING;
 	printf("workers %4d at %d Hz: sampler cpu %.2f%% of a core (runs %.2f %.2f %.2f), "
-	       "bare pread only %.2f%%, with schedstat %.2f%%, %.2f us per worker-sample, poll seen %.1f%%, "
-	       "%.1f context switches per tick\n",
+	       "bare pread only %.2f%%, bare schedstat %.2f%%, with schedstat %.2f%%, %.2f us per worker-sample, "
+	       "poll seen %.1f%%, %.1f context switches per tick\n",
 	       n, HZ, med[SAMPLE], pct[SAMPLE][0], pct[SAMPLE][1], pct[SAMPLE][2], med[BARE_PREAD],
-	       med[SAMPLE_SCHEDSTAT], med[SAMPLE] * 1e4 / (n * HZ), poll_pct, last_csw[SAMPLE]);
+	       med[BARE_SCHEDSTAT], med[SAMPLE_SCHEDSTAT], med[SAMPLE] * 1e4 / (n * HZ), poll_pct, last_csw[SAMPLE]);
 	printf("workers %4d at %d Hz: batch (%s) %.2f%% of a core (runs %.2f %.2f %.2f; last run: "
 	       "sampling thread %.2f%% + io-wq threads %.2f%%), %.2f us per worker-sample, poll seen %.1f%%, "
 	       "%.1f context switches per tick\n",
@@ -497,6 +501,8 @@ int main(int argc, char **argv)
 	printf("raw sampler_cpu_pct_1000w_100hz_probes_choice %.2f %%\n", fig[AUTO]);
 	printf("figure sampler_cpu_pct_1000w_100hz %.2f %%\n", fig[MONITOR]);
 	printf("figure sampler_cpu_vs_bare_pread_1000w %.2f x\n", ratio(fig[MONITOR], fig[BARE_PREAD]));
+	printf("floor bare_schedstat_vs_bare_pread_1000w %.2f x (what one check per thread per tick costs at least)\n",
+	       ratio(fig[BARE_SCHEDSTAT], fig[BARE_PREAD]));
 	printf("figure sampler_cpu_vs_bare_pread_1000w_half_woken %.2f x\n", ratio(woken, woken_bare));
 	printf("figure sampler_cpu_pct_1000w_100hz_instrumented %.2f %%\n", instr);
 	printf("figure sampler_cpu_vs_bare_pread_1000w_instrumented %.2f x\n", ratio(instr, instr_bare));
