@@ -53,8 +53,22 @@ static double json_num(const char *doc, const char *key)
 	return p ? strtod(p + strlen(pat), NULL) : NAN;
 }
 
-/* loopstat list --json over the run; idle_pct or NaN */
-static double via_cli(pid_t pid, double *cpu_wait)
+/* The string value of key (no escapes: loopstat's basis texts have none), or "-". */
+static void json_str(const char *doc, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(doc, pat);
+	snprintf(out, len, "-");
+	if (!p || !(p = strchr(p + strlen(pat), '"')))
+		return;
+	const char *end = strchr(++p, '"');
+	if (end)
+		snprintf(out, len, "%.*s", (int)(end - p), p);
+}
+
+/* loopstat list --json over the run; idle_pct or NaN, and the loop's basis */
+static double via_cli(pid_t pid, double *cpu_wait, char *basis, size_t len)
 {
 	char prog[600], pid_s[16], dur[16];
 	static char out[1 << 16];
@@ -81,6 +95,7 @@ static double via_cli(pid_t pid, double *cpu_wait)
 	close(p[0]);
 	waitpid(mon, NULL, 0);
 	*cpu_wait = json_num(out, "cpu_wait_pct");
+	json_str(out, "loop_basis", basis, len);
 	return json_num(out, "idle_pct");
 }
 
@@ -105,7 +120,7 @@ static double one(const struct kase *k, const char *label)
 		cpu_wait = m.cpu_wait_pct;
 		probe_loop_basis_text(m.basis, m.loop_fd, basis, sizeof(basis));
 	} else {
-		sampled = via_cli(pid, &cpu_wait);
+		sampled = via_cli(pid, &cpu_wait, basis, sizeof(basis));
 	}
 	if (tloop_result(pid, out, &self_idle, &self_blocked) < 0)
 		return NAN;
