@@ -52,43 +52,10 @@ static pid_t duty(const char *idle, const char *extra1, const char *extra2)
 	return tc_spawn_example("duty_cycle", args, NULL);
 }
 
-/* A fiberloop worker whose fiber hogs the loop 1.2 s at a time (see test_stall.c). */
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void *hog(void *arg)
-{
-	(void)arg;
-	double end = now_s() + 1.2;
-	while (now_s() < end)
-		;
-	return NULL;
-}
-
-static void *stall_main(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < 30; i++) {
-		fl_sleep(0.2);
-		fl_await(fl_spin(hog, NULL, "hog"), NULL);
-	}
-	return NULL;
-}
-
+/* A fiberloop worker whose fiber hogs the loop 1.2 s at a time. */
 static pid_t stalled(void)
 {
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		struct fl_options o = { .tag = "stall" };
-		_exit(fl_run(stall_main, NULL, &o, NULL) == 0 ? 0 : 1);
-	}
-	return pid;
+	return tc_spawn_hogger("stall", 0.2, 1.2, 30);
 }
 
 /* ---- reading --json ---- */

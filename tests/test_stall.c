@@ -10,6 +10,7 @@
 
 #include "fiberloop.h"
 #include "sampler.h"
+#include "support/children.h"
 #include "support/support.h"
 
 static char *dir;
@@ -24,44 +25,11 @@ static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(stall, .init = setup, .fini = teardown, .timeout = 40);
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Child: idles in its loop for 1.5 s, then a fiber tagged "hog" spins for
  * 4 s without yielding, then the loop idles again. */
-static void *hog(void *arg)
-{
-	(void)arg;
-	double end = now_s() + 4;
-	while (now_s() < end)
-		;
-	return NULL;
-}
-
-static void *child_main(void *arg)
-{
-	(void)arg;
-	fl_sleep(1.5);
-	fl_fiber *f = fl_spin(hog, NULL, "hog");
-	fl_await(f, NULL);
-	fl_sleep(30);
-	return NULL;
-}
-
 static pid_t spawn_child(void)
 {
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		struct fl_options o = { .tag = "stall-test" };
-		_exit(fl_run(child_main, NULL, &o, NULL) == 0 ? 0 : 1);
-	}
-	return pid;
+	return tc_spawn_hogger("stall-test", 1.5, 4, 1);
 }
 
 Test(stall, hogging_fiber_is_reported_with_its_tag)

@@ -2,6 +2,7 @@
  * children.c — child processes with known behaviour for sampler tests.
  */
 #include "children.h"
+#include "fiberloop.h"
 #include "support.h"
 
 #include <criterion/criterion.h>
@@ -133,6 +134,52 @@ pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end)
 	close(p[0]);
 	wait_in_syscall(pid, SYS_read);
 	*write_end = p[1]; /* kept open so that the child's read blocks */
+	return pid;
+}
+
+struct hogger {
+	double idle_s, hog_s;
+	int rounds;
+};
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *hog(void *arg)
+{
+	const struct hogger *h = arg;
+	double end = mono_s() + h->hog_s;
+	while (mono_s() < end)
+		;
+	return NULL;
+}
+
+static void *hogger_main(void *arg)
+{
+	struct hogger *h = arg;
+	for (int i = 0; i < h->rounds; i++) {
+		fl_sleep(h->idle_s);
+		fl_await(fl_spin(hog, h, "hog"), NULL);
+	}
+	fl_sleep(3600);
+	return NULL;
+}
+
+pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		die_with_parent(parent);
+		struct hogger h = { idle_s, hog_s, rounds };
+		struct fl_options o = { .tag = tag };
+		_exit(fl_run(hogger_main, &h, &o, NULL) == 0 ? 0 : 1);
+	}
 	return pid;
 }
 

@@ -22,6 +22,11 @@ double tc_read_self_idle(int fd, int timeout_ms);
  * stay open while the child should block. Returns the pid. */
 pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end);
 
+/* Forks a libfiberloop worker (loop tag `tag`) that, `rounds` times,
+ * sleeps idle_s in its loop and then runs a fiber tagged "hog" that spins
+ * hog_s without yielding (a stall), and then idles for good. Returns the pid. */
+pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds);
+
 /* Kills and reaps a child. */
 void tc_kill(pid_t pid);
 
