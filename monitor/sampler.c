@@ -146,13 +146,17 @@ static int tick_mode(struct sampler *s, struct sworker *w)
 {
 	if (s->no_shortcuts)
 		return TICK_READ;
-	if (w->hot_since && w->hot_since == w->confirmed_since && w->series.self_disagreements < SAMPLER_DISTRUST_AFTER)
+	int check = w->gated || s->always_check_schedstat;
+	if (w->hot_since && w->hot_since == w->confirmed_since && w->series.self_disagreements < SAMPLER_DISTRUST_AFTER) {
 		/* still in the blocking poll /proc confirmed: idle, seen now
 		 * without a read, but for a random 1 in CROSS_CHECK */
-		return rand_r(&s->rng) % SAMPLER_CROSS_CHECK ? TICK_POLL_SHORTCUT : TICK_CROSS_CHECK;
-	if ((w->gated || s->always_check_schedstat) && unchanged_since_last(w))
-		return TICK_UNCHANGED;
-	return TICK_READ;
+		if (rand_r(&s->rng) % SAMPLER_CROSS_CHECK)
+			return TICK_POLL_SHORTCUT;
+		/* a thread not run since /proc confirmed that poll cannot have
+		 * left it: schedstat answers the cross-check as exactly as a read */
+		return check && unchanged_since_last(w) ? TICK_UNCHANGED : TICK_CROSS_CHECK;
+	}
+	return check && unchanged_since_last(w) ? TICK_UNCHANGED : TICK_READ;
 }
 
 /* All reads first (one io_uring batch for a large fleet), then the verdicts. */

@@ -1,4 +1,4 @@
-/* The poll_since_ns shortcut: the same shares with and without it on a worker alternating its poll and a blocking read, and a slot that lies about its poll is caught by the cross-check. */
+/* The poll_since_ns shortcut: the same shares with and without it on a worker alternating its poll and a blocking read, a slot that lies about its poll is caught by the cross-check, and schedstat answers the cross-checks of a thread that has not run. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -141,6 +141,55 @@ Test(sampler_shortcut, a_slot_that_lies_about_its_poll_is_caught)
 	/* caught often enough, the worker is read at every tick: the last 2 s
 	 * show its read as the blocked time it is */
 	cr_assert_gt(w->blocked_pct, 30, "blocked %.2f", w->blocked_pct);
+	model_done(&m);
+	stop = 1;
+	pthread_join(th, NULL);
+	sampler_delete(s);
+}
+
+/* An instrumented loop parked in its poll (woken 4 times a second). */
+static void *parked(void *arg)
+{
+	(void)arg;
+	worker_tid = gettid();
+	int ep = epoll_create1(0);
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("parked", LOOPSTAT_BACKEND_LIBEV, ep);
+	cr_assert(s);
+	while (!stop) {
+		struct epoll_event ev;
+		fl_stat_set(&s->poll_since_ns, mono());
+		epoll_wait(ep, &ev, 1, 250);
+		fl_stat_set(&s->poll_since_ns, 0);
+		fl_stat_set(&s->polls, s->polls + 1);
+	}
+	fl_stats_slot_release(s);
+	close(ep);
+	return NULL;
+}
+
+Test(sampler_shortcut, schedstat_answers_the_cross_checks_of_a_thread_that_has_not_run)
+{
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, parked, NULL), 0);
+	usleep(200000);
+	struct sampler_opts o = { .rate_hz = 1000, .always_check_schedstat = 1 };
+	struct sampler *s;
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	usleep(3000000);
+	struct model m;
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	const struct worker_view *w = find(&m);
+	cr_assert(w);
+	cr_log_info("parked: %llu samples, %llu from the slot, %llu cross-checks answered by schedstat, idle %.2f",
+		    (unsigned long long)w->samples, (unsigned long long)w->shortcut_samples,
+		    (unsigned long long)w->unchanged_samples, w->idle_pct);
+	cr_assert_gt(w->shortcut_samples, w->samples / 2);
+	/* about one in SAMPLER_CROSS_CHECK of the rest; each /proc-confirmed poll restarts the chain */
+	cr_assert_gt(w->unchanged_samples, w->shortcut_samples / (4 * SAMPLER_CROSS_CHECK),
+		     "cross-checks of an unmoved thread need no read");
+	cr_assert_float_eq(w->idle_pct, 100.0, 1.0, "idle %.2f", w->idle_pct);
+	cr_assert_eq(w->self_report_disagreements, 0);
 	model_done(&m);
 	stop = 1;
 	pthread_join(th, NULL);
