@@ -56,6 +56,7 @@ struct probe_shm {
 	char    *claimed;      /* owned, parallel to tids: taken by a slot in this read */
 	size_t   ntids, tidcap;
 	uint64_t tids_ns;      /* CLOCK_MONOTONIC when tids was listed; 0: never */
+	uint64_t miss_ns;      /* when it was last listed for a tid it lacked; 0: never */
 	uint64_t tid_loads;    /* listings of /proc/PID/task, for tests */
 	struct shm_writer_memo writer; /* what the writer checks remember */
 	struct probe_shm_read_info last;
@@ -461,18 +462,13 @@ static int read_consistent(struct probe_shm *shm, struct probe_shm_worker *out, 
  *    it through /proc/PID/task/TID finds it gone, and a reused tid is
  *    another process's, never under PID);
  *  - when a slot names a tid not in it — a thread born since, accepted at
- *    this very read — but at most once per TIDS_TTL_NS, so that a writer
- *    whose slots name made-up tids cannot make us list at every read: its
- *    made-up tids are refused against a list at most that old.
+ *    this very read — unless the list was just made by this read, or was
+ *    made for a miss less than TIDS_TTL_NS ago: a writer whose slots name
+ *    made-up tids makes us list once a second, not at every read, and its
+ *    made-up tids are refused against a list at most that old. A new
+ *    thread then waits for the next listing, at most TIDS_TTL_NS.
  */
 #define TIDS_TTL_NS 1000000000ull
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
 {
@@ -487,15 +483,17 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 	}
 	/* the writer's threads, listed before and not inside the seqlock window,
 	 * which should hold nothing slower than the copies */
-	uint64_t now = now_ns();
-	int err;
+	uint64_t now = shm_now_ns();
+	int err, listed = 0;
 	if (!shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS) {
 		if ((err = load_tids(shm, now)) < 0)
 			return err;
+		listed = 1;
 	}
 	int missed, found = read_consistent(shm, out, max, include_exited, &missed);
-	if (found < 0 || !missed || now - shm->tids_ns < TIDS_TTL_NS)
+	if (found < 0 || !missed || listed || (shm->miss_ns && now - shm->miss_ns < TIDS_TTL_NS))
 		return found;
+	shm->miss_ns = now;
 	if ((err = load_tids(shm, now)) < 0)
 		return err;
 	return read_consistent(shm, out, max, include_exited, &missed);

@@ -9,7 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include "loopstat_shm.h"
+
+/* CLOCK_MONOTONIC in ns: what the reader's remembered state is dated by. */
+static inline uint64_t shm_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* Longest random suffix accepted in "loopstat.<pid>.<suffix>". */
 #define SHM_SUFFIX_MAX 32

@@ -17,19 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAPS_BUDGET  (4u << 20)   /* bytes of /proc/PID/maps read to find the segment */
 /* A skipped maps scan is still done this often: see shm_check_writer. */
 #define MAPS_MAX_AGE_NS (10ull * 1000000000ull)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* "Uid:\t<real>\t<effective>\t..." of /proc/PID/status. */
 static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
@@ -190,7 +182,7 @@ int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino
 		return err;
 	if (!mapped)
 		return 0;
-	uint64_t now = mono_ns();
+	uint64_t now = shm_now_ns();
 	if (image_unchanged(memo, &st, now)) {
 		memo->maps_skipped++;
 		return 0;

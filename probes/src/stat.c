@@ -75,11 +75,17 @@ int probe_stat_parse(const char *text, struct probe_stat *out)
 	 * fixture) leaves them 0, which readers take as "hidden" */
 	int k = 0;
 	for (int field = 23; field <= 51; field++) {
-		int64_t v; /* exit_signal (38) is an int that a thread shows as -1 */
-		if (next_i64(&p, &v) < 0)
-			break;
+		/* rsslim (25) is a u64 that is often ~0; exit_signal (38) an
+		 * int that a thread shows as -1 */
+		uint64_t v;
+		int64_t sv;
+		if (next_u64(&p, &v) < 0) {
+			if (next_i64(&p, &sv) < 0)
+				break;
+			v = (uint64_t)sv;
+		}
 		if ((field >= 26 && field <= 28) || field >= 45)
-			out->image[k++] = (uint64_t)v;
+			out->image[k++] = v;
 	}
 	if (k < PROBE_STAT_IMAGE_FIELDS)
 		memset(out->image, 0, sizeof(out->image));
