@@ -111,6 +111,10 @@ Test(shm_recheck, a_new_thread_is_accepted_by_the_next_read)
 	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 1);
 	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 1);
 	cr_assert_eq(counts(shm).tid_loads, 1, "a read that finds every tid listed lists nothing");
+	struct probe_shm_read_info info;
+	probe_shm_last_read(shm, &info);
+	cr_assert_leq(info.bytes, 2 * sizeof(struct loopstat_shm_slot), "%zu bytes: the used slot and the free one after it",
+		      info.bytes);
 
 	/* a thread born since the listing: its tid is missing, so we list again */
 	pthread_t th1, th2;

@@ -370,13 +370,18 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 		     uint64_t *gen, int *found, int *missed)
 {
 	size_t per = shm->slots_per_chunk;
+	/* the first run, sized for the slots used last time and the free one
+	 * that ends them: a one-thread writer costs two slots' copy, not a
+	 * chunk's (the sampler reads every segment ten times a second) */
+	size_t first = shm->last.slots + 1 < per ? shm->last.slots + 1 : per;
 	*found = 0;
 	*missed = 0;
 	memset(&shm->last, 0, sizeof(shm->last));
 	if (shm->ntids)
 		memset(shm->claimed, 0, shm->ntids);
 	for (uint32_t i = 0; i < shm->slot_count;) {
-		size_t n = shm->slot_count - i < per ? shm->slot_count - i : per;
+		size_t want = i == 0 ? first : per;
+		size_t n = shm->slot_count - i < want ? shm->slot_count - i : want;
 		size_t len = n * shm->slot_size;
 		if (shm->last.bytes + len > PROBE_SHM_READ_BUDGET) {
 			shm->last.over_budget = 1;
