@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -87,4 +88,30 @@ Test(probe_stat, real_child_named_with_parens, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert_eq(st.ppid, getpid());
 	cr_assert_eq(st.threads, 1);
 	tchild_reap(pid);
+}
+
+Test(probe_stat, image_fields, .timeout = PROBE_TEST_TIMEOUT)
+{
+	/* fields 4-52: field f holds f*10; rsslim (25) is ~0 as the kernel shows
+	 * it, exit_signal (38) -1 as a thread's */
+	char text[1024];
+	int n = snprintf(text, sizeof(text), "42 (a b) S");
+	for (int f = 4; f <= 52; f++)
+		n += f == 25 ? snprintf(text + n, sizeof(text) - (size_t)n, " 18446744073709551615")
+		   : f == 38 ? snprintf(text + n, sizeof(text) - (size_t)n, " -1")
+			     : snprintf(text + n, sizeof(text) - (size_t)n, " %d", f * 10);
+	snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+	cr_assert_eq(tchild_fixture_write(root, "42/stat", text), 0);
+	struct probe_stat st;
+	cr_assert_eq(probe_stat_read(42, 0, &st), 0);
+	static const int fields[PROBE_STAT_IMAGE_FIELDS] = { 26, 27, 28, 45, 46, 47, 48, 49, 50, 51 };
+	for (int i = 0; i < PROBE_STAT_IMAGE_FIELDS; i++)
+		cr_assert_eq(st.image[i], (uint64_t)fields[i] * 10, "image[%d]", i);
+	cr_assert_eq(st.start_time, 220);
+
+	/* a line that stops before field 51 (an old kernel): no image, still parsed */
+	cr_assert_eq(tchild_fixture_write(root, "42/stat", "42 (a) S" TAIL), 0);
+	cr_assert_eq(probe_stat_read(42, 0, &st), 0);
+	for (int i = 0; i < PROBE_STAT_IMAGE_FIELDS; i++)
+		cr_assert_eq(st.image[i], 0);
 }

@@ -93,9 +93,13 @@ uint16_t probe_shm_abi_minor(const struct probe_shm *shm);
  * segment's owner and still mapping it. 0, or -ESRCH (gone), -ESTALE (pid
  * reused), -EPERM (owner changed, e.g. after a setuid execve: no longer
  * trusted), -ENOLINK (no longer maps the segment: it execve()d; stale).
- * Costs a read of /proc/PID/{stat,status,maps} (maps up to 4 MiB).
+ * Costs a read of /proc/PID/{stat,status}, and of /proc/PID/maps (up to
+ * 4 MiB) only when the memory image shown in /proc/PID/stat (code, data,
+ * stack and argument bounds, which an execve sets anew) differs from the
+ * one the handle's last maps scan found the segment in, cannot be seen, or
+ * was scanned 10 s ago. Remembers that in the handle: not thread-safe.
  */
-int probe_shm_check_writer(const struct probe_shm *shm);
+int probe_shm_check_writer(struct probe_shm *shm);
 
 /*
  * For gc: whether the segment file `path` claiming `pid` is stale and may
@@ -124,7 +128,11 @@ struct probe_shm_read_info {
  * Copies the ACTIVE slots (and EXITED ones too if include_exited) into
  * out[0..max). An ACTIVE slot is kept only if its tid is a thread of the
  * writer (/proc/PID/task/TID), once per thread; the others are counted in
- * probe_shm_last_read().rejected. Reads the header's generation and the
+ * probe_shm_last_read().rejected. The thread list is kept in the handle and
+ * listed again when it is a second old, or when a slot names a tid not in
+ * it (a new thread is accepted at once) unless it was listed less than a
+ * second ago: an exited thread's slot may pass for up to a second, a new
+ * thread's slot may wait up to a second. Reads the header's generation and the
  * used slots only (up to the first never-used one, at most
  * PROBE_SHM_READ_BUDGET bytes, and no further than 64 refused ACTIVE slots
  * beyond the writer's thread count). Returns the number of slots found (which

@@ -17,10 +17,21 @@ struct probe_stat {
 	uint64_t stime;                /* field 15, clock ticks */
 	int      threads;              /* field 20 */
 	uint64_t start_time;           /* field 22, clock ticks after boot */
+	/*
+	 * Where the memory image's parts start and end (fields 26-28 startcode,
+	 * endcode, startstack; 45-51 start_data, end_data, start_brk, arg_start,
+	 * arg_end, env_start, env_end), in PROBE_STAT_IMAGE_* order. execve()
+	 * sets them all anew. 0 or 1 when the kernel hides them (the reader
+	 * may not ptrace the task) and 0 when the line is too short (old kernel).
+	 */
+	uint64_t image[10];
 };
 
+#define PROBE_STAT_IMAGE_FIELDS 10
+
 /* Parses the text of a stat file. comm is taken up to the LAST ')', since a
- * process can name itself ") (". Returns 0 or -EINVAL. */
+ * process can name itself ") (". Fields 4-22 must be there; the image
+ * fields are optional (0 when missing). Returns 0 or -EINVAL. */
 int probe_stat_parse(const char *text, struct probe_stat *out);
 
 /* Reads and parses <root>/PID/stat (tid <= 0) or <root>/PID/task/TID/stat.

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +36,6 @@ const struct probe_shm_value_info probe_shm_values[PROBE_SHM_NVALUES] = {
 #define MAX_SEGMENT     (64u * 1024 * 1024)
 #define READ_RETRIES    4
 #define CHUNK_BYTES     (8u * 1024)   /* slots copied per pread */
-#define MAPS_BUDGET     (4u << 20)    /* bytes of /proc/PID/maps read to find the segment */
 #define REJECT_SLACK    64u           /* refused ACTIVE slots beyond the thread count before a read stops */
 
 struct probe_shm {
@@ -54,9 +52,13 @@ struct probe_shm {
 	size_t   size;         /* header_size + slot_count * slot_size */
 	char    *chunk;        /* owned: the header and a run of slots */
 	size_t   slots_per_chunk;
-	pid_t   *tids;         /* owned: the writer's threads, sorted, for the last read */
+	pid_t   *tids;         /* owned: the writer's threads, sorted, as last listed */
 	char    *claimed;      /* owned, parallel to tids: taken by a slot in this read */
 	size_t   ntids, tidcap;
+	uint64_t tids_ns;      /* CLOCK_MONOTONIC when tids was listed; 0: never */
+	uint64_t miss_ns;      /* when it was last listed for a tid it lacked; 0: never */
+	uint64_t tid_loads;    /* listings of /proc/PID/task, for tests */
+	struct shm_writer_memo writer; /* what the writer checks remember */
 	struct probe_shm_read_info last;
 	struct shm_map map;    /* for probe_shm_read_hot; made at its first call */
 	char     path[PATH_MAX];
@@ -93,131 +95,6 @@ int probe_shm_check_header(const struct loopstat_shm_header *h, size_t file_size
 	if (need > file_size || need > MAX_SEGMENT)
 		return -EBADMSG;
 	return 0;
-}
-
-/* "Uid:\t<real>\t<effective>\t..." of /proc/PID/status. */
-static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
-{
-	char path[PATH_MAX], buf[4096];
-	int err;
-	if ((err = probe_proc_path(path, sizeof(path), "%d/status", (int)pid)) < 0)
-		return err;
-	ssize_t n = probe_read_file(path, buf, sizeof(buf));
-	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
-	const char *p = strstr(buf, "\nUid:");
-	unsigned long r, e;
-	if (!p || sscanf(p + 5, "%lu %lu", &r, &e) != 2)
-		return -EINVAL;
-	*ruid = (uid_t)r;
-	*euid = (uid_t)e;
-	return 0;
-}
-
-/*
- * The segment's owner must own the process now: /proc/PID (its dumpable
- * owner) and both its real and effective uid. After a setuid execve the
- * euid (and /proc/PID) is no longer the user who wrote the segment.
- */
-static int check_owner(pid_t pid, uid_t owner)
-{
-	char path[PATH_MAX];
-	struct stat pst;
-	uid_t ruid = 0, euid = 0;
-	int err;
-	if ((err = probe_proc_path(path, sizeof(path), "%d", (int)pid)) < 0)
-		return err;
-	if (stat(path, &pst) < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	if (pst.st_uid != owner)
-		return -EPERM;
-	if ((err = read_uids(pid, &ruid, &euid)) < 0)
-		return err;
-	return ruid == owner && euid == owner ? 0 : -EPERM;
-}
-
-/* One line of /proc/PID/maps: "start-end perms offset MAJ:MIN inode path". */
-static int maps_line_is(const char *line, unsigned maj, unsigned min, ino_t ino)
-{
-	const char *p = line;
-	for (int field = 0; field < 3; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return 0;
-		p++;
-	}
-	char *end;
-	unsigned long a = strtoul(p, &end, 16);
-	if (*end != ':')
-		return 0;
-	unsigned long b = strtoul(end + 1, &end, 16);
-	if (*end != ' ')
-		return 0;
-	unsigned long long i = strtoull(end + 1, &end, 10);
-	return a == maj && b == min && i == (unsigned long long)ino && (*end == ' ' || *end == '\n' || !*end);
-}
-
-/*
- * Whether the process maps the segment file: a writer maps its segment
- * before it publishes it and keeps it mapped until it unlinks it, so a
- * segment its process no longer maps was left behind by an execve().
- * 0, -ENOLINK (not mapped, or maps larger than MAPS_BUDGET), -ESRCH, -EACCES.
- */
-static int check_mapped(pid_t pid, dev_t dev, ino_t ino)
-{
-	char path[PATH_MAX], buf[16384 + 1];
-	int err;
-	if ((err = probe_proc_path(path, sizeof(path), "%d/maps", (int)pid)) < 0)
-		return err;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	size_t have = 0, total = 0;
-	err = -ENOLINK;
-	while (total < MAPS_BUDGET) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno == ESRCH ? -ESRCH : -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		have += (size_t)n;
-		buf[have] = '\0';
-		char *line = buf, *nl;
-		while ((nl = strchr(line, '\n'))) {
-			*nl = '\0';
-			if (maps_line_is(line, major(dev), minor(dev), ino)) {
-				err = 0;
-				goto out;
-			}
-			line = nl + 1;
-		}
-		/* keep a partial last line; one longer than the buffer is skipped */
-		have = line == buf && have == sizeof(buf) - 1 ? 0 : have - (size_t)(line - buf);
-		memmove(buf, line, have);
-	}
-out:
-	close(fd);
-	return err;
-}
-
-/* The writer must be alive, be the process that created the segment, and be
- * owned by the segment's owner; `mapped` also asks that it maps the file. */
-static int check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped)
-{
-	struct probe_stat st;
-	int err = probe_stat_read(pid, 0, &st);
-	if (err)
-		return err == -EINVAL ? -ESRCH : err;
-	if (st.start_time != start_time)
-		return -ESTALE;
-	if ((err = check_owner(pid, owner)) < 0)
-		return err;
-	return mapped ? check_mapped(pid, dev, ino) : 0;
 }
 
 /*
@@ -263,7 +140,8 @@ static int open_checked(const char *path, struct probe_shm **out, struct stat *s
 		goto close_fd;
 	/* a suffixed name is published only once mapped; a legacy one may be
 	 * caught before, and probe_shm_check_writer() checks it later */
-	if ((err = check_writer(h.pid, h.start_time, st->st_uid, st->st_dev, st->st_ino, suffixed)) < 0)
+	struct shm_writer_memo memo = { 0 };
+	if ((err = shm_check_writer(h.pid, h.start_time, st->st_uid, st->st_dev, st->st_ino, suffixed, &memo)) < 0)
 		goto close_fd;
 
 	struct probe_shm *shm = calloc(1, sizeof(*shm));
@@ -283,6 +161,7 @@ static int open_checked(const char *path, struct probe_shm **out, struct stat *s
 	shm->dev = st->st_dev;
 	shm->ino = st->st_ino;
 	shm->start_time = h.start_time;
+	shm->writer = memo;
 	shm->abi_minor = h.abi_minor;
 	shm->header_size = h.header_size;
 	shm->slot_size = h.slot_size;
@@ -326,9 +205,9 @@ void probe_shm_close(struct probe_shm *shm)
 
 uint16_t probe_shm_abi_minor(const struct probe_shm *shm) { return shm->abi_minor; }
 
-int probe_shm_check_writer(const struct probe_shm *shm)
+int probe_shm_check_writer(struct probe_shm *shm)
 {
-	return check_writer(shm->pid, shm->start_time, shm->owner, shm->dev, shm->ino, 1);
+	return shm_check_writer(shm->pid, shm->start_time, shm->owner, shm->dev, shm->ino, 1, &shm->writer);
 }
 
 int probe_shm_stale(const char *path, pid_t pid)
@@ -394,12 +273,14 @@ static int add_tid(struct probe_shm *shm, pid_t tid)
  * a buffer on the stack: a read allocates nothing once the table has
  * grown to the writer's thread count.
  */
-static int load_tids(struct probe_shm *shm)
+static int load_tids(struct probe_shm *shm, uint64_t now)
 {
 	char path[PATH_MAX];
 	char buf[4096] __attribute__((aligned(8)));
 	int err;
 	shm->ntids = 0;
+	shm->tids_ns = 0;
+	shm->tid_loads++;
 	if ((err = probe_proc_path(path, sizeof(path), "%d/task", (int)shm->pid)) < 0)
 		return err;
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -424,16 +305,23 @@ static int load_tids(struct probe_shm *shm)
 	qsort(shm->tids, shm->ntids, sizeof(*shm->tids), cmp_pid);
 	if (shm->ntids)
 		memset(shm->claimed, 0, shm->ntids);
+	shm->tids_ns = now;
 	return 0;
 }
 
-/* Whether an ACTIVE slot's tid is a thread of the writer; each thread can
- * be claimed by one slot per read (a forged table repeats tids). */
-static int claim_tid(struct probe_shm *shm, pid_t tid)
+/*
+ * Whether an ACTIVE slot's tid is a thread of the writer as last listed;
+ * each thread can be claimed by one slot per read (a forged table repeats
+ * tids). A positive tid not in the list sets *missed: it may be a thread
+ * born since (probe_shm_read lists again).
+ */
+static int claim_tid(struct probe_shm *shm, pid_t tid, int *missed)
 {
 	if (tid <= 0)
 		return 0;
 	pid_t *t = bsearch(&tid, shm->tids, shm->ntids, sizeof(*shm->tids), cmp_pid);
+	if (!t)
+		*missed = 1;
 	if (!t || shm->claimed[t - shm->tids])
 		return 0;
 	shm->claimed[t - shm->tids] = 1;
@@ -479,15 +367,21 @@ static void copy_worker(const struct probe_shm *shm, const struct loopstat_shm_s
  * more than that, and nothing is allocated per read.
  */
 static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited,
-		     uint64_t *gen, int *found)
+		     uint64_t *gen, int *found, int *missed)
 {
 	size_t per = shm->slots_per_chunk;
+	/* the first run, sized for the slots used last time and the free one
+	 * that ends them: a one-thread writer costs two slots' copy, not a
+	 * chunk's (the sampler reads every segment ten times a second) */
+	size_t first = shm->last.slots + 1 < per ? shm->last.slots + 1 : per;
 	*found = 0;
+	*missed = 0;
 	memset(&shm->last, 0, sizeof(shm->last));
 	if (shm->ntids)
 		memset(shm->claimed, 0, shm->ntids);
 	for (uint32_t i = 0; i < shm->slot_count;) {
-		size_t n = shm->slot_count - i < per ? shm->slot_count - i : per;
+		size_t want = i == 0 ? first : per;
+		size_t n = shm->slot_count - i < want ? shm->slot_count - i : want;
 		size_t len = n * shm->slot_size;
 		if (shm->last.bytes + len > PROBE_SHM_READ_BUDGET) {
 			shm->last.over_budget = 1;
@@ -517,7 +411,7 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 				return 0;
 			shm->last.slots++;
 			if (sl.state == LOOPSTAT_SLOT_ACTIVE) {
-				if (!claim_tid(shm, sl.tid)) {
+				if (!claim_tid(shm, sl.tid, missed)) {
 					/* a writer has at most one ACTIVE slot per live
 					 * thread: far more refusals than threads is a
 					 * forged table, not worth reading to its end */
@@ -541,6 +435,46 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 	return 0;
 }
 
+/* One consistent read of the slot table against the current tid list;
+ * *missed: a slot named a tid not in it. */
+static int read_consistent(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited,
+			   int *missed)
+{
+	for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+		uint64_t before = 0, after;
+		int found, err;
+		if (attempt)
+			sched_yield(); /* the writer is mid-reset: let it finish */
+		err = read_pass(shm, out, max, include_exited, &before, &found, missed);
+		if (err == -EAGAIN)
+			continue;
+		if (err < 0)
+			return err;
+		if ((err = read_generation(shm, &after)) < 0)
+			return err;
+		if (after == before)
+			return found;
+	}
+	return -EAGAIN;
+}
+
+/*
+ * The writer's tid list is kept between reads (listing /proc/PID/task at
+ * every read of every segment was a sixth of the sampler's time) and
+ * listed again:
+ *  - when it is TIDS_TTL_NS old, so that exited threads drop out (a slot
+ *    naming a thread that exited is accepted that much longer; sampling
+ *    it through /proc/PID/task/TID finds it gone, and a reused tid is
+ *    another process's, never under PID);
+ *  - when a slot names a tid not in it — a thread born since, accepted at
+ *    this very read — unless the list was just made by this read, or was
+ *    made for a miss less than TIDS_TTL_NS ago: a writer whose slots name
+ *    made-up tids makes us list once a second, not at every read, and its
+ *    made-up tids are refused against a list at most that old. A new
+ *    thread then waits for the next listing, at most TIDS_TTL_NS.
+ */
+#define TIDS_TTL_NS 1000000000ull
+
 int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
 {
 	struct stat st;
@@ -554,25 +488,20 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 	}
 	/* the writer's threads, listed before and not inside the seqlock window,
 	 * which should hold nothing slower than the copies */
-	int err = load_tids(shm);
-	if (err < 0)
-		return err;
-	for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
-		uint64_t before = 0, after;
-		int found;
-		if (attempt)
-			sched_yield(); /* the writer is mid-reset: let it finish */
-		err = read_pass(shm, out, max, include_exited, &before, &found);
-		if (err == -EAGAIN)
-			continue;
-		if (err < 0)
+	uint64_t now = shm_now_ns();
+	int err, listed = 0;
+	if (!shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS) {
+		if ((err = load_tids(shm, now)) < 0)
 			return err;
-		if ((err = read_generation(shm, &after)) < 0)
-			return err;
-		if (after == before)
-			return found;
+		listed = 1;
 	}
-	return -EAGAIN;
+	int missed, found = read_consistent(shm, out, max, include_exited, &missed);
+	if (found < 0 || !missed || listed || (shm->miss_ns && now - shm->miss_ns < TIDS_TTL_NS))
+		return found;
+	shm->miss_ns = now;
+	if ((err = load_tids(shm, now)) < 0)
+		return err;
+	return read_consistent(shm, out, max, include_exited, &missed);
 }
 
 void probe_shm_last_read(const struct probe_shm *shm, struct probe_shm_read_info *info)
@@ -654,4 +583,11 @@ void shm_hot_use_pread(struct probe_shm *shm)
 enum shm_map_state shm_hot_map_state(const struct probe_shm *shm)
 {
 	return shm->map.state;
+}
+
+void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c)
+{
+	c->tid_loads = shm->tid_loads;
+	c->maps_scans = shm->writer.maps_scans;
+	c->maps_skipped = shm->writer.maps_skipped;
 }

@@ -1,6 +1,7 @@
 /*
- * shm_int.h — what the segment reader (shm.c) and the directory scan with
- * its cache of rejected files (shm_scan.c) share.
+ * shm_int.h — what the segment reader (shm.c), the writer checks
+ * (shm_writer.c), the mapping (shm_map.c) and the directory scan with its
+ * cache of rejected files (shm_scan.c) share.
  */
 #ifndef PROBE_SHM_INT_H
 #define PROBE_SHM_INT_H
@@ -8,7 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include "loopstat_shm.h"
+
+/* CLOCK_MONOTONIC in ns: what the reader's remembered state is dated by. */
+static inline uint64_t shm_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* Longest random suffix accepted in "loopstat.<pid>.<suffix>". */
 #define SHM_SUFFIX_MAX 32
@@ -80,5 +90,31 @@ struct probe_shm;
 void shm_hot_use_pread(struct probe_shm *shm);
 /* The handle's mapping state, for tests. */
 enum shm_map_state shm_hot_map_state(const struct probe_shm *shm);
+
+/* What the writer checks of one segment remember between calls. */
+struct shm_writer_memo {
+	uint64_t image[10];    /* PROBE_STAT_IMAGE_FIELDS of /proc/PID/stat, read before the last
+				* maps scan that found the segment */
+	uint64_t scanned_ns;   /* CLOCK_MONOTONIC of that scan; 0: none to rely on */
+	uint64_t maps_scans;   /* /proc/PID/maps scans done, and skipped: for tests */
+	uint64_t maps_skipped;
+};
+
+/*
+ * The writer of the segment (dev, ino) owned by `owner` must be the live
+ * process pid with that start time, owned by `owner`, and, if `mapped`,
+ * map the file (skipped while its memory image is the one a former scan
+ * saw it in: memo). 0, or -ESRCH, -ESTALE, -EPERM, -ENOLINK, -EACCES.
+ */
+int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped,
+		     struct shm_writer_memo *memo);
+
+/* What a handle's reads and checks cost in /proc, for tests. */
+struct shm_recheck_counts {
+	uint64_t tid_loads;     /* listings of /proc/PID/task */
+	uint64_t maps_scans;    /* reads of /proc/PID/maps, at open and by probe_shm_check_writer */
+	uint64_t maps_skipped;  /* checks that skipped it: the image had not changed */
+};
+void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c);
 
 #endif /* PROBE_SHM_INT_H */

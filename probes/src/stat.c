@@ -71,12 +71,30 @@ int probe_stat_parse(const char *text, struct probe_stat *out)
 		case 22: out->start_time = (uint64_t)v; break;
 		}
 	}
+	/* the image fields: optional, so a short line (an old kernel, a
+	 * fixture) leaves them 0, which readers take as "hidden" */
+	int k = 0;
+	for (int field = 23; field <= 51; field++) {
+		/* rsslim (25) is a u64 that is often ~0; exit_signal (38) an
+		 * int that a thread shows as -1 */
+		uint64_t v;
+		int64_t sv;
+		if (next_u64(&p, &v) < 0) {
+			if (next_i64(&p, &sv) < 0)
+				break;
+			v = (uint64_t)sv;
+		}
+		if ((field >= 26 && field <= 28) || field >= 45)
+			out->image[k++] = v;
+	}
+	if (k < PROBE_STAT_IMAGE_FIELDS)
+		memset(out->image, 0, sizeof(out->image));
 	return 0;
 }
 
 int probe_stat_read(pid_t pid, pid_t tid, struct probe_stat *out)
 {
-	char path[PATH_MAX], buf[1024];
+	char path[PATH_MAX], buf[2048]; /* 52 fields of up to 20 digits and comm */
 	int err = tid > 0 ? probe_proc_path(path, sizeof(path), "%d/task/%d/stat", (int)pid, (int)tid)
 			  : probe_proc_path(path, sizeof(path), "%d/stat", (int)pid);
 	if (err < 0)

@@ -1,0 +1,199 @@
+/*
+ * shm_writer.c — whether a segment's writer is still the process that
+ * published it: alive with the same start time (pid reuse), owned by the
+ * segment's owner (a setuid execve), and mapping the segment (any execve).
+ * Run at open and then once a second per segment, so its cost is paid
+ * for every instrumented worker on the host: what cannot have changed is
+ * not read again (see shm_check_writer).
+ */
+#include "probe_proc.h"
+#include "probe_stat.h"
+#include "shm_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define MAPS_BUDGET  (4u << 20)   /* bytes of /proc/PID/maps read to find the segment */
+/* A skipped maps scan is still done this often: see shm_check_writer. */
+#define MAPS_MAX_AGE_NS (10ull * 1000000000ull)
+
+/* "Uid:\t<real>\t<effective>\t..." of /proc/PID/status. */
+static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char path[PATH_MAX], buf[4096];
+	int err;
+	if ((err = probe_proc_path(path, sizeof(path), "%d/status", (int)pid)) < 0)
+		return err;
+	ssize_t n = probe_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	const char *p = strstr(buf, "\nUid:");
+	unsigned long r, e;
+	if (!p || sscanf(p + 5, "%lu %lu", &r, &e) != 2)
+		return -EINVAL;
+	*ruid = (uid_t)r;
+	*euid = (uid_t)e;
+	return 0;
+}
+
+/*
+ * The segment's owner must own the process now: both its real and its
+ * effective uid. After a setuid execve the euid is no longer the user who
+ * wrote the segment; a privileged program can then also move its real uid.
+ * This used to stat /proc/PID as well, but that inode's owner is the
+ * task's euid and nothing else (fs/proc/base.c task_dump_owner(): the
+ * "not dumpable: owned by root" rule skips 0555 directories), the very
+ * value the Uid line gives, so the stat added a path walk and no check.
+ * /proc/PID/stat carries no credential, and nothing cheaper than status
+ * gives the real uid, so status is read at every check: credentials
+ * change without any sign in the memory image, and this is what catches
+ * a setuid exec even where the image looks unchanged (ASLR off).
+ */
+static int check_owner(pid_t pid, uid_t owner)
+{
+	uid_t ruid = 0, euid = 0;
+	int err = read_uids(pid, &ruid, &euid);
+	if (err < 0)
+		return err;
+	return ruid == owner && euid == owner ? 0 : -EPERM;
+}
+
+/* One line of /proc/PID/maps: "start-end perms offset MAJ:MIN inode path". */
+static int maps_line_is(const char *line, unsigned maj, unsigned min, ino_t ino)
+{
+	const char *p = line;
+	for (int field = 0; field < 3; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return 0;
+		p++;
+	}
+	char *end;
+	unsigned long a = strtoul(p, &end, 16);
+	if (*end != ':')
+		return 0;
+	unsigned long b = strtoul(end + 1, &end, 16);
+	if (*end != ' ')
+		return 0;
+	unsigned long long i = strtoull(end + 1, &end, 10);
+	return a == maj && b == min && i == (unsigned long long)ino && (*end == ' ' || *end == '\n' || !*end);
+}
+
+/*
+ * Whether the process maps the segment file: a writer maps its segment
+ * before it publishes it and keeps it mapped until it unlinks it, so a
+ * segment its process no longer maps was left behind by an execve().
+ * 0, -ENOLINK (not mapped, or maps larger than MAPS_BUDGET), -ESRCH, -EACCES.
+ */
+static int check_mapped(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[PATH_MAX], buf[16384 + 1];
+	int err;
+	if ((err = probe_proc_path(path, sizeof(path), "%d/maps", (int)pid)) < 0)
+		return err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	size_t have = 0, total = 0;
+	err = -ENOLINK;
+	while (total < MAPS_BUDGET) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno == ESRCH ? -ESRCH : -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		total += (size_t)n;
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			if (maps_line_is(line, major(dev), minor(dev), ino)) {
+				err = 0;
+				goto out;
+			}
+			line = nl + 1;
+		}
+		/* keep a partial last line; one longer than the buffer is skipped */
+		have = line == buf && have == sizeof(buf) - 1 ? 0 : have - (size_t)(line - buf);
+		memmove(buf, line, have);
+	}
+out:
+	close(fd);
+	return err;
+}
+
+/* Whether the image fields can tell one image from the next: the kernel
+ * shows 0 (or 1 for startcode, endcode) to a reader that may not ptrace
+ * the task, and an old kernel or a short line gives 0. */
+static int image_visible(const uint64_t *image)
+{
+	for (int i = 0; i < PROBE_STAT_IMAGE_FIELDS; i++)
+		if (image[i] <= 1)
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether the maps scan can be skipped: the process still has the memory
+ * image that the last successful scan saw it map the segment in.
+ *
+ * Why that holds: an execve() (the only way a live process loses its image
+ * short of unmapping the segment itself) builds a new mm whose code, data,
+ * brk, stack and argument/environment bounds — the ten image fields of
+ * /proc/PID/stat — are all set anew, and under ASLR (the default) the
+ * stack, brk and a PIE's code move at every exec, so a changed image shows
+ * in the stat line this check reads anyway. The memo is taken from the
+ * stat read *before* the scan that found the mapping, so an exec during or
+ * after that scan shows as a difference next time. Two cases are left to
+ * the periodic full scan (every MAPS_MAX_AGE_NS): an exec with ASLR off
+ * that lays out the same binary with the same argument and environment
+ * sizes identically, and a writer that unmaps its own segment without
+ * exec'ing; neither gains another user anything (same process, same
+ * owner — the owner check, run every time, is what guards against a
+ * setuid exec), they only delay "no longer maps it" by up to that long.
+ */
+static int image_unchanged(const struct shm_writer_memo *memo, const struct probe_stat *st, uint64_t now)
+{
+	return memo->scanned_ns && now - memo->scanned_ns < MAPS_MAX_AGE_NS && image_visible(st->image) &&
+	       memcmp(memo->image, st->image, sizeof(st->image)) == 0;
+}
+
+int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped,
+		     struct shm_writer_memo *memo)
+{
+	struct probe_stat st;
+	int err = probe_stat_read(pid, 0, &st);
+	if (err)
+		return err == -EINVAL ? -ESRCH : err;
+	if (st.start_time != start_time)
+		return -ESTALE;
+	if ((err = check_owner(pid, owner)) < 0)
+		return err;
+	if (!mapped)
+		return 0;
+	uint64_t now = shm_now_ns();
+	if (image_unchanged(memo, &st, now)) {
+		memo->maps_skipped++;
+		return 0;
+	}
+	memo->maps_scans++;
+	memo->scanned_ns = 0;
+	if ((err = check_mapped(pid, dev, ino)) < 0)
+		return err;
+	if (image_visible(st.image)) {
+		memcpy(memo->image, st.image, sizeof(memo->image));
+		memo->scanned_ns = now;
+	}
+	return 0;
+}
