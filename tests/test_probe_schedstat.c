@@ -163,6 +163,11 @@ Test(probe_schedstat, the_check_pays_only_when_what_it_saves_exceeds_it, .timeou
 	cr_expect(!probe_schedstat_check_pays(0, 5600, &a, &idle, ticks, wall), "a cost not measured yet: no");
 	cr_expect(!probe_schedstat_check_pays(2100, 0, &a, &idle, ticks, wall), "a cost not measured yet: no");
 	cr_expect(!probe_schedstat_check_pays(2100, 5600, &a, &idle, 0, wall), "no ticks: nothing to judge on");
+	struct probe_schedstat waited = { .run_ns = 1000, .wait_ns = wall / 100, .timeslices = 11 },
+			       barely = { .run_ns = 1000, .wait_ns = wall / 1000, .timeslices = 11 };
+	cr_expect(!probe_schedstat_check_pays(2100, 5600, &a, &waited, ticks, wall),
+		  "a thread that waited 1 %% of the time for a CPU: its reuse could hide that wait, so no");
+	cr_expect(probe_schedstat_check_pays(2100, 5600, &a, &barely, ticks, wall), "0.1 %%: within the bound");
 	struct probe_schedstat none = { 0 };
 	cr_expect(!probe_schedstat_check_pays(2100, 5600, &none, &none, ticks, wall), "no sched_info: no");
 	cr_expect(!probe_schedstat_check_pays(2100, 5600, &busy, &a, ticks, wall), "counters that went back (a new thread): no");

@@ -52,8 +52,17 @@ int probe_schedstat_read(pid_t pid, pid_t tid, struct probe_schedstat *out);
  * reading its syscall file again would say what it said. Not so for a
  * thread sampled running: it can leave the CPU without being put back on.
  * A kernel without sched_info (pcount always 0) never gives "unchanged".
+ * One change it cannot see: a thread woken but still waiting for a CPU
+ * reads "running" in its syscall file (its state is TASK_RUNNING) while
+ * its schedstat has not moved; probe_schedstat_check_pays keeps the check
+ * to threads that hardly wait, which bounds that error.
  */
 int probe_schedstat_unchanged(const struct probe_schedstat *before, const struct probe_schedstat *now);
+
+/* The most a checked thread may wait for a CPU, as a share of wall time
+ * since the last judgement: at most that share of its samples can be a
+ * reused "still in its syscall" where a read would have said "running". */
+#define PROBE_SCHEDSTAT_WAIT_MAX 0.005
 
 /*
  * Whether reading schedstat first pays for a thread, judged on two
@@ -63,7 +72,8 @@ int probe_schedstat_unchanged(const struct probe_schedstat *before, const struct
  * follows a put-on-CPU (at most one per switch) or one whose sample found
  * the thread running (about its share of time on a CPU), so at least
  * 1 - switches/ticks - run/wall of the ticks save. Both costs are measured
- * by the caller on this machine; 0 means not measured yet: no.
+ * by the caller on this machine; 0 means not measured yet: no. Never for a
+ * thread that waited for a CPU more than PROBE_SCHEDSTAT_WAIT_MAX of the time.
  */
 int probe_schedstat_check_pays(uint64_t check_ns, uint64_t read_ns, const struct probe_schedstat *a,
 			       const struct probe_schedstat *b, uint64_t ticks, uint64_t wall_ns);

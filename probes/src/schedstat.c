@@ -120,7 +120,13 @@ int probe_schedstat_check_pays(uint64_t check_ns, uint64_t read_ns, const struct
 			       const struct probe_schedstat *b, uint64_t ticks, uint64_t wall_ns)
 {
 	if (!check_ns || !read_ns || !ticks || !wall_ns || !a->timeslices || b->timeslices < a->timeslices ||
-	    b->run_ns < a->run_ns)
+	    b->run_ns < a->run_ns || b->wait_ns < a->wait_ns)
+		return 0;
+	/* woken but not yet on a CPU, a thread reads "running" in its syscall
+	 * file while its schedstat has not moved: the one change the check
+	 * cannot see. Reuse is wrong only then, so only a thread that waited
+	 * for a CPU under PROBE_SCHEDSTAT_WAIT_MAX of the time is checked. */
+	if ((double)(b->wait_ns - a->wait_ns) > PROBE_SCHEDSTAT_WAIT_MAX * (double)wall_ns)
 		return 0;
 	double hit = 1.0 - (double)(b->timeslices - a->timeslices) / (double)ticks -
 		     (double)(b->run_ns - a->run_ns) / (double)wall_ns;
