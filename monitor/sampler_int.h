@@ -122,6 +122,7 @@ struct sampler {
 	/* scratch for discovery and shm reads, too big for the stack */
 	struct probe_proc_info procs[SAMPLER_MAX_PROCS];
 	pid_t    tids[SAMPLER_MAX_THREADS];
+	pid_t    pids[TARGETS_MAX_PIDS];   /* the -p targets without a segment */
 	struct probe_shm_worker slots[SAMPLER_MAX_SLOTS];
 };
 

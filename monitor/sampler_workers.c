@@ -182,7 +182,12 @@ static void discover_threads(struct sampler *s)
 	if (!s->targets)
 		return;
 	if (s->targets->npids) {
-		nprocs = probe_discover_pids(s->targets->pids, s->targets->npids, s->procs);
+		/* an instrumented pid's segment check reads its stat already */
+		size_t n = 0;
+		for (size_t i = 0; i < s->targets->npids; i++)
+			if (!find_segment(s, s->targets->pids[i]))
+				s->pids[n++] = s->targets->pids[i];
+		nprocs = probe_discover_pids(s->pids, n, s->procs);
 		if (nprocs < 0)
 			nprocs = 0;
 	}
