@@ -85,10 +85,7 @@ static struct sampler *start(int no_shortcuts)
 
 static const struct worker_view *find(const struct model *m)
 {
-	for (size_t i = 0; i < m->n; i++)
-		if (m->workers[i].tid == worker_tid)
-			return &m->workers[i];
-	return NULL;
+	return ts_find_tid(m, worker_tid);
 }
 
 Test(sampler_shortcut, the_same_shares_with_and_without_the_shortcut)

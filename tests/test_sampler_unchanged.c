@@ -80,10 +80,7 @@ static struct sampler *start(struct sampler_opts *o)
 
 static const struct worker_view *find(const struct model *m)
 {
-	for (size_t i = 0; i < m->n; i++)
-		if (m->workers[i].tid == worker_tid)
-			return &m->workers[i];
-	return NULL;
+	return ts_find_tid(m, worker_tid);
 }
 
 static void wait_for_worker(void)

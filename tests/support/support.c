@@ -2,6 +2,7 @@
  * support.c — helpers shared by the Criterion suites.
  */
 #include "support.h"
+#include "model.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -147,4 +148,12 @@ char *ts_read_file(const char *path)
 	fclose(f);
 	fclose(m);
 	return buf;
+}
+
+const struct worker_view *ts_find_tid(const struct model *m, pid_t tid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->workers[i].tid == tid)
+			return &m->workers[i];
+	return NULL;
 }

@@ -36,4 +36,9 @@ int ts_write_file(const char *path, const void *buf, size_t len);
  * legacy "loopstat.<pid>") into buf. Returns 0, or -ENOENT if none. */
 int ts_shm_segment(const char *dir, pid_t pid, char *buf, size_t len);
 
+struct model;
+struct worker_view;
+/* The worker with thread id tid in m, or NULL. */
+const struct worker_view *ts_find_tid(const struct model *m, pid_t tid);
+
 #endif /* TESTS_SUPPORT_H */
