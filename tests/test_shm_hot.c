@@ -300,8 +300,9 @@ Test(shm_hot, stats_writer_segment_truncated_and_restored)
 	probe_shm_close(shm);
 }
 
-/* A cut inside the fields' own page reads as zeros there; the next table
- * read sees the file shrunk and drops the mapping. */
+/* A cut inside the last page reads as zeros there, and mapped table reads
+ * stat the file only with the tid listing: within a second a table read
+ * sees the file shrunk and drops the mapping. */
 Test(shm_hot, table_read_of_a_shrunk_file_drops_the_mapping)
 {
 	struct forged f;
@@ -312,6 +313,9 @@ Test(shm_hot, table_read_of_a_shrunk_file_drops_the_mapping)
 	cr_assert_eq(ftruncate(f.fd, (off_t)f.size - 1), 0);
 	cr_assert_eq(probe_shm_read_hot(shm, &w, &hot), 0, "slot 0's page is whole");
 	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_ON);
+	cr_assert_eq(probe_shm_read(shm, &w, 1, 0), 1, "mapped: slot 0 read, the cut not reached");
+	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_ON);
+	usleep(1100 * 1000); /* past TIDS_TTL_NS: the listing, and the size check, are due */
 	cr_assert_eq(probe_shm_read(shm, &w, 1, 0), -EBADMSG);
 	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_OFF);
 	cr_assert_eq(probe_shm_read_hot(shm, &w, &hot), 0, "pread: slot 0 is still in the file");
