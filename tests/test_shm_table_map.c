@@ -111,21 +111,6 @@ static struct probe_shm *open_direct(const char *path)
 	return shm;
 }
 
-/* read(2)-family calls of this thread (pread included), as test_shm_hot counts them. */
-static long read_calls(void)
-{
-	char buf[512];
-	int fd = open("/proc/thread-self/io", O_RDONLY);
-	cr_assert_geq(fd, 0);
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	cr_assert_gt(n, 0);
-	buf[n] = '\0';
-	const char *p = strstr(buf, "syscr:");
-	cr_assert(p);
-	return strtol(p + 6, NULL, 10);
-}
-
 /* The same table read through both handles: the same workers, byte for
  * byte, and the same account of the read. Returns the count. */
 static int expect_same(struct probe_shm *mapped, struct probe_shm *direct, int include_exited, int want)
@@ -265,13 +250,13 @@ Test(shm_table_map, mapped_table_reads_make_no_read_or_stat_call)
 	struct probe_shm *mapped = open_mapped(fl_stats_path()), *direct = open_direct(fl_stats_path());
 	struct probe_shm_worker w[MAXW];
 	/* a pread handle: a pread per read; a mapped one: none */
-	long before = read_calls();
+	long before = ts_read_calls();
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(probe_shm_read(direct, w, MAXW, 0), 1);
-	long mid = read_calls();
+	long mid = ts_read_calls();
 	for (int i = 0; i < 1000; i++)
 		cr_assert_eq(probe_shm_read(mapped, w, MAXW, 0), 1);
-	long after = read_calls();
+	long after = ts_read_calls();
 	cr_assert_geq(mid - before, 200, "%ld read calls for 100 pread table reads", mid - before);
 	cr_assert_lt(after - mid, 3, "%ld read calls for 1000 mapped table reads", after - mid);
 
@@ -313,9 +298,9 @@ Test(shm_table_map, truncated_while_mapped_fails_then_preads)
 	cr_assert_eq(pwrite(fd, img, (size_t)st.st_size, 0), st.st_size);
 	free(img);
 	close(fd);
-	long before = read_calls();
+	long before = ts_read_calls();
 	cr_assert_eq(probe_shm_read(shm, w, MAXW, 0), 1);
-	cr_assert_geq(read_calls() - before, 2, "read through pread now");
+	cr_assert_geq(ts_read_calls() - before, 2, "read through pread now");
 	cr_assert_eq(w[0].values[PROBE_SHM_ops], 31);
 	fl_stat_set(&s->ops, 32); /* the writer's mapping sees the restored file */
 	cr_assert_eq(probe_shm_read(shm, w, MAXW, 0), 1);
