@@ -41,22 +41,6 @@ static struct probe_shm *open_path(const char *path)
 	return shm;
 }
 
-/* read(2)-family calls this thread has made ("syscr" of /proc/thread-self/io,
- * pread included), less the one read of that file itself. */
-static long read_calls(void)
-{
-	char buf[512];
-	int fd = open("/proc/thread-self/io", O_RDONLY);
-	cr_assert_geq(fd, 0);
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	cr_assert_gt(n, 0);
-	buf[n] = '\0';
-	const char *p = strstr(buf, "syscr:");
-	cr_assert(p);
-	return strtol(p + 6, NULL, 10);
-}
-
 /* The same read through a mapped handle and a pread one: equal results. */
 static void expect_same(struct probe_shm *mapped, struct probe_shm *direct, const struct probe_shm_worker *w,
 			int want_err)
@@ -118,13 +102,13 @@ Test(shm_hot, mapped_reads_equal_pread_without_a_read_call)
 	fl_stat_set(&s->current_tag, 0);
 
 	/* no read call per hot read through the mapping; one each through pread */
-	long before = read_calls();
+	long before = ts_read_calls();
 	for (int i = 0; i < 10000; i++)
 		cr_assert_eq(probe_shm_read_hot(mapped, &w[0], &hot), 0);
-	long mid = read_calls();
+	long mid = ts_read_calls();
 	for (int i = 0; i < 1000; i++)
 		cr_assert_eq(probe_shm_read_hot(direct, &w[0], &hot), 0);
-	long after = read_calls();
+	long after = ts_read_calls();
 	cr_assert_lt(mid - before, 3, "%ld read calls for 10000 mapped hot reads", mid - before);
 	cr_assert_geq(after - mid, 1000, "%ld read calls for 1000 pread hot reads", after - mid);
 
@@ -238,9 +222,9 @@ static void cut_then_grow(uint32_t active, off_t cut)
 	s->generation = 3;
 	fl_stat_set(&s->current_fiber, 12);
 	fl_stat_set(&s->poll_since_ns, 888);
-	long before = read_calls();
+	long before = ts_read_calls();
 	cr_assert_eq(probe_shm_read_hot(shm, &w, &hot), 0);
-	cr_assert_geq(read_calls() - before, 1, "read through pread now");
+	cr_assert_geq(ts_read_calls() - before, 1, "read through pread now");
 	cr_assert_eq(hot.current_fiber, 12);
 	cr_assert_eq(hot.poll_since_ns, 888);
 	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_OFF);
@@ -300,8 +284,9 @@ Test(shm_hot, stats_writer_segment_truncated_and_restored)
 	probe_shm_close(shm);
 }
 
-/* A cut inside the fields' own page reads as zeros there; the next table
- * read sees the file shrunk and drops the mapping. */
+/* A cut inside the last page reads as zeros there, and mapped table reads
+ * stat the file only with the tid listing: within a second a table read
+ * sees the file shrunk and drops the mapping. */
 Test(shm_hot, table_read_of_a_shrunk_file_drops_the_mapping)
 {
 	struct forged f;
@@ -312,6 +297,9 @@ Test(shm_hot, table_read_of_a_shrunk_file_drops_the_mapping)
 	cr_assert_eq(ftruncate(f.fd, (off_t)f.size - 1), 0);
 	cr_assert_eq(probe_shm_read_hot(shm, &w, &hot), 0, "slot 0's page is whole");
 	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_ON);
+	cr_assert_eq(probe_shm_read(shm, &w, 1, 0), 1, "mapped: slot 0 read, the cut not reached");
+	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_ON);
+	usleep(1100 * 1000); /* past TIDS_TTL_NS: the listing, and the size check, are due */
 	cr_assert_eq(probe_shm_read(shm, &w, 1, 0), -EBADMSG);
 	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_OFF);
 	cr_assert_eq(probe_shm_read_hot(shm, &w, &hot), 0, "pread: slot 0 is still in the file");

@@ -1,6 +1,8 @@
 /*
- * shm.c — validated reader of loopstat segments: pread for the slot table,
- * a guarded read-only mapping (shm_map.c) for the per-tick hot fields.
+ * shm.c — validated reader of loopstat segments: a guarded read-only
+ * mapping (shm_map.c) for the per-tick hot fields and, once the hot reads
+ * have made it, for the slot table; pread before that and for a segment
+ * that cannot be (or no longer is) mapped.
  */
 #include "probe_shm.h"
 #include "probe_proc.h"
@@ -60,7 +62,7 @@ struct probe_shm {
 	uint64_t tid_loads;    /* listings of /proc/PID/task, for tests */
 	struct shm_writer_memo writer; /* what the writer checks remember */
 	struct probe_shm_read_info last;
-	struct shm_map map;    /* for probe_shm_read_hot; made at its first call */
+	struct shm_map map;    /* made at the first probe_shm_read_hot; table reads use it once made */
 	char     path[PATH_MAX];
 };
 
@@ -236,8 +238,12 @@ const char *probe_shm_stale_why(int err)
 	}
 }
 
-static int read_generation(const struct probe_shm *shm, uint64_t *gen)
+/* The generation that closes a pass: through the mapping when the pass
+ * went through it. */
+static int read_generation(struct probe_shm *shm, uint64_t *gen)
 {
+	if (shm->map.state == SHM_MAP_ON)
+		return shm_map_generation(&shm->map, 1, gen);
 	ssize_t n = pread(shm->fd, gen, sizeof(*gen), offsetof(struct loopstat_shm_header, generation));
 	if (n < 0)
 		return -errno;
@@ -365,6 +371,10 @@ static void copy_worker(const struct probe_shm *shm, const struct loopstat_shm_s
  * writer takes the lowest free slot, so none after it was ever used) and
  * at most PROBE_SHM_READ_BUDGET bytes: a huge or sparse segment costs no
  * more than that, and nothing is allocated per read.
+ *
+ * Mapped, the generation is loaded first and each slot's known part is
+ * copied straight from the mapping; the runs and the budget stay as the
+ * pread path counts them, so that both paths return the same.
  */
 static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited,
 		     uint64_t *gen, int *found, int *missed)
@@ -374,11 +384,18 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 	 * that ends them: a one-thread writer costs two slots' copy, not a
 	 * chunk's (the sampler reads every segment ten times a second) */
 	size_t first = shm->last.slots + 1 < per ? shm->last.slots + 1 : per;
+	int err, mapped = shm->map.state == SHM_MAP_ON;
 	*found = 0;
 	*missed = 0;
 	memset(&shm->last, 0, sizeof(shm->last));
 	if (shm->ntids)
 		memset(shm->claimed, 0, shm->ntids);
+	if (mapped) {
+		if ((err = shm_map_generation(&shm->map, 0, gen)) < 0)
+			return err;
+		if (*gen % 2)
+			return -EAGAIN;
+	}
 	for (uint32_t i = 0; i < shm->slot_count;) {
 		size_t want = i == 0 ? first : per;
 		size_t n = shm->slot_count - i < want ? shm->slot_count - i : want;
@@ -391,22 +408,28 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 		 * generation the pass is checked against: one call fewer in
 		 * the window */
 		size_t head = i == 0 ? shm->header_size : 0;
-		off_t off = i == 0 ? 0 : shm->header_size + (off_t)i * shm->slot_size;
-		ssize_t got = pread(shm->fd, shm->chunk, head + len, off);
-		if (got < 0)
-			return -errno;
-		if ((size_t)got < head + len)
-			return -EBADMSG;
-		if (i == 0) {
-			memcpy(gen, shm->chunk + offsetof(struct loopstat_shm_header, generation), sizeof(*gen));
-			if (*gen % 2)
-				return -EAGAIN;
+		size_t run = shm->header_size + (size_t)i * shm->slot_size;
+		if (!mapped) {
+			ssize_t got = pread(shm->fd, shm->chunk, head + len, i == 0 ? 0 : (off_t)run);
+			if (got < 0)
+				return -errno;
+			if ((size_t)got < head + len)
+				return -EBADMSG;
+			if (i == 0) {
+				memcpy(gen, shm->chunk + offsetof(struct loopstat_shm_header, generation),
+				       sizeof(*gen));
+				if (*gen % 2)
+					return -EAGAIN;
+			}
 		}
 		shm->last.bytes += len;
 		for (size_t j = 0; j < n; j++) {
 			/* slot_size may exceed our struct (newer minor): copy our part only */
 			struct loopstat_shm_slot sl;
-			memcpy(&sl, shm->chunk + head + j * shm->slot_size, sizeof(sl));
+			if (!mapped)
+				memcpy(&sl, shm->chunk + head + j * shm->slot_size, sizeof(sl));
+			else if ((err = shm_map_copy(&shm->map, run + j * shm->slot_size, sizeof(sl), &sl)) < 0)
+				return err;
 			if (sl.state == LOOPSTAT_SLOT_FREE)
 				return 0;
 			shm->last.slots++;
@@ -475,22 +498,39 @@ static int read_consistent(struct probe_shm *shm, struct probe_shm_worker *out, 
  */
 #define TIDS_TTL_NS 1000000000ull
 
-int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
+/*
+ * A file shrunk below what was validated fails the read, and the mapping
+ * is dropped (pread for good). Through pread that is an fstat per read.
+ * Mapped, it is an fstat only when the tid list is due (once a second, with
+ * the listing's own calls): a cut that leaves a page the read touches past
+ * EOF faults, which fails the read and drops the mapping on the spot; a
+ * cut inside a page reads zeros from it up to the page's end, which the
+ * slot checks read as FREE (state 0, the table ends there) or reject (tid
+ * 0), and otherwise as zero values of the slot the cut runs through —
+ * no worse than the garbage its owner could write, and seen as a shrink
+ * within TIDS_TTL_NS.
+ */
+static int check_size(struct probe_shm *shm)
 {
 	struct stat st;
 	if (fstat(shm->fd, &st) < 0)
 		return -errno;
 	if ((size_t)st.st_size < shm->size) {
-		/* shrunk below what was validated: the hot reads' mapping
-		 * would fault or read zeros past the cut, so pread for good */
 		shm_map_close(&shm->map);
 		return -EBADMSG;
 	}
+	return 0;
+}
+
+int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
+{
+	uint64_t now = shm_now_ns();
+	int err, listed = 0, due = !shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS;
+	if ((shm->map.state != SHM_MAP_ON || due) && (err = check_size(shm)) < 0)
+		return err;
 	/* the writer's threads, listed before and not inside the seqlock window,
 	 * which should hold nothing slower than the copies */
-	uint64_t now = shm_now_ns();
-	int err, listed = 0;
-	if (!shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS) {
+	if (due) {
 		if ((err = load_tids(shm, now)) < 0)
 			return err;
 		listed = 1;

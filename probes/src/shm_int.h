@@ -39,10 +39,10 @@ pid_t shm_name_pid(const char *name, int *suffixed);
  */
 void shm_cache_reject(dev_t dev, ino_t ino, const char *name);
 
-/* A read-only shared mapping of a segment, for the hot reads (shm_map.c). */
+/* A read-only shared mapping of a segment, for the hot and table reads (shm_map.c). */
 enum shm_map_state {
-	SHM_MAP_UNTRIED = 0,  /* not mapped yet: the first hot read tries */
-	SHM_MAP_ON,           /* mapped: hot reads load from it */
+	SHM_MAP_UNTRIED = 0,  /* not mapped yet: the first hot read tries (table reads pread) */
+	SHM_MAP_ON,           /* mapped: hot and table reads load from it */
 	SHM_MAP_OFF,          /* cannot be mapped, or was truncated under it: pread for good */
 };
 
@@ -84,7 +84,23 @@ void shm_map_close(struct shm_map *m);
  */
 int shm_map_read_hot(struct shm_map *m, size_t off, int minor1, struct shm_hot_raw *r);
 
-/* Makes a handle's hot reads use pread for good (tests and benches compare
+/*
+ * Copies len bytes at byte offset off of the mapping into dst (a plain
+ * copy, under the guard, no system call): 0, -EINVAL when the range is not
+ * inside the mapping, or -EBADMSG when a page was past EOF (SIGBUS
+ * caught): the mapping is then dropped (SHM_MAP_OFF).
+ */
+int shm_map_copy(struct shm_map *m, size_t off, size_t len, void *dst);
+/*
+ * Loads the header generation, the slot table's seqlock: the opening load
+ * of a pass with acquire (closing 0), the closing one after an acquire
+ * fence (closing 1), so that the copies between them sit inside the two
+ * loads as the writer's release increments expect. 0 or -EBADMSG as
+ * shm_map_copy.
+ */
+int shm_map_generation(struct shm_map *m, int closing, uint64_t *gen);
+
+/* Makes a handle's hot and table reads use pread for good (tests and benches compare
  * the two paths with it). */
 struct probe_shm;
 void shm_hot_use_pread(struct probe_shm *shm);

@@ -1,8 +1,9 @@
 /*
  * shm_map.c — a read-only shared mapping of a validated segment, so that
  * the per-tick hot read of a slot (probe_shm_read_hot) costs a few loads
- * instead of a pread(2), and the SIGBUS guard that keeps a segment
- * truncated under the mapping from killing the monitor.
+ * and the table read (probe_shm_read) a few copies instead of pread(2)s,
+ * and the SIGBUS guard that keeps a segment truncated under the mapping
+ * from killing the monitor.
  *
  * The file's owner can truncate it at any time; touching a mapped page
  * that is then wholly past EOF raises SIGBUS in the reading thread. Every
@@ -218,4 +219,51 @@ int shm_map_read_hot(struct shm_map *m, size_t off, int minor1, struct shm_hot_r
 {
 	struct hot_args a = { .minor1 = minor1, .r = r };
 	return guarded(m, off, load_hot, &a);
+}
+
+struct copy_args {
+	void  *dst;
+	size_t len;
+};
+
+/* A plain copy, as the kernel's pread makes: the writer's stores race with
+ * it and the caller's seqlock (the header generation) decides whether the
+ * copy is consistent, as it does for pread. */
+static int copy_out(const char *p, void *arg)
+{
+	struct copy_args *a = arg;
+	__builtin_memcpy(a->dst, p, a->len);
+	return 0;
+}
+
+int shm_map_copy(struct shm_map *m, size_t off, size_t len, void *dst)
+{
+	if (off > m->len || len > m->len - off)
+		return -EINVAL;
+	struct copy_args a = { .dst = dst, .len = len };
+	return guarded(m, off, copy_out, &a);
+}
+
+/* the generation is loaded as one aligned u64 */
+_Static_assert(offsetof(struct loopstat_shm_header, generation) % 8 == 0, "generation is 8-byte aligned");
+
+static int load_gen_open(const char *p, void *arg)
+{
+	/* acquire: the slot copies that follow cannot be satisfied before it */
+	*(uint64_t *)arg = __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+static int load_gen_close(const char *p, void *arg)
+{
+	/* the fence keeps the slot copies before this load (seqlock reader) */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	*(uint64_t *)arg = LOAD((const uint64_t *)(const void *)p);
+	return 0;
+}
+
+int shm_map_generation(struct shm_map *m, int closing, uint64_t *gen)
+{
+	return guarded(m, offsetof(struct loopstat_shm_header, generation), closing ? load_gen_close : load_gen_open,
+		       gen);
 }

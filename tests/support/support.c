@@ -157,3 +157,19 @@ const struct worker_view *ts_find_tid(const struct model *m, pid_t tid)
 			return &m->workers[i];
 	return NULL;
 }
+
+/* read(2)-family calls this thread has made ("syscr" of /proc/thread-self/io,
+ * pread included), less the one read of that file itself. */
+long ts_read_calls(void)
+{
+	char buf[512];
+	int fd = open("/proc/thread-self/io", O_RDONLY);
+	cr_assert_geq(fd, 0);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	const char *p = strstr(buf, "syscr:");
+	cr_assert(p);
+	return strtol(p + 6, NULL, 10);
+}

@@ -26,6 +26,10 @@ const char *ts_loopstat_bin(void);
  * the caller frees it. Fails the test when it cannot be read. */
 char *ts_read_file(const char *path);
 
+/* read(2)-family calls (pread included) this thread has made so far, from
+ * "syscr" of /proc/thread-self/io: differences count a code path's reads. */
+long ts_read_calls(void);
+
 /* Milliseconds on the monotonic clock. */
 long long ts_now_ms(void);
 
