@@ -373,6 +373,9 @@ struct loopstat_shm_slot *fl_stats_slot_acquire(const char *tag, enum loopstat_b
 	 * being reset, and readers retry a copy taken while it was odd or that
 	 * it changed under. The slot is also FREE until complete. */
 	uint64_t gen = __atomic_add_fetch(&seg.hdr->generation, 1, __ATOMIC_RELEASE);
+	/* the odd generation before any reset store (a release RMW orders only
+	 * what came before it; this is the seqlock writer's smp_wmb) */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&s->state, LOOPSTAT_SLOT_FREE, __ATOMIC_RELEASE);
 	memset((char *)s + sizeof(s->state), 0, sizeof(*s) - sizeof(s->state));
 	s->tid = (int32_t)syscall(SYS_gettid);
