@@ -202,20 +202,23 @@ Test(sampler_unchanged, a_thread_woken_out_of_its_poll_is_never_reported_still_i
 
 /* ---- the measured choice ---- */
 
+/* Parked in epoll_wait until wake_fd is written: never woken before, so
+ * it never waits for a CPU either, however loaded the machine. */
 static void *parked(void *arg)
 {
 	(void)arg;
 	worker_tid = gettid();
 	int ep = epoll_create1(0);
-	struct epoll_event ev;
-	while (!stop)
-		epoll_wait(ep, &ev, 1, 200);   /* woken 5 times a second: still idle */
+	struct epoll_event ev = { .events = EPOLLIN };
+	epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd, &ev);
+	epoll_wait(ep, &ev, 1, -1);
 	close(ep);
 	return NULL;
 }
 
 Test(sampler_unchanged, taken_for_an_idle_thread_when_the_measured_costs_say_it_pays)
 {
+	wake_fd = eventfd(0, 0);
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, parked, NULL), 0);
 	wait_for_worker();
@@ -241,7 +244,9 @@ Test(sampler_unchanged, taken_for_an_idle_thread_when_the_measured_costs_say_it_
 	cr_expect_float_eq(w->idle_pct, 100.0, 0.5, "parked in its poll: idle %.2f", w->idle_pct);
 	model_done(&m);
 	sampler_stop(s);
-	stop = 1;
+	uint64_t one = 1;
+	cr_assert_eq(write(wake_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	pthread_join(th, NULL);
+	close(wake_fd);
 	sampler_delete(s);
 }
