@@ -222,6 +222,7 @@ Test(sampler_unchanged, taken_for_an_idle_thread_when_the_measured_costs_say_it_
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, parked, NULL), 0);
 	wait_for_worker();
+	usleep(100000);   /* into its epoll_wait: the whole run is idle */
 	struct sampler_opts o = { .rate_hz = 500 };
 	struct sampler *s = start(&o);
 	usleep(2500000);
