@@ -293,6 +293,9 @@ static void *sampler_main(void *arg)
 {
 	struct sampler *s = arg;
 	struct sampler_cost cost;
+	pthread_mutex_lock(&s->lock);
+	s->self_tid = gettid();
+	pthread_mutex_unlock(&s->lock);
 	sampler_cost_start(s, &cost);
 	uint64_t due = mono_ns();
 	for (;;) {

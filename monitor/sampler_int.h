@@ -84,6 +84,7 @@ struct segment {
 struct sampler {
 	pthread_mutex_t lock;
 	pthread_t thread;
+	pid_t    self_tid;                /* the sampling thread's, once it runs (0: none) */
 	int      started;
 	int      stop;
 	int      realtime;                /* the thread runs SCHED_FIFO now */

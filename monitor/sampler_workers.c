@@ -205,7 +205,8 @@ static void discover_threads(struct sampler *s)
 		/* the table changes under the lock, one process at a time */
 		pthread_mutex_lock(&s->lock);
 		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++)
-			if (!sampler_find_worker(s, pi->pid, s->tids[t]))
+			/* the sampling thread itself is always running: not a worker */
+			if (s->tids[t] != s->self_tid && !sampler_find_worker(s, pi->pid, s->tids[t]))
 				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
 		pthread_mutex_unlock(&s->lock);
 	}
