@@ -204,10 +204,16 @@ static void discover_threads(struct sampler *s)
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
 		/* the table changes under the lock, one process at a time */
 		pthread_mutex_lock(&s->lock);
-		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++)
+		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++) {
 			/* the sampling thread itself is always running: not a worker */
-			if (s->tids[t] != s->self_tid && !sampler_find_worker(s, pi->pid, s->tids[t]))
+			if (s->tids[t] == s->self_tid)
+				continue;
+			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
+			if (!w)
 				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
+			else /* a process found just before its execve, or renamed since */
+				snprintf(w->name, sizeof(w->name), "%s", pi->comm);
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
 }

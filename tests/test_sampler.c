@@ -1,4 +1,4 @@
-/* Sampler on real processes: workers appear when seen polling, blocked reads are attributed, exited workers drop. */
+/* Sampler on real processes: workers appear when seen polling, blocked reads are attributed, exited workers drop, renamed processes are shown by their new name. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -408,4 +408,48 @@ Test(sampler, a_sample_names_the_fiber_running_at_its_tick, .timeout = 30, .init
 	pthread_join(th, NULL);
 	close(hot_pipe[0]);
 	close(hot_pipe[1]);
+}
+
+/* A process renamed after the sampler found it (as one found just before
+ * its execve is) is shown by its new name at the next discovery. */
+Test(sampler, a_renamed_process_is_shown_by_its_new_name, .timeout = 30)
+{
+	int go[2];
+	cr_assert_eq(pipe(go), 0);
+	pid_t child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "before");
+		int ep = epoll_create1(0);
+		struct epoll_event ev = { .events = EPOLLIN };
+		epoll_ctl(ep, EPOLL_CTL_ADD, go[0], &ev);
+		epoll_wait(ep, &ev, 1, -1);
+		prctl(PR_SET_NAME, "after");
+		for (;;)
+			epoll_wait(ep, &ev, 1, -1);   /* go stays readable: a busy poll loop */
+	}
+	start(child, 0, 0);
+	struct model m;
+	int seen = 0;
+	for (long long end = ts_now_ms() + 5000; !seen && ts_now_ms() < end; usleep(50000)) {
+		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		const struct worker_view *w = find(&m, child);
+		seen = w && strcmp(w->name, "before") == 0;
+		model_done(&m);
+	}
+	cr_assert(seen, "listed as 'before'");
+	cr_assert_eq(write(go[1], "x", 1), 1);
+	seen = 0;
+	for (long long end = ts_now_ms() + 5000; !seen && ts_now_ms() < end; usleep(50000)) {
+		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		const struct worker_view *w = find(&m, child);
+		seen = w && strcmp(w->name, "after") == 0;
+		model_done(&m);
+	}
+	cr_assert(seen, "renamed to 'after' within a discovery sweep or two");
+	sampler_delete(s);
+	tc_kill(child);
+	close(go[0]);
+	close(go[1]);
 }

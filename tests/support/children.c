@@ -6,6 +6,7 @@
 #include "support.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -52,8 +53,9 @@ pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_f
 	for (int i = 0; args && args[i] && n < 15; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	int p[2];
+	int p[2], exec_p[2];
 	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(pipe2(exec_p, O_CLOEXEC), 0);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -64,10 +66,23 @@ pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_f
 		dup2(out, STDOUT_FILENO);
 		close(p[0]);
 		close(p[1]);
+		close(exec_p[0]);
 		execv(path, (char *const *)argv);
+		int e = errno;
+		ssize_t w = write(exec_p[1], &e, sizeof(e));
+		(void)w;
 		_exit(127);
 	}
 	close(p[1]);
+	/* back only once the child is the example: a monitor that looked at it
+	 * before the exec would see the test's name, not the example's */
+	close(exec_p[1]);
+	int e = 0;
+	ssize_t r;
+	while ((r = read(exec_p[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(exec_p[0]);
+	cr_assert_eq(r, 0, "exec %s: %s", path, strerror(e));
 	if (stdout_fd)
 		*stdout_fd = p[0];
 	else
