@@ -133,6 +133,8 @@ static int unchanged_since_last(struct sworker *w)
 	w->gate_fresh = 0;
 	if (probe_schedstat_sample(&w->ss, &now) < 0)
 		return 0;
+	w->tick_ss = now;
+	w->tick_ss_ok = 1;
 	if (w->last_ok && probe_schedstat_unchanged(&w->gate_ref, &now))
 		return 1;
 	w->gate_ref = now;
@@ -163,14 +165,17 @@ static int tick_mode(struct sampler *s, struct sworker *w)
 static void sample_all(struct sampler *s, uint64_t now)
 {
 	struct probe_syscall **slot = sample_batch_slots(s->batch, s->n);
-	if (!slot)
+	if (!slot) {
+		for (size_t i = 0; i < s->n; i++)
+			s->w[i]->tick_ss_ok = 0; /* no check read this tick */
 		return; /* out of memory: this tick is lost, not the sampler */
+	}
 	size_t nreads = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		slot[i] = w->gone_ns ? NULL : &w->sc;
 		w->tick_mode = TICK_READ;
-		w->gate_fresh = 0;
+		w->gate_fresh = w->tick_ss_ok = 0;
 		if (!slot[i])
 			continue;
 		/* the fiber running at this tick, not at the last 10 Hz reading */
@@ -241,22 +246,31 @@ static void sample_all(struct sampler *s, uint64_t now)
  */
 static void read_sched_all(struct sampler *s, uint64_t now)
 {
+	/* the reads alone are timed, for the cost they measure; a thread the
+	 * check read at this tick is not read again */
 	size_t reads = 0;
 	uint64_t t0 = thread_cpu_ns();
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		struct probe_schedstat st;
-		if (w->gone_ns || probe_schedstat_sample(&w->ss, &st) < 0)
+		if (!w->gone_ns && !w->tick_ss_ok) {
+			w->tick_ss_ok = probe_schedstat_sample(&w->ss, &w->tick_ss) == 0;
+			reads += w->tick_ss_ok;
+		}
+	}
+	uint64_t spent = thread_cpu_ns() - t0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		const struct probe_schedstat *st = &w->tick_ss;
+		if (w->gone_ns || !w->tick_ss_ok)
 			continue;
-		reads++;
-		series_add_sched(&w->series, now, st.run_ns, st.wait_ns);
-		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, &st,
+		series_add_sched(&w->series, now, st->run_ns, st->wait_ns);
+		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, st,
 						      s->ticks - w->judged_tick, now - w->judged_ns);
-		w->judged = st;
+		w->judged = *st;
 		w->judged_tick = s->ticks;
 		w->judged_ns = now;
 	}
-	cost_note(&s->check_ns, thread_cpu_ns() - t0, reads);
+	cost_note(&s->check_ns, spent, reads);
 }
 
 void sampler_step(struct sampler *s)

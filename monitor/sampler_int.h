@@ -49,6 +49,8 @@ struct sworker {
 	 * a sample that found it off the CPU is still where it was found */
 	struct probe_schedstat gate_ref; /* read just before the last /proc sample */
 	int      gate_fresh;          /* gate_ref was read this tick, before its /proc read */
+	struct probe_schedstat tick_ss; /* the check's reading at this tick, when tick_ss_ok */
+	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
 	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
 	int      gated;               /* checking schedstat first pays for this thread */
 	struct probe_schedstat judged; /* the 4 Hz reading the last judgement ended on */
