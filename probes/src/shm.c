@@ -63,6 +63,7 @@ struct probe_shm {
 	struct shm_writer_memo writer; /* what the writer checks remember */
 	struct probe_shm_read_info last;
 	struct shm_map map;    /* made at the first probe_shm_read_hot; table reads use it once made */
+	struct shm_quiet quiet; /* the last read, reused while nothing in it can have changed */
 	char     path[PATH_MAX];
 };
 
@@ -475,8 +476,12 @@ static int read_consistent(struct probe_shm *shm, struct probe_shm_worker *out, 
 			return err;
 		if ((err = read_generation(shm, &after)) < 0)
 			return err;
-		if (after == before)
+		if (after == before) {
+			int whole = !*missed && !shm->last.rejected && !shm->last.over_budget && !include_exited &&
+				    (size_t)found <= max;
+			shm_quiet_note(&shm->quiet, after, out, found, whole);
 			return found;
+		}
 	}
 	return -EAGAIN;
 }
@@ -526,6 +531,12 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 {
 	uint64_t now = shm_now_ns();
 	int err, listed = 0, due = !shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS;
+	/* nothing it returned can have changed: the last read's answer (the
+	 * once-a-second listing and size check still come with a full read) */
+	struct shm_quiet_geometry geo = { shm->header_size, shm->slot_size, shm->abi_minor >= 1 };
+	int kept = due || include_exited ? -1 : shm_quiet_reuse(&shm->quiet, &shm->map, &geo, out, max);
+	if (kept >= 0)
+		return kept;
 	if ((shm->map.state != SHM_MAP_ON || due) && (err = check_size(shm)) < 0)
 		return err;
 	/* the writer's threads, listed before and not inside the seqlock window,
@@ -536,6 +547,8 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 		listed = 1;
 	}
 	int missed, found = read_consistent(shm, out, max, include_exited, &missed);
+	if (found < 0)
+		shm_quiet_forget(&shm->quiet);
 	if (found < 0 || !missed || listed || (shm->miss_ns && now - shm->miss_ns < TIDS_TTL_NS))
 		return found;
 	shm->miss_ns = now;
@@ -630,4 +643,5 @@ void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *
 	c->tid_loads = shm->tid_loads;
 	c->maps_scans = shm->writer.maps_scans;
 	c->maps_skipped = shm->writer.maps_skipped;
+	c->quiet_reads = shm->quiet.reused;
 }

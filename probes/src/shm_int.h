@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include "loopstat_shm.h"
+#include "probe_shm.h"
 
 /* CLOCK_MONOTONIC in ns: what the reader's remembered state is dated by. */
 static inline uint64_t shm_now_ns(void)
@@ -100,6 +101,34 @@ int shm_map_copy(struct shm_map *m, size_t off, size_t len, void *dst);
  */
 int shm_map_generation(struct shm_map *m, int closing, uint64_t *gen);
 
+/*
+ * The last table read, kept to answer the next one while nothing it
+ * returned can have changed (shm_quiet.c). Up to SHM_QUIET_MAX workers:
+ * a bigger table is copied each time.
+ */
+#define SHM_QUIET_MAX 8
+struct shm_quiet {
+	int      n;           /* workers kept (0: none) */
+	int      stable;      /* the read before returned the same: the kept one can be reused */
+	uint64_t gen;         /* the slot table generation both were consistent with */
+	uint64_t reused;      /* reads answered from it, for tests */
+	struct probe_shm_worker w[SHM_QUIET_MAX];
+};
+struct shm_quiet_geometry {
+	uint32_t header_size, slot_size;
+	int      minor1;      /* the writer publishes poll_since_ns */
+};
+/* After a full read: keeps it if `reusable` (consistent, complete, no
+ * refused slot, not with exited slots) and every worker is in a blocking
+ * poll; it becomes reusable once a second read returns the same. */
+void shm_quiet_note(struct shm_quiet *q, uint64_t gen, const struct probe_shm_worker *w, int n, int reusable);
+void shm_quiet_forget(struct shm_quiet *q);
+/* The kept read copied into out[0..max) and its worker count, when the
+ * mapping shows the same generation and every kept slot the same poll;
+ * -1 otherwise (then a full read is due). */
+int shm_quiet_reuse(struct shm_quiet *q, struct shm_map *m, const struct shm_quiet_geometry *geo,
+		    struct probe_shm_worker *out, size_t max);
+
 /* Makes a handle's hot and table reads use pread for good (tests and benches compare
  * the two paths with it). */
 struct probe_shm;
@@ -130,6 +159,7 @@ struct shm_recheck_counts {
 	uint64_t tid_loads;     /* listings of /proc/PID/task */
 	uint64_t maps_scans;    /* reads of /proc/PID/maps, at open and by probe_shm_check_writer */
 	uint64_t maps_skipped;  /* checks that skipped it: the image had not changed */
+	uint64_t quiet_reads;   /* table reads answered from the last one (shm_quiet.c) */
 };
 void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c);
 
