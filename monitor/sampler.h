@@ -22,8 +22,11 @@
  * number of threads, and a root monitor must not follow them into the
  * ground. Those turned away are counted and shown. */
 #define SAMPLER_MAX_WORKERS    4096
-/* One shortcut tick in this many (at random) reads /proc all the same. */
-#define SAMPLER_CROSS_CHECK    16
+/* One shortcut tick in this many (at random) reads /proc all the same:
+ * the cross-checks are most of what an idle instrumented fleet costs
+ * (one schedstat read each against a few loads per shortcut tick), and
+ * at 100 Hz this still checks each worker about 1.5 times a second. */
+#define SAMPLER_CROSS_CHECK    64
 /* A worker /proc contradicted this often is read at every tick for good. */
 #define SAMPLER_DISTRUST_AFTER 3
 

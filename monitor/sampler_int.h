@@ -57,6 +57,7 @@ struct sworker {
 	uint64_t judged_tick, judged_ns;
 	int      tick_mode;           /* this tick: TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
 	uint32_t slot;                /* its slot's index in its segment */
+	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
 	char     tag[LOOPSTAT_TAG_LEN];
 	struct probe_syscall sc;

@@ -247,9 +247,17 @@ void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t i
  */
 static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
 {
+	/* but the loop's own fd: its poll is classified by that fd being the
+	 * loop's epoll or ring fd, so its text cannot go stale while it is */
+	struct snap_target loop = { .fd = -1 };
+	for (int i = 0; i < w->ntargets; i++)
+		if (w->targets[i].fd == w->loop_fd)
+			loop = w->targets[i];
 	w->ntargets = 0;
 	if (w->gone_ns)
 		return;
+	if (loop.fd >= 0)
+		w->targets[w->ntargets++] = loop;
 	int64_t sec = (int64_t)(now / NS);
 	for (int64_t k = 0; k < SERIES_DETAIL_S && sec - k >= 0 && w->ntargets < SNAP_TARGETS; k++) {
 		const struct series_bucket *b = &w->series.detail[(sec - k) % SERIES_DETAIL_S];
@@ -311,9 +319,22 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 	}
 }
 
+/* w's segment: the index it was found at last, while it still holds w's
+ * pid (compaction moves segments), else looked up: this runs per sample */
+static struct segment *worker_segment(struct sampler *s, struct sworker *w)
+{
+	if (w->seg_i < s->nseg && s->seg[w->seg_i].pid == w->pid)
+		return &s->seg[w->seg_i];
+	size_t i;
+	if (!idmap_get(&s->by_pid, (uint64_t)w->pid, &i))
+		return NULL;
+	w->seg_i = i;
+	return &s->seg[i];
+}
+
 uint64_t sampler_read_hot(struct sampler *s, struct sworker *w)
 {
-	struct segment *g = find_segment(s, w->pid);
+	struct segment *g = worker_segment(s, w);
 	struct probe_shm_worker ref = { .pid = w->pid, .tid = w->tid, .generation = w->generation, .slot = w->slot };
 	struct probe_shm_hot hot;
 	if (!g || !g->read_ok || probe_shm_read_hot(g->shm, &ref, &hot) < 0)

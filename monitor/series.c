@@ -158,9 +158,12 @@ void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uin
 void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag)
 {
 	a->fiber_now = tag_index <= LOOPSTAT_TAG_MAX ? (uint8_t)tag_index : 0;
-	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", a->fiber_now && tag ? tag : "");
-	if (a->fiber_now)
-		snprintf(a->fiber_names[a->fiber_now], sizeof(a->fiber_names[0]), "%s", a->fiber_tag);
+	if (!a->fiber_now) {
+		a->fiber_tag[0] = '\0'; /* most ticks, for a loop in its poll: no snprintf per sample */
+		return;
+	}
+	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", tag ? tag : "");
+	snprintf(a->fiber_names[a->fiber_now], sizeof(a->fiber_names[0]), "%s", a->fiber_tag);
 }
 
 /* Spreads the runnable time between two schedstat readings over the
