@@ -113,7 +113,7 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 	struct segment *g = find_segment(s, pid);
 	if (g) {
 		g->seen = 1;
-		return 0;
+		return PROBE_SHM_SCAN_LIVE; /* its writer is checked after the scan */
 	}
 	struct probe_stat st;
 	if (s->nseg >= s->max_workers) {
@@ -150,7 +150,7 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 	g->shm = shm;
 	g->seen = 1;
 	snprintf(g->name, sizeof(g->name), "%s", st.comm);
-	return 0;
+	return PROBE_SHM_SCAN_LIVE;
 }
 
 static void discover_segments(struct sampler *s)

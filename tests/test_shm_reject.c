@@ -245,3 +245,41 @@ Test(shm_reject, scan_lists_only_segment_names)
 	cr_assert_eq(sum, 12 + 77);
 	cr_assert_eq(probe_shm_scan("/nonexistent-dir", sum_pids, &sum), -ENOENT);
 }
+
+static int count_live(const char *path, pid_t pid, void *arg)
+{
+	(void)path;
+	(void)pid;
+	++*(int *)arg;
+	return PROBE_SHM_SCAN_LIVE;
+}
+
+static int count(const char *path, pid_t pid, void *arg)
+{
+	(void)path;
+	(void)pid;
+	++*(int *)arg;
+	return 0;
+}
+
+/* A file the caller vouches for costs the scan no /proc look-up, so it is
+ * not skipped for a gone pid either; one it does not is. */
+Test(shm_reject, scan_trusts_a_caller_that_knows_the_writer_lives)
+{
+	pid_t child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	char p[600];
+	snprintf(p, sizeof(p), "%s/loopstat.%d.abc123", dir, (int)child);
+	cr_assert_eq(ts_write_file(p, "", 0), 0);
+	int calls = 0;
+	cr_assert_eq(probe_shm_scan(dir, count_live, &calls), 0);
+	cr_assert_eq(probe_shm_scan(dir, count_live, &calls), 0);
+	cr_assert_eq(calls, 2, "vouched for: looked at every scan");
+	cr_assert_eq(probe_shm_scan(dir, count, &calls), 0);
+	cr_assert_eq(calls, 3);
+	cr_assert_eq(probe_shm_scan(dir, count, &calls), 0);
+	cr_assert_eq(calls, 3, "not vouched for and its pid gone: skipped from then on");
+}

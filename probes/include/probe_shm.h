@@ -171,13 +171,16 @@ int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, 
 
 /*
  * Calls fn for every "loopstat.<pid>" and "loopstat.<pid>.<suffix>" file in
- * dir (NULL: probe_shm_dir()), with its path and pid; a non-zero return
- * from fn stops the scan and is returned. Returns 0, that value, or -errno
- * if dir cannot be read. Other names cost no system call; a file already
+ * dir (NULL: probe_shm_dir()), with its path and pid; a negative return
+ * from fn stops the scan and is returned, PROBE_SHM_SCAN_LIVE says fn knows
+ * the file's writer is alive (an open handle whose writer it checks), so
+ * the scan spends no /proc look-up on it. Returns 0, fn's negative value,
+ * or -errno if dir cannot be read. Other names cost no system call; a file already
  * refused by probe_shm_open(), or whose pid is gone, is skipped (by its
  * directory entry's inode and name, so without a system call) while it
  * stays listed — a legacy "loopstat.<pid>" for 10 s, then it is re-checked.
  */
+#define PROBE_SHM_SCAN_LIVE 1
 int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg);
 
 /*

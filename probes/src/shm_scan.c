@@ -308,9 +308,9 @@ static int scan_pass(struct scan *s, size_t from, size_t to)
 			continue;
 		s->calls++;
 		int ret = s->fn(path, pid, s->arg);
-		if (ret)
+		if (ret < 0)
 			return ret;
-		if (pid_gone(pid))
+		if (ret != PROBE_SHM_SCAN_LIVE && pid_gone(pid))
 			shm_cache_reject(s->dev, ino, name);
 	}
 	return 0;
