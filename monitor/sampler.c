@@ -244,6 +244,14 @@ static void sample_all(struct sampler *s, uint64_t now)
  * read pays, judged on how often it was put on a CPU (and how long it was
  * on one) since the last time, against the two costs measured here.
  */
+/* Still in the blocking poll it was in, confirmed by /proc, at its last
+ * reading: its schedstat is that reading's (see read_sched_all). */
+static int sched_unchanged(const struct sworker *w)
+{
+	return w->tick_mode == TICK_POLL_SHORTCUT && w->sched_poll && w->sched_poll == w->confirmed_since &&
+	       w->series.sched_last.valid;
+}
+
 static void read_sched_all(struct sampler *s, uint64_t now)
 {
 	/* the reads alone are timed, for the cost they measure; a thread the
@@ -252,7 +260,7 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 	uint64_t t0 = thread_cpu_ns();
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (!w->gone_ns && !w->tick_ss_ok) {
+		if (!w->gone_ns && !w->tick_ss_ok && !sched_unchanged(w)) {
 			w->tick_ss_ok = probe_schedstat_sample(&w->ss, &w->tick_ss) == 0;
 			reads += w->tick_ss_ok;
 		}
@@ -261,8 +269,26 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		const struct probe_schedstat *st = &w->tick_ss;
-		if (w->gone_ns || !w->tick_ss_ok)
+		if (w->gone_ns)
 			continue;
+		/*
+		 * A thread that has not left the poll /proc confirmed before its
+		 * last reading has not run since (its slot's only writer is the
+		 * thread, blocked in that poll): the reading stands, as the slot
+		 * shortcut's idle does, and is not taken again. What it can miss
+		 * is the poll's own end, the instant between the wake and the
+		 * slot's update, counted at the next reading.
+		 */
+		if (!w->tick_ss_ok && sched_unchanged(w)) {
+			series_add_sched(&w->series, now, w->series.sched_last.run_ns, w->series.sched_last.wait_ns);
+			w->sched_reused++;
+			continue;
+		}
+		if (!w->tick_ss_ok)
+			continue;
+		/* read after this tick's /proc sample, which confirmed the poll if
+		 * confirmed_since is the slot's poll now */
+		w->sched_poll = w->hot_since && w->hot_since == w->confirmed_since ? w->hot_since : 0;
 		series_add_sched(&w->series, now, st->run_ns, st->wait_ns);
 		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, st,
 						      s->ticks - w->judged_tick, now - w->judged_ns);

@@ -54,6 +54,8 @@ struct sworker {
 	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
 	int      gated;               /* checking schedstat first pays for this thread */
 	struct probe_schedstat judged; /* the 4 Hz reading the last judgement ended on */
+	uint64_t sched_poll;          /* the confirmed poll it was in at its last 4 Hz reading, 0: none */
+	uint64_t sched_reused;        /* 4 Hz readings that stood for a new one (tests) */
 	uint64_t judged_tick, judged_ns;
 	int      tick_mode;           /* this tick: TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
 	uint32_t slot;                /* its slot's index in its segment */

@@ -13,6 +13,7 @@
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
 #include "sampler.h"
+#include "sampler_int.h"
 #include "support/support.h"
 
 static char *dir;
@@ -191,4 +192,77 @@ Test(sampler_shortcut, schedstat_answers_the_cross_checks_of_a_thread_that_has_n
 	stop = 1;
 	pthread_join(th, NULL);
 	sampler_delete(s);
+}
+
+static uint64_t thread_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An instrumented loop parked 900 ms in its poll, then 150 ms of CPU. */
+static void *spells(void *arg)
+{
+	(void)arg;
+	worker_tid = gettid();
+	int ep = epoll_create1(0);
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("spells", LOOPSTAT_BACKEND_LIBEV, ep);
+	cr_assert(s);
+	while (!stop) {
+		struct epoll_event ev;
+		fl_stat_set(&s->poll_since_ns, mono());
+		epoll_wait(ep, &ev, 1, 900);
+		fl_stat_set(&s->poll_since_ns, 0);
+		fl_stat_set(&s->polls, s->polls + 1);
+		for (uint64_t end = thread_cpu() + 150000000ull; thread_cpu() < end && !stop;)
+			;
+	}
+	fl_stats_slot_release(s);
+	close(ep);
+	return NULL;
+}
+
+static uint64_t sched_reused(struct sampler *s)
+{
+	struct sworker *w = sampler_find_worker(s, getpid(), worker_tid);
+	cr_assert(w);
+	return w->sched_reused;
+}
+
+/* The 4 Hz schedstat reading of a loop still in the poll /proc confirmed
+ * before it stands for the next: its busy spells are all counted. */
+Test(sampler_shortcut, a_parked_loop_s_cpu_time_is_not_read_again_and_its_spells_are_counted)
+{
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, spells, NULL), 0);
+	usleep(200000);
+	struct sampler_opts o = { .rate_hz = 200 };
+	struct sampler *with, *without;
+	cr_assert_eq(sampler_new(&o, &with), 0);
+	o.no_shortcuts = 1;
+	cr_assert_eq(sampler_new(&o, &without), 0);
+	cr_assert_eq(sampler_start(with), 0);
+	cr_assert_eq(sampler_start(without), 0);
+	usleep(3400000);
+	sampler_stop(with);
+	sampler_stop(without);
+	struct model a, b;
+	cr_assert_eq(sampler_model(with, 3, &a), 0);
+	cr_assert_eq(sampler_model(without, 3, &b), 0);
+	const struct worker_view *wa = find(&a), *wb = find(&b);
+	cr_assert(wa && wb);
+	uint64_t reused = sched_reused(with);
+	cr_log_info("cpu %.2f%% with %llu readings standing, %.2f%% reading every time", wa->cpu_pct,
+		    (unsigned long long)reused, wb->cpu_pct);
+	cr_assert_gt(reused, 3, "a parked loop's readings stand");
+	cr_assert_eq(sched_reused(without), 0);
+	cr_assert_float_eq(wa->cpu_pct, wb->cpu_pct, 4.0, "cpu %.2f vs %.2f", wa->cpu_pct, wb->cpu_pct);
+	cr_assert_gt(wa->cpu_pct, 7, "the busy spells are counted: %.2f", wa->cpu_pct);
+	model_done(&a);
+	model_done(&b);
+	stop = 1;
+	pthread_join(th, NULL);
+	sampler_delete(with);
+	sampler_delete(without);
 }
