@@ -1,4 +1,4 @@
-/* Segment re-validation cost: the writer's tid list and its maps scan are not re-read while nothing changed, and are when something did. */
+/* Segment re-validation cost: the writer's tid list, its maps scan and the opening of its /proc files are not redone while nothing changed, and what changed is still caught. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,8 +210,20 @@ Test(shm_recheck, a_phantom_tid_is_refused_without_a_listing_per_read)
 
 /* ---- the maps scan ---------------------------------------------------------- */
 
-/* Child: publish a slot, report, wait for the word, exec /bin/sleep. */
-static pid_t spawn_publisher(int *go_fd)
+/* The child's exec, on the thread given the word. */
+static void *exec_on_word(void *arg)
+{
+	char ok;
+	if (read(*(int *)arg, &ok, 1) != 1)
+		_exit(125);
+	execl("/bin/sleep", "sleep", "30", (char *)NULL);
+	_exit(127);
+}
+
+/* Child: publish a slot, report, wait for the word, exec /bin/sleep: from
+ * its main thread, or from a second one (the kernel's de_thread() then
+ * gives that thread the process's pid). */
+static pid_t spawn_publisher_from(int *go_fd, int from_thread)
 {
 	int ready[2], go[2];
 	cr_assert_eq(pipe(ready), 0);
@@ -218,10 +233,12 @@ static pid_t spawn_publisher(int *go_fd)
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		char ok = fl_stats_slot_acquire("pre-exec", LOOPSTAT_BACKEND_LIBEV, -1) ? 'y' : 'n';
-		if (write(ready[1], &ok, 1) != 1 || read(go[0], &ok, 1) != 1)
+		pthread_t th;
+		if (write(ready[1], &ok, 1) != 1)
 			_exit(125);
-		execl("/bin/sleep", "sleep", "30", (char *)NULL);
-		_exit(127);
+		if (from_thread && (pthread_create(&th, NULL, exec_on_word, &go[0]) != 0 || pthread_join(th, NULL) == 0))
+			_exit(124); /* only the thread execs */
+		exec_on_word(&go[0]);
 	}
 	child = pid;
 	char ok = 0;
@@ -232,6 +249,11 @@ static pid_t spawn_publisher(int *go_fd)
 	close(go[0]);
 	*go_fd = go[1];
 	return pid;
+}
+
+static pid_t spawn_publisher(int *go_fd)
+{
+	return spawn_publisher_from(go_fd, 0);
 }
 
 Test(shm_recheck, an_unchanged_image_skips_the_maps_scan_and_an_exec_is_still_caught)
@@ -248,6 +270,8 @@ Test(shm_recheck, an_unchanged_image_skips_the_maps_scan_and_an_exec_is_still_ca
 	struct shm_recheck_counts c = counts(shm);
 	cr_assert_eq(c.maps_scans, 1, "the image has not changed: no scan");
 	cr_assert_eq(c.maps_skipped, 5);
+	cr_assert(c.held, "the checks read held /proc files");
+	uint64_t opens = c.proc_opens;
 
 	cr_assert_eq(write(go, "x", 1), 1);
 	int err = 0;
@@ -258,6 +282,7 @@ Test(shm_recheck, an_unchanged_image_skips_the_maps_scan_and_an_exec_is_still_ca
 	c = counts(shm);
 	cr_assert_geq(c.maps_scans, 2, "the new image made it scan");
 	cr_assert_leq(ts_now_ms() - t0, 1000, "caught at the first check after the exec, not at the periodic scan");
+	cr_assert_eq(c.proc_opens, opens, "the held files read the exec'd image without being opened again");
 	probe_shm_close(shm);
 	close(go);
 }
@@ -303,10 +328,189 @@ Test(shm_recheck, a_hidden_image_scans_every_time)
 	struct shm_recheck_counts c = counts(shm);
 	cr_assert_eq(c.maps_scans, 4, "nothing to compare: the open and every check scan maps");
 	cr_assert_eq(c.maps_skipped, 0);
+	/* a fixture file pins no process: it is opened at every check */
+	cr_assert(!c.held);
+	uint64_t opens = c.proc_opens;
+	cr_assert_eq(probe_shm_check_writer(shm), 0);
+	cr_assert_eq(counts(shm).proc_opens, opens + 2, "stat and status opened for the check");
 	/* and the scan still decides: the mapping gone from maps */
 	cr_assert_eq(tchild_fixture_write(root, rel, "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n"), 0);
 	cr_assert_eq(probe_shm_check_writer(shm), -ENOLINK);
 	probe_shm_close(shm);
 	unsetenv(PROBE_PROC_ROOT_ENV);
 	tchild_fixture_remove(root);
+}
+
+/* ---- the held /proc files --------------------------------------------------- */
+
+/* SIGKILLs and reaps the test's child: its pid is free after this. */
+static void reap_child(pid_t pid)
+{
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	child = -1;
+}
+
+Test(shm_recheck, the_checks_open_the_writer_files_once_and_see_it_reaped)
+{
+	int go;
+	pid_t pid = spawn_publisher(&go);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+	struct probe_shm *shm;
+	cr_assert_eq(probe_shm_open(path, &shm), 0);
+	struct shm_recheck_counts c = counts(shm);
+	cr_assert(c.held, "/proc/PID/stat and status held from the open's check on");
+	cr_assert_eq(c.proc_opens, 2, "%llu opens at open: each file once", (unsigned long long)c.proc_opens);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d while the writer lives", i);
+	cr_assert_eq(counts(shm).proc_opens, 2, "100 checks opened neither file again");
+
+	reap_child(pid);
+	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "the reaped writer is gone");
+	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "and stays gone");
+	cr_assert_eq(counts(shm).proc_opens, 2, "told by the held files");
+	probe_shm_close(shm);
+	close(go);
+}
+
+/* A child at exactly `pid` (clone3 set_tid, root only), parked until killed;
+ * -errno when the pid cannot be had. */
+static pid_t spawn_at(pid_t pid)
+{
+	struct clone_args a = { .exit_signal = SIGCHLD, .set_tid = (uintptr_t)&pid, .set_tid_size = 1 };
+	long r = syscall(SYS_clone3, &a, sizeof(a));
+	if (r == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	return r < 0 ? -errno : (pid_t)r;
+}
+
+Test(shm_recheck, a_reused_pid_reads_as_gone_through_the_held_files)
+{
+	int go;
+	pid_t pid = spawn_publisher(&go);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+	struct probe_shm *shm;
+	cr_assert_eq(probe_shm_open(path, &shm), 0);
+	cr_assert(counts(shm).held);
+	cr_assert_eq(probe_shm_check_writer(shm), 0);
+	uint64_t opens = counts(shm).proc_opens;
+	struct probe_stat st;
+	cr_assert_eq(probe_stat_read(pid, 0, &st), 0);
+	uint64_t writer_start = st.start_time;
+
+	/* the writer reaped and its pid taken by another process of the same
+	 * user: the path /proc/PID names the newcomer now */
+	reap_child(pid);
+	pid_t again = spawn_at(pid);
+	if (again == -EPERM || again == -EEXIST || again == -ENOSYS)
+		cr_skip_test("cannot take pid %d again: %s", (int)pid, strerror(-again));
+	cr_assert_eq(again, pid, "clone3 set_tid: %s", again < 0 ? strerror(-again) : "another pid");
+	child = again;
+	cr_assert_eq(probe_stat_read(pid, 0, &st), 0, "pid %d is alive again", (int)pid);
+	int same_tick = st.start_time == writer_start;
+	cr_log_info("the newcomer started %s clock tick as the writer", same_tick ? "in the same" : "in another");
+
+	/* the held files still mean the writer. Read by path, the newcomer (a
+	 * fork of the same parent, mostly started in the writer's clock tick,
+	 * so with its start time, owner and image) passed every check until
+	 * the periodic maps scan, up to 10 s later */
+	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "the held files say the writer is gone");
+	cr_assert_eq(counts(shm).proc_opens, opens, "told without opening /proc/%d again", (int)pid);
+	probe_shm_close(shm);
+	/* a fresh open goes by the path: the newcomer's start time refuses it,
+	 * or, started in the writer's tick, the maps scan (it maps nothing) */
+	struct probe_shm *again_shm;
+	cr_assert_eq(probe_shm_open(path, &again_shm), same_tick ? -ENOLINK : -ESTALE);
+	close(go);
+}
+
+/* Makes fd numbers up to the highest one open taken (holes filled with
+ * /dev/null, listed in fill), so that the next opens get hi+1, hi+2, ...:
+ * returns hi+1. */
+static int fill_fds(int *fill, int max, int *nfill)
+{
+	int hi = 0;
+	for (int fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			hi = fd;
+	*nfill = 0;
+	for (int fd = 0; fd < hi; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		cr_assert_lt(*nfill, max);
+		int f = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		cr_assert_geq(f, 0);
+		cr_assert_lt(f, hi, "holes fill from the bottom");
+		fill[(*nfill)++] = f;
+	}
+	return hi + 1;
+}
+
+Test(shm_recheck, without_descriptors_to_hold_the_checks_open_per_check)
+{
+	int go;
+	pid_t pid = spawn_publisher(&go);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+
+	/* room for the segment and one file at a time (the open's check), not
+	 * for the two held ones */
+	int fill[256], nfill;
+	int next = fill_fds(fill, 256, &nfill);
+	struct rlimit old, rl;
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	rl = old;
+	rl.rlim_cur = (rlim_t)next + 2;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	struct probe_shm *shm;
+	int err = probe_shm_open(path, &shm);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	cr_assert_eq(err, 0, "the segment opens without its held files: %s", strerror(-err));
+	struct shm_recheck_counts c = counts(shm);
+	cr_assert(!c.held, "EMFILE at the second held file: none held");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(probe_shm_check_writer(shm), 0);
+	cr_assert_eq(counts(shm).proc_opens, c.proc_opens + 10, "stat and status opened at each of 5 checks");
+	/* the descriptors back: still per check, and still as strict */
+	reap_child(pid);
+	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH);
+	probe_shm_close(shm);
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(go);
+}
+
+Test(shm_recheck, an_exec_from_another_thread_is_caught_through_the_held_files)
+{
+	int go;
+	pid_t pid = spawn_publisher_from(&go, 1);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+	struct probe_shm *shm;
+	cr_assert_eq(probe_shm_open(path, &shm), 0);
+	cr_assert(counts(shm).held);
+	cr_assert_eq(probe_shm_check_writer(shm), 0);
+	uint64_t opens = counts(shm).proc_opens;
+
+	/* the exec'ing thread becomes the leader under the process's pid: the
+	 * held files read the new image, not a gone task */
+	cr_assert_eq(write(go, "x", 1), 1);
+	int err = 0;
+	long long t0 = ts_now_ms();
+	while ((err = probe_shm_check_writer(shm)) == 0 && ts_now_ms() - t0 < 5000)
+		usleep(10000);
+	cr_assert_eq(err, -ENOLINK, "the exec'd writer no longer maps its segment: %s", strerror(-err));
+	cr_assert_eq(counts(shm).proc_opens, opens, "caught without opening the files again");
+	char exe[PATH_MAX] = "", link[64];
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	cr_assert(strstr(exe, "sleep"), "pid %d runs %s", (int)pid, exe);
+	probe_shm_close(shm);
+	close(go);
 }

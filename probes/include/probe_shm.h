@@ -90,10 +90,13 @@ uint16_t probe_shm_abi_minor(const struct probe_shm *shm);
 
 /*
  * Re-checks that the writer is the same live process, still owned by the
- * segment's owner and still mapping it. 0, or -ESRCH (gone), -ESTALE (pid
- * reused), -EPERM (owner changed, e.g. after a setuid execve: no longer
- * trusted), -ENOLINK (no longer maps the segment: it execve()d; stale).
- * Costs a read of /proc/PID/{stat,status}, and of /proc/PID/maps (up to
+ * segment's owner and still mapping it. 0, or -ESRCH (gone, even if its
+ * pid names another process by now), -ESTALE (pid reused), -EPERM (owner
+ * changed, e.g. after a setuid execve: no longer trusted), -ENOLINK (no
+ * longer maps the segment: it execve()d; stale).
+ * Costs a pread of /proc/PID/{stat,status}, which the handle holds open
+ * from probe_shm_open() on (two descriptors; opened at each check instead
+ * when they could not be), and a read of /proc/PID/maps (up to
  * 4 MiB) only when the memory image shown in /proc/PID/stat (code, data,
  * stack and argument bounds, which an execve sets anew) differs from the
  * one the handle's last maps scan found the segment in, cannot be seen, or

@@ -141,16 +141,20 @@ static int open_checked(const char *path, struct probe_shm **out, struct stat *s
 	pid_t named = shm_name_pid(path, &suffixed);
 	if (named > 0 && named != h.pid)
 		goto close_fd;
+	/* the writer's /proc files held from the first check on: every check of
+	 * the handle then reads the process this one validated (its start
+	 * time, owner and mapping), never a newcomer under the same pid */
+	struct shm_writer_memo memo = SHM_WRITER_MEMO_INIT;
+	shm_writer_hold(&memo, h.pid);
 	/* a suffixed name is published only once mapped; a legacy one may be
 	 * caught before, and probe_shm_check_writer() checks it later */
-	struct shm_writer_memo memo = { 0 };
 	if ((err = shm_check_writer(h.pid, h.start_time, st->st_uid, st->st_dev, st->st_ino, suffixed, &memo)) < 0)
-		goto close_fd;
+		goto release_memo;
 
 	struct probe_shm *shm = calloc(1, sizeof(*shm));
 	if (!shm) {
 		err = -ENOMEM;
-		goto close_fd;
+		goto release_memo;
 	}
 	shm->slots_per_chunk = h.slot_size >= CHUNK_BYTES ? 1 : CHUNK_BYTES / h.slot_size;
 	shm->chunk = malloc(h.header_size + shm->slots_per_chunk * h.slot_size);
@@ -176,6 +180,8 @@ static int open_checked(const char *path, struct probe_shm **out, struct stat *s
 
 free_shm:
 	free(shm);
+release_memo:
+	shm_writer_release(&memo);
 close_fd:
 	close(fd);
 	return err;
@@ -199,6 +205,7 @@ void probe_shm_close(struct probe_shm *shm)
 	if (!shm)
 		return;
 	shm_map_close(&shm->map);
+	shm_writer_release(&shm->writer);
 	close(shm->fd);
 	free(shm->chunk);
 	free(shm->tids);
@@ -644,4 +651,6 @@ void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *
 	c->maps_scans = shm->writer.maps_scans;
 	c->maps_skipped = shm->writer.maps_skipped;
 	c->quiet_reads = shm->quiet.reused;
+	c->proc_opens = shm->writer.proc_opens;
+	c->held = shm->writer.stat_fd >= 0;
 }

@@ -141,15 +141,33 @@ struct shm_writer_memo {
 	uint64_t image[10];    /* PROBE_STAT_IMAGE_FIELDS of /proc/PID/stat, read before the last
 				* maps scan that found the segment */
 	uint64_t scanned_ns;   /* CLOCK_MONOTONIC of that scan; 0: none to rely on */
+	int      stat_fd;      /* owned: /proc/PID/stat held open by shm_writer_hold; -1: opened per check */
+	int      status_fd;    /* owned: /proc/PID/status, likewise */
 	uint64_t maps_scans;   /* /proc/PID/maps scans done, and skipped: for tests */
 	uint64_t maps_skipped;
+	uint64_t proc_opens;   /* opens of /proc/PID/stat and status, held or per check: for tests */
 };
+
+/* A memo that holds nothing yet (fd 0 is a valid descriptor: never {0}). */
+#define SHM_WRITER_MEMO_INIT { .stat_fd = -1, .status_fd = -1 }
+
+/*
+ * Opens /proc/PID/stat and /proc/PID/status for the checks to pread,
+ * instead of opening both at every check; before the first check, so that
+ * every check reads the process that one validated. Only on procfs (a
+ * fixture tree pins nothing); on any failure (EMFILE, ENFILE, ...) nothing
+ * is held and the checks open the files each time, as they always did.
+ */
+void shm_writer_hold(struct shm_writer_memo *memo, pid_t pid);
+/* Closes what shm_writer_hold opened; the memo then holds nothing. */
+void shm_writer_release(struct shm_writer_memo *memo);
 
 /*
  * The writer of the segment (dev, ino) owned by `owner` must be the live
  * process pid with that start time, owned by `owner`, and, if `mapped`,
  * map the file (skipped while its memory image is the one a former scan
- * saw it in: memo). 0, or -ESRCH, -ESTALE, -EPERM, -ENOLINK, -EACCES.
+ * saw it in: memo). Reads the held files when memo holds them.
+ * 0, or -ESRCH, -ESTALE, -EPERM, -ENOLINK, -EACCES.
  */
 int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped,
 		     struct shm_writer_memo *memo);
@@ -160,6 +178,8 @@ struct shm_recheck_counts {
 	uint64_t maps_scans;    /* reads of /proc/PID/maps, at open and by probe_shm_check_writer */
 	uint64_t maps_skipped;  /* checks that skipped it: the image had not changed */
 	uint64_t quiet_reads;   /* table reads answered from the last one (shm_quiet.c) */
+	uint64_t proc_opens;    /* opens of /proc/PID/stat and status by the writer checks */
+	int      held;          /* whether the checks pread held files (else: open per check) */
 };
 void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c);
 

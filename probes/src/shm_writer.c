@@ -4,7 +4,8 @@
  * segment's owner (a setuid execve), and mapping the segment (any execve).
  * Run at open and then once a second per segment, so its cost is paid
  * for every instrumented worker on the host: what cannot have changed is
- * not read again (see shm_check_writer).
+ * not read again (see shm_check_writer), and the two /proc files read at
+ * every check are held open (see shm_writer_hold).
  */
 #include "probe_proc.h"
 #include "probe_stat.h"
@@ -16,23 +17,105 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define MAPS_BUDGET  (4u << 20)   /* bytes of /proc/PID/maps read to find the segment */
 /* A skipped maps scan is still done this often: see shm_check_writer. */
 #define MAPS_MAX_AGE_NS (10ull * 1000000000ull)
 
-/* "Uid:\t<real>\t<effective>\t..." of /proc/PID/status. */
-static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+/*
+ * Why the checks may hold /proc/PID/stat and /proc/PID/status open: at
+ * 1000 segments, opening and closing both at every check (once a second
+ * each) was half the cost of the checks. A held procfs file pins the
+ * struct pid it was opened for, not the pid number: once that process is
+ * reaped, a read fails with ESRCH, even when the number names another
+ * process by then, so a held fd can never read someone else's files.
+ * They need no re-opening for anything their writer does: an execve keeps
+ * the process's struct pid (de_thread() gives the exec'ing thread the
+ * leader's), every read generates the text anew from the task as it is
+ * then (its credentials, its new image), and what the reader may see of
+ * the image is decided at each read (ptrace_may_access), as for a fresh
+ * open. What a held fd keeps is the proc root of the open: a handle's
+ * checks read the /proc they started with.
+ */
+static int held_open(struct shm_writer_memo *memo, pid_t pid, const char *name)
 {
-	char path[PATH_MAX], buf[4096];
-	int err;
-	if ((err = probe_proc_path(path, sizeof(path), "%d/status", (int)pid)) < 0)
-		return err;
-	ssize_t n = probe_read_file(path, buf, sizeof(buf));
+	char path[PATH_MAX];
+	struct statfs fs;
+	if (probe_proc_path(path, sizeof(path), "%d/%s", (int)pid, name) < 0)
+		return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	memo->proc_opens += fd >= 0;
+	/* a fixture tree's file is no seq file and pins nothing: read it per check */
+	if (fd >= 0 && (fstatfs(fd, &fs) < 0 || fs.f_type != PROC_SUPER_MAGIC)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+void shm_writer_hold(struct shm_writer_memo *memo, pid_t pid)
+{
+	shm_writer_release(memo);
+	int stat_fd = held_open(memo, pid, "stat");
+	int status_fd = stat_fd >= 0 ? held_open(memo, pid, "status") : -1;
+	if (stat_fd < 0 || status_fd < 0) {
+		/* out of descriptors, or anything else: open per check, as before */
+		if (stat_fd >= 0)
+			close(stat_fd);
+		return;
+	}
+	memo->stat_fd = stat_fd;
+	memo->status_fd = status_fd;
+}
+
+void shm_writer_release(struct shm_writer_memo *memo)
+{
+	if (memo->stat_fd >= 0)
+		close(memo->stat_fd);
+	if (memo->status_fd >= 0)
+		close(memo->status_fd);
+	memo->stat_fd = memo->status_fd = -1;
+}
+
+/*
+ * The writer's /proc/PID/<name> into buf, NUL-terminated: a pread at
+ * offset 0 of the held fd (where a seq file generates its text anew), or
+ * open, read, close when none is held. -ESRCH once the process is gone
+ * (held: ESRCH; opened: ENOENT; either: nothing to read).
+ */
+static ssize_t read_proc(struct shm_writer_memo *memo, int fd, pid_t pid, const char *name, char *buf, size_t len)
+{
+	ssize_t n;
+	if (fd >= 0) {
+		do
+			n = pread(fd, buf, len - 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			n = -errno;
+		else
+			buf[n] = '\0';
+	} else {
+		char path[PATH_MAX];
+		int err = probe_proc_path(path, sizeof(path), "%d/%s", (int)pid, name);
+		if (err < 0)
+			return err;
+		memo->proc_opens++;
+		n = probe_read_file(path, buf, len);
+	}
+	return n == 0 || n == -ENOENT || n == -ESRCH ? -ESRCH : n;
+}
+
+/* "Uid:\t<real>\t<effective>\t..." of /proc/PID/status. */
+static int read_uids(struct shm_writer_memo *memo, pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char buf[4096];
+	ssize_t n = read_proc(memo, memo->status_fd, pid, "status", buf, sizeof(buf));
 	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
+		return (int)n;
 	const char *p = strstr(buf, "\nUid:");
 	unsigned long r, e;
 	if (!p || sscanf(p + 5, "%lu %lu", &r, &e) != 2)
@@ -55,10 +138,10 @@ static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
  * change without any sign in the memory image, and this is what catches
  * a setuid exec even where the image looks unchanged (ASLR off).
  */
-static int check_owner(pid_t pid, uid_t owner)
+static int check_owner(struct shm_writer_memo *memo, pid_t pid, uid_t owner)
 {
 	uid_t ruid = 0, euid = 0;
-	int err = read_uids(pid, &ruid, &euid);
+	int err = read_uids(memo, pid, &ruid, &euid);
 	if (err < 0)
 		return err;
 	return ruid == owner && euid == owner ? 0 : -EPERM;
@@ -172,13 +255,18 @@ static int image_unchanged(const struct shm_writer_memo *memo, const struct prob
 int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped,
 		     struct shm_writer_memo *memo)
 {
+	char buf[2048]; /* 52 fields of up to 20 digits and comm */
 	struct probe_stat st;
-	int err = probe_stat_read(pid, 0, &st);
-	if (err)
-		return err == -EINVAL ? -ESRCH : err;
+	ssize_t n = read_proc(memo, memo->stat_fd, pid, "stat", buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	if (probe_stat_parse(buf, &st) < 0)
+		return -ESRCH;
+	/* also what tells that a pid was reused before the held files were opened */
 	if (st.start_time != start_time)
 		return -ESTALE;
-	if ((err = check_owner(pid, owner)) < 0)
+	int err;
+	if ((err = check_owner(memo, pid, owner)) < 0)
 		return err;
 	if (!mapped)
 		return 0;
