@@ -185,7 +185,9 @@ static void sample_all(struct sampler *s, uint64_t now)
 			slot[i] = NULL;
 		nreads += slot[i] != NULL;
 	}
-	int timed = s->ticks++ % SAMPLER_COST_EVERY == 0 && nreads;
+	/* until a read's cost is known, every tick with reads is timed: with
+	 * the shortcuts a small fleet may read once in many ticks */
+	int timed = (s->ticks++ % SAMPLER_COST_EVERY == 0 || !s->read_ns) && nreads;
 	uint64_t t0 = timed ? thread_cpu_ns() : 0;
 	sample_batch_run(s->batch);
 	/* the ring's reads run on io-wq threads this clock misses: time pread only */
@@ -248,8 +250,7 @@ static void sample_all(struct sampler *s, uint64_t now)
  * reading: its schedstat is that reading's (see read_sched_all). */
 static int sched_unchanged(const struct sworker *w)
 {
-	return w->tick_mode == TICK_POLL_SHORTCUT && w->sched_poll && w->sched_poll == w->confirmed_since &&
-	       w->series.sched_last.valid;
+	return w->tick_mode == TICK_POLL_SHORTCUT && w->sched_poll && w->sched_poll == w->confirmed_since;
 }
 
 static void read_sched_all(struct sampler *s, uint64_t now)
@@ -271,24 +272,25 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 		const struct probe_schedstat *st = &w->tick_ss;
 		if (w->gone_ns)
 			continue;
-		/*
-		 * A thread that has not left the poll /proc confirmed before its
-		 * last reading has not run since (its slot's only writer is the
-		 * thread, blocked in that poll): the reading stands, as the slot
-		 * shortcut's idle does, and is not taken again. What it can miss
-		 * is the poll's own end, the instant between the wake and the
-		 * slot's update, counted at the next reading.
-		 */
-		if (!w->tick_ss_ok && sched_unchanged(w)) {
-			series_add_sched(&w->series, now, w->series.sched_last.run_ns, w->series.sched_last.wait_ns);
+		if (w->tick_ss_ok) {
+			/* read after this tick's /proc sample, which confirmed the
+			 * poll if confirmed_since is the slot's poll now */
+			w->sched_poll = w->hot_since && w->hot_since == w->confirmed_since ? w->hot_since : 0;
+		} else if (sched_unchanged(w)) {
+			/*
+			 * A thread that has not left the poll /proc confirmed before
+			 * its last reading has not run since (its slot's only writer
+			 * is the thread, blocked in that poll): that reading stands,
+			 * as the slot shortcut's idle does, for the series and for
+			 * the judgement alike. What it can miss is the poll's own
+			 * end, the instant between the wake and the slot's update,
+			 * counted at the next reading.
+			 */
+			st = &w->judged;
 			w->sched_reused++;
+		} else {
 			continue;
 		}
-		if (!w->tick_ss_ok)
-			continue;
-		/* read after this tick's /proc sample, which confirmed the poll if
-		 * confirmed_since is the slot's poll now */
-		w->sched_poll = w->hot_since && w->hot_since == w->confirmed_since ? w->hot_since : 0;
 		series_add_sched(&w->series, now, st->run_ns, st->wait_ns);
 		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, st,
 						      s->ticks - w->judged_tick, now - w->judged_ns);

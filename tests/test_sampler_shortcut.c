@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,4 +266,68 @@ Test(sampler_shortcut, a_parked_loop_s_cpu_time_is_not_read_again_and_its_spells
 	pthread_join(th, NULL);
 	sampler_delete(with);
 	sampler_delete(without);
+}
+
+/* An instrumented loop parked in one poll until stopped (parked_stop). */
+static int parked_stop = -1;
+
+static void *parked_for_good(void *arg)
+{
+	(void)arg;
+	worker_tid = gettid();
+	int ep = epoll_create1(0);
+	struct epoll_event in = { .events = EPOLLIN };
+	cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, parked_stop, &in), 0);
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("parked", LOOPSTAT_BACKEND_LIBEV, ep);
+	cr_assert(s);
+	struct epoll_event ev;
+	fl_stat_set(&s->poll_since_ns, mono());
+	epoll_wait(ep, &ev, 1, 20000);
+	fl_stat_set(&s->poll_since_ns, 0);
+	fl_stats_slot_release(s);
+	close(ep);
+	return NULL;
+}
+
+/* Readings that stand still judge whether the schedstat check pays, so a
+ * parked loop's cross-checks are answered by it where it costs less. */
+Test(sampler_shortcut, standing_readings_still_open_the_schedstat_check)
+{
+	pthread_t th;
+	parked_stop = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(parked_stop, 0);
+	cr_assert_eq(pthread_create(&th, NULL, parked_for_good, NULL), 0);
+	usleep(50000);
+	struct sampler_opts o = { .rate_hz = 1000 };
+	struct sampler *s;
+	cr_assert_eq(sampler_new(&o, &s), 0);
+	cr_assert_eq(sampler_start(s), 0);
+	usleep(2500000);
+	sampler_stop(s);
+	struct model m;
+	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	const struct worker_view *w = find(&m);
+	cr_assert(w);
+	uint64_t check_ns, read_ns;
+	sampler_read_costs(s, &check_ns, &read_ns);
+	struct sworker *sw = sampler_find_worker(s, getpid(), worker_tid);
+	cr_assert(sw);
+	cr_log_info("parked: %llu samples, %llu from the slot, %llu cross-checks by schedstat, %llu readings standing; "
+		    "costs %llu / %llu ns", (unsigned long long)w->samples, (unsigned long long)w->shortcut_samples,
+		    (unsigned long long)w->unchanged_samples, (unsigned long long)sw->sched_reused,
+		    (unsigned long long)check_ns, (unsigned long long)read_ns);
+	cr_assert_gt(sw->sched_reused, 3);
+	cr_assert_gt(w->shortcut_samples, w->samples / 2);
+	/* an idle thread's check pays when it costs less than the read it saves */
+	if ((double)read_ns > 1.5 * (double)check_ns)
+		cr_assert_gt(w->unchanged_samples, w->shortcut_samples / (4 * SAMPLER_CROSS_CHECK),
+			     "the check pays here, and answers most cross-checks");
+	else if (read_ns < check_ns)
+		cr_assert_eq(w->unchanged_samples, 0, "the check does not pay here");
+	model_done(&m);
+	uint64_t one = 1;
+	cr_assert_eq(write(parked_stop, &one, sizeof(one)), (ssize_t)sizeof(one));
+	pthread_join(th, NULL);
+	close(parked_stop);
+	sampler_delete(s);
 }
