@@ -99,7 +99,7 @@ Test(shm_quiet, a_slot_parked_in_its_poll_is_read_from_the_last_read_and_its_lea
 	probe_shm_close(shm);
 }
 
-Test(shm_quiet, the_once_a_second_listing_still_comes_with_a_full_read)
+Test(shm_quiet, a_parked_segment_costs_no_listing_and_its_threads_are_checked_alive)
 {
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire("quiet", LOOPSTAT_BACKEND_LIBEV, 3);
 	cr_assert(s);
@@ -117,8 +117,49 @@ Test(shm_quiet, the_once_a_second_listing_still_comes_with_a_full_read)
 	cr_log_info("1.3 s of reads: %llu answered from the last, %llu listings", (unsigned long long)c1.quiet_reads,
 		    (unsigned long long)(c1.tid_loads - c0.tid_loads));
 	cr_assert_gt(c1.quiet_reads, 80);
-	cr_assert_geq(c1.tid_loads - c0.tid_loads, 1, "the writer's threads are listed again at least once a second");
+	cr_assert_eq(c1.tid_loads, c0.tid_loads, "a thread in its poll has not exited: no listing");
 	fl_stats_slot_release(s);
+	probe_shm_close(shm);
+}
+
+/* A loop thread that ends inside its poll, its slot never told (as one
+ * cancelled in epoll_wait would). */
+static void *dies_in_poll(void *arg)
+{
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("doomed", LOOPSTAT_BACKEND_LIBEV, 3);
+	cr_assert(s);
+	fl_stat_set(&s->poll_since_ns, mono());
+	*(volatile pid_t *)arg = gettid();
+	while (*(volatile pid_t *)arg > 0)
+		usleep(1000);
+	return NULL;
+}
+
+Test(shm_quiet, a_thread_that_ended_in_its_poll_is_no_longer_listed_within_a_second)
+{
+	pthread_t th;
+	volatile pid_t tid = 0;
+	cr_assert_eq(pthread_create(&th, NULL, dies_in_poll, (void *)&tid), 0);
+	while (!tid)
+		usleep(1000);
+	struct probe_shm_worker w;
+	struct probe_shm *shm = open_mapped(&w);
+	cr_assert_eq(w.tid, tid);
+	read_one(shm, &w);
+	read_one(shm, &w);
+	cr_assert_eq(quiet_reads(shm), 1);
+	tid = -1;
+	pthread_join(th, NULL);
+	uint64_t t0 = mono(), gone = 0;
+	struct probe_shm_worker out[1];
+	while (!gone && mono() - t0 < 3000000000ull) {
+		if (probe_shm_read(shm, out, 1, 0) == 0)
+			gone = mono() - t0;
+		usleep(10000);
+	}
+	cr_log_info("the ended thread's slot refused after %.3f s", (double)gone / 1e9);
+	cr_assert_gt(gone, 0, "refused once its thread is found gone");
+	cr_assert_lt(gone, 1500000000ull, "within about a second");
 	probe_shm_close(shm);
 }
 

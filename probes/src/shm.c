@@ -486,7 +486,7 @@ static int read_consistent(struct probe_shm *shm, struct probe_shm_worker *out, 
 		if (after == before) {
 			int whole = !*missed && !shm->last.rejected && !shm->last.over_budget && !include_exited &&
 				    (size_t)found <= max;
-			shm_quiet_note(&shm->quiet, after, out, found, whole);
+			shm_quiet_note(&shm->quiet, after, shm->tids_ns, out, found, whole);
 			return found;
 		}
 	}
@@ -538,12 +538,21 @@ int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t m
 {
 	uint64_t now = shm_now_ns();
 	int err, listed = 0, due = !shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS;
-	/* nothing it returned can have changed: the last read's answer (the
-	 * once-a-second listing and size check still come with a full read) */
+	/* nothing it returned can have changed: the last read's answer. Once
+	 * a second the size is checked as ever, and its threads are checked
+	 * alive in place of the listing (a thread born since takes a slot,
+	 * which moves the generation) */
 	struct shm_quiet_geometry geo = { shm->header_size, shm->slot_size, shm->abi_minor >= 1 };
-	int kept = due || include_exited ? -1 : shm_quiet_reuse(&shm->quiet, &shm->map, &geo, out, max);
-	if (kept >= 0)
-		return kept;
+	if (!include_exited && shm_quiet_unchanged(&shm->quiet, &shm->map, &geo)) {
+		if (now - shm->quiet.alive_ns < TIDS_TTL_NS)
+			return shm_quiet_copy(&shm->quiet, out, max);
+		if ((err = check_size(shm)) < 0)
+			return err;
+		if (shm_quiet_alive(&shm->quiet, shm->pid)) {
+			shm->quiet.alive_ns = now;
+			return shm_quiet_copy(&shm->quiet, out, max);
+		}
+	}
 	if ((shm->map.state != SHM_MAP_ON || due) && (err = check_size(shm)) < 0)
 		return err;
 	/* the writer's threads, listed before and not inside the seqlock window,

@@ -111,6 +111,7 @@ struct shm_quiet {
 	int      n;           /* workers kept (0: none) */
 	int      stable;      /* the read before returned the same: the kept one can be reused */
 	uint64_t gen;         /* the slot table generation both were consistent with */
+	uint64_t alive_ns;    /* when its threads were last known alive (listed, or signal 0) */
 	uint64_t reused;      /* reads answered from it, for tests */
 	struct probe_shm_worker w[SHM_QUIET_MAX];
 };
@@ -118,16 +119,21 @@ struct shm_quiet_geometry {
 	uint32_t header_size, slot_size;
 	int      minor1;      /* the writer publishes poll_since_ns */
 };
-/* After a full read: keeps it if `reusable` (consistent, complete, no
- * refused slot, not with exited slots) and every worker is in a blocking
- * poll; it becomes reusable once a second read returns the same. */
-void shm_quiet_note(struct shm_quiet *q, uint64_t gen, const struct probe_shm_worker *w, int n, int reusable);
+/* After a full read checked against the tid list made at listed_ns: keeps
+ * it if `reusable` (consistent, complete, no refused slot, not with exited
+ * slots) and every worker is in a blocking poll; it becomes reusable once
+ * a second read returns the same. */
+void shm_quiet_note(struct shm_quiet *q, uint64_t gen, uint64_t listed_ns, const struct probe_shm_worker *w, int n,
+		    int reusable);
 void shm_quiet_forget(struct shm_quiet *q);
-/* The kept read copied into out[0..max) and its worker count, when the
- * mapping shows the same generation and every kept slot the same poll;
- * -1 otherwise (then a full read is due). */
-int shm_quiet_reuse(struct shm_quiet *q, struct shm_map *m, const struct shm_quiet_geometry *geo,
-		    struct probe_shm_worker *out, size_t max);
+/* 1 when the kept read is reusable and the mapping shows the same
+ * generation and every kept slot in the same poll (a few loads), else 0. */
+int shm_quiet_unchanged(struct shm_quiet *q, struct shm_map *m, const struct shm_quiet_geometry *geo);
+/* 1 when every kept thread is still a thread of pid (signal 0), else 0
+ * and the kept read forgotten. */
+int shm_quiet_alive(struct shm_quiet *q, pid_t pid);
+/* The kept read into out[0..max); its worker count. */
+int shm_quiet_copy(struct shm_quiet *q, struct probe_shm_worker *out, size_t max);
 
 /* Makes a handle's hot and table reads use pread for good (tests and benches compare
  * the two paths with it). */

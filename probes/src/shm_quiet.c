@@ -22,9 +22,13 @@
  */
 #include "shm_int.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-void shm_quiet_note(struct shm_quiet *q, uint64_t gen, const struct probe_shm_worker *w, int n, int reusable)
+void shm_quiet_note(struct shm_quiet *q, uint64_t gen, uint64_t listed_ns, const struct probe_shm_worker *w, int n,
+		    int reusable)
 {
 	int ok = reusable && n >= 1 && n <= SHM_QUIET_MAX;
 	for (int i = 0; ok && i < n; i++)
@@ -33,6 +37,7 @@ void shm_quiet_note(struct shm_quiet *q, uint64_t gen, const struct probe_shm_wo
 	q->stable = ok && q->n == n && q->gen == gen && memcmp(q->w, w, (size_t)n * sizeof(*w)) == 0;
 	q->n = ok ? n : 0;
 	q->gen = gen;
+	q->alive_ns = listed_ns;
 	if (ok)
 		memcpy(q->w, w, (size_t)n * sizeof(*w));
 }
@@ -43,14 +48,28 @@ void shm_quiet_forget(struct shm_quiet *q)
 	q->stable = 0;
 }
 
-int shm_quiet_reuse(struct shm_quiet *q, struct shm_map *m, const struct shm_quiet_geometry *geo,
-		    struct probe_shm_worker *out, size_t max)
+/*
+ * Whether every kept thread is still one of the writer's: signal 0 checks
+ * that the thread exists in that thread group, without touching it. A
+ * thread can end inside its poll without a word to its slot (cancelled
+ * there, or killed by another thread's execve), and the full read's
+ * listing would then refuse its slot; this refuses the reuse instead.
+ */
+int shm_quiet_alive(struct shm_quiet *q, pid_t pid)
+{
+	for (int i = 0; i < q->n; i++)
+		if (syscall(SYS_tgkill, pid, q->w[i].tid, 0) < 0 && errno != EPERM)
+			return shm_quiet_forget(q), 0;
+	return 1;
+}
+
+int shm_quiet_unchanged(struct shm_quiet *q, struct shm_map *m, const struct shm_quiet_geometry *geo)
 {
 	uint64_t gen;
 	if (!q->stable || m->state != SHM_MAP_ON)
-		return -1;
+		return 0;
 	if (shm_map_generation(m, 0, &gen) < 0 || gen != q->gen)
-		return -1;
+		return 0;
 	for (int i = 0; i < q->n; i++) {
 		const struct probe_shm_worker *w = &q->w[i];
 		struct shm_hot_raw r;
@@ -59,11 +78,16 @@ int shm_quiet_reuse(struct shm_quiet *q, struct shm_map *m, const struct shm_qui
 		if (shm_map_read_hot(m, off, geo->minor1, &r) < 0 || r.state != LOOPSTAT_SLOT_ACTIVE ||
 		    r.tid != w->tid || r.generation != w->generation ||
 		    r.poll_since_ns != w->values[PROBE_SHM_poll_since_ns])
-			return shm_quiet_forget(q), -1;
+			return shm_quiet_forget(q), 0;
 	}
 	/* the slot loads between two equal generations, as a read's copies are */
 	if (shm_map_generation(m, 1, &gen) < 0 || gen != q->gen)
-		return shm_quiet_forget(q), -1;
+		return shm_quiet_forget(q), 0;
+	return 1;
+}
+
+int shm_quiet_copy(struct shm_quiet *q, struct probe_shm_worker *out, size_t max)
+{
 	size_t n = (size_t)q->n < max ? (size_t)q->n : max;
 	memcpy(out, q->w, n * sizeof(*out));
 	q->reused++;
