@@ -1,4 +1,4 @@
-/* loopstat check end to end on real workers (busy, idle, stalled, blocked in read(2)): verdicts, exit codes, usage errors before sampling, JUnit and TAP read back, --max-duration, --fleet, --baseline. */
+/* loopstat check end to end on real workers: exit codes, usage errors before sampling, inconclusive results, JUnit and TAP read back, --max-duration, --fleet, --baseline (the verdict matrix is test_check_verdicts). */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fiberloop.h"
+#include "support/check_run.h"
 #include "support/children.h"
 #include "support/support.h"
 
@@ -32,68 +33,6 @@ static void setup(void)
 static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(check_cmd, .init = setup, .fini = teardown, .timeout = 40);
-
-/* `loopstat check ARGS` through sh; stderr joins stdout when both is set. */
-static int check(const char *args, int both, char **out, long long *ms)
-{
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "exec \"%s\" check %s %s", ts_loopstat_bin(), args, both ? "2>&1" : "2>/dev/null");
-	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	long long t0 = ts_now_ms();
-	int rc = ts_run(argv, out, 35000);
-	if (ms)
-		*ms = ts_now_ms() - t0;
-	return rc;
-}
-
-static pid_t duty(const char *idle, const char *extra1, const char *extra2)
-{
-	const char *args[] = { "--idle", idle, "--seconds", "30", extra1, extra2, extra1 ? "--plain" : NULL, NULL };
-	return tc_spawn_example("duty_cycle", args, NULL);
-}
-
-/* A fiberloop worker whose fiber hogs the loop 1.2 s at a time. */
-static pid_t stalled(void)
-{
-	return tc_spawn_hogger("stall", 0.2, 1.2, 30);
-}
-
-/* ---- reading --json ---- */
-
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	cr_assert(json_object_object_get_ex(o, key, &v), "no '%s' in %s", key, json_object_to_json_string(o));
-	return v;
-}
-
-/* The result of (pid, threshold); fails the test if there is none. */
-static json_object *result(json_object *root, pid_t pid, const char *threshold)
-{
-	json_object *rs = get(root, "results");
-	for (size_t i = 0; i < json_object_array_length(rs); i++) {
-		json_object *r = json_object_array_get_idx(rs, i);
-		if ((pid == 0 || json_object_get_int(get(r, "pid")) == pid) &&
-		    strcmp(json_object_get_string(get(r, "threshold")), threshold) == 0)
-			return r;
-	}
-	cr_assert_fail("no result for pid %d %s in %s", (int)pid, threshold, json_object_to_json_string(root));
-	return NULL;
-}
-
-static void expect_verdict(json_object *root, pid_t pid, const char *threshold, const char *verdict)
-{
-	json_object *r = result(root, pid, threshold);
-	cr_expect_str_eq(json_object_get_string(get(r, "verdict")), verdict, "pid %d %s: %s", (int)pid, threshold,
-			 json_object_to_json_string(r));
-}
-
-static json_object *parse(const char *out)
-{
-	json_object *o = json_tokener_parse(out);
-	cr_assert(o, "not JSON: %s", out);
-	return o;
-}
 
 /* ---- usage: before any sampling ---- */
 
@@ -135,7 +74,7 @@ Test(check_cmd, mistakes_are_exit_2_before_sampling)
 		else
 			snprintf(args, sizeof(args), "--duration 10 %s", bad[i].args);
 		long long ms;
-		int rc = check(args, 1, &out, &ms);
+		int rc = ck_check(args, 1, &out, &ms);
 		cr_expect_eq(rc, 2, "'%s': exit %d: %s", args, rc, out);
 		cr_expect(strstr(out, bad[i].says), "'%s' should say '%s': %s", args, bad[i].says, out);
 		/* --duration 10 and an answer within 100 ms (an ASan build starts
@@ -154,19 +93,19 @@ Test(check_cmd, no_worker_is_exit_4)
 {
 	char *out;
 	long long ms;
-	int rc = check("--duration 10 'idle_pct>=30'", 1, &out, &ms);   /* an empty segment directory */
+	int rc = ck_check("--duration 10 'idle_pct>=30'", 1, &out, &ms);   /* an empty segment directory */
 	cr_expect_eq(rc, 4, "exit %d: %s", rc, out);
 	cr_expect(strstr(out, "nothing to measure"), "%s", out);
 	cr_expect_lt(ms, 5000);
 	free(out);
-	rc = check("-p 4194000 --duration 10 'idle_pct>=30'", 1, &out, NULL);   /* above any pid_max */
+	rc = ck_check("-p 4194000 --duration 10 'idle_pct>=30'", 1, &out, NULL);   /* above any pid_max */
 	cr_expect_eq(rc, 4, "a missing target: exit %d: %s", rc, out);
 	free(out);
 	/* --wait-for-workers: fewer than asked within --timeout is nothing to measure */
-	pid_t one = duty("0.5", NULL, NULL);
+	pid_t one = ck_duty("0.5", NULL, NULL);
 	char a[256];
 	snprintf(a, sizeof(a), "-p %d --wait-for-workers 2 --timeout 1 --duration 10 'idle_pct>=1'", (int)one);
-	rc = check(a, 1, &out, &ms);
+	rc = ck_check(a, 1, &out, &ms);
 	cr_expect_eq(rc, 4, "exit %d: %s", rc, out);
 	cr_expect(strstr(out, "1 worker found, 2 wanted"), "%s", out);
 	cr_expect_lt(ms, 4000, "gives up after --timeout");
@@ -174,7 +113,7 @@ Test(check_cmd, no_worker_is_exit_4)
 	/* enough workers: it samples them. A maximum decides on any amount of
 	 * data, so the verdict does not hang on how loaded the machine is. */
 	snprintf(a, sizeof(a), "-p %d --wait-for-workers 1 --timeout 5 --duration 2 'runqueue_max<=64'", (int)one);
-	rc = check(a, 1, &out, NULL);
+	rc = ck_check(a, 1, &out, NULL);
 	cr_expect_eq(rc, 0, "exit %d: %s", rc, out);
 	cr_expect(strstr(out, "1 passed"), "%s", out);
 	free(out);
@@ -188,7 +127,7 @@ Test(check_cmd, target_exiting_mid_check_is_exit_4_and_bails_out)
 	char a[256], *out;
 	snprintf(a, sizeof(a), "-p %d --duration 20 --tap 'idle_pct>=10'", (int)p);
 	long long ms;
-	int rc = check(a, 0, &out, &ms);
+	int rc = ck_check(a, 0, &out, &ms);
 	cr_expect_eq(rc, 4, "exit %d: %s", rc, out);
 	cr_expect_lt(ms, 8000, "stops when the target is gone, not after --duration");
 	cr_expect(strstr(out, "Bail out! worker duty_cycle"), "%s", out);
@@ -197,93 +136,38 @@ Test(check_cmd, target_exiting_mid_check_is_exit_4_and_bails_out)
 	tc_kill(p);
 }
 
-/* ---- verdicts on real workers ---- */
-
-Test(check_cmd, verdicts_on_busy_idle_blocked_and_stalled_workers)
-{
-	pid_t busy = duty("0.2", NULL, NULL), idle = duty("0.95", NULL, NULL);
-	pid_t blocked = duty("0.3", "--block", "0.5");   /* plain epoll loop, half its time in read(2) */
-	pid_t st = stalled();
-	char a[2048], *out;
-	snprintf(a, sizeof(a),
-		 "-p %d,%d,%d,%d --warmup 1 --duration 8 --json 'idle_pct>=50' 'idle_pct<=40' "
-		 "'running_pct>=50' 'blocked_pct{syscall=read}>=25' 'blocked_pct{syscall=read}<10' "
-		 "'blocked_pct{syscall=fsync}<5' 'stall_ms<100' 'stall_ms<5s' 'cpu_pct<50' 'ops_per_s>=1M' "
-		 "'ops_per_s>=5' 'runqueue_max<=64'",
-		 (int)busy, (int)idle, (int)blocked, (int)st);
-	int rc = check(a, 0, &out, NULL);
-	cr_expect_eq(rc, 1, "a failure outranks nothing-to-measure: exit %d", rc);
-	json_object *j = parse(out);
-	/* shares: proportions of samples split by schedstat */
-	expect_verdict(j, busy, "idle_pct>=50", "fail");
-	expect_verdict(j, idle, "idle_pct>=50", "pass");
-	expect_verdict(j, blocked, "idle_pct>=50", "fail");
-	expect_verdict(j, st, "idle_pct>=50", "fail");
-	expect_verdict(j, busy, "idle_pct<=40", "pass");
-	expect_verdict(j, st, "idle_pct<=40", "pass");
-	expect_verdict(j, idle, "idle_pct<=40", "fail");
-	expect_verdict(j, busy, "running_pct>=50", "pass");
-	expect_verdict(j, idle, "running_pct>=50", "fail");
-	expect_verdict(j, st, "running_pct>=50", "pass");
-	expect_verdict(j, blocked, "blocked_pct{syscall=read}>=25", "pass");
-	expect_verdict(j, busy, "blocked_pct{syscall=read}>=25", "fail");
-	expect_verdict(j, blocked, "blocked_pct{syscall=read}<10", "fail");
-	expect_verdict(j, idle, "blocked_pct{syscall=read}<10", "pass");
-	expect_verdict(j, blocked, "blocked_pct{syscall=fsync}<5", "pass");
-	/* maxima: an observed fact */
-	expect_verdict(j, st, "stall_ms<100", "fail");
-	expect_verdict(j, st, "stall_ms<5s", "pass");
-	expect_verdict(j, busy, "stall_ms<100", "pass");
-	expect_verdict(j, idle, "runqueue_max<=64", "pass");
-	/* schedstat and counter rates */
-	expect_verdict(j, idle, "cpu_pct<50", "pass");
-	expect_verdict(j, busy, "ops_per_s>=1M", "fail");
-	expect_verdict(j, idle, "ops_per_s>=5", "pass");
-	/* counters of an uninstrumented worker: nothing to measure, never a pass */
-	expect_verdict(j, blocked, "ops_per_s>=5", "nothing");
-	expect_verdict(j, blocked, "stall_ms<100", "nothing");
-	json_object *r = result(j, st, "stall_ms<100");
-	cr_expect_geq(json_object_get_double(get(r, "value")), 800, "the 1.2 s stall: %s", json_object_to_json_string(r));
-	json_object_put(j);
-	free(out);
-	tc_kill(busy);
-	tc_kill(idle);
-	tc_kill(blocked);
-	tc_kill(st);
-}
-
 /* One second of data bounds nothing: every sampled kind is inconclusive;
  * a maximum is an observed fact and decides. */
 Test(check_cmd, inconclusive_and_what_decides_it)
 {
-	pid_t busy = duty("0.2", NULL, NULL);
+	pid_t busy = ck_duty("0.2", NULL, NULL);
 	char a[1024], *out;
 	const char *th = "'idle_pct>=50' 'ops_per_s>=5' 'cpu_pct<99' 'self_idle_pct<90' 'runqueue_max<=64'";
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --json %s", (int)busy, th);
-	cr_expect_eq(check(a, 0, &out, NULL), 3);
-	json_object *j = parse(out);
-	expect_verdict(j, busy, "idle_pct>=50", "inconclusive");
-	expect_verdict(j, busy, "ops_per_s>=5", "inconclusive");
-	expect_verdict(j, busy, "cpu_pct<99", "inconclusive");
-	expect_verdict(j, busy, "self_idle_pct<90", "inconclusive");
-	expect_verdict(j, busy, "runqueue_max<=64", "pass");
+	cr_expect_eq(ck_check(a, 0, &out, NULL), 3);
+	json_object *j = ck_parse(out);
+	ck_expect_verdict(j, busy, "idle_pct>=50", "inconclusive");
+	ck_expect_verdict(j, busy, "ops_per_s>=5", "inconclusive");
+	ck_expect_verdict(j, busy, "cpu_pct<99", "inconclusive");
+	ck_expect_verdict(j, busy, "self_idle_pct<90", "inconclusive");
+	ck_expect_verdict(j, busy, "runqueue_max<=64", "pass");
 	json_object_put(j);
 	free(out);
 
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --inconclusive=fail %s", (int)busy, th);
-	cr_expect_eq(check(a, 0, &out, NULL), 1, "--inconclusive=fail");
+	cr_expect_eq(ck_check(a, 0, &out, NULL), 1, "--inconclusive=fail");
 	free(out);
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --point-estimate 'idle_pct>=50' 'idle_pct<=60'",
 		 (int)busy);
-	int rc = check(a, 0, &out, NULL);
+	int rc = ck_check(a, 0, &out, NULL);
 	cr_expect_eq(rc, 1, "the estimate alone always decides: exit %d %s", rc, out);
 	free(out);
 	/* --max-duration samples on until decided */
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --max-duration 8 --json 'idle_pct<=60' 'ops_per_s>=5'",
 		 (int)busy);
-	cr_expect_eq(check(a, 0, &out, NULL), 0);
-	j = parse(out);
-	double t = json_object_get_double(get(result(j, busy, "idle_pct<=60"), "time_s"));
+	cr_expect_eq(ck_check(a, 0, &out, NULL), 0);
+	j = ck_parse(out);
+	double t = json_object_get_double(ck_get(ck_result(j, busy, "idle_pct<=60"), "time_s"));
 	cr_expect(t >= 2 && t <= 8, "decided after %g s", t);
 	json_object_put(j);
 	free(out);
@@ -292,38 +176,38 @@ Test(check_cmd, inconclusive_and_what_decides_it)
 
 Test(check_cmd, fleet_and_baseline)
 {
-	pid_t busy = duty("0.2", NULL, NULL), idle = duty("0.95", NULL, NULL);
+	pid_t busy = ck_duty("0.2", NULL, NULL), idle = ck_duty("0.95", NULL, NULL);
 	char a[1024], *out, *base;
 	cr_assert(asprintf(&base, "%s/base.json", dir) > 0);
 	snprintf(a, sizeof(a), "-p %d,%d --warmup 1 --duration 3 --fleet --json 'idle_pct>=15' 'idle_pct>=90' 'ops_per_s>=5'",
 		 (int)busy, (int)idle);
-	int rc = check(a, 0, &out, NULL);
+	int rc = ck_check(a, 0, &out, NULL);
 	cr_expect_eq(rc, 1, "exit %d", rc);
-	json_object *j = parse(out);
-	cr_expect_eq(json_object_array_length(get(j, "results")), 3, "one result per threshold for the fleet");
-	json_object *r = result(j, 0, "idle_pct>=15");
-	cr_expect_str_eq(json_object_get_string(get(r, "process")), "fleet");
-	double v = json_object_get_double(get(r, "value"));
+	json_object *j = ck_parse(out);
+	cr_expect_eq(json_object_array_length(ck_get(j, "results")), 3, "one result per threshold for the fleet");
+	json_object *r = ck_result(j, 0, "idle_pct>=15");
+	cr_expect_str_eq(json_object_get_string(ck_get(r, "process")), "fleet");
+	double v = json_object_get_double(ck_get(r, "value"));
 	cr_expect(v > 25 && v < 85, "pooled idle of a 20%% and a 95%% worker, between the two: %g", v);
-	expect_verdict(j, 0, "idle_pct>=15", "pass");
-	expect_verdict(j, 0, "idle_pct>=90", "fail");
+	ck_expect_verdict(j, 0, "idle_pct>=15", "pass");
+	ck_expect_verdict(j, 0, "idle_pct>=90", "fail");
 	json_object_put(j);
 	free(out);
 
 	/* a baseline of the idle worker, then relative thresholds against it */
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 3 --json 'idle_pct>=50' > %s", (int)idle, base);
-	cr_assert_eq(check(a, 0, &out, NULL), 0);
+	cr_assert_eq(ck_check(a, 0, &out, NULL), 0);
 	free(out);
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 4 --json --baseline %s 'idle_pct>=baseline-50' "
 		 "'idle_pct>=baseline+50' 'running_pct<=baseline+30'", (int)idle, base);
-	rc = check(a, 0, &out, NULL);
+	rc = ck_check(a, 0, &out, NULL);
 	cr_expect_eq(rc, 1, "exit %d %s", rc, out);
-	j = parse(out);
-	expect_verdict(j, idle, "idle_pct>=baseline-50", "pass");
-	expect_verdict(j, idle, "idle_pct>=baseline+50", "fail");
-	expect_verdict(j, idle, "running_pct<=baseline+30", "nothing");   /* not in the baseline file */
-	r = result(j, idle, "idle_pct>=baseline-50");
-	cr_expect(json_object_get_type(get(r, "relative")) == json_type_object, "%s", json_object_to_json_string(r));
+	j = ck_parse(out);
+	ck_expect_verdict(j, idle, "idle_pct>=baseline-50", "pass");
+	ck_expect_verdict(j, idle, "idle_pct>=baseline+50", "fail");
+	ck_expect_verdict(j, idle, "running_pct<=baseline+30", "nothing");   /* not in the baseline file */
+	r = ck_result(j, idle, "idle_pct>=baseline-50");
+	cr_expect(json_object_get_type(ck_get(r, "relative")) == json_type_object, "%s", json_object_to_json_string(r));
 	json_object_put(j);
 	free(out);
 	free(base);
@@ -337,7 +221,7 @@ Test(check_cmd, access_refused_is_exit_5)
 	if (getuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
 		cr_skip_test("needs root and setpriv to run the check as another user");
 	cr_assert_eq(chmod(dir, 0777), 0);
-	pid_t p = duty("0.5", "--block", "0.2");   /* a root process; the check runs as nobody */
+	pid_t p = ck_duty("0.5", "--block", "0.2");   /* a root process; the check runs as nobody */
 	char cmd[1024], *out;
 	snprintf(cmd, sizeof(cmd),
 		 "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \"%s\" check -p %d --duration 10 "
