@@ -36,13 +36,6 @@ static void teardown(void)
 
 TestSuite(sampler_shortcut, .init = setup, .fini = teardown, .timeout = 60);
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* An instrumented loop: 6 ms in epoll_wait with poll_since_ns set, as the
  * runtime sets it, then 4 ms blocked in read(2) on a timerfd. While `lie`
  * is set it leaves poll_since_ns standing through the read. */
@@ -56,7 +49,7 @@ static void *worker(void *arg)
 	struct itimerspec four_ms = { .it_value = { 0, 4000000 } };
 	while (!stop) {
 		struct epoll_event ev;
-		uint64_t since = mono();
+		uint64_t since = ts_mono_ns();
 		fl_stat_set(&s->poll_since_ns, since);
 		epoll_wait(ep, &ev, 1, 6);
 		if (!lie)
@@ -146,20 +139,33 @@ Test(sampler_shortcut, a_slot_that_lies_about_its_poll_is_caught)
 	sampler_delete(s);
 }
 
-/* An instrumented loop parked in its poll (woken 4 times a second). */
-static void *parked(void *arg)
+static uint64_t thread_cpu(void)
 {
-	(void)arg;
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An instrumented loop parked poll_ms in its poll, then spin_ms on a CPU. */
+struct shape {
+	int poll_ms, spin_ms;
+};
+
+static void *shaped(void *arg)
+{
+	const struct shape *sh = arg;
 	worker_tid = gettid();
 	int ep = epoll_create1(0);
-	struct loopstat_shm_slot *s = fl_stats_slot_acquire("parked", LOOPSTAT_BACKEND_LIBEV, ep);
+	struct loopstat_shm_slot *s = fl_stats_slot_acquire("shaped", LOOPSTAT_BACKEND_LIBEV, ep);
 	cr_assert(s);
 	while (!stop) {
 		struct epoll_event ev;
-		fl_stat_set(&s->poll_since_ns, mono());
-		epoll_wait(ep, &ev, 1, 250);
+		fl_stat_set(&s->poll_since_ns, ts_mono_ns());
+		epoll_wait(ep, &ev, 1, sh->poll_ms);
 		fl_stat_set(&s->poll_since_ns, 0);
 		fl_stat_set(&s->polls, s->polls + 1);
+		for (uint64_t end = thread_cpu() + (uint64_t)sh->spin_ms * 1000000ull; thread_cpu() < end && !stop;)
+			;
 	}
 	fl_stats_slot_release(s);
 	close(ep);
@@ -169,7 +175,8 @@ static void *parked(void *arg)
 Test(sampler_shortcut, schedstat_answers_the_cross_checks_of_a_thread_that_has_not_run)
 {
 	pthread_t th;
-	cr_assert_eq(pthread_create(&th, NULL, parked, NULL), 0);
+	static const struct shape parked = { .poll_ms = 250 }; /* woken 4 times a second */
+	cr_assert_eq(pthread_create(&th, NULL, shaped, (void *)&parked), 0);
 	usleep(200000);
 	struct sampler_opts o = { .rate_hz = 1000, .always_check_schedstat = 1 };
 	struct sampler *s;
@@ -195,35 +202,6 @@ Test(sampler_shortcut, schedstat_answers_the_cross_checks_of_a_thread_that_has_n
 	sampler_delete(s);
 }
 
-static uint64_t thread_cpu(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* An instrumented loop parked 900 ms in its poll, then 150 ms of CPU. */
-static void *spells(void *arg)
-{
-	(void)arg;
-	worker_tid = gettid();
-	int ep = epoll_create1(0);
-	struct loopstat_shm_slot *s = fl_stats_slot_acquire("spells", LOOPSTAT_BACKEND_LIBEV, ep);
-	cr_assert(s);
-	while (!stop) {
-		struct epoll_event ev;
-		fl_stat_set(&s->poll_since_ns, mono());
-		epoll_wait(ep, &ev, 1, 900);
-		fl_stat_set(&s->poll_since_ns, 0);
-		fl_stat_set(&s->polls, s->polls + 1);
-		for (uint64_t end = thread_cpu() + 150000000ull; thread_cpu() < end && !stop;)
-			;
-	}
-	fl_stats_slot_release(s);
-	close(ep);
-	return NULL;
-}
-
 static uint64_t sched_reused(struct sampler *s)
 {
 	struct sworker *w = sampler_find_worker(s, getpid(), worker_tid);
@@ -236,7 +214,8 @@ static uint64_t sched_reused(struct sampler *s)
 Test(sampler_shortcut, a_parked_loop_s_cpu_time_is_not_read_again_and_its_spells_are_counted)
 {
 	pthread_t th;
-	cr_assert_eq(pthread_create(&th, NULL, spells, NULL), 0);
+	static const struct shape spells = { .poll_ms = 900, .spin_ms = 150 };
+	cr_assert_eq(pthread_create(&th, NULL, shaped, (void *)&spells), 0);
 	usleep(200000);
 	struct sampler_opts o = { .rate_hz = 200 };
 	struct sampler *with, *without;
@@ -281,7 +260,7 @@ static void *parked_for_good(void *arg)
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire("parked", LOOPSTAT_BACKEND_LIBEV, ep);
 	cr_assert(s);
 	struct epoll_event ev;
-	fl_stat_set(&s->poll_since_ns, mono());
+	fl_stat_set(&s->poll_since_ns, ts_mono_ns());
 	epoll_wait(ep, &ev, 1, 20000);
 	fl_stat_set(&s->poll_since_ns, 0);
 	fl_stats_slot_release(s);

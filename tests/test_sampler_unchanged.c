@@ -22,13 +22,6 @@ static pid_t worker_tid;
 static int wake_fd;
 static volatile uint64_t woken_ns;   /* when it left its poll, CLOCK_MONOTONIC */
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 
 static void setup(void)
 {
@@ -134,7 +127,7 @@ static void *wakes_into_a_read(void *arg)
 	struct epoll_event ev = { .events = EPOLLIN };
 	epoll_ctl(ep, EPOLL_CTL_ADD, wake_fd, &ev);
 	epoll_wait(ep, &ev, 1, -1);
-	woken_ns = mono();
+	woken_ns = ts_mono_ns();
 	char c;
 	ssize_t r = read(pipefd[0], &c, 1);
 	(void)r;
@@ -154,7 +147,7 @@ static void on_sample(void *arg, const struct sampler_event *ev)
 	struct record *r = arg;
 	if (ev->tid != worker_tid)
 		return;
-	uint64_t woke = woken_ns, now = mono();
+	uint64_t woke = woken_ns, now = ts_mono_ns();
 	pthread_mutex_lock(&r->mu);
 	if (!woke)
 		r->polls_before += ev->verdict->cls == PROBE_POLL;

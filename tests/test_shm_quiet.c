@@ -28,13 +28,6 @@ static void teardown(void)
 
 TestSuite(shm_quiet, .init = setup, .fini = teardown, .timeout = 30);
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t quiet_reads(const struct probe_shm *shm)
 {
 	struct shm_recheck_counts c;
@@ -65,7 +58,7 @@ Test(shm_quiet, a_slot_parked_in_its_poll_is_read_from_the_last_read_and_its_lea
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire("quiet", LOOPSTAT_BACKEND_LIBEV, 3);
 	cr_assert(s);
 	fl_stat_set(&s->polls, 7);
-	fl_stat_set(&s->poll_since_ns, mono());
+	fl_stat_set(&s->poll_since_ns, ts_mono_ns());
 	struct probe_shm_worker w, a, b;
 	struct probe_shm *shm = open_mapped(&w); /* the first copy */
 	cr_assert_eq(quiet_reads(shm), 0);
@@ -83,7 +76,7 @@ Test(shm_quiet, a_slot_parked_in_its_poll_is_read_from_the_last_read_and_its_lea
 	cr_assert_eq(quiet_reads(shm), 1);
 	cr_assert_eq(a.values[PROBE_SHM_polls], 8, "the poll's end is seen at the next read");
 	cr_assert_eq(a.values[PROBE_SHM_poll_since_ns], 0);
-	uint64_t since = mono();
+	uint64_t since = ts_mono_ns();
 	fl_stat_set(&s->poll_since_ns, since);
 	read_one(shm, &a);
 	read_one(shm, &b);
@@ -103,13 +96,13 @@ Test(shm_quiet, a_parked_segment_costs_no_listing_and_its_threads_are_checked_al
 {
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire("quiet", LOOPSTAT_BACKEND_LIBEV, 3);
 	cr_assert(s);
-	fl_stat_set(&s->poll_since_ns, mono());
+	fl_stat_set(&s->poll_since_ns, ts_mono_ns());
 	struct probe_shm_worker w;
 	struct probe_shm *shm = open_mapped(&w);
 	struct shm_recheck_counts c0, c1;
 	shm_recheck_counts(shm, &c0);
-	uint64_t end = mono() + 1300000000ull;
-	while (mono() < end) {
+	uint64_t end = ts_mono_ns() + 1300000000ull;
+	while (ts_mono_ns() < end) {
 		read_one(shm, &w);
 		usleep(10000);
 	}
@@ -128,7 +121,7 @@ static void *dies_in_poll(void *arg)
 {
 	struct loopstat_shm_slot *s = fl_stats_slot_acquire("doomed", LOOPSTAT_BACKEND_LIBEV, 3);
 	cr_assert(s);
-	fl_stat_set(&s->poll_since_ns, mono());
+	fl_stat_set(&s->poll_since_ns, ts_mono_ns());
 	*(volatile pid_t *)arg = gettid();
 	while (*(volatile pid_t *)arg > 0)
 		usleep(1000);
@@ -150,11 +143,11 @@ Test(shm_quiet, a_thread_that_ended_in_its_poll_is_no_longer_listed_within_a_sec
 	cr_assert_eq(quiet_reads(shm), 1);
 	tid = -1;
 	pthread_join(th, NULL);
-	uint64_t t0 = mono(), gone = 0;
+	uint64_t t0 = ts_mono_ns(), gone = 0;
 	struct probe_shm_worker out[1];
-	while (!gone && mono() - t0 < 3000000000ull) {
+	while (!gone && ts_mono_ns() - t0 < 3000000000ull) {
 		if (probe_shm_read(shm, out, 1, 0) == 0)
-			gone = mono() - t0;
+			gone = ts_mono_ns() - t0;
 		usleep(10000);
 	}
 	cr_log_info("the ended thread's slot refused after %.3f s", (double)gone / 1e9);
@@ -174,7 +167,7 @@ static void *loop(void *arg)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	while (!stop) {
 		struct epoll_event ev;
-		fl_stat_set(&loop_slot->poll_since_ns, mono());
+		fl_stat_set(&loop_slot->poll_since_ns, ts_mono_ns());
 		epoll_wait(ep, &ev, 1, 2);
 		fl_stat_set(&loop_slot->poll_since_ns, 0);
 		fl_stat_set(&loop_slot->polls, loop_slot->polls + 1);
@@ -206,8 +199,8 @@ Test(shm_quiet, never_older_than_a_copy_taken_before_it)
 	cr_assert_eq(probe_shm_open(fl_stats_path(), &direct), 0);
 	shm_hot_use_pread(direct); /* never mapped, so always copied */
 	unsigned long rounds = 0;
-	uint64_t end = mono() + 1000000000ull;
-	while (mono() < end) {
+	uint64_t end = ts_mono_ns() + 1000000000ull;
+	while (ts_mono_ns() < end) {
 		read_one(quiet, &before);
 		read_one(direct, &copy);
 		read_one(quiet, &after);

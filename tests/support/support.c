@@ -42,6 +42,13 @@ void ts_rmtree_free(char *dir)
 	free(dir);
 }
 
+uint64_t ts_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 long long ts_now_ms(void)
 {
 	struct timespec ts;

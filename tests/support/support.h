@@ -6,6 +6,7 @@
 #define TESTS_SUPPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Creates a fresh directory under /tmp; returns a static-lifetime string
@@ -32,6 +33,8 @@ long ts_read_calls(void);
 
 /* Milliseconds on the monotonic clock. */
 long long ts_now_ms(void);
+/* CLOCK_MONOTONIC in ns (the clock poll_since_ns is written in). */
+uint64_t ts_mono_ns(void);
 
 /* Writes len bytes to a new file at path with mode 0600. Returns 0 or -errno. */
 int ts_write_file(const char *path, const void *buf, size_t len);
