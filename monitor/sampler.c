@@ -228,8 +228,11 @@ static void sample_all(struct sampler *s, uint64_t now)
 			probe_access_explain(w->pid, w->access_text, sizeof(w->access_text));
 		struct series_ctx ctx = { .sp = smp.sp, .pc = smp.pc, .fiber = w->series.fiber_now };
 		series_add_sample(&w->series, now, &v, &ctx);
-		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0)
-			sampler_add_target(s, w, v.fd, v.fd_ino); /* a new fd is named at once, not a sweep later */
+		/* a new fd is named at once, not a sweep later; a reused sample's
+		 * was named when it was read, and sweeps keep it */
+		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0 && w->tick_mode != TICK_POLL_SHORTCUT &&
+		    w->tick_mode != TICK_UNCHANGED)
+			sampler_add_target(s, w, v.fd, v.fd_ino);
 		if (v.cls == PROBE_POLL || v.cls == PROBE_BLOCKED) {
 			w->basis = v.basis;
 			w->loop_fd = v.loop_fd;

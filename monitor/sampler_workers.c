@@ -247,17 +247,20 @@ void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t i
  */
 static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
 {
-	/* but the loop's own fd: its poll is classified by that fd being the
-	 * loop's epoll or ring fd, so its text cannot go stale while it is */
-	struct snap_target loop = { .fd = -1 };
-	for (int i = 0; i < w->ntargets; i++)
-		if (w->targets[i].fd == w->loop_fd)
-			loop = w->targets[i];
+	/* but the loop's own fd (its poll is classified by that fd being the
+	 * loop's epoll or ring fd, so its text cannot go stale while it is)
+	 * and the last sample's (the fd a thread still in that call waits on:
+	 * the shortcuts reuse that sample without naming its fd again) */
+	struct snap_target keep[2]; /* targets name distinct fds: two at most */
+	int nkeep = 0;
+	for (int i = 0; i < w->ntargets && nkeep < 2; i++)
+		if (w->targets[i].fd == w->loop_fd || w->targets[i].fd == w->last_v.fd)
+			keep[nkeep++] = w->targets[i];
 	w->ntargets = 0;
 	if (w->gone_ns)
 		return;
-	if (loop.fd >= 0)
-		w->targets[w->ntargets++] = loop;
+	memcpy(w->targets, keep, (size_t)nkeep * sizeof(keep[0]));
+	w->ntargets = nkeep;
 	int64_t sec = (int64_t)(now / NS);
 	for (int64_t k = 0; k < SERIES_DETAIL_S && sec - k >= 0 && w->ntargets < SNAP_TARGETS; k++) {
 		const struct series_bucket *b = &w->series.detail[(sec - k) % SERIES_DETAIL_S];
