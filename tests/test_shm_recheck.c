@@ -360,16 +360,17 @@ Test(shm_recheck, the_checks_open_the_writer_files_once_and_see_it_reaped)
 	struct probe_shm *shm;
 	cr_assert_eq(probe_shm_open(path, &shm), 0);
 	struct shm_recheck_counts c = counts(shm);
-	cr_assert(c.held, "/proc/PID/stat and status held from the open's check on");
-	cr_assert_eq(c.proc_opens, 2, "%llu opens at open: each file once", (unsigned long long)c.proc_opens);
+	cr_assert(c.held, "/proc/PID/stat, status and /proc/PID held from the open's check on");
+	cr_assert_eq(c.proc_opens, 3, "%llu opens at open: stat, status and /proc/PID once each",
+		     (unsigned long long)c.proc_opens);
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d while the writer lives", i);
-	cr_assert_eq(counts(shm).proc_opens, 2, "100 checks opened neither file again");
+	cr_assert_eq(counts(shm).proc_opens, 3, "100 checks opened none of them again");
 
 	reap_child(pid);
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "the reaped writer is gone");
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "and stays gone");
-	cr_assert_eq(counts(shm).proc_opens, 2, "told by the held files");
+	cr_assert_eq(counts(shm).proc_opens, 3, "told by the held files");
 	probe_shm_close(shm);
 	close(go);
 }
@@ -459,7 +460,7 @@ Test(shm_recheck, without_descriptors_to_hold_the_checks_open_per_check)
 	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
 
 	/* room for the segment and one file at a time (the open's check), not
-	 * for the two held ones */
+	 * for the three held ones */
 	int fill[256], nfill;
 	int next = fill_fds(fill, 256, &nfill);
 	struct rlimit old, rl;
@@ -513,4 +514,151 @@ Test(shm_recheck, an_exec_from_another_thread_is_caught_through_the_held_files)
 	cr_assert(strstr(exe, "sleep"), "pid %d runs %s", (int)pid, exe);
 	probe_shm_close(shm);
 	close(go);
+}
+
+Test(shm_recheck, without_a_descriptor_for_the_directory_nothing_is_held)
+{
+	int go;
+	pid_t pid = spawn_publisher(&go);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+
+	/* room for the segment, stat and status, not for /proc/PID */
+	int fill[256], nfill;
+	int next = fill_fds(fill, 256, &nfill);
+	struct rlimit old, rl;
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	rl = old;
+	rl.rlim_cur = (rlim_t)next + 3;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	struct probe_shm *shm;
+	int err = probe_shm_open(path, &shm);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	cr_assert_eq(err, 0, "the segment opens without its held files: %s", strerror(-err));
+	struct shm_recheck_counts c = counts(shm);
+	cr_assert(!c.held, "EMFILE at the directory: stat and status are not held either");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(probe_shm_check_writer(shm), 0);
+	struct shm_recheck_counts d = counts(shm);
+	cr_assert_eq(d.proc_opens, c.proc_opens + 10, "stat and status opened at each of 5 checks");
+	cr_assert_eq(d.status_reads, c.status_reads + 5, "both uids read at every check, as before");
+	probe_shm_close(shm);
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(go);
+}
+
+/* ---- the owner check without status ---------------------------------------- */
+
+Test(shm_recheck, an_unchanged_writer_reads_no_status_after_the_open)
+{
+	int go;
+	pid_t pid = spawn_publisher(&go);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+	struct probe_shm *shm;
+	cr_assert_eq(probe_shm_open(path, &shm), 0);
+	struct shm_recheck_counts c = counts(shm);
+	cr_assert(c.held);
+	cr_assert_eq(c.status_reads, 1, "the open's check reads both uids");
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d of the live writer", i);
+	struct shm_recheck_counts d = counts(shm);
+	cr_assert_leq(d.status_reads, c.status_reads + 1, "%llu status reads in 50 checks of an unchanged image",
+		      (unsigned long long)(d.status_reads - c.status_reads));
+	cr_assert_geq(d.maps_skipped, 49, "the image was unchanged");
+	probe_shm_close(shm);
+	close(go);
+}
+
+/* Child (run as root): publish a root-owned segment, report, then on the
+ * word setresuid(ruid, euid, -1) and report again, parked until killed
+ * (the alarm outlives the credential change, which clears PDEATHSIG). */
+static pid_t spawn_uid_changer(uid_t ruid, uid_t euid, int *go_fd, int *done_fd)
+{
+	int ready[2], go[2], done[2];
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(done), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(30);
+		char ok = fl_stats_slot_acquire("uid", LOOPSTAT_BACKEND_LIBEV, -1) ? 'y' : 'n';
+		if (write(ready[1], &ok, 1) != 1 || read(go[0], &ok, 1) != 1)
+			_exit(125);
+		ok = setresuid(ruid, euid, (uid_t)-1) == 0 ? 'y' : 'n';
+		if (write(done[1], &ok, 1) != 1)
+			_exit(125);
+		for (;;)
+			pause();
+	}
+	child = pid;
+	char ok = 0;
+	cr_assert_eq(read(ready[0], &ok, 1), 1);
+	cr_assert_eq(ok, 'y', "the child could not publish");
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(done[1]);
+	*go_fd = go[1];
+	*done_fd = done[0];
+	return pid;
+}
+
+/* Opens the child's segment (owned by root), checks it a few times, and
+ * has the child change its uids. */
+static struct probe_shm *open_then_setresuid(uid_t ruid, uid_t euid, int *go, int *done)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: a root writer that changes its uids");
+	pid_t pid = spawn_uid_changer(ruid, euid, go, done);
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+	struct stat seg;
+	cr_assert_eq(stat(path, &seg), 0);
+	cr_assert_eq(seg.st_uid, 0, "the root child's segment is root's");
+	struct probe_shm *shm;
+	cr_assert_eq(probe_shm_open(path, &shm), 0);
+	cr_assert(counts(shm).held);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(probe_shm_check_writer(shm), 0);
+	cr_assert_eq(write(*go, "x", 1), 1);
+	char ok = 0;
+	cr_assert_eq(read(*done, &ok, 1), 1);
+	cr_assert_eq(ok, 'y', "the child's setresuid failed");
+	return shm;
+}
+
+Test(shm_recheck, an_euid_change_is_caught_at_the_next_check_without_status)
+{
+	int go, done;
+	struct probe_shm *shm = open_then_setresuid((uid_t)-1, 65534, &go, &done);
+	uint64_t reads = counts(shm).status_reads;
+	cr_assert_eq(probe_shm_check_writer(shm), -EPERM, "the writer's euid is no longer the segment owner's");
+	struct shm_recheck_counts c = counts(shm);
+	cr_assert_eq(c.status_reads, reads, "told by the fstat of /proc/PID, not by status");
+	cr_assert_eq(c.maps_scans, 1, "the image did not change: only the open scanned");
+	probe_shm_close(shm);
+	close(go);
+	close(done);
+}
+
+Test(shm_recheck, a_real_uid_change_is_caught_by_the_periodic_full_check)
+{
+	int go, done;
+	struct probe_shm *shm = open_then_setresuid(65534, (uid_t)-1, &go, &done);
+	uint64_t reads = counts(shm).status_reads;
+	/* the euid is still root's: passed while the image is unchanged */
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d: the image is unchanged", i);
+	cr_assert_eq(counts(shm).status_reads, reads);
+	/* the last scan dated past MAPS_MAX_AGE_NS (10 s): both uids read */
+	shm_recheck_age(shm, 60ull * 1000000000ull);
+	cr_assert_eq(probe_shm_check_writer(shm), -EPERM, "the writer's real uid is no longer the owner's");
+	cr_assert_eq(counts(shm).status_reads, reads + 1, "told by status");
+	probe_shm_close(shm);
+	close(go);
+	close(done);
 }

@@ -661,5 +661,13 @@ void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *
 	c->maps_skipped = shm->writer.maps_skipped;
 	c->quiet_reads = shm->quiet.reused;
 	c->proc_opens = shm->writer.proc_opens;
+	c->status_reads = shm->writer.status_reads;
 	c->held = shm->writer.stat_fd >= 0;
+}
+
+void shm_recheck_age(struct probe_shm *shm, uint64_t ns)
+{
+	uint64_t *t = &shm->writer.scanned_ns;
+	if (*t) /* 0 means "no scan to rely on": an aged one stays a date */
+		*t = *t > ns ? *t - ns : 1;
 }

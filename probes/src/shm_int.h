@@ -149,20 +149,23 @@ struct shm_writer_memo {
 	uint64_t scanned_ns;   /* CLOCK_MONOTONIC of that scan; 0: none to rely on */
 	int      stat_fd;      /* owned: /proc/PID/stat held open by shm_writer_hold; -1: opened per check */
 	int      status_fd;    /* owned: /proc/PID/status, likewise */
+	int      dir_fd;       /* owned: /proc/PID (O_DIRECTORY), likewise: its fstat gives the euid */
 	uint64_t maps_scans;   /* /proc/PID/maps scans done, and skipped: for tests */
 	uint64_t maps_skipped;
-	uint64_t proc_opens;   /* opens of /proc/PID/stat and status, held or per check: for tests */
+	uint64_t proc_opens;   /* opens of /proc/PID/stat, status and /proc/PID, held or per check: for tests */
+	uint64_t status_reads; /* reads of /proc/PID/status (pread or open): for tests */
 };
 
 /* A memo that holds nothing yet (fd 0 is a valid descriptor: never {0}). */
-#define SHM_WRITER_MEMO_INIT { .stat_fd = -1, .status_fd = -1 }
+#define SHM_WRITER_MEMO_INIT { .stat_fd = -1, .status_fd = -1, .dir_fd = -1 }
 
 /*
- * Opens /proc/PID/stat and /proc/PID/status for the checks to pread,
- * instead of opening both at every check; before the first check, so that
- * every check reads the process that one validated. Only on procfs (a
- * fixture tree pins nothing); on any failure (EMFILE, ENFILE, ...) nothing
- * is held and the checks open the files each time, as they always did.
+ * Opens /proc/PID/stat and /proc/PID/status for the checks to pread, and
+ * /proc/PID for them to fstat, instead of opening the files at every check;
+ * before the first check, so that every check reads the process that one
+ * validated. Only on procfs (a fixture tree pins nothing); on any failure
+ * (EMFILE, ENFILE, ...) nothing is held and the checks open the files each
+ * time, as they always did.
  */
 void shm_writer_hold(struct shm_writer_memo *memo, pid_t pid);
 /* Closes what shm_writer_hold opened; the memo then holds nothing. */
@@ -184,9 +187,13 @@ struct shm_recheck_counts {
 	uint64_t maps_scans;    /* reads of /proc/PID/maps, at open and by probe_shm_check_writer */
 	uint64_t maps_skipped;  /* checks that skipped it: the image had not changed */
 	uint64_t quiet_reads;   /* table reads answered from the last one (shm_quiet.c) */
-	uint64_t proc_opens;    /* opens of /proc/PID/stat and status by the writer checks */
+	uint64_t proc_opens;    /* opens of /proc/PID/stat, status and /proc/PID by the writer checks */
+	uint64_t status_reads;  /* reads of /proc/PID/status by the writer checks */
 	int      held;          /* whether the checks pread held files (else: open per check) */
 };
 void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c);
+/* Dates the handle's last maps scan ns earlier, for tests of the periodic
+ * full check (MAPS_MAX_AGE_NS) that do not wait for it. */
+void shm_recheck_age(struct probe_shm *shm, uint64_t ns);
 
 #endif /* PROBE_SHM_INT_H */

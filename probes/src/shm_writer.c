@@ -4,8 +4,10 @@
  * segment's owner (a setuid execve), and mapping the segment (any execve).
  * Run at open and then once a second per segment, so its cost is paid
  * for every instrumented worker on the host: what cannot have changed is
- * not read again (see shm_check_writer), and the two /proc files read at
- * every check are held open (see shm_writer_hold).
+ * not read again (see shm_check_writer), the /proc files read at every
+ * check are held open (see shm_writer_hold), and while the image is
+ * unchanged the owner check is an fstat of /proc/PID, not a read of
+ * status (see check_owner).
  */
 #include "probe_proc.h"
 #include "probe_stat.h"
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -27,9 +30,9 @@
 #define MAPS_MAX_AGE_NS (10ull * 1000000000ull)
 
 /*
- * Why the checks may hold /proc/PID/stat and /proc/PID/status open: at
- * 1000 segments, opening and closing both at every check (once a second
- * each) was half the cost of the checks. A held procfs file pins the
+ * Why the checks may hold /proc/PID/stat, /proc/PID/status and the
+ * /proc/PID directory open: at 1000 segments, opening and closing the
+ * files at every check (once a second each) was half the cost of the checks. A held procfs file pins the
  * struct pid it was opened for, not the pid number: once that process is
  * reaped, a read fails with ESRCH, even when the number names another
  * process by then, so a held fd can never read someone else's files.
@@ -41,13 +44,16 @@
  * open. What a held fd keeps is the proc root of the open: a handle's
  * checks read the /proc they started with.
  */
+/* name NULL: the /proc/PID directory itself. */
 static int held_open(struct shm_writer_memo *memo, pid_t pid, const char *name)
 {
 	char path[PATH_MAX];
 	struct statfs fs;
-	if (probe_proc_path(path, sizeof(path), "%d/%s", (int)pid, name) < 0)
+	int err = name ? probe_proc_path(path, sizeof(path), "%d/%s", (int)pid, name)
+		       : probe_proc_path(path, sizeof(path), "%d", (int)pid);
+	if (err < 0)
 		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (name ? 0 : O_DIRECTORY));
 	memo->proc_opens += fd >= 0;
 	/* a fixture tree's file is no seq file and pins nothing: read it per check */
 	if (fd >= 0 && (fstatfs(fd, &fs) < 0 || fs.f_type != PROC_SUPER_MAGIC)) {
@@ -62,14 +68,18 @@ void shm_writer_hold(struct shm_writer_memo *memo, pid_t pid)
 	shm_writer_release(memo);
 	int stat_fd = held_open(memo, pid, "stat");
 	int status_fd = stat_fd >= 0 ? held_open(memo, pid, "status") : -1;
-	if (stat_fd < 0 || status_fd < 0) {
+	int dir_fd = status_fd >= 0 ? held_open(memo, pid, NULL) : -1;
+	if (dir_fd < 0) {
 		/* out of descriptors, or anything else: open per check, as before */
 		if (stat_fd >= 0)
 			close(stat_fd);
+		if (status_fd >= 0)
+			close(status_fd);
 		return;
 	}
 	memo->stat_fd = stat_fd;
 	memo->status_fd = status_fd;
+	memo->dir_fd = dir_fd;
 }
 
 void shm_writer_release(struct shm_writer_memo *memo)
@@ -78,7 +88,9 @@ void shm_writer_release(struct shm_writer_memo *memo)
 		close(memo->stat_fd);
 	if (memo->status_fd >= 0)
 		close(memo->status_fd);
-	memo->stat_fd = memo->status_fd = -1;
+	if (memo->dir_fd >= 0)
+		close(memo->dir_fd);
+	memo->stat_fd = memo->status_fd = memo->dir_fd = -1;
 }
 
 /*
@@ -113,6 +125,7 @@ static ssize_t read_proc(struct shm_writer_memo *memo, int fd, pid_t pid, const 
 static int read_uids(struct shm_writer_memo *memo, pid_t pid, uid_t *ruid, uid_t *euid)
 {
 	char buf[4096];
+	memo->status_reads++;
 	ssize_t n = read_proc(memo, memo->status_fd, pid, "status", buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
@@ -127,19 +140,33 @@ static int read_uids(struct shm_writer_memo *memo, pid_t pid, uid_t *ruid, uid_t
 
 /*
  * The segment's owner must own the process now: both its real and its
- * effective uid. After a setuid execve the euid is no longer the user who
- * wrote the segment; a privileged program can then also move its real uid.
- * This used to stat /proc/PID as well, but that inode's owner is the
- * task's euid and nothing else (fs/proc/base.c task_dump_owner(): the
- * "not dumpable: owned by root" rule skips 0555 directories), the very
- * value the Uid line gives, so the stat added a path walk and no check.
- * /proc/PID/stat carries no credential, and nothing cheaper than status
- * gives the real uid, so status is read at every check: credentials
- * change without any sign in the memory image, and this is what catches
- * a setuid exec even where the image looks unchanged (ASLR off).
+ * effective uid (after a setuid execve the euid is another user's; a
+ * privileged program can then also move its real uid). Only status gives
+ * the real uid, and it is the dearest file to read (the kernel renders all
+ * of it, ~9 us), so it is read at open, whenever the image changed, and at
+ * the periodic full scan (MAPS_MAX_AGE_NS); in between, `euid_only`, an
+ * fstat of the held /proc/PID gives the euid (its owner is the task's euid
+ * as it is now: fs/proc/base.c pid_getattr, task_dump_owner, whose
+ * non-dumpable rule skips 0555 directories), ~0.4 us.
+ *
+ * Why that is sound: a setuid execve moves the euid, caught at the next
+ * check by the fstat (and it also changes the image, so status is read
+ * too). What moves the real uid alone is setresuid/setreuid by a process
+ * that already holds CAP_SETUID while it keeps the segment owner's euid
+ * (one that may become any user anyway: no other user gains by it); that
+ * is caught within MAPS_MAX_AGE_NS. (A reaped
+ * task's directory stats as root without an error: the stat read before
+ * this is what tells a gone writer, and one that dies between the two is
+ * told at the next check.)
  */
-static int check_owner(struct shm_writer_memo *memo, pid_t pid, uid_t owner)
+static int check_owner(struct shm_writer_memo *memo, pid_t pid, uid_t owner, int euid_only)
 {
+	if (euid_only) {
+		struct stat dir;
+		if (fstat(memo->dir_fd, &dir) < 0)
+			return errno == ESRCH || errno == ENOENT ? -ESRCH : -errno;
+		return dir.st_uid == owner ? 0 : -EPERM;
+	}
 	uid_t ruid = 0, euid = 0;
 	int err = read_uids(memo, pid, &ruid, &euid);
 	if (err < 0)
@@ -243,7 +270,7 @@ static int image_visible(const uint64_t *image)
  * that lays out the same binary with the same argument and environment
  * sizes identically, and a writer that unmaps its own segment without
  * exec'ing; neither gains another user anything (same process, same
- * owner — the owner check, run every time, is what guards against a
+ * owner — the euid check, run every time, is what guards against a
  * setuid exec), they only delay "no longer maps it" by up to that long.
  */
 static int image_unchanged(const struct shm_writer_memo *memo, const struct probe_stat *st, uint64_t now)
@@ -265,13 +292,14 @@ int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino
 	/* also what tells that a pid was reused before the held files were opened */
 	if (st.start_time != start_time)
 		return -ESTALE;
+	uint64_t now = shm_now_ns();
+	int unchanged = mapped && image_unchanged(memo, &st, now);
 	int err;
-	if ((err = check_owner(memo, pid, owner)) < 0)
+	if ((err = check_owner(memo, pid, owner, unchanged && memo->dir_fd >= 0)) < 0)
 		return err;
 	if (!mapped)
 		return 0;
-	uint64_t now = shm_now_ns();
-	if (image_unchanged(memo, &st, now)) {
+	if (unchanged) {
 		memo->maps_skipped++;
 		return 0;
 	}
