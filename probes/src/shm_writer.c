@@ -32,7 +32,8 @@
 /*
  * Why the checks may hold /proc/PID/stat, /proc/PID/status and the
  * /proc/PID directory open: at 1000 segments, opening and closing the
- * files at every check (once a second each) was half the cost of the checks. A held procfs file pins the
+ * files at every check (once a second each) was half the cost of the
+ * checks. A held procfs file pins the
  * struct pid it was opened for, not the pid number: once that process is
  * reaped, a read fails with ESRCH, even when the number names another
  * process by then, so a held fd can never read someone else's files.
@@ -154,10 +155,9 @@ static int read_uids(struct shm_writer_memo *memo, pid_t pid, uid_t *ruid, uid_t
  * too). What moves the real uid alone is setresuid/setreuid by a process
  * that already holds CAP_SETUID while it keeps the segment owner's euid
  * (one that may become any user anyway: no other user gains by it); that
- * is caught within MAPS_MAX_AGE_NS. (A reaped
- * task's directory stats as root without an error: the stat read before
- * this is what tells a gone writer, and one that dies between the two is
- * told at the next check.)
+ * is caught within MAPS_MAX_AGE_NS. (A reaped task's directory stats as
+ * root without an error: the stat read before this is what tells a gone
+ * writer, and one that dies between the two is told at the next check.)
  */
 static int check_owner(struct shm_writer_memo *memo, pid_t pid, uid_t owner, int euid_only)
 {
