@@ -195,16 +195,14 @@ static void sample_all(struct sampler *s, uint64_t now)
 		cost_note(&s->read_ns, thread_cpu_ns() - t0, nreads);
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		struct probe_sc_sample smp;
-		struct probe_verdict v;
-		if (w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED) {
-			smp = w->last_smp;
-			v = w->last_v;
-			if (w->tick_mode == TICK_POLL_SHORTCUT)
-				w->series.shortcut_samples++;
-			else
-				w->series.unchanged_samples++;
+		int reused = w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED;
+		if (w->tick_mode == TICK_POLL_SHORTCUT) {
+			w->series.shortcut_samples++;
+		} else if (w->tick_mode == TICK_UNCHANGED) {
+			w->series.unchanged_samples++;
 		} else {
+			struct probe_sc_sample smp;
+			struct probe_verdict v;
 			if (!slot[i])
 				continue;
 			w->last_ok = 0;
@@ -219,28 +217,37 @@ static void sample_all(struct sampler *s, uint64_t now)
 			 * a sample off the CPU is reusable */
 			w->last_ok = w->gate_fresh && (v.cls == PROBE_POLL || v.cls == PROBE_BLOCKED || v.cls == PROBE_OTHER);
 		}
-		if (v.cls == PROBE_GONE) {
+		/* this tick's sample: just read, or the one it reuses */
+		const struct probe_sc_sample *smp = &w->last_smp;
+		const struct probe_verdict *v = &w->last_v;
+		if (v->cls == PROBE_GONE) {
 			sampler_mark_gone(w, now);
 			continue;
 		}
-		w->no_access = v.cls == PROBE_NO_ACCESS;
+		w->no_access = v->cls == PROBE_NO_ACCESS;
 		if (w->no_access && !w->access_text[0])
 			probe_access_explain(w->pid, w->access_text, sizeof(w->access_text));
-		struct series_ctx ctx = { .sp = smp.sp, .pc = smp.pc, .fiber = w->series.fiber_now };
-		series_add_sample(&w->series, now, &v, &ctx);
+		struct series_ctx ctx = { .sp = smp->sp, .pc = smp->pc, .fiber = w->series.fiber_now };
+		series_add_sample(&w->series, now, v, &ctx);
 		/* a new fd is named at once, not a sweep later; a reused sample's
 		 * was named when it was read, and sweeps keep it */
-		if ((v.cls == PROBE_BLOCKED || v.cls == PROBE_POLL) && v.fd >= 0 && w->tick_mode != TICK_POLL_SHORTCUT &&
-		    w->tick_mode != TICK_UNCHANGED)
-			sampler_add_target(s, w, v.fd, v.fd_ino);
-		if (v.cls == PROBE_POLL || v.cls == PROBE_BLOCKED) {
-			w->basis = v.basis;
-			w->loop_fd = v.loop_fd;
+		if ((v->cls == PROBE_BLOCKED || v->cls == PROBE_POLL) && v->fd >= 0 && !reused)
+			sampler_add_target(s, w, v->fd, v->fd_ino);
+		if (v->cls == PROBE_POLL || v->cls == PROBE_BLOCKED) {
+			w->basis = v->basis;
+			w->loop_fd = v->loop_fd;
 		}
 		if (s->on_sample)
-			report_sample(s, w, now, &smp, &v);
+			report_sample(s, w, now, smp, v);
 		s->total_samples++;
 	}
+}
+
+/* Still in the blocking poll it was in, confirmed by /proc, at its last
+ * reading: its schedstat is that reading's (see read_sched_all). */
+static int sched_unchanged(const struct sworker *w)
+{
+	return w->tick_mode == TICK_POLL_SHORTCUT && w->sched_poll && w->sched_poll == w->confirmed_since;
 }
 
 /*
@@ -249,13 +256,6 @@ static void sample_all(struct sampler *s, uint64_t now)
  * read pays, judged on how often it was put on a CPU (and how long it was
  * on one) since the last time, against the two costs measured here.
  */
-/* Still in the blocking poll it was in, confirmed by /proc, at its last
- * reading: its schedstat is that reading's (see read_sched_all). */
-static int sched_unchanged(const struct sworker *w)
-{
-	return w->tick_mode == TICK_POLL_SHORTCUT && w->sched_poll && w->sched_poll == w->confirmed_since;
-}
-
 static void read_sched_all(struct sampler *s, uint64_t now)
 {
 	/* the reads alone are timed, for the cost they measure; a thread the
