@@ -147,14 +147,14 @@ static void view_history(const struct series *a, int64_t now_sec, struct worker_
 	w->nhistory = span > MODEL_HISTORY ? MODEL_HISTORY : (int)span;
 	for (int i = 0; i < w->nhistory; i++) {
 		int64_t sec = now_sec - w->nhistory + 1 + i;
-		int h = (int)(sec % SERIES_HISTORY);
-		if (a->hist_sec[h] != sec || !a->hist_n[h]) {
+		const struct series_hist *hs = &a->hist[sec % SERIES_HISTORY];
+		if (hs->sec != sec || !hs->n) {
 			w->idle_history[i] = NAN;
 			continue;
 		}
-		double runnable = a->hist_span_us[h] ? (double)a->hist_busy_us[h] / a->hist_span_us[h] : NAN;
-		struct split sp = split_samples(a->hist_run[h], (uint64_t)a->hist_n[h] - a->hist_run[h], runnable);
-		w->idle_history[i] = (float)share_pct(&sp, a->hist_poll[h]);
+		double runnable = hs->span_us ? (double)hs->busy_us / hs->span_us : NAN;
+		struct split sp = split_samples(hs->run, (uint64_t)hs->n - hs->run, runnable);
+		w->idle_history[i] = (float)share_pct(&sp, hs->poll);
 	}
 }
 

@@ -21,7 +21,7 @@ void series_init(struct series *a)
 	for (int i = 0; i < SERIES_DETAIL_S; i++)
 		a->detail[i].sec = -1;
 	for (int i = 0; i < SERIES_HISTORY; i++)
-		a->hist_sec[i] = -1;
+		a->hist[i].sec = -1;
 	a->first_sec = -1;
 }
 
@@ -65,11 +65,8 @@ static int class_index(enum probe_class c)
 static int hist_at(struct series *a, int64_t sec)
 {
 	int h = (int)(sec % SERIES_HISTORY);
-	if (a->hist_sec[h] != sec) {
-		a->hist_sec[h] = sec;
-		a->hist_n[h] = a->hist_poll[h] = a->hist_run[h] = 0;
-		a->hist_busy_us[h] = a->hist_span_us[h] = 0;
-	}
+	if (a->hist[h].sec != sec)
+		a->hist[h] = (struct series_hist){ .sec = sec };
 	return h;
 }
 
@@ -110,10 +107,11 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);
 	}
 	int h = hist_at(a, sec);
-	if (a->hist_n[h] < UINT16_MAX) {
-		a->hist_n[h]++;
-		a->hist_poll[h] += c == SERIES_POLL;
-		a->hist_run[h] += c == SERIES_RUNNING;
+	struct series_hist *hs = &a->hist[h];
+	if (hs->n < UINT16_MAX) {
+		hs->n++;
+		hs->poll += c == SERIES_POLL;
+		hs->run += c == SERIES_RUNNING;
 	}
 	if (a->first_sec < 0)
 		a->first_sec = sec;
@@ -183,8 +181,8 @@ static void hist_add_runnable(struct series *a, uint64_t t0, uint64_t t1, double
 		if (hi <= lo)
 			continue;
 		int h = hist_at(a, sec);
-		a->hist_span_us[h] += (uint32_t)((hi - lo) / 1000);
-		a->hist_busy_us[h] += (uint32_t)(per_ns * (double)(hi - lo) / 1000);
+		a->hist[h].span_us += (uint32_t)((hi - lo) / 1000);
+		a->hist[h].busy_us += (uint32_t)(per_ns * (double)(hi - lo) / 1000);
 	}
 }
 
@@ -259,14 +257,9 @@ void series_copy_window(struct series *dst, const struct series *src, int64_t no
 		}
 	}
 	if (with_history) {
-		memcpy(dst->hist_sec, src->hist_sec, sizeof(src->hist_sec));
-		memcpy(dst->hist_n, src->hist_n, sizeof(src->hist_n));
-		memcpy(dst->hist_poll, src->hist_poll, sizeof(src->hist_poll));
-		memcpy(dst->hist_run, src->hist_run, sizeof(src->hist_run));
-		memcpy(dst->hist_busy_us, src->hist_busy_us, sizeof(src->hist_busy_us));
-		memcpy(dst->hist_span_us, src->hist_span_us, sizeof(src->hist_span_us));
+		memcpy(dst->hist, src->hist, sizeof(src->hist));
 	} else {
 		for (int i = 0; i < SERIES_HISTORY; i++)
-			dst->hist_sec[i] = -1;
+			dst->hist[i].sec = -1;
 	}
 }

@@ -87,12 +87,18 @@ struct series_totals {                       /* since the worker was first seen 
 	struct series_sched sched_first;
 };
 
+/* One second of compact history: one slot, so that a sample touches one
+ * cache line of it (a tick adds a sample to every worker's). */
+struct series_hist {
+	int64_t  sec;
+	uint32_t busy_us;                         /* runnable (schedstat) in the second */
+	uint32_t span_us;                         /* of how much of it schedstat covered */
+	uint16_t n, poll, run;
+};
+
 struct series {
 	struct series_bucket detail[SERIES_DETAIL_S];  /* ring: second s lives at s % SERIES_DETAIL_S */
-	int64_t  hist_sec[SERIES_HISTORY];        /* ring of compact history */
-	uint16_t hist_n[SERIES_HISTORY], hist_poll[SERIES_HISTORY], hist_run[SERIES_HISTORY];
-	uint32_t hist_busy_us[SERIES_HISTORY];    /* runnable (schedstat) in the second */
-	uint32_t hist_span_us[SERIES_HISTORY];    /* of how much of it schedstat covered */
+	struct series_hist hist[SERIES_HISTORY]; /* ring of compact history */
 	/* from here on: what every window needs (series_copy_window copies it whole) */
 	struct series_totals total;
 	struct series_reading shm_last;
