@@ -241,7 +241,7 @@ int64_t series_window_span(double window_s)
 void series_copy_window(struct series *dst, const struct series *src, int64_t now_sec, double window_s,
 			int with_history)
 {
-	size_t tail = offsetof(struct series, total);
+	size_t tail = offsetof(struct series, samples); /* the first field of the tail */
 	memcpy((char *)dst + tail, (const char *)src + tail, sizeof(*dst) - tail);
 	for (int i = 0; i < SERIES_DETAIL_S; i++)
 		dst->detail[i].sec = -1;

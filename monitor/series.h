@@ -78,10 +78,10 @@ struct series_ctx {
 
 struct series_totals {                       /* since the worker was first seen */
 	uint32_t n[SERIES_NCLASS];
+	uint32_t keys_overflow;               /* samples whose key did not fit: counted, shown */
+	struct series_key keys[SERIES_KEYS];  /* the first SERIES_KEYS keys seen (next to n: a sample adds to both) */
 	struct series_block blocks[SERIES_BLOCK_KEYS * 2];
 	uint32_t blocks_overflow;
-	struct series_key keys[SERIES_KEYS];  /* the first SERIES_KEYS keys seen */
-	uint32_t keys_overflow;               /* samples whose key did not fit: counted, shown */
 	uint64_t runq_max;
 	struct series_reading shm_first;
 	struct series_sched sched_first;
@@ -99,24 +99,25 @@ struct series_hist {
 struct series {
 	struct series_bucket detail[SERIES_DETAIL_S];  /* ring: second s lives at s % SERIES_DETAIL_S */
 	struct series_hist hist[SERIES_HISTORY]; /* ring of compact history */
-	/* from here on: what every window needs (series_copy_window copies it whole) */
-	struct series_totals total;
-	struct series_reading shm_last;
-	struct series_sched sched_last;
+	/* from here on: what every window needs (series_copy_window copies it
+	 * whole); first what every sample touches, side by side */
 	uint64_t samples;                        /* all samples ever */
 	uint64_t shortcut_samples;               /* of them, counted idle from the slot without a /proc read */
 	uint64_t unchanged_samples;              /* of them, reused because schedstat showed the thread had not run */
-	uint64_t self_disagreements;             /* cross-checks where /proc contradicted the slot's poll */
 	uint64_t polls_seen;                     /* POLL samples ever: marks a worker */
+	int64_t  first_sec;                      /* second of the first sample, -1 before */
+	int      polled_since_change;            /* stall tracking: see last_change_ns */
+	int      busy_since_change;
+	uint8_t  fiber_now;                      /* series_key.fiber of the running fiber, last reading */
+	struct series_totals total;
+	struct series_reading shm_last;
+	struct series_sched sched_last;
+	uint64_t self_disagreements;             /* cross-checks where /proc contradicted the slot's poll */
 	/* stall tracking: the switch counter and when it last moved */
 	uint64_t last_switches;
 	uint64_t last_change_ns;
-	int      polled_since_change;
-	int      busy_since_change;
 	char     fiber_tag[LOOPSTAT_TAG_LEN];    /* at the last shm reading */
-	uint8_t  fiber_now;                      /* series_key.fiber of the running fiber, last reading */
 	char     fiber_names[LOOPSTAT_TAG_MAX + 1][LOOPSTAT_TAG_LEN]; /* [series_key.fiber]: as readings named it */
-	int64_t  first_sec;                      /* second of the first sample, -1 before */
 };
 
 void series_init(struct series *a);
