@@ -57,8 +57,9 @@
 /* Descriptors at the instrumented fleet's peak (5007 measured before the
  * writer checks held theirs): per worker, the bench's syscall and
  * schedstat files, the sampler's two for its thread, the segment and the
- * two /proc files its writer checks hold; and some slack. */
-#define NEED_FDS (7 * MAX_N + 64)
+ * four /proc files its writer checks hold (stat, status, /proc/PID, maps);
+ * and some slack. */
+#define NEED_FDS (9 * MAX_N + 64)
 
 /* BARE_SCHEDSTAT: a bare pread of each schedstat file, the floor under any
  * check-before-read design (one small per-thread read at every tick) */

@@ -662,7 +662,10 @@ void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *
 	c->quiet_reads = shm->quiet.reused;
 	c->proc_opens = shm->writer.proc_opens;
 	c->status_reads = shm->writer.status_reads;
+	c->stat_reads = shm->writer.stat_reads;
+	c->stat_skipped = shm->writer.stat_skipped;
 	c->held = shm->writer.stat_fd >= 0;
+	c->maps_held = shm->writer.maps_fd >= 0;
 }
 
 void shm_recheck_age(struct probe_shm *shm, uint64_t ns)

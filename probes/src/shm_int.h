@@ -150,14 +150,18 @@ struct shm_writer_memo {
 	int      stat_fd;      /* owned: /proc/PID/stat held open by shm_writer_hold; -1: opened per check */
 	int      status_fd;    /* owned: /proc/PID/status, likewise */
 	int      dir_fd;       /* owned: /proc/PID (O_DIRECTORY), likewise: its fstat gives the euid */
+	int      maps_fd;      /* owned: the /proc/PID/maps of that scan, bound to the mm it read
+				* (see shm_check_writer); -1: none */
 	uint64_t maps_scans;   /* /proc/PID/maps scans done, and skipped: for tests */
 	uint64_t maps_skipped;
 	uint64_t proc_opens;   /* opens of /proc/PID/stat, status and /proc/PID, held or per check: for tests */
 	uint64_t status_reads; /* reads of /proc/PID/status (pread or open): for tests */
+	uint64_t stat_reads;   /* reads of /proc/PID/stat, and checks that read none (the mm held): for tests */
+	uint64_t stat_skipped;
 };
 
 /* A memo that holds nothing yet (fd 0 is a valid descriptor: never {0}). */
-#define SHM_WRITER_MEMO_INIT { .stat_fd = -1, .status_fd = -1, .dir_fd = -1 }
+#define SHM_WRITER_MEMO_INIT { .stat_fd = -1, .status_fd = -1, .dir_fd = -1, .maps_fd = -1 }
 
 /*
  * Opens /proc/PID/stat and /proc/PID/status for the checks to pread, and
@@ -168,14 +172,15 @@ struct shm_writer_memo {
  * time, as they always did.
  */
 void shm_writer_hold(struct shm_writer_memo *memo, pid_t pid);
-/* Closes what shm_writer_hold opened; the memo then holds nothing. */
+/* Closes what shm_writer_hold opened, and the held maps; the memo then holds nothing. */
 void shm_writer_release(struct shm_writer_memo *memo);
 
 /*
  * The writer of the segment (dev, ino) owned by `owner` must be the live
  * process pid with that start time, owned by `owner`, and, if `mapped`,
  * map the file (skipped while its memory image is the one a former scan
- * saw it in: memo). Reads the held files when memo holds them.
+ * saw it in: memo; and /proc/PID/stat too while the mm that scan read
+ * lives). Reads the held files when memo holds them.
  * 0, or -ESRCH, -ESTALE, -EPERM, -ENOLINK, -EACCES.
  */
 int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped,
@@ -189,7 +194,10 @@ struct shm_recheck_counts {
 	uint64_t quiet_reads;   /* table reads answered from the last one (shm_quiet.c) */
 	uint64_t proc_opens;    /* opens of /proc/PID/stat, status and /proc/PID by the writer checks */
 	uint64_t status_reads;  /* reads of /proc/PID/status by the writer checks */
+	uint64_t stat_reads;    /* reads of /proc/PID/stat by the writer checks */
+	uint64_t stat_skipped;  /* checks that read none: the held maps' mm still lives */
 	int      held;          /* whether the checks pread held files (else: open per check) */
+	int      maps_held;     /* whether the last scan's maps is held */
 };
 void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c);
 /* Dates the handle's last maps scan ns earlier, for tests of the periodic
