@@ -27,7 +27,6 @@
 #include "support/support.h"
 
 static char *dir;
-static pid_t child = -1;
 
 static void setup(void)
 {
@@ -37,10 +36,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (child > 0) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-	}
+	tp_kill_all();
 	fl_stats_close();
 	unsetenv(PROBE_PROC_ROOT_ENV);
 	ts_rmtree_free(dir);
@@ -48,48 +44,20 @@ static void teardown(void)
 
 TestSuite(shm_held, .init = setup, .fini = teardown, .timeout = 30);
 
-static struct shm_recheck_counts counts(const struct probe_shm *shm)
-{
-	struct shm_recheck_counts c;
-	shm_recheck_counts(shm, &c);
-	return c;
-}
-
-/* The child publisher (tests/support/publisher.h), killed by teardown. */
-static pid_t spawn_publisher_from(int *go_fd, enum tp_exec_from from)
-{
-	return child = tp_spawn_publisher(go_fd, from);
-}
-
-static pid_t spawn_publisher(int *go_fd)
-{
-	return spawn_publisher_from(go_fd, TP_FROM_MAIN);
-}
-
-/* SIGKILLs and reaps the test's child: its pid is free after this. */
-static void reap_child(pid_t pid)
-{
-	cr_assert_eq(kill(pid, SIGKILL), 0);
-	cr_assert_eq(waitpid(pid, NULL, 0), pid);
-	child = -1;
-}
 
 /* ---- the owner check without status ---------------------------------------- */
 
 Test(shm_held, an_unchanged_writer_reads_no_status_after_the_open)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
-	char path[PATH_MAX];
-	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-	struct probe_shm *shm;
-	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	struct shm_recheck_counts c = counts(shm);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
+	struct probe_shm *shm = tp_open_segment(dir, pid);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert(c.held);
 	cr_assert_eq(c.status_reads, 1, "the open's check reads both uids");
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d of the live writer", i);
-	struct shm_recheck_counts d = counts(shm);
+	struct shm_recheck_counts d = shm_recheck_counts(shm);
 	cr_assert_leq(d.status_reads, c.status_reads + 1, "%llu status reads in 50 checks of an unchanged image",
 		      (unsigned long long)(d.status_reads - c.status_reads));
 	cr_assert_geq(d.maps_skipped, 49, "the image was unchanged");
@@ -120,7 +88,7 @@ static pid_t spawn_uid_changer(uid_t ruid, uid_t euid, int *go_fd, int *done_fd)
 		for (;;)
 			pause();
 	}
-	child = pid;
+	tp_adopt(pid);
 	char ok = 0;
 	cr_assert_eq(read(ready[0], &ok, 1), 1);
 	cr_assert_eq(ok, 'y', "the child could not publish");
@@ -147,7 +115,7 @@ static struct probe_shm *open_then_setresuid(uid_t ruid, uid_t euid, int *go, in
 	cr_assert_eq(seg.st_uid, 0, "the root child's segment is root's");
 	struct probe_shm *shm;
 	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	cr_assert(counts(shm).held);
+	cr_assert(shm_recheck_counts(shm).held);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0);
 	cr_assert_eq(write(*go, "x", 1), 1);
@@ -161,9 +129,9 @@ Test(shm_held, an_euid_change_is_caught_at_the_next_check_without_status)
 {
 	int go, done;
 	struct probe_shm *shm = open_then_setresuid((uid_t)-1, 65534, &go, &done);
-	uint64_t reads = counts(shm).status_reads;
+	uint64_t reads = shm_recheck_counts(shm).status_reads;
 	cr_assert_eq(probe_shm_check_writer(shm), -EPERM, "the writer's euid is no longer the segment owner's");
-	struct shm_recheck_counts c = counts(shm);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert_eq(c.status_reads, reads, "told by the fstat of /proc/PID, not by status");
 	cr_assert_eq(c.maps_scans, 1, "the image did not change: only the open scanned");
 	probe_shm_close(shm);
@@ -175,15 +143,15 @@ Test(shm_held, a_real_uid_change_is_caught_by_the_periodic_full_check)
 {
 	int go, done;
 	struct probe_shm *shm = open_then_setresuid(65534, (uid_t)-1, &go, &done);
-	uint64_t reads = counts(shm).status_reads;
+	uint64_t reads = shm_recheck_counts(shm).status_reads;
 	/* the euid is still root's: passed while the image is unchanged */
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d: the image is unchanged", i);
-	cr_assert_eq(counts(shm).status_reads, reads);
+	cr_assert_eq(shm_recheck_counts(shm).status_reads, reads);
 	/* the last scan dated past MAPS_MAX_AGE_NS (10 s): both uids read */
 	shm_recheck_age(shm, 60ull * 1000000000ull);
 	cr_assert_eq(probe_shm_check_writer(shm), -EPERM, "the writer's real uid is no longer the owner's");
-	cr_assert_eq(counts(shm).status_reads, reads + 1, "told by status");
+	cr_assert_eq(shm_recheck_counts(shm).status_reads, reads + 1, "told by status");
 	probe_shm_close(shm);
 	close(go);
 	close(done);
@@ -208,29 +176,26 @@ static void wait_exec(pid_t pid)
 /* Opens the child's segment and checks it until the held mm answers. */
 static struct probe_shm *open_held_mm(pid_t pid)
 {
-	char path[PATH_MAX];
-	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-	struct probe_shm *shm;
-	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	struct shm_recheck_counts c = counts(shm);
+	struct probe_shm *shm = tp_open_segment(dir, pid);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert(c.held);
 	cr_assert(c.maps_held, "the open's scan found the segment mapped: its maps is held");
 	cr_assert_eq(c.stat_reads, 1, "the open's check reads stat");
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0);
-	cr_assert_eq(counts(shm).stat_skipped, 3, "the writer's mm still lives: no stat read");
+	cr_assert_eq(shm_recheck_counts(shm).stat_skipped, 3, "the writer's mm still lives: no stat read");
 	return shm;
 }
 
 Test(shm_held, an_unchanged_writer_reads_no_stat_after_the_open)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
 	struct probe_shm *shm = open_held_mm(pid);
-	struct shm_recheck_counts c = counts(shm);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	for (int i = 0; i < 200; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d of the live writer", i);
-	struct shm_recheck_counts d = counts(shm);
+	struct shm_recheck_counts d = shm_recheck_counts(shm);
 	cr_assert_leq(d.stat_reads, c.stat_reads + 1, "%llu stat reads in 200 checks of an unchanged writer",
 		      (unsigned long long)(d.stat_reads - c.stat_reads));
 	cr_assert_geq(d.stat_skipped, c.stat_skipped + 199);
@@ -240,13 +205,13 @@ Test(shm_held, an_unchanged_writer_reads_no_stat_after_the_open)
 	/* the periodic full check still reads stat, status and maps */
 	shm_recheck_age(shm, 60ull * 1000000000ull);
 	cr_assert_eq(probe_shm_check_writer(shm), 0);
-	struct shm_recheck_counts e = counts(shm);
+	struct shm_recheck_counts e = shm_recheck_counts(shm);
 	cr_assert_eq(e.stat_reads, d.stat_reads + 1);
 	cr_assert_eq(e.status_reads, d.status_reads + 1);
 	cr_assert_eq(e.maps_scans, 2);
 	cr_assert(e.maps_held, "the new scan's maps held in place of the old");
 	cr_assert_eq(probe_shm_check_writer(shm), 0);
-	cr_assert_eq(counts(shm).stat_skipped, e.stat_skipped + 1, "and the next check reads no stat again");
+	cr_assert_eq(shm_recheck_counts(shm).stat_skipped, e.stat_skipped + 1, "and the next check reads no stat again");
 	probe_shm_close(shm);
 	close(go);
 }
@@ -254,13 +219,13 @@ Test(shm_held, an_unchanged_writer_reads_no_stat_after_the_open)
 Test(shm_held, an_exec_is_caught_at_the_next_check_by_the_held_mm)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
 	struct probe_shm *shm = open_held_mm(pid);
-	struct shm_recheck_counts c = counts(shm);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert_eq(write(go, "x", 1), 1);
 	wait_exec(pid);
 	cr_assert_eq(probe_shm_check_writer(shm), -ENOLINK, "the first check after the exec: a new mm");
-	struct shm_recheck_counts d = counts(shm);
+	struct shm_recheck_counts d = shm_recheck_counts(shm);
 	cr_assert_eq(d.stat_skipped, c.stat_skipped, "the old mm is gone: the full check ran");
 	cr_assert_eq(d.stat_reads, c.stat_reads + 1);
 	cr_assert_eq(d.maps_scans, c.maps_scans + 1, "and scanned the new image's maps");
@@ -272,15 +237,15 @@ Test(shm_held, an_exec_is_caught_at_the_next_check_by_the_held_mm)
 Test(shm_held, a_killed_writer_is_caught_at_the_next_check_by_the_held_mm)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
 	struct probe_shm *shm = open_held_mm(pid);
 	/* dead, not reaped: exit released its mm before it became a zombie */
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	siginfo_t si;
 	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
-	uint64_t reads = counts(shm).stat_reads;
+	uint64_t reads = shm_recheck_counts(shm).stat_reads;
 	cr_assert_eq(probe_shm_check_writer(shm), -ENOLINK, "the zombie maps nothing");
-	cr_assert_eq(counts(shm).stat_reads, reads + 1, "told by the full check");
+	cr_assert_eq(shm_recheck_counts(shm).stat_reads, reads + 1, "told by the full check");
 	probe_shm_close(shm);
 	close(go);
 }
@@ -288,12 +253,12 @@ Test(shm_held, a_killed_writer_is_caught_at_the_next_check_by_the_held_mm)
 Test(shm_held, a_reaped_writer_is_caught_at_the_next_check_by_the_held_mm)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
 	struct probe_shm *shm = open_held_mm(pid);
-	uint64_t reads = counts(shm).stat_reads;
-	reap_child(pid);
+	uint64_t reads = shm_recheck_counts(shm).stat_reads;
+	tp_reap(pid);
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "the reaped writer is gone");
-	cr_assert_eq(counts(shm).stat_reads, reads + 1, "told by the held stat");
+	cr_assert_eq(shm_recheck_counts(shm).stat_reads, reads + 1, "told by the held stat");
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "and stays gone");
 	probe_shm_close(shm);
 	close(go);
@@ -305,7 +270,7 @@ Test(shm_held, a_reaped_writer_is_caught_at_the_next_check_by_the_held_mm)
 Test(shm_held, an_exec_under_a_shared_mm_is_caught_by_the_periodic_full_check)
 {
 	int go;
-	pid_t pid = spawn_publisher_from(&go, TP_FROM_MAIN_MM_SHARED);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN_MM_SHARED);
 	struct probe_shm *shm = open_held_mm(pid);
 	cr_assert_eq(write(go, "x", 1), 1);
 	wait_exec(pid);

@@ -28,13 +28,6 @@ static void teardown(void)
 
 TestSuite(shm_quiet, .init = setup, .fini = teardown, .timeout = 30);
 
-static uint64_t quiet_reads(const struct probe_shm *shm)
-{
-	struct shm_recheck_counts c;
-	shm_recheck_counts(shm, &c);
-	return c.quiet_reads;
-}
-
 /* A handle whose table reads go through the mapping (made by a hot read). */
 static struct probe_shm *open_mapped(struct probe_shm_worker *w)
 {
@@ -61,11 +54,11 @@ Test(shm_quiet, a_slot_parked_in_its_poll_is_read_from_the_last_read_and_its_lea
 	fl_stat_set(&s->poll_since_ns, ts_mono_ns());
 	struct probe_shm_worker w, a, b;
 	struct probe_shm *shm = open_mapped(&w); /* the first copy */
-	cr_assert_eq(quiet_reads(shm), 0);
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 0);
 	read_one(shm, &b);
-	cr_assert_eq(quiet_reads(shm), 0, "a poll seen once is copied again: the second copy makes it reusable");
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 0, "a poll seen once is copied again: the second copy makes it reusable");
 	read_one(shm, &a);
-	cr_assert_eq(quiet_reads(shm), 1, "seen twice the same: answered from the last read");
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 1, "seen twice the same: answered from the last read");
 	cr_assert_eq(memcmp(&a, &b, sizeof(a)), 0, "the same answer a copy gave");
 	cr_assert_eq(a.values[PROBE_SHM_polls], 7);
 
@@ -73,22 +66,22 @@ Test(shm_quiet, a_slot_parked_in_its_poll_is_read_from_the_last_read_and_its_lea
 	fl_stat_set(&s->poll_since_ns, 0);
 	fl_stat_set(&s->polls, 8);
 	read_one(shm, &a);
-	cr_assert_eq(quiet_reads(shm), 1);
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 1);
 	cr_assert_eq(a.values[PROBE_SHM_polls], 8, "the poll's end is seen at the next read");
 	cr_assert_eq(a.values[PROBE_SHM_poll_since_ns], 0);
 	uint64_t since = ts_mono_ns();
 	fl_stat_set(&s->poll_since_ns, since);
 	read_one(shm, &a);
 	read_one(shm, &b);
-	cr_assert_eq(quiet_reads(shm), 1, "a new poll is copied twice again");
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 1, "a new poll is copied twice again");
 	read_one(shm, &a);
-	cr_assert_eq(quiet_reads(shm), 2);
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 2);
 	cr_assert_eq(a.values[PROBE_SHM_poll_since_ns], since, "the new poll, not the one kept before");
 
 	/* a released slot moves the table's generation: read, and gone */
 	fl_stats_slot_release(s);
 	cr_assert_eq(probe_shm_read(shm, &a, 1, 0), 0, "the released slot is no longer listed");
-	cr_assert_eq(quiet_reads(shm), 2);
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 2);
 	probe_shm_close(shm);
 }
 
@@ -99,14 +92,13 @@ Test(shm_quiet, a_parked_segment_costs_no_listing_and_its_threads_are_checked_al
 	fl_stat_set(&s->poll_since_ns, ts_mono_ns());
 	struct probe_shm_worker w;
 	struct probe_shm *shm = open_mapped(&w);
-	struct shm_recheck_counts c0, c1;
-	shm_recheck_counts(shm, &c0);
+	struct shm_recheck_counts c0 = shm_recheck_counts(shm);
 	uint64_t end = ts_mono_ns() + 1300000000ull;
 	while (ts_mono_ns() < end) {
 		read_one(shm, &w);
 		usleep(10000);
 	}
-	shm_recheck_counts(shm, &c1);
+	struct shm_recheck_counts c1 = shm_recheck_counts(shm);
 	cr_log_info("1.3 s of reads: %llu answered from the last, %llu listings", (unsigned long long)c1.quiet_reads,
 		    (unsigned long long)(c1.tid_loads - c0.tid_loads));
 	cr_assert_gt(c1.quiet_reads, 80);
@@ -140,7 +132,7 @@ Test(shm_quiet, a_thread_that_ended_in_its_poll_is_no_longer_listed_within_a_sec
 	cr_assert_eq(w.tid, tid);
 	read_one(shm, &w);
 	read_one(shm, &w);
-	cr_assert_eq(quiet_reads(shm), 1);
+	cr_assert_eq(shm_recheck_counts(shm).quiet_reads, 1);
 	tid = -1;
 	pthread_join(th, NULL);
 	uint64_t t0 = ts_mono_ns(), gone = 0;
@@ -213,7 +205,7 @@ Test(shm_quiet, never_older_than_a_copy_taken_before_it)
 		cr_assert_leq(before.values[PROBE_SHM_polls], copy.values[PROBE_SHM_polls]);
 		cr_assert_leq(copy.values[PROBE_SHM_switches], after.values[PROBE_SHM_switches]);
 	}
-	uint64_t reused = quiet_reads(quiet);
+	uint64_t reused = shm_recheck_counts(quiet).quiet_reads;
 	cr_log_info("%lu rounds, %llu reads answered from the last, %llu polls", rounds, (unsigned long long)reused,
 		    (unsigned long long)after.values[PROBE_SHM_polls]);
 	cr_assert_gt(reused, rounds / 10, "a loop that spends most of its time in its poll is mostly not copied");

@@ -28,7 +28,6 @@
 #include "support/support.h"
 
 static char *dir;
-static pid_t child = -1;
 
 static void setup(void)
 {
@@ -38,23 +37,13 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (child > 0) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-	}
+	tp_kill_all();
 	fl_stats_close();
 	unsetenv(PROBE_PROC_ROOT_ENV);
 	ts_rmtree_free(dir);
 }
 
 TestSuite(shm_recheck, .init = setup, .fini = teardown, .timeout = 30);
-
-static struct shm_recheck_counts counts(const struct probe_shm *shm)
-{
-	struct shm_recheck_counts c;
-	shm_recheck_counts(shm, &c);
-	return c;
-}
 
 /* ---- the tid list ---------------------------------------------------------- */
 
@@ -115,7 +104,7 @@ Test(shm_recheck, a_new_thread_is_accepted_by_the_next_read)
 	struct probe_shm_worker w[4];
 	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 1);
 	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 1);
-	cr_assert_eq(counts(shm).tid_loads, 1, "a read that finds every tid listed lists nothing");
+	cr_assert_eq(shm_recheck_counts(shm).tid_loads, 1, "a read that finds every tid listed lists nothing");
 	struct probe_shm_read_info info;
 	probe_shm_last_read(shm, &info);
 	cr_assert_leq(info.bytes, 2 * sizeof(struct loopstat_shm_slot), "%zu bytes: the used slot and the free one after it",
@@ -127,7 +116,7 @@ Test(shm_recheck, a_new_thread_is_accepted_by_the_next_read)
 	start_thread(&th1, &t1);
 	cr_assert_eq(probe_shm_read(shm, w, 4, 0), 2, "the new thread's slot at the first read after it");
 	cr_assert(has_tid(w, 2, t1.tid));
-	cr_assert_eq(counts(shm).tid_loads, 2);
+	cr_assert_eq(shm_recheck_counts(shm).tid_loads, 2);
 	long long t_miss = ts_now_ms();
 
 	/* a second one within the second: listing again is what a writer naming
@@ -137,7 +126,7 @@ Test(shm_recheck, a_new_thread_is_accepted_by_the_next_read)
 	int n = probe_shm_read(shm, w, 4, 0);
 	if (ts_now_ms() - t_miss < 800) {
 		cr_assert_eq(n, 2, "not listed again within a second of the last listing for a miss");
-		cr_assert_eq(counts(shm).tid_loads, 2);
+		cr_assert_eq(shm_recheck_counts(shm).tid_loads, 2);
 	}
 	long long t0 = ts_now_ms();
 	while ((n = probe_shm_read(shm, w, 4, 0)) != 3 && ts_now_ms() - t0 < 3000)
@@ -200,7 +189,7 @@ Test(shm_recheck, a_phantom_tid_is_refused_without_a_listing_per_read)
 		reads++;
 	}
 	long long elapsed = ts_now_ms() - t0;
-	uint64_t loads = counts(shm).tid_loads;
+	uint64_t loads = shm_recheck_counts(shm).tid_loads;
 	cr_log_info("%d reads in %lld ms listed /proc/PID/task %llu times", reads, elapsed, (unsigned long long)loads);
 	cr_assert_gt(reads, 20);
 	/* the first read lists, then once a second at most: by age or for the miss */
@@ -212,29 +201,16 @@ Test(shm_recheck, a_phantom_tid_is_refused_without_a_listing_per_read)
 
 /* ---- the maps scan ---------------------------------------------------------- */
 
-/* The child publisher (tests/support/publisher.h), killed by teardown. */
-static pid_t spawn_publisher_from(int *go_fd, enum tp_exec_from from)
-{
-	return child = tp_spawn_publisher(go_fd, from);
-}
-
-static pid_t spawn_publisher(int *go_fd)
-{
-	return spawn_publisher_from(go_fd, TP_FROM_MAIN);
-}
 
 Test(shm_recheck, an_unchanged_image_skips_the_maps_scan_and_an_exec_is_still_caught)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
-	char path[PATH_MAX];
-	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-	struct probe_shm *shm;
-	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	cr_assert_eq(counts(shm).maps_scans, 1, "a suffixed segment is checked mapped at open");
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
+	struct probe_shm *shm = tp_open_segment(dir, pid);
+	cr_assert_eq(shm_recheck_counts(shm).maps_scans, 1, "a suffixed segment is checked mapped at open");
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0);
-	struct shm_recheck_counts c = counts(shm);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert_eq(c.maps_scans, 1, "the image has not changed: no scan");
 	cr_assert_eq(c.maps_skipped, 5);
 	cr_assert(c.held, "the checks read held /proc files");
@@ -246,7 +222,7 @@ Test(shm_recheck, an_unchanged_image_skips_the_maps_scan_and_an_exec_is_still_ca
 	while ((err = probe_shm_check_writer(shm)) == 0 && ts_now_ms() - t0 < 5000)
 		usleep(10000);
 	cr_assert_eq(err, -ENOLINK, "the exec'd writer no longer maps its segment");
-	c = counts(shm);
+	c = shm_recheck_counts(shm);
 	cr_assert_geq(c.maps_scans, 2, "the new image made it scan");
 	cr_assert_leq(ts_now_ms() - t0, 1000, "caught at the first check after the exec, not at the periodic scan");
 	cr_assert_eq(c.proc_opens, opens, "the held files read the exec'd image without being opened again");
@@ -292,14 +268,14 @@ Test(shm_recheck, a_hidden_image_scans_every_time)
 	cr_assert_eq(probe_shm_open(fl_stats_path(), &shm), 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0);
-	struct shm_recheck_counts c = counts(shm);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert_eq(c.maps_scans, 4, "nothing to compare: the open and every check scan maps");
 	cr_assert_eq(c.maps_skipped, 0);
 	/* a fixture file pins no process: it is opened at every check */
 	cr_assert(!c.held);
 	uint64_t opens = c.proc_opens;
 	cr_assert_eq(probe_shm_check_writer(shm), 0);
-	cr_assert_eq(counts(shm).proc_opens, opens + 2, "stat and status opened for the check");
+	cr_assert_eq(shm_recheck_counts(shm).proc_opens, opens + 2, "stat and status opened for the check");
 	/* and the scan still decides: the mapping gone from maps */
 	cr_assert_eq(tchild_fixture_write(root, rel, "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n"), 0);
 	cr_assert_eq(probe_shm_check_writer(shm), -ENOLINK);
@@ -310,34 +286,23 @@ Test(shm_recheck, a_hidden_image_scans_every_time)
 
 /* ---- the held /proc files --------------------------------------------------- */
 
-/* SIGKILLs and reaps the test's child: its pid is free after this. */
-static void reap_child(pid_t pid)
-{
-	cr_assert_eq(kill(pid, SIGKILL), 0);
-	cr_assert_eq(waitpid(pid, NULL, 0), pid);
-	child = -1;
-}
-
 Test(shm_recheck, the_checks_open_the_writer_files_once_and_see_it_reaped)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
-	char path[PATH_MAX];
-	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-	struct probe_shm *shm;
-	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	struct shm_recheck_counts c = counts(shm);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
+	struct probe_shm *shm = tp_open_segment(dir, pid);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert(c.held, "/proc/PID/stat, status and /proc/PID held from the open's check on");
 	cr_assert_eq(c.proc_opens, 3, "%llu opens at open: stat, status and /proc/PID once each",
 		     (unsigned long long)c.proc_opens);
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0, "check %d while the writer lives", i);
-	cr_assert_eq(counts(shm).proc_opens, 3, "100 checks opened none of them again");
+	cr_assert_eq(shm_recheck_counts(shm).proc_opens, 3, "100 checks opened none of them again");
 
-	reap_child(pid);
+	tp_reap(pid);
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "the reaped writer is gone");
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "and stays gone");
-	cr_assert_eq(counts(shm).proc_opens, 3, "told by the held files");
+	cr_assert_eq(shm_recheck_counts(shm).proc_opens, 3, "told by the held files");
 	probe_shm_close(shm);
 	close(go);
 }
@@ -359,26 +324,26 @@ static pid_t spawn_at(pid_t pid)
 Test(shm_recheck, a_reused_pid_reads_as_gone_through_the_held_files)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
 	char path[PATH_MAX];
 	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
 	struct probe_shm *shm;
 	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	cr_assert(counts(shm).held);
+	cr_assert(shm_recheck_counts(shm).held);
 	cr_assert_eq(probe_shm_check_writer(shm), 0);
-	uint64_t opens = counts(shm).proc_opens;
+	uint64_t opens = shm_recheck_counts(shm).proc_opens;
 	struct probe_stat st;
 	cr_assert_eq(probe_stat_read(pid, 0, &st), 0);
 	uint64_t writer_start = st.start_time;
 
 	/* the writer reaped and its pid taken by another process of the same
 	 * user: the path /proc/PID names the newcomer now */
-	reap_child(pid);
+	tp_reap(pid);
 	pid_t again = spawn_at(pid);
 	if (again == -EPERM || again == -EEXIST || again == -ENOSYS)
 		cr_skip_test("cannot take pid %d again: %s", (int)pid, strerror(-again));
 	cr_assert_eq(again, pid, "clone3 set_tid: %s", again < 0 ? strerror(-again) : "another pid");
-	child = again;
+	tp_adopt(again);
 	cr_assert_eq(probe_stat_read(pid, 0, &st), 0, "pid %d is alive again", (int)pid);
 	int same_tick = st.start_time == writer_start;
 	cr_log_info("the newcomer started %s clock tick as the writer", same_tick ? "in the same" : "in another");
@@ -388,7 +353,7 @@ Test(shm_recheck, a_reused_pid_reads_as_gone_through_the_held_files)
 	 * so with its start time, owner and image) passed every check until
 	 * the periodic maps scan, up to 10 s later */
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH, "the held files say the writer is gone");
-	cr_assert_eq(counts(shm).proc_opens, opens, "told without opening /proc/%d again", (int)pid);
+	cr_assert_eq(shm_recheck_counts(shm).proc_opens, opens, "told without opening /proc/%d again", (int)pid);
 	probe_shm_close(shm);
 	/* a fresh open goes by the path: the newcomer's start time refuses it,
 	 * or, started in the writer's tick, the maps scan (it maps nothing) */
@@ -419,51 +384,66 @@ static int fill_fds(int *fill, int max, int *nfill)
 	return hi + 1;
 }
 
-Test(shm_recheck, without_descriptors_to_hold_the_checks_open_per_check)
+/* The fd numbers filled by fill_fds, to close after the test. */
+struct fd_room {
+	int fill[256], nfill;
+};
+
+/* pid's segment opened with room for `room` descriptors more than are
+ * open now (the limit given back right after); fails the test if it
+ * cannot be opened. */
+static struct probe_shm *open_with_fd_room(pid_t pid, int room, struct fd_room *r)
 {
-	int go;
-	pid_t pid = spawn_publisher(&go);
 	char path[PATH_MAX];
 	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-
-	/* room for the segment and one file at a time (the open's check), not
-	 * for the three held ones */
-	int fill[256], nfill;
-	int next = fill_fds(fill, 256, &nfill);
+	int next = fill_fds(r->fill, 256, &r->nfill);
 	struct rlimit old, rl;
 	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
 	rl = old;
-	rl.rlim_cur = (rlim_t)next + 2;
+	rl.rlim_cur = (rlim_t)(next + room);
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 	struct probe_shm *shm;
 	int err = probe_shm_open(path, &shm);
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
 	cr_assert_eq(err, 0, "the segment opens without its held files: %s", strerror(-err));
-	struct shm_recheck_counts c = counts(shm);
+	return shm;
+}
+
+static void fd_room_done(struct fd_room *r)
+{
+	for (int i = 0; i < r->nfill; i++)
+		close(r->fill[i]);
+}
+
+Test(shm_recheck, without_descriptors_to_hold_the_checks_open_per_check)
+{
+	int go;
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
+	/* room for the segment and one file at a time (the open's check), not
+	 * for the three held ones */
+	struct fd_room room;
+	struct probe_shm *shm = open_with_fd_room(pid, 2, &room);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert(!c.held, "EMFILE at the second held file: none held");
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0);
-	cr_assert_eq(counts(shm).proc_opens, c.proc_opens + 10, "stat and status opened at each of 5 checks");
+	cr_assert_eq(shm_recheck_counts(shm).proc_opens, c.proc_opens + 10, "stat and status opened at each of 5 checks");
 	/* the descriptors back: still per check, and still as strict */
-	reap_child(pid);
+	tp_reap(pid);
 	cr_assert_eq(probe_shm_check_writer(shm), -ESRCH);
 	probe_shm_close(shm);
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
+	fd_room_done(&room);
 	close(go);
 }
 
 Test(shm_recheck, an_exec_from_another_thread_is_caught_through_the_held_files)
 {
 	int go;
-	pid_t pid = spawn_publisher_from(&go, TP_FROM_THREAD);
-	char path[PATH_MAX];
-	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-	struct probe_shm *shm;
-	cr_assert_eq(probe_shm_open(path, &shm), 0);
-	cr_assert(counts(shm).held);
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_THREAD);
+	struct probe_shm *shm = tp_open_segment(dir, pid);
+	cr_assert(shm_recheck_counts(shm).held);
 	cr_assert_eq(probe_shm_check_writer(shm), 0);
-	uint64_t opens = counts(shm).proc_opens;
+	uint64_t opens = shm_recheck_counts(shm).proc_opens;
 
 	/* the exec'ing thread becomes the leader under the process's pid: the
 	 * held files read the new image, not a gone task */
@@ -473,7 +453,7 @@ Test(shm_recheck, an_exec_from_another_thread_is_caught_through_the_held_files)
 	while ((err = probe_shm_check_writer(shm)) == 0 && ts_now_ms() - t0 < 5000)
 		usleep(10000);
 	cr_assert_eq(err, -ENOLINK, "the exec'd writer no longer maps its segment: %s", strerror(-err));
-	cr_assert_eq(counts(shm).proc_opens, opens, "caught without opening the files again");
+	cr_assert_eq(shm_recheck_counts(shm).proc_opens, opens, "caught without opening the files again");
 	char exe[PATH_MAX] = "", link[64];
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
 	ssize_t n = readlink(link, exe, sizeof(exe) - 1);
@@ -486,31 +466,18 @@ Test(shm_recheck, an_exec_from_another_thread_is_caught_through_the_held_files)
 Test(shm_recheck, without_a_descriptor_for_the_directory_nothing_is_held)
 {
 	int go;
-	pid_t pid = spawn_publisher(&go);
-	char path[PATH_MAX];
-	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
-
+	pid_t pid = tp_spawn_publisher(&go, TP_FROM_MAIN);
 	/* room for the segment, stat and status, not for /proc/PID */
-	int fill[256], nfill;
-	int next = fill_fds(fill, 256, &nfill);
-	struct rlimit old, rl;
-	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
-	rl = old;
-	rl.rlim_cur = (rlim_t)next + 3;
-	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
-	struct probe_shm *shm;
-	int err = probe_shm_open(path, &shm);
-	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
-	cr_assert_eq(err, 0, "the segment opens without its held files: %s", strerror(-err));
-	struct shm_recheck_counts c = counts(shm);
+	struct fd_room room;
+	struct probe_shm *shm = open_with_fd_room(pid, 3, &room);
+	struct shm_recheck_counts c = shm_recheck_counts(shm);
 	cr_assert(!c.held, "EMFILE at the directory: stat and status are not held either");
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(probe_shm_check_writer(shm), 0);
-	struct shm_recheck_counts d = counts(shm);
+	struct shm_recheck_counts d = shm_recheck_counts(shm);
 	cr_assert_eq(d.proc_opens, c.proc_opens + 10, "stat and status opened at each of 5 checks");
 	cr_assert_eq(d.status_reads, c.status_reads + 5, "both uids read at every check, as before");
 	probe_shm_close(shm);
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
+	fd_room_done(&room);
 	close(go);
 }

@@ -654,18 +654,20 @@ enum shm_map_state shm_hot_map_state(const struct probe_shm *shm)
 	return shm->map.state;
 }
 
-void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c)
+struct shm_recheck_counts shm_recheck_counts(const struct probe_shm *shm)
 {
-	c->tid_loads = shm->tid_loads;
-	c->maps_scans = shm->writer.maps_scans;
-	c->maps_skipped = shm->writer.maps_skipped;
-	c->quiet_reads = shm->quiet.reused;
-	c->proc_opens = shm->writer.proc_opens;
-	c->status_reads = shm->writer.status_reads;
-	c->stat_reads = shm->writer.stat_reads;
-	c->stat_skipped = shm->writer.stat_skipped;
-	c->held = shm->writer.stat_fd >= 0;
-	c->maps_held = shm->writer.maps_fd >= 0;
+	return (struct shm_recheck_counts){
+		.tid_loads = shm->tid_loads,
+		.maps_scans = shm->writer.maps_scans,
+		.maps_skipped = shm->writer.maps_skipped,
+		.quiet_reads = shm->quiet.reused,
+		.proc_opens = shm->writer.proc_opens,
+		.status_reads = shm->writer.status_reads,
+		.stat_reads = shm->writer.stat_reads,
+		.stat_skipped = shm->writer.stat_skipped,
+		.held = shm->writer.stat_fd >= 0,
+		.maps_held = shm->writer.maps_fd >= 0,
+	};
 }
 
 void shm_recheck_age(struct probe_shm *shm, uint64_t ns)

@@ -199,7 +199,7 @@ struct shm_recheck_counts {
 	int      held;          /* whether the checks pread held files (else: open per check) */
 	int      maps_held;     /* whether the last scan's maps is held */
 };
-void shm_recheck_counts(const struct probe_shm *shm, struct shm_recheck_counts *c);
+struct shm_recheck_counts shm_recheck_counts(const struct probe_shm *shm);
 /* Dates the handle's last maps scan ns earlier, for tests of the periodic
  * full check (MAPS_MAX_AGE_NS) that do not wait for it. */
 void shm_recheck_age(struct probe_shm *shm, uint64_t ns);

@@ -4,11 +4,57 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fiberloop_stats.h"
+#include "probe_shm.h"
+#include "support.h"
+
+static pid_t children[8];
+static int nchildren;
+
+void tp_adopt(pid_t pid)
+{
+	cr_assert_lt(nchildren, 8, "more children than a test needs");
+	children[nchildren++] = pid;
+}
+
+static void forget(pid_t pid)
+{
+	for (int i = 0; i < nchildren; i++)
+		if (children[i] == pid)
+			children[i] = children[--nchildren];
+}
+
+void tp_reap(pid_t pid)
+{
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	forget(pid);
+}
+
+void tp_kill_all(void)
+{
+	while (nchildren > 0) {
+		pid_t pid = children[--nchildren];
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+struct probe_shm *tp_open_segment(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX];
+	cr_assert_eq(ts_shm_segment(dir, pid, path, sizeof(path)), 0);
+	struct probe_shm *shm;
+	int err = probe_shm_open(path, &shm);
+	cr_assert_eq(err, 0, "probe_shm_open(%s): %d", path, err);
+	return shm;
+}
 
 /* The child's exec, on the thread given the word. */
 static void *exec_on_word(void *arg)
@@ -55,6 +101,7 @@ pid_t tp_spawn_publisher(int *go_fd, enum tp_exec_from from)
 			_exit(124); /* only the thread execs */
 		exec_on_word(&go[0]);
 	}
+	tp_adopt(pid);
 	char ok = 0;
 	cr_assert_eq(read(ready[0], &ok, 1), 1);
 	cr_assert_eq(ok, 'y', "the child could not publish");
