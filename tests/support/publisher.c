@@ -66,11 +66,15 @@ static void *exec_on_word(void *arg)
 	_exit(127);
 }
 
-/* The mm sharer's life: parked on the writer's mm until the writer dies. */
+/* The mm sharer's life: parked on the writer's mm until the writer dies.
+ * It says so once its death signal is set: a writer killed before that
+ * would leave it parked for good. */
 static int park_on_mm(void *arg)
 {
-	(void)arg;
+	int set = *(int *)arg;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (write(set, "y", 1) != 1)
+		_exit(125);
 	for (;;)
 		pause();
 	return 0;
@@ -91,8 +95,11 @@ pid_t tp_spawn_publisher(int *go_fd, enum tp_exec_from from)
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		char ok = fl_stats_slot_acquire("pre-exec", LOOPSTAT_BACKEND_LIBEV, -1) ? 'y' : 'n';
+		int set[2];
+		char said;
 		if (from == TP_FROM_MAIN_MM_SHARED &&
-		    clone(park_on_mm, sharer_stack + sizeof(sharer_stack), CLONE_VM | SIGCHLD, NULL) < 0)
+		    (pipe(set) < 0 || clone(park_on_mm, sharer_stack + sizeof(sharer_stack), CLONE_VM | SIGCHLD, &set[1]) < 0 ||
+		     read(set[0], &said, 1) != 1))
 			ok = 'c';
 		pthread_t th;
 		if (write(ready[1], &ok, 1) != 1)
