@@ -8,8 +8,8 @@
  */
 /* the bench links only libprobes and libfiberloop: build the two monitor
  * files it measures into it */
-#include "../monitor/check_stats.c"
-#include "../monitor/model.c"
+#include "../monitor/model/check_stats.c"
+#include "../monitor/model/model.c"
 #include "../tests/support/check_streams.h"
 
 #include <stdio.h>

@@ -14,7 +14,7 @@
  * getrusage(RUSAGE_SELF) includes), forced to the ring, and the monitor's
  * path at the probes' level: the same batch left to choose by measurement
  * (PROBE_SC_PATH_AUTO, kept across the runs of a size as the monitor keeps
- * it). Last, the monitor's own sampler (monitor/sampler.c, at 100 Hz with
+ * it). Last, the monitor's own sampler (monitor/collect/sampler.c, at 100 Hz with
  * its shortcuts, schedstat, discovery and shm reads), timed after a
  * second's warm-up, as the whole process's CPU while the main thread
  * sleeps: the headline figures, at 1000 workers, also as ratios to bare
@@ -46,9 +46,9 @@
 #include "probe_syscall.h"
 #include "probe_syscall_batch.h"
 #include "fiberloop_stats.h"
-#include "sample_batch.h"
-#include "sampler.h"
-#include "targets.h"
+#include "collect/sample_batch.h"
+#include "collect/sampler.h"
+#include "collect/targets.h"
 
 #define HZ       100
 #define SECONDS  2

@@ -5,8 +5,8 @@
 #include "cli.h"
 #include "probe_proc.h"
 #include "probe_shm.h"
-#include "model.h"
-#include "textsafe.h"
+#include "model/model.h"
+#include "util/textsafe.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "exitcodes.h"
-#include "targets.h"
+#include "collect/targets.h"
 
 /* What the sampling commands share; every command's context starts with it. */
 struct cli_common {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "fiberloop.h"
-#include "sampler.h"
+#include "collect/sampler.h"
 #include "support/children.h"
 #include "support/support.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "check_expr.h"
+#include "check/check_expr.h"
 #include "support/support.h"
 
 /* the shape of the monitor's metric table, as check sees it */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_report.h"
+#include "check/check_report.h"
 #include "exitcodes.h"
 #include "support/support.h"
 

@@ -7,10 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "check_series.h"
-#include "metric.h"
-#include "model_build.h"
-#include "sampler.h"
+#include "check/check_series.h"
+#include "model/metric.h"
+#include "model/model_build.h"
+#include "collect/sampler.h"
 #include "support/children.h"
 #include "support/support.h"
 

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "check_stats.h"
-#include "model.h"
+#include "model/check_stats.h"
+#include "model/model.h"
 #include "support/check_streams.h"
 
 #define RUNS 400

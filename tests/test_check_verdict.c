@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_verdict.h"
+#include "check/check_verdict.h"
 #include "exitcodes.h"
 
 static struct check_estimate iv(double est, double lo, double hi)

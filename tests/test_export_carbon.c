@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "exitcodes.h"
-#include "export_run.h"
+#include "export/export_run.h"
 #include "support/carbon.h"
 #include "support/support.h"
 

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
-#include "export_run.h"
-#include "export_spool.h"
+#include "export/export_run.h"
+#include "export/export_spool.h"
 #include "support/support.h"
 #include "support/carbon.h"
 

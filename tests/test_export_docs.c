@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export_points.h"
-#include "export_prom.h"
-#include "metric.h"
+#include "export/export_points.h"
+#include "export/export_prom.h"
+#include "model/metric.h"
 
 #define BEGIN_MARK "<!-- METRIC LIST"
 #define END_MARK "<!-- END METRIC LIST -->"

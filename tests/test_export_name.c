@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "export_config.h"
-#include "export_name.h"
+#include "export/export_config.h"
+#include "export/export_name.h"
 #include "support/support.h"
 
 static struct export_point pt(const char *process, const char *tag, const char *metric)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "export_prom.h"
+#include "export/export_prom.h"
 #include "support/support.h"
 
 Test(export_prom, format_atomic_and_promtool, .timeout = 20)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "export_points.h"
+#include "export/export_points.h"
 
 #define NS 1000000000ull
 

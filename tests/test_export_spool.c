@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "export_spool.h"
+#include "export/export_spool.h"
 #include "support/support.h"
 
 static struct export_spool open_spool(const char *dir, int64_t max_bytes, int64_t max_age)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "list.h"
-#include "model.h"
+#include "list/list.h"
+#include "model/model.h"
 #include "support/support.h"
 
 static struct worker_view workers[3];

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "list.h"
-#include "metric.h"
-#include "tui_int.h"
+#include "list/list.h"
+#include "model/metric.h"
+#include "top/tui_int.h"
 #include "support/support.h"
 
 Test(metric_docs, every_metric_has_its_docs_row_with_unit_and_description, .timeout = 10)

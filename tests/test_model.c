@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "model_window.h"
-#include "model.h"
+#include "model/model_window.h"
+#include "model/model.h"
 
 #define NS 1000000000ull
 #define MS 1000000ull

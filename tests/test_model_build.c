@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "model_build.h"
-#include "model_window.h"
+#include "model/model_build.h"
+#include "model/model_window.h"
 
 #define NS 1000000000ull
 

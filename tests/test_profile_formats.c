@@ -11,8 +11,8 @@
 
 #include "probe_syscall.h"
 #include "probe_unwind.h"
-#include "profile_out.h"
-#include "profile_tree.h"
+#include "profile/profile_out.h"
+#include "profile/profile_tree.h"
 #include "support/probe_child.h"
 #include "support/support.h"
 

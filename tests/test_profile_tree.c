@@ -5,8 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "model.h"
-#include "profile_tree.h"
+#include "model/model.h"
+#include "profile/profile_tree.h"
+#include "util/textsafe.h"
 
 #define T_TIMEOUT 30
 
@@ -148,15 +149,15 @@ Test(profile_tree, bad_samples_are_refused, .timeout = T_TIMEOUT)
 Test(profile_tree, labels_are_sanitised, .timeout = T_TIMEOUT)
 {
 	char buf[64];
-	cr_assert_eq(profile_sanitize(buf, sizeof(buf), "a;b;c"), 5);
+	cr_assert_eq(textsafe_label(buf, sizeof(buf), "a;b;c"), 5);
 	cr_assert_str_eq(buf, "a,b,c");
-	profile_sanitize(buf, sizeof(buf), "tab\there\nnl\x7f");
+	textsafe_label(buf, sizeof(buf), "tab\there\nnl\x7f");
 	cr_assert_str_eq(buf, "tab?here?nl?");
-	profile_sanitize(buf, sizeof(buf), "bad\xff\xc3 ok \xc3\xa9");
+	textsafe_label(buf, sizeof(buf), "bad\xff\xc3 ok \xc3\xa9");
 	cr_assert_str_eq(buf, "bad?? ok \xc3\xa9");
 	/* cut at a character boundary, never inside é */
 	char small[5];
-	cr_assert_eq(profile_sanitize(small, sizeof(small), "abc\xc3\xa9"), 3);
+	cr_assert_eq(textsafe_label(small, sizeof(small), "abc\xc3\xa9"), 3);
 	cr_assert_str_eq(small, "abc");
 
 	struct profile_tree *t = profile_tree_new(0);

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "model_build.h"
-#include "profile_rec.h"
-#include "replay.h"
+#include "model/model_build.h"
+#include "collect/recording.h"
+#include "collect/replay.h"
 #include "support/probe_child.h"
 
 /* 3 s at 1 kHz of one instrumented worker: per 10 ms, 5 blocked in read on a
@@ -17,13 +17,13 @@ static FILE *recording(void)
 {
 	FILE *f = tmpfile();
 	cr_assert(f);
-	struct profile_rec_meta meta = { .rate_hz = 1000, .title = "pid 42 (w)" };
-	struct profile_rec_writer *w = profile_rec_writer_new(f, &meta);
+	struct rec_meta meta = { .rate_hz = 1000, .title = "pid 42 (w)" };
+	struct rec_writer *w = rec_writer_new(f, &meta);
 	cr_assert(w);
 	const char *frames[] = { "libc.so.6`read", "w`wait_for_pipe" };
 	for (int i = 0; i < 3000; i++) {
 		int k = i % 10;
-		struct profile_event ev = { .t_ns = 1000000000ull + (uint64_t)i * 1000000, .pid = 42, .tid = 43,
+		struct rec_event ev = { .t_ns = 1000000000ull + (uint64_t)i * 1000000, .pid = 42, .tid = 43,
 					    .instrumented = 1, .thread = "42/43 w", .nr = -1, .fd = -1 };
 		if (k < 5) {
 			ev.cls = PROBE_BLOCKED, ev.nr = SYS_read, ev.fd = 6, ev.syscall = "read";
@@ -35,9 +35,9 @@ static FILE *recording(void)
 			ev.cls = PROBE_POLL, ev.nr = SYS_epoll_wait, ev.fd = 3, ev.target = "[idle] epoll_wait fd 3";
 			ev.sp = 0x7100, ev.pc = 0x2000;
 		}
-		cr_assert_eq(profile_rec_write(w, &ev), 0);
+		cr_assert_eq(rec_write(w, &ev), 0);
 	}
-	cr_assert_eq(profile_rec_writer_end(w, 3.0), 0);
+	cr_assert_eq(rec_writer_end(w, 3.0), 0);
 	rewind(f);
 	return f;
 }

@@ -13,8 +13,8 @@
 
 #include "probe_proc.h"
 #include "probe_syscall_batch.h"
-#include "sample_batch.h"
-#include "sampler.h"
+#include "collect/sample_batch.h"
+#include "collect/sampler.h"
 #include "support/probe_child.h"
 
 #define N 108

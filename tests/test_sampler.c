@@ -10,10 +10,10 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 
-#include "model_build.h"
+#include "model/model_build.h"
 
 #include "fiberloop_stats.h"
-#include "sampler.h"
+#include "collect/sampler.h"
 #include "support/fl_test.h"
 #include "support/children.h"
 #include "support/support.h"

@@ -13,8 +13,8 @@
 
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
-#include "sampler.h"
-#include "sampler_int.h"
+#include "collect/sampler.h"
+#include "collect/sampler_int.h"
 #include "support/support.h"
 
 static char *dir;

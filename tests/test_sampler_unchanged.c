@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "probe_shm.h"
-#include "sampler.h"
-#include "targets.h"
+#include "collect/sampler.h"
+#include "collect/targets.h"
 #include "support/support.h"
 
 static char *dir;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "textsafe.h"
+#include "util/textsafe.h"
 
 static void check(const char *in, const char *want)
 {

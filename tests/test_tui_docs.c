@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui_int.h"
+#include "top/tui_int.h"
 #include "support/support.h"
 
 Test(tui_docs, every_key_is_documented_with_its_help_text, .timeout = 10)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "support/support.h"
-#include "tui_int.h"
+#include "top/tui_int.h"
 
 static SCREEN *scr;
 static FILE *out, *in;

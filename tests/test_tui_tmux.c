@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "probe_shm.h"
-#include "profile_rec.h"
+#include "collect/recording.h"
 #include "support/support.h"
 
 #define WAIT_MS 15000   /* ASan builds start slowly; every wait polls and stops early */
@@ -563,21 +563,21 @@ Test(tui_tmux, replays_a_recording)
 	snprintf(path, sizeof(path), "%s/run.rec", dir);
 	FILE *f = fopen(path, "w");
 	cr_assert(f);
-	struct profile_rec_meta meta = { .rate_hz = 1000 };
-	struct profile_rec_writer *w = profile_rec_writer_new(f, &meta);
+	struct rec_meta meta = { .rate_hz = 1000 };
+	struct rec_writer *w = rec_writer_new(f, &meta);
 	const char *frames[] = { "libc.so.6`read", "w`wait_for_pipe" };
 	for (int i = 0; i < 20000; i++) {   /* 20 s: still playing while the test looks */
-		struct profile_event ev = { .t_ns = 1000000000ull + (uint64_t)i * 1000000, .pid = 4242, .tid = 4243,
+		struct rec_event ev = { .t_ns = 1000000000ull + (uint64_t)i * 1000000, .pid = 4242, .tid = 4243,
 					    .instrumented = 1, .thread = "4242/4243 replayed", .cls = PROBE_POLL, .nr = 232,
 					    .fd = 3, .target = "[idle] epoll_wait fd 3" };
 		if (i % 10 < 5)
-			ev = (struct profile_event){ .t_ns = ev.t_ns, .pid = 4242, .tid = 4243, .instrumented = 1,
+			ev = (struct rec_event){ .t_ns = ev.t_ns, .pid = 4242, .tid = 4243, .instrumented = 1,
 						     .thread = ev.thread, .cls = PROBE_BLOCKED, .nr = 0, .fd = 6,
 						     .syscall = "read", .target = "fd 6 pipe:[77]", .fiber = "reader",
 						     .frames = frames, .nframes = 2, .sp = 0x7000, .pc = 0x1234 };
-		cr_assert_eq(profile_rec_write(w, &ev), 0);
+		cr_assert_eq(rec_write(w, &ev), 0);
 	}
-	cr_assert_eq(profile_rec_writer_end(w, 20), 0);
+	cr_assert_eq(rec_writer_end(w, 20), 0);
 	cr_assert_eq(fclose(f), 0);
 	char args[4200];
 	snprintf(args, sizeof(args), "top --replay '%s' -d 0.5", path);

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "check_stats.h"
+#include "model/check_stats.h"
 
 /* splitmix64: a fixed seed per run set, never tuned; runs are reproducible */
 struct cs_rng {

@@ -2,7 +2,7 @@
  * support.c — helpers shared by the Criterion suites.
  */
 #include "support.h"
-#include "model.h"
+#include "model/model.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

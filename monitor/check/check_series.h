@@ -1,0 +1,85 @@
+/*
+ * check_series.h — what `loopstat check` measures: every worker's seconds,
+ * kept for the whole check (the sampler's detail ring holds only the last
+ * SERIES_DETAIL_S), and the estimate of a threshold's metric over a range
+ * of them, through the batch-means interval of check_stats.h.
+ *
+ * The command takes a snapshot every CHECK_POLL_MS and appends each
+ * worker's new complete seconds (a copy of the sampler's bucket, plus the
+ * largest stall seen during that second), so a check may run far longer
+ * than the ring. The threshold names are the metric table's rows
+ * (metric.h) that have a per-second form here; see docs/check.md for how
+ * each becomes per-second inputs and how that matches the model's figure.
+ */
+#ifndef LOOPSTAT_CHECK_SERIES_H
+#define LOOPSTAT_CHECK_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "check/check_expr.h"
+#include "model/check_stats.h"
+#include "model/metric.h"
+#include "collect/snapshot.h"
+
+#define CHECK_POLL_MS   100   /* snapshot period: the stall's resolution, as the shm reads' (10 Hz) */
+#define CHECK_UNIT_LEN  24
+
+/* One second of one worker. */
+struct check_secrec {
+	struct series_bucket b;   /* as the sampler kept it; b.sec == -1: no data that second */
+	double stall_ms;          /* the longest stall in progress seen during the second; 0: none */
+};
+
+struct check_track {
+	pid_t    pid, tid;
+	char     name[PROBE_COMM_LEN];
+	char     tag[LOOPSTAT_TAG_LEN];
+	int      instrumented;
+	int      gone;            /* exited (or dropped by the sampler) since it was first seen */
+	int      no_access;       /* /proc refused us */
+	int      present;         /* in the latest snapshot */
+	int64_t  first_sec;       /* second of sec[0] */
+	struct check_secrec *sec; /* owned: consecutive seconds from first_sec */
+	size_t   n, cap;
+	int64_t  cur_sec;         /* the second being observed (not yet complete) */
+	double   cur_stall_ms;    /* its largest stall so far */
+};
+
+struct check_tracks {
+	struct check_track *v;    /* owned */
+	size_t   n, cap;
+	int64_t  now_sec;         /* the snapshot's current second: seconds before it are complete */
+};
+
+void check_tracks_init(struct check_tracks *ts);
+void check_tracks_done(struct check_tracks *ts);
+
+/* Appends every worker's complete seconds from a snapshot taken with a
+ * window of at least the time since the previous one (+2 s), and marks
+ * workers that left it as gone. 0 or -ENOMEM. */
+int check_tracks_update(struct check_tracks *ts, const struct snapshot *snap);
+
+/* The record of second sec, NULL when it has none. */
+const struct check_secrec *check_track_at(const struct check_track *tr, int64_t sec);
+
+/* The threshold names: one row per metric-table row that has a per-second
+ * form (units spelled for check_expr: "%", "ms", "ops/s", "" for a count;
+ * blocked_pct takes syscall= and fd= filters). Static storage, built once. */
+const struct check_metric *check_series_metrics(size_t *n);
+
+/* check_parse_ctx.filter_ok: syscall names of this architecture (probe_syscall_nr), fds >= 0. */
+int check_series_filter_ok(void *arg, const struct check_metric *m, const char *key, const char *value, char *why,
+			   size_t whylen);
+
+/*
+ * The estimate of t's metric over seconds [lo, hi] of the tracks: one
+ * worker (ntr 1), or the fleet: percentages pooled over the workers
+ * (sample- and time-weighted means), rates and levels summed, maxima the
+ * largest. 0 or -errno (-EINVAL: a metric without a per-second form).
+ */
+int check_series_estimate(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
+			  const struct check_threshold *t, struct check_estimate *out);
+
+#endif /* LOOPSTAT_CHECK_SERIES_H */

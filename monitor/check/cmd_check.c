@@ -1,0 +1,523 @@
+/*
+ * cmd_check.c — `loopstat check`: sample workers under load and judge
+ * capacity thresholds (check_expr.h) with an interval honest for
+ * autocorrelated samples (check_stats.h), for CI.
+ *
+ * Everything a user wrote is validated before sampling starts (exit 2):
+ * thresholds, the config file, the baseline, the report files. Then the
+ * sampler runs; every CHECK_POLL_MS a snapshot's new complete seconds are
+ * appended to each worker's track (check_series.h), so a check may last
+ * longer than the sampler's 64-s ring. The check covers the whole seconds
+ * from --warmup on for --duration, and with --max-duration goes on a
+ * second at a time while any threshold is undecided.
+ */
+#include "check/check_baseline.h"
+#include "check/check_expr.h"
+#include "check/check_report.h"
+#include "check/check_series.h"
+#include "check/check_verdict.h"
+#include "cli.h"
+#include "util/clock.h"
+#include "probe_syscall.h"
+#include "collect/session.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS 1000000000ull
+#define CHECK_DISCOVER_S 2.0   /* without --wait-for-workers: how long to wait for a first worker */
+#define CHECK_FILES_MAX  8
+
+struct check_cmd {
+	struct cli_common c;         /* first: the shared setters take it */
+	double warmup_s, max_duration_s, timeout_s;
+	int    duration_given, fleet, per_worker, tap, tap_version, point_estimate, inconclusive_fail;
+	unsigned wait_workers;
+	const char *texts[64];       /* thresholds on the command line, borrowed from argv */
+	size_t ntexts;
+	const char *config[CHECK_FILES_MAX];
+	size_t nconfig;
+	const char *junit, *baseline;
+};
+
+static int set_seconds(const char *what, const char *arg, double lo, double *out, char *msg, size_t len)
+{
+	if (cli_parse_number(arg, lo, 86400, out) == 0)
+		return 0;
+	snprintf(msg, len, "invalid %s '%s': expected seconds (%g to 86400)", what, arg, lo);
+	return -1;
+}
+
+static int set_duration(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct check_cmd *k = ctx;
+	k->duration_given = 1;
+	return set_seconds("duration", arg, 1, &k->c.duration_s, msg, len);
+}
+
+static int set_warmup(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return set_seconds("warmup", arg, 0, &((struct check_cmd *)ctx)->warmup_s, msg, len);
+}
+
+static int set_max_duration(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return set_seconds("max duration", arg, 1, &((struct check_cmd *)ctx)->max_duration_s, msg, len);
+}
+
+static int set_timeout(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return set_seconds("timeout", arg, 0.1, &((struct check_cmd *)ctx)->timeout_s, msg, len);
+}
+
+static int set_wait(void *ctx, const char *arg, char *msg, size_t len)
+{
+	double n;
+	if (cli_parse_number(arg, 1, 100000, &n) == 0 && n == floor(n)) {
+		((struct check_cmd *)ctx)->wait_workers = (unsigned)n;
+		return 0;
+	}
+	snprintf(msg, len, "invalid worker count '%s': expected 1 to 100000", arg);
+	return -1;
+}
+
+static int set_fleet(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct check_cmd *)ctx)->fleet = 1;
+	return 0;
+}
+
+static int set_per_worker(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct check_cmd *)ctx)->per_worker = 1;
+	return 0;
+}
+
+static int set_tap(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct check_cmd *)ctx)->tap = 1;
+	return 0;
+}
+
+static int set_tap_version(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct check_cmd *k = ctx;
+	if (strcmp(arg, "13") == 0 || strcmp(arg, "14") == 0) {
+		k->tap_version = atoi(arg);
+		return 0;
+	}
+	snprintf(msg, len, "invalid TAP version '%s': expected 13 or 14", arg);
+	return -1;
+}
+
+static int set_point(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct check_cmd *)ctx)->point_estimate = 1;
+	return 0;
+}
+
+static int set_inconclusive(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct check_cmd *k = ctx;
+	if (strcmp(arg, "fail") == 0 || strcmp(arg, "skip") == 0) {
+		k->inconclusive_fail = arg[0] == 'f';
+		return 0;
+	}
+	snprintf(msg, len, "invalid --inconclusive '%s': expected fail or skip", arg);
+	return -1;
+}
+
+static int set_config(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct check_cmd *k = ctx;
+	if (k->nconfig == CHECK_FILES_MAX) {
+		snprintf(msg, len, "at most %d --config files", CHECK_FILES_MAX);
+		return -1;
+	}
+	k->config[k->nconfig++] = arg;
+	return 0;
+}
+
+static int set_junit(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)msg, (void)len;
+	((struct check_cmd *)ctx)->junit = arg;
+	return 0;
+}
+
+static int set_baseline(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)msg, (void)len;
+	((struct check_cmd *)ctx)->baseline = arg;
+	return 0;
+}
+
+static int add_text(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct check_cmd *k = ctx;
+	if (k->ntexts == sizeof(k->texts) / sizeof(k->texts[0])) {
+		snprintf(msg, len, "too many thresholds on the command line: use --config FILE");
+		return -1;
+	}
+	k->texts[k->ntexts++] = arg;
+	return 0;
+}
+
+static const struct cli_option options[] = {
+	CLI_OPT_PID,
+	CLI_OPT_NAME,
+	CLI_OPT_RATE,
+	{ 'j', "json", NULL, "the results as JSON version 1 on stdout (what --baseline reads)", cli_set_json },
+	{ 0, "duration", "SECONDS", "seconds judged, after the warm-up (default 10)", set_duration },
+	{ 0, "warmup", "SECONDS", "seconds sampled first and not judged (default 0)", set_warmup },
+	{ 0, "max-duration", "SECONDS", "keep sampling past --duration while a threshold is undecided, up to this", set_max_duration },
+	{ 0, "per-worker", NULL, "judge each worker on its own (the default)", set_per_worker },
+	{ 0, "fleet", NULL, "judge the workers together: shares pooled, rates summed, maxima the largest", set_fleet },
+	{ 0, "config", "FILE", "thresholds, one a line ('#' comments), besides those given as arguments", set_config },
+	{ 0, "junit", "FILE", "also write JUnit XML to FILE (one testcase per worker and threshold)", set_junit },
+	{ 0, "tap", NULL, "TAP on stdout instead of the table", set_tap },
+	{ 0, "tap-version", "N", "the TAP version line: 14 (default) or 13, for Test::Harness before 3.48", set_tap_version },
+	{ 0, "wait-for-workers", "N", "wait for N workers before sampling starts (exit 4 after --timeout)", set_wait },
+	{ 0, "timeout", "SECONDS", "how long --wait-for-workers waits (default 30)", set_timeout },
+	{ 0, "point-estimate", NULL, "compare the estimate alone, not its interval (weaker: noise flips it)", set_point },
+	{ 0, "baseline", "FILE", "a previous --json result, for relative thresholds (idle_pct>=baseline-5)", set_baseline },
+	{ 0, "inconclusive", "fail|skip", "fail: an undecided threshold fails (exit 1); skip (default): exit 3", set_inconclusive },
+	{ 0 },
+};
+
+/* ---- before sampling ---- */
+
+static int config_error(const char *what)
+{
+	fprintf(stderr, "loopstat check: %s\n", what);
+	return EXIT_USAGE;
+}
+
+/* Thresholds, the baseline and the report file: every mistake before sampling. */
+static int prepare(struct check_cmd *k, struct check_set *set, struct check_baseline *base, FILE **junit)
+{
+	size_t nm;
+	const struct check_metric *metrics = check_series_metrics(&nm);
+	struct check_parse_ctx px = { metrics, nm, check_series_filter_ok, NULL };
+	char err[CHECK_ERR_LEN];
+	for (size_t i = 0; i < k->ntexts; i++)
+		if (check_set_add(set, &px, k->texts[i], err, sizeof(err)) < 0)
+			return config_error(err);
+	for (size_t i = 0; i < k->nconfig; i++)
+		if (check_set_add_file(set, &px, k->config[i], err, sizeof(err)) < 0)
+			return config_error(err);
+	if (set->n == 0)
+		return cli_usage_error("check", "no threshold: give one (idle_pct>=30) or --config FILE");
+	if (k->tap && k->c.json)
+		return cli_usage_error("check", "--tap and --json both write stdout: choose one");
+	if (k->fleet && k->per_worker)
+		return cli_usage_error("check", "--fleet and --per-worker exclude each other");
+	if (k->timeout_s > 0 && !k->wait_workers)
+		return cli_usage_error("check", "--timeout goes with --wait-for-workers");
+	if (k->max_duration_s > 0 && k->max_duration_s < k->c.duration_s)
+		return cli_usage_error("check", "--max-duration %g is shorter than --duration %g", k->max_duration_s,
+				       k->c.duration_s);
+	int relative = 0;
+	for (size_t i = 0; i < set->n; i++)
+		relative |= set->v[i].relative;
+	if (relative && !k->baseline)
+		return cli_usage_error("check", "a relative threshold (baseline...) needs --baseline FILE");
+	if (k->baseline && check_baseline_read(base, k->baseline, err, sizeof(err)) < 0)
+		return config_error(err);
+	if (k->junit && !(*junit = fopen(k->junit, "w"))) {
+		snprintf(err, sizeof(err), "open(%s): %s", k->junit, strerror(errno));
+		return config_error(err);
+	}
+	return -1;
+}
+
+/* ---- sampling ---- */
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int take(struct session *se, struct snapshot *snap, struct check_tracks *tr)
+{
+	int err = sampler_snapshot(se->sampler, 8, 0, snap);
+	if (err == 0)
+		err = check_tracks_update(tr, snap);
+	return err;
+}
+
+static size_t live_workers(const struct check_tracks *tr)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < tr->n; i++)
+		n += tr->v[i].present && !tr->v[i].gone;
+	return n;
+}
+
+/* Waits for workers to appear. EXIT_OK, or the exit code after a message. */
+static int await_workers(struct check_cmd *k, struct session *se, struct snapshot *snap, struct check_tracks *tr)
+{
+	unsigned want = k->wait_workers ? k->wait_workers : 1;
+	double limit = k->wait_workers ? (k->timeout_s > 0 ? k->timeout_s : 30) : CHECK_DISCOVER_S;
+	double t0 = (double)mono_ns() / 1e9;
+	for (;;) {
+		if (take(se, snap, tr) < 0)
+			return EXIT_FAIL;
+		if (live_workers(tr) >= want)
+			return EXIT_OK;
+		if ((double)mono_ns() / 1e9 - t0 >= limit)
+			break;
+		sleep_ms(CHECK_POLL_MS);
+	}
+	/* is anything there that we may not read? */
+	sampler_set_all_threads(se->sampler, 1);
+	sleep_ms(300);
+	int refused = 0;
+	if (sampler_snapshot(se->sampler, 1, 0, snap) == 0)
+		for (size_t i = 0; i < snap->n; i++)
+			refused |= snap->w[i].no_access;
+	sampler_set_all_threads(se->sampler, 0);
+	if (refused) {
+		fprintf(stderr, "loopstat check: %s\n", probe_no_access_text());
+		return EXIT_ACCESS;
+	}
+	fprintf(stderr, "loopstat check: %zu worker%s found, %u wanted within %g s: nothing to measure\n",
+		live_workers(tr), live_workers(tr) == 1 ? "" : "s", want, limit);
+	return EXIT_NOTHING;
+}
+
+/* ---- judging ---- */
+
+struct judged {
+	struct check_result *r;      /* owned */
+	size_t n;
+	int gone;                    /* a worker exited during the check */
+	char gone_what[128];
+};
+
+static void fill_worker(struct check_result *r, const struct check_track *tr)
+{
+	r->pid = tr->pid;
+	r->tid = tr->tid;
+	snprintf(r->process, sizeof(r->process), "%s", tr->name);
+	snprintf(r->tag, sizeof(r->tag), "%s", tr->tag);
+}
+
+static int judge_one(const struct check_cmd *k, const struct check_baseline *base, const struct check_track *const *trs,
+		     size_t ntr, int64_t lo, int64_t hi, const struct check_threshold *t, struct check_result *r)
+{
+	struct check_estimate e;
+	int err = check_series_estimate(trs, ntr, lo, hi, t, &e);
+	if (err < 0)
+		return err;
+	const struct check_estimate *b = t->relative ? check_baseline_find(base, t, r->process, r->tag) : NULL;
+	check_result_judge(r, t, &e, b, k->point_estimate);
+	r->time_s = (double)(hi - lo + 1);
+	return 0;
+}
+
+/* Every worker (or the fleet) × threshold over seconds [lo, hi]. */
+static int judge(const struct check_cmd *k, const struct check_set *set, const struct check_baseline *base,
+		 const struct check_tracks *tr, int64_t lo, int64_t hi, struct judged *out)
+{
+	size_t nw = k->fleet ? 1 : tr->n;
+	free(out->r);
+	memset(out, 0, sizeof(*out));
+	out->r = calloc(nw * set->n + 1, sizeof(*out->r));
+	const struct check_track **all = calloc(tr->n ? tr->n : 1, sizeof(*all));
+	if (!out->r || !all) {
+		free(all);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < tr->n; i++) {
+		all[i] = &tr->v[i];
+		if (tr->v[i].gone && !out->gone) {
+			out->gone = 1;
+			snprintf(out->gone_what, sizeof(out->gone_what), "worker %s %d/%d exited during the check",
+				 tr->v[i].name, (int)tr->v[i].pid, (int)tr->v[i].tid);
+		}
+	}
+	int err = 0;
+	for (size_t w = 0; w < nw && !err; w++)
+		for (size_t i = 0; i < set->n && !err; i++) {
+			struct check_result *r = &out->r[out->n++];
+			if (k->fleet)
+				snprintf(r->process, sizeof(r->process), "fleet");
+			else
+				fill_worker(r, all[w]);
+			err = k->fleet ? judge_one(k, base, all, tr->n, lo, hi, &set->v[i], r)
+				       : judge_one(k, base, &all[w], 1, lo, hi, &set->v[i], r);
+			/* a worker that exited is not measured to the end: never a pass */
+			if (!err && !k->fleet && all[w]->gone && r->verdict != CHECK_FAIL)
+				r->verdict = CHECK_NOTHING;
+		}
+	free(all);
+	return err;
+}
+
+static int decided(const struct judged *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->r[i].verdict == CHECK_INCONCLUSIVE)
+			return 0;
+	return 1;
+}
+
+/* Samples and judges; EXIT_OK with j filled, or an exit code after a message. */
+static int sample_and_judge(struct check_cmd *k, const struct check_set *set, const struct check_baseline *base,
+			    struct session *se, struct check_tracks *tr, struct judged *j, int64_t *lo_out)
+{
+	struct snapshot snap = { 0 };
+	int tty = isatty(STDERR_FILENO);
+	int rc = await_workers(k, se, &snap, tr);
+	if (rc != EXIT_OK)
+		goto out;
+	/* whole seconds, from the first one that starts after the warm-up */
+	int64_t lo = (int64_t)ceil(((double)snap.now_ns / 1e9) + k->warmup_s);
+	if ((double)lo * 1e9 <= (double)snap.now_ns)
+		lo++;
+	int64_t hi = lo + (int64_t)ceil(k->c.duration_s) - 1;
+	int64_t hi_max = k->max_duration_s > 0 ? lo + (int64_t)ceil(k->max_duration_s) - 1 : hi;
+	*lo_out = lo;
+	for (;;) {
+		sleep_ms(CHECK_POLL_MS);
+		if (take(se, &snap, tr) < 0) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		int64_t done = tr->now_sec - 1;   /* the last complete second */
+		int gone = 0;
+		for (size_t i = 0; i < tr->n; i++)
+			gone |= tr->v[i].gone;
+		if (tty && done >= lo)
+			fprintf(stderr, "\rloopstat check: sampling %lld / %lld s", (long long)(done - lo + 1),
+				(long long)(hi - lo + 1));
+		else if (tty)
+			fprintf(stderr, "\rloopstat check: warming up %lld s", (long long)(lo - done - 1));
+		if (done < hi && !gone)
+			continue;
+		int64_t end = done < hi ? done : hi;   /* gone early: what was measured; else the range */
+		if (judge(k, set, base, tr, lo, end, j) < 0) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		if (gone || decided(j) || end >= hi_max)
+			break;
+		hi = end + 1;   /* --max-duration: one more second */
+	}
+	rc = EXIT_OK;
+out:
+	if (tty)
+		fputs("\r\033[K", stderr);
+	snapshot_done(&snap);
+	return rc;
+}
+
+/* ---- reports ---- */
+
+static int report(struct check_cmd *k, struct session *se, const struct judged *j, double duration_s,
+		  const char *timestamp, FILE *junit)
+{
+	struct utsname u;
+	if (uname(&u) < 0)
+		memset(&u, 0, sizeof(u));
+	struct check_run_info info = {
+		.host = u.nodename, .kernel = u.release, .timestamp = timestamp, .rate_hz = sampler_rate(se->sampler),
+		.duration_s = duration_s, .inconclusive_fail = k->inconclusive_fail, .point_estimate = k->point_estimate,
+		.tap_version = k->tap_version,
+	};
+	FILE *people = k->tap || k->c.json ? stderr : stdout;
+	int err = 0;
+	if (k->tap) {
+		err = check_report_tap(stdout, &info, j->r, j->n);
+		if (j->gone)
+			check_report_tap_bail(stdout, j->gone_what);
+	} else if (k->c.json) {
+		err = check_report_json(stdout, &info, j->r, j->n);
+	}
+	if (j->gone)
+		fprintf(stderr, "loopstat check: %s\n", j->gone_what);
+	check_report_table(people, j->r, j->n);
+	check_report_summary(people, j->r, j->n);
+	if (junit) {
+		if (check_report_junit(junit, &info, j->r, j->n) < 0 || fflush(junit) != 0 || ferror(junit)) {
+			fprintf(stderr, "loopstat check: writing %s: %s\n", k->junit, strerror(errno ? errno : EIO));
+			err = -EIO;
+		}
+	}
+	struct check_tally t;
+	check_tally_results(&t, j->r, j->n);
+	int rc = check_exit_code(&t, k->inconclusive_fail);
+	if (j->gone && rc != EXIT_FAIL)
+		rc = EXIT_NOTHING;
+	rc = cli_finish_output(rc);
+	return err < 0 && rc == EXIT_OK ? EXIT_FAIL : rc;
+}
+
+static int run(int argc, char **argv)
+{
+	struct check_cmd k = { 0 };
+	struct check_set set;
+	struct check_baseline base = { 0 };
+	struct check_tracks tr;
+	struct judged j = { 0 };
+	struct session se = { 0 };
+	FILE *junit = NULL;
+	cli_common_init(&k.c);
+	k.c.duration_s = 10;
+	check_set_init(&set);
+	check_tracks_init(&tr);
+	int rc = cli_parse(&cmd_check, argc, argv, &k);
+	if (rc < 0)
+		rc = prepare(&k, &set, &base, &junit);
+	if (rc >= 0)
+		goto out;
+
+	char timestamp[32];
+	time_t now = time(NULL);
+	strftime(timestamp, sizeof(timestamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	struct session_opts so = { .targets = &k.c.targets, .rate_hz = k.c.rate_hz };
+	int err = session_start(&se, &so);
+	if (err < 0) {
+		fprintf(stderr, "loopstat check: starting the sampler: %s\n", strerror(-err));
+		rc = err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;
+		goto out;
+	}
+	int64_t lo = 0;
+	rc = sample_and_judge(&k, &set, &base, &se, &tr, &j, &lo);
+	session_stop(&se);
+	if (rc == EXIT_OK)
+		rc = report(&k, &se, &j, j.n ? j.r[0].time_s : 0, timestamp, junit);
+	session_end(&se);
+out:
+	if (junit)
+		fclose(junit);
+	free(j.r);
+	check_tracks_done(&tr);
+	check_baseline_done(&base);
+	check_set_done(&set);
+	cli_common_done(&k.c);
+	return rc;
+}
+
+const struct cli_command cmd_check = {
+	"check", "judge capacity thresholds for CI (idle_pct>=30 stall_ms<100): pass, fail or inconclusive",
+	"[OPTIONS] THRESHOLD...",
+	"Samples the workers for --warmup + --duration seconds, then judges every worker and threshold\n"
+	"(metric op limit, e.g. idle_pct>=30, stall_ms<100ms, blocked_pct{syscall=fsync}<5): pass when\n"
+	"the whole 95% interval is on the good side, fail when it is on the bad side, inconclusive\n"
+	"otherwise. Every threshold is checked before sampling. Exit 0 all passed, 1 a failure,\n"
+	"3 inconclusive, 4 nothing to measure, 2 a usage error. See docs/check.md.",
+	options, run, add_text,
+};

@@ -1,0 +1,265 @@
+/*
+ * recording.c — the recording file: write events with interned strings,
+ * read them back (format in profile_rec.h).
+ */
+#include "collect/recording.h"
+#include "util/textsafe.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- writing ------------------------------------------------------------- */
+
+struct intern {
+	char    *key;
+	uint32_t id;
+};
+
+struct rec_writer {
+	FILE    *f;
+	struct intern *tab;          /* open addressing, cap a power of two */
+	size_t   cap, n;
+	int      failed;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int grow(struct rec_writer *w)
+{
+	size_t cap = w->cap ? w->cap * 2 : 1024;
+	struct intern *tab = calloc(cap, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->cap; i++) {
+		if (!w->tab[i].key)
+			continue;
+		size_t j = hash_str(w->tab[i].key) & (cap - 1);
+		while (tab[j].key)
+			j = (j + 1) & (cap - 1);
+		tab[j] = w->tab[i];
+	}
+	free(w->tab);
+	w->tab = tab;
+	w->cap = cap;
+	return 0;
+}
+
+/* The id of s (0 for NULL), writing its "s" line the first time. */
+static int64_t intern(struct rec_writer *w, const char *s)
+{
+	if (!s)
+		return 0;
+	char clean[REC_LABEL_MAX];
+	textsafe_label(clean, sizeof(clean), s);
+	if ((w->n + 1) * 2 > w->cap && grow(w) < 0)
+		return -ENOMEM;
+	size_t j = hash_str(clean) & (w->cap - 1);
+	for (; w->tab[j].key; j = (j + 1) & (w->cap - 1))
+		if (strcmp(w->tab[j].key, clean) == 0)
+			return w->tab[j].id;
+	if (!(w->tab[j].key = strdup(clean)))
+		return -ENOMEM;
+	w->tab[j].id = (uint32_t)++w->n;
+	if (fprintf(w->f, "s %u %s\n", w->tab[j].id, clean) < 0)
+		w->failed = 1;
+	return w->tab[j].id;
+}
+
+struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta)
+{
+	struct rec_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->f = f;
+	char host[sizeof(meta->host)], title[sizeof(meta->title)];
+	textsafe_label(host, sizeof(host), meta->host[0] ? meta->host : "-");
+	textsafe_label(title, sizeof(title), meta->title[0] ? meta->title : "-");
+	if (fprintf(f, "loopstat-record %d\nm rate_hz %.3f\nm start_unix %.3f\nm host %s\nm title %s\n",
+		    REC_VERSION, meta->rate_hz, meta->start_unix, host, title) < 0)
+		w->failed = 1;
+	return w;
+}
+
+int rec_write(struct rec_writer *w, const struct rec_event *ev)
+{
+	int64_t ids[4 + REC_MAX_FRAMES];
+	const char *strs[4] = { ev->thread, ev->syscall, ev->target, ev->fiber };
+	int nf = ev->nframes < REC_MAX_FRAMES ? ev->nframes : REC_MAX_FRAMES;
+	for (int i = 0; i < 4 + nf; i++)
+		if ((ids[i] = intern(w, i < 4 ? strs[i] : ev->frames[i - 4])) < 0)
+			return -ENOMEM;
+	int r = fprintf(w->f, "e %" PRIu64 " %d %d %d %d %ld %d %" PRIu64 " %" PRIu64 " %" PRIx64 " %" PRIx64
+			" %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d",
+			ev->t_ns, (int)ev->pid, (int)ev->tid, ev->instrumented ? 1 : 0, (int)ev->cls, ev->nr, ev->fd,
+			ev->run_ns, ev->wait_ns, ev->sp, ev->pc, ev->switches, ids[0], ids[1], ids[2], ids[3], nf);
+	for (int i = 0; i < nf && r >= 0; i++)
+		r = fprintf(w->f, " %" PRId64, ids[4 + i]);
+	if (r < 0 || fputc('\n', w->f) == EOF)
+		w->failed = 1;
+	return w->failed ? -EIO : 0;
+}
+
+int rec_writer_end(struct rec_writer *w, double duration_s)
+{
+	if (fprintf(w->f, "m duration_s %.3f\n", duration_s) < 0)
+		w->failed = 1;
+	int failed = w->failed || fflush(w->f) != 0 || ferror(w->f);
+	for (size_t i = 0; i < w->cap; i++)
+		free(w->tab[i].key);
+	free(w->tab);
+	free(w);
+	return failed ? -EIO : 0;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+struct strtab {
+	char  **s;                   /* s[id], s[0] unused */
+	size_t  n, cap;
+};
+
+static const char *lookup(const struct strtab *t, unsigned long long id, int *bad)
+{
+	if (id == 0)
+		return NULL;
+	if (id > t->n) {
+		*bad = 1;
+		return NULL;
+	}
+	return t->s[id];
+}
+
+static int add_string(struct strtab *t, char *rest)
+{
+	char *end;
+	unsigned long long id = strtoull(rest, &end, 10);
+	if (*end != ' ' || id != t->n + 1)
+		return -EPROTO;
+	if (t->n + 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		char **s = realloc(t->s, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		t->s = s;
+		t->cap = cap;
+	}
+	if (!(t->s[id] = strdup(end + 1)))
+		return -ENOMEM;
+	t->n = id;
+	return 0;
+}
+
+static void read_meta(struct rec_meta *meta, char *rest)
+{
+	char *val = strchr(rest, ' ');
+	if (!val)
+		return;
+	*val++ = '\0';
+	if (strcmp(rest, "rate_hz") == 0)
+		meta->rate_hz = strtod(val, NULL);
+	else if (strcmp(rest, "duration_s") == 0)
+		meta->duration_s = strtod(val, NULL);
+	else if (strcmp(rest, "start_unix") == 0)
+		meta->start_unix = strtod(val, NULL);
+	else if (strcmp(rest, "host") == 0)
+		snprintf(meta->host, sizeof(meta->host), "%s", val);
+	else if (strcmp(rest, "title") == 0)
+		snprintf(meta->title, sizeof(meta->title), "%s", val);
+}
+
+/* Fields after "e": T PID TID INST CLS NR FD RUN WAIT SP PC SW THREAD SYSCALL TARGET FIBER NFRAMES FRAME... */
+enum { F_T, F_PID, F_TID, F_INST, F_CLS, F_NR, F_FD, F_RUN, F_WAIT, F_SP, F_PC, F_SW, F_THREAD, F_SYSCALL, F_TARGET,
+       F_FIBER, F_NFRAMES, F_N };
+
+static int next_field(char **p, int base, int is_signed, unsigned long long *out)
+{
+	char *end;
+	errno = 0;
+	if (**p != ' ')
+		return -EPROTO;
+	if (is_signed)
+		*out = (unsigned long long)strtoll(*p + 1, &end, base);
+	else
+		*out = strtoull(*p + 1, &end, base);
+	if (errno || end == *p + 1 || (*end != ' ' && *end != '\0'))
+		return -EPROTO;
+	*p = end;
+	return 0;
+}
+
+static int parse_event(const struct strtab *t, char *p, struct rec_event *ev, const char **frames)
+{
+	unsigned long long f[F_N];
+	for (int i = 0; i < F_N; i++)
+		if (next_field(&p, i == F_SP || i == F_PC ? 16 : 10, i == F_NR || i == F_FD, &f[i]) < 0)
+			return -EPROTO;
+	if (f[F_CLS] < PROBE_POLL || f[F_CLS] > PROBE_OTHER || f[F_NFRAMES] > REC_MAX_FRAMES)
+		return -EPROTO;
+	int bad = 0;
+	*ev = (struct rec_event){
+		.t_ns = f[F_T], .pid = (pid_t)f[F_PID], .tid = (pid_t)f[F_TID], .instrumented = f[F_INST] != 0,
+		.cls = (enum probe_class)f[F_CLS], .nr = (long)(long long)f[F_NR], .fd = (int)(long long)f[F_FD],
+		.run_ns = f[F_RUN], .wait_ns = f[F_WAIT], .sp = f[F_SP], .pc = f[F_PC], .switches = f[F_SW],
+		.thread = lookup(t, f[F_THREAD], &bad), .syscall = lookup(t, f[F_SYSCALL], &bad),
+		.target = lookup(t, f[F_TARGET], &bad), .fiber = lookup(t, f[F_FIBER], &bad),
+		.frames = frames, .nframes = (int)f[F_NFRAMES],
+	};
+	for (int i = 0; i < ev->nframes; i++) {
+		unsigned long long id;
+		if (next_field(&p, 10, 0, &id) < 0 || !(frames[i] = lookup(t, id, &bad)))
+			return -EPROTO;
+	}
+	return bad || !ev->thread || *p ? -EPROTO : 0;
+}
+
+int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),
+		     void *arg, long *line)
+{
+	struct strtab t = { 0 };
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int err = 0;
+	const char *frames[REC_MAX_FRAMES];
+	memset(meta, 0, sizeof(*meta));
+	*line = 0;
+	while ((len = getline(&buf, &cap, f)) >= 0) {
+		++*line;
+		if (len > 0 && buf[len - 1] == '\n')
+			buf[--len] = '\0';
+		if (*line == 1) {
+			int major;
+			if (sscanf(buf, "loopstat-record %d", &major) != 1 || major != REC_VERSION) {
+				err = -EPROTO;
+				break;
+			}
+			continue;
+		}
+		struct rec_event ev;
+		if (buf[0] == 's' && buf[1] == ' ')
+			err = add_string(&t, buf + 2);
+		else if (buf[0] == 'm' && buf[1] == ' ')
+			read_meta(meta, buf + 2);
+		else if (buf[0] == 'e' && buf[1] == ' ')
+			err = parse_event(&t, buf + 1, &ev, frames) ?: fn(arg, &ev);
+		if (err < 0)
+			break;
+	}
+	if (err == 0 && *line == 0)
+		err = -EPROTO;   /* empty: not a recording */
+	if (err == 0 && ferror(f))
+		err = -EIO;
+	for (size_t i = 1; i <= t.n; i++)
+		free(t.s[i]);
+	free(t.s);
+	free(buf);
+	return err;
+}

@@ -1,0 +1,86 @@
+/*
+ * recording.h — one sample with everything already resolved to text
+ * (thread, syscall, fd target, fiber, stack frames), and the recording file
+ * that keeps a stream of them (`loopstat record`). profile's accumulator
+ * (profile/profile_acc.h) turns a stream into a tree, the same code for a
+ * live profile and for `loopstat report`, and `top --replay` reads the
+ * same stream (replay.h).
+ *
+ * Recording format, version 1: UTF-8 text, one record a line, fields
+ * separated by one space, strings interned once:
+ *
+ *   loopstat-record 1                       first line; other majors are refused
+ *   m KEY VALUE...                          metadata: rate_hz, start_unix, host, title;
+ *                                           duration_s comes last, after the events
+ *   s ID TEXT                               string ID (1, 2, ... in order) is TEXT to the end of the line
+ *   e T PID TID INST CLS NR FD RUN WAIT SP PC SW THREAD SYSCALL TARGET FIBER NFRAMES FRAME...
+ *
+ * e is one sample: T ns since the recording started, INST 1 for an
+ * instrumented worker, CLS the sampler's class (enum probe_class, 1..4),
+ * NR/FD the syscall and fd (-1 none), RUN/WAIT the thread's schedstat
+ * totals (ns) at their last reading, SP/PC in hex, SW the runtime's switch
+ * counter (0 when not instrumented), then string ids
+ * (0: none) of the thread label, syscall name, fd target label, running
+ * fiber's tag and NFRAMES frame labels, innermost first. Strings are
+ * sanitised like tree labels (textsafe_label), so they hold no newline.
+ * Unknown record letters are skipped (newer minors may add some).
+ */
+#ifndef LOOPSTAT_RECORDING_H
+#define LOOPSTAT_RECORDING_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "probe_classify.h"
+
+#define REC_VERSION 1
+#define REC_LABEL_MAX  256   /* a string is cut to this (at a character boundary), as tree labels */
+#define REC_MAX_FRAMES 128   /* frames kept per event */
+
+struct rec_event {
+	uint64_t t_ns;               /* since sampling started */
+	pid_t    pid, tid;
+	int      instrumented;
+	enum probe_class cls;        /* POLL, RUNNING, BLOCKED or OTHER */
+	long     nr;                 /* syscall, -1 none */
+	int      fd;                 /* its fd argument, -1 none */
+	uint64_t run_ns, wait_ns;    /* schedstat totals at their last reading (0 before one) */
+	uint64_t sp, pc;
+	uint64_t switches;           /* the slot's switch counter, 0 if not instrumented */
+	const char *thread;          /* "PID/TID name"; required */
+	const char *syscall;         /* NULL: none */
+	const char *target;          /* the tree's target label, NULL: none */
+	const char *fiber;           /* NULL: not instrumented */
+	const char *const *frames;
+	int      nframes;
+};
+
+struct rec_meta {
+	double   rate_hz;
+	double   start_unix;         /* wall clock at the start, seconds */
+	double   duration_s;         /* wall time sampled (written at the end; 0 if cut short) */
+	char     host[64];
+	char     title[128];
+};
+
+/* ---- writing ---- */
+struct rec_writer;
+
+/* Starts a recording on f (borrowed; the caller closes it) with its header. */
+struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta);
+/* Appends one event. 0, -ENOMEM or -EIO. */
+int  rec_write(struct rec_writer *w, const struct rec_event *ev);
+/* Writes the trailer (duration_s, in ms precision), flushes; returns 0 or
+ * -EIO when any write failed. Frees w. */
+int  rec_writer_end(struct rec_writer *w, double duration_s);
+
+/* ---- reading ---- */
+/* Calls fn for every event of the recording on f, in order, after filling
+ * *meta from the header. Returns 0, -EPROTO (not a recording, a newer
+ * major, a malformed line: *line says which), -ENOMEM, or what fn returned
+ * when it was < 0 (which stops the read). */
+int  rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),
+		      void *arg, long *line);
+
+#endif /* LOOPSTAT_RECORDING_H */

@@ -1,0 +1,39 @@
+/*
+ * replay.h — a recording (profile_rec.h) as a snapshot source: its samples
+ * are fed into per-worker series at their recorded times, on a clock that
+ * starts when the replay does (and stops while paused), so `top --replay`
+ * shows the run as it unfolded.
+ *
+ * What a recording holds is the sample stream: idle, running, blocked
+ * with syscalls, fd targets, call sites and fibers, and schedstat. The
+ * runtime's counters (ops/s, runqueue...) were not recorded, so those
+ * figures stay unknown in a replay.
+ */
+#ifndef LOOPSTAT_REPLAY_H
+#define LOOPSTAT_REPLAY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "collect/source.h"
+
+struct replay;
+
+/* Reads the whole recording on f. Returns 0, or -EPROTO (not a recording,
+ * *line says where), -ENOMEM, -EIO; *out is set on 0 only. */
+int  replay_open(FILE *f, struct replay **out, long *line);
+void replay_delete(struct replay *r);
+
+/* The source to hand to tui_run (valid while r lives). */
+void replay_source(struct replay *r, struct source *src);
+
+/* Feeds every sample recorded up to t_ns (the recording's clock) and pins
+ * the replay clock there: tests and seeking. */
+void replay_advance_to(struct replay *r, uint64_t t_ns);
+
+/* The recording's last sample time, its sample count and its rate. */
+uint64_t replay_end_ns(const struct replay *r);
+size_t   replay_samples(const struct replay *r);
+double   replay_rate(const struct replay *r);
+
+#endif /* LOOPSTAT_REPLAY_H */

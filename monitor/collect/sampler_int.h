@@ -1,0 +1,164 @@
+/*
+ * sampler_int.h — what the sampler's files share: the worker and segment
+ * tables. Private to monitor/sampler*.c.
+ *
+ *   sampler.c          the thread, tick timing, controls, the snapshot
+ *   sampler_workers.c  worker and segment tables, discovery, shm reads
+ *   sampler_cost.c     the sampler's own CPU cost and real-time policy
+ */
+#ifndef LOOPSTAT_SAMPLER_INT_H
+#define LOOPSTAT_SAMPLER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "util/clock.h"
+#include "util/idmap.h"
+#include "probe_access.h"
+#include "probe_discover.h"
+#include "probe_fd.h"
+#include "probe_loop.h"
+#include "probe_schedstat.h"
+#include "probe_shm.h"
+#include "probe_syscall.h"
+#include "collect/sample_batch.h"
+#include "collect/sampler.h"
+#include "collect/series.h"
+#include "collect/snapshot.h"
+
+#define NS 1000000000ull
+#define SAMPLER_MAX_PROCS   4096
+#define SAMPLER_MAX_THREADS 4096
+#define SAMPLER_MAX_SLOTS   1024
+
+struct sworker {
+	pid_t    pid, tid;
+	int      instrumented;
+	uint32_t backend;
+	int      wait_fd;
+	uint64_t generation;          /* slot generation, instrumented only */
+	/* the poll_since_ns shortcut (sampler.c): an instrumented worker still
+	 * in the blocking poll /proc last confirmed is idle without a read */
+	uint64_t hot_since;           /* poll_since_ns read at this tick, 0: none or unknown */
+	uint64_t confirmed_since;     /* poll_since_ns of the last /proc-confirmed poll sample, 0: none */
+	/* the last /proc sample, reused by both shortcuts: by the poll one
+	 * while confirmed_since stands, by the schedstat one while last_ok */
+	struct probe_sc_sample last_smp;
+	struct probe_verdict last_v;
+	/* the schedstat shortcut (sampler.c): a thread not put on a CPU since
+	 * a sample that found it off the CPU is still where it was found */
+	struct probe_schedstat gate_ref; /* read just before the last /proc sample */
+	int      gate_fresh;          /* gate_ref was read this tick, before its /proc read */
+	struct probe_schedstat tick_ss; /* the check's reading at this tick, when tick_ss_ok */
+	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
+	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
+	int      gated;               /* checking schedstat first pays for this thread */
+	struct probe_schedstat judged; /* the 4 Hz reading the last judgement ended on */
+	uint64_t sched_poll;          /* the confirmed poll it was in at its last 4 Hz reading, 0: none */
+	uint64_t sched_reused;        /* 4 Hz readings that stood for a new one (tests) */
+	uint64_t judged_tick, judged_ns;
+	int      tick_mode;           /* this tick: TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
+	uint32_t slot;                /* its slot's index in its segment */
+	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
+	char     name[PROBE_COMM_LEN];
+	char     tag[LOOPSTAT_TAG_LEN];
+	struct probe_syscall sc;
+	struct probe_schedstat_file ss;
+	struct probe_loop loop;       /* which of its polls is its loop's (probe_loop.h) */
+	enum probe_loop_basis basis;  /* how, as of the last sample */
+	int      loop_fd;
+	uint64_t gone_ns;             /* 0 while alive */
+	int      no_access;
+	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
+	int      seen;                /* mark for discovery sweeps */
+	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
+	int      ntargets;
+	struct series series;
+};
+
+enum { TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED };
+
+struct segment {
+	pid_t pid;
+	struct probe_shm *shm;
+	char  name[PROBE_COMM_LEN];
+	int   seen;
+	int   read_ok;                   /* its last read gave slots */
+};
+
+struct sampler {
+	pthread_mutex_t lock;
+	pthread_t thread;
+	pid_t    self_tid;                /* the sampling thread's, once it runs (0: none) */
+	int      started;
+	int      stop;
+	int      realtime;                /* the thread runs SCHED_FIFO now */
+	int      paused;
+	int      all_threads;
+	int      no_realtime;
+	int      no_shortcuts;
+	int      always_check_schedstat;
+	double   rate_hz;
+	const struct targets *targets;   /* borrowed */
+	void   (*on_sample)(void *arg, const struct sampler_event *ev);
+	void    *on_sample_arg;
+	struct probe_fd_cache *fds;      /* blocker fd targets, forgotten each discovery sweep */
+	struct sample_batch *batch;      /* owned: how each tick's syscall files are read */
+
+	struct sworker **w;              /* owned; pointers so series never move */
+	size_t   n, cap;
+	size_t   max_workers;
+	unsigned ignored_threads;        /* turned away by max_workers in the last discovery pass */
+	unsigned ignored_slots;          /* and in the last pass over the segments */
+	struct idmap by_tid;             /* (pid, tid) -> index in w */
+	struct segment *seg;
+	size_t   nseg, segcap;
+	struct idmap by_pid;             /* pid -> index in seg */
+
+	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
+	uint64_t next_discover, next_shm, next_sched;
+	uint64_t total_samples;
+	uint64_t ticks;                  /* sample_all calls */
+	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
+	 * and a syscall file; whether the schedstat shortcut pays hangs on both */
+	uint64_t check_ns, read_ns;
+	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
+	unsigned rng;
+
+	/* scratch for discovery and shm reads, too big for the stack */
+	struct probe_proc_info procs[SAMPLER_MAX_PROCS];
+	pid_t    tids[SAMPLER_MAX_THREADS];
+	pid_t    pids[TARGETS_MAX_PIDS];   /* the -p targets without a segment */
+	struct probe_shm_worker slots[SAMPLER_MAX_SLOTS];
+};
+
+/* sampler_workers.c, on the sampling thread: all with s->lock held but
+ * sampler_discover, which takes it itself */
+struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
+void sampler_drop_gone(struct sampler *s, uint64_t now);
+void sampler_mark_gone(struct sworker *w, uint64_t now);
+void sampler_discover(struct sampler *s, uint64_t now);
+void sampler_read_segments(struct sampler *s, uint64_t now);
+/* An instrumented worker's running fiber, read at this tick (one pread of
+ * its slot) into its series; a slot that changed waits for the table. */
+/* Reads w's hot slot fields at this tick: the running fiber into its series,
+ * and its poll_since_ns (0 when unknown). */
+uint64_t sampler_read_hot(struct sampler *s, struct sworker *w);
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
+void sampler_free_workers(struct sampler *s);
+
+/* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
+struct sampler_cost {
+	int      rt_allowed;             /* real-time was granted once */
+	int      rt;                     /* the thread runs real-time now */
+	uint64_t wall0, cpu0;            /* start of the current second */
+};
+void sampler_cost_start(struct sampler *s, struct sampler_cost *c);
+/* Called after every tick; about once a second it re-judges the policy. */
+void sampler_cost_tick(struct sampler *s, struct sampler_cost *c);
+/* The sampling thread alone (not its io-wq readers) at SCHED_OTHER for a
+ * while, then back to real-time: around work whose size others choose. */
+void sampler_cost_demote(struct sampler *s);
+void sampler_cost_restore(struct sampler *s);
+
+#endif /* LOOPSTAT_SAMPLER_INT_H */

@@ -1,0 +1,367 @@
+/*
+ * sampler_workers.c — the sampler's tables: workers (one per sampled
+ * thread, found in O(1) by (pid, tid)) and shm segments (by pid), how they
+ * are discovered, and the shm reads that feed instrumented workers.
+ * Every function here runs on the sampling thread with s->lock held.
+ */
+#include "collect/sampler_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
+{
+	size_t i;
+	return idmap_get(&s->by_tid, idmap_pair(pid, tid), &i) ? s->w[i] : NULL;
+}
+
+static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
+{
+	if (s->n >= s->max_workers) {
+		++*ignored;
+		return NULL;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct sworker **nw = realloc(s->w, cap * sizeof(*nw));
+		if (!nw)
+			return NULL;
+		s->w = nw;
+		s->cap = cap;
+	}
+	struct sworker *w = calloc(1, sizeof(*w));
+	if (!w || idmap_put(&s->by_tid, idmap_pair(pid, tid), s->n) < 0) {
+		free(w);
+		return NULL;
+	}
+	w->pid = pid;
+	w->tid = tid;
+	w->wait_fd = -1;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	series_init(&w->series);
+	probe_syscall_open(&w->sc, pid, tid);
+	probe_schedstat_open(&w->ss, pid, tid);
+	probe_loop_init(&w->loop, pid, tid);
+	w->loop_fd = -1;
+	s->w[s->n++] = w;
+	return w;
+}
+
+static void free_worker(struct sworker *w)
+{
+	probe_syscall_close(&w->sc);
+	probe_schedstat_close(&w->ss);
+	probe_loop_done(&w->loop);
+	free(w);
+}
+
+void sampler_free_workers(struct sampler *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free_worker(s->w[i]);
+	for (size_t i = 0; i < s->nseg; i++)
+		probe_shm_close(s->seg[i].shm);
+	s->n = s->nseg = 0;
+	idmap_done(&s->by_tid);
+	idmap_done(&s->by_pid);
+}
+
+/* After compaction the indices moved: the maps are rebuilt (they only grow
+ * from a put, which cannot fail for a size they already held). */
+static void reindex_workers(struct sampler *s)
+{
+	idmap_clear(&s->by_tid);
+	for (size_t i = 0; i < s->n; i++)
+		idmap_put(&s->by_tid, idmap_pair(s->w[i]->pid, s->w[i]->tid), i);
+}
+
+void sampler_drop_gone(struct sampler *s, uint64_t now)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (w->gone_ns && now - w->gone_ns > (uint64_t)(SAMPLER_GONE_KEEP_S * NS))
+			free_worker(w);
+		else
+			s->w[j++] = w;
+	}
+	if (j != s->n) {
+		s->n = j;
+		reindex_workers(s);
+	}
+}
+
+void sampler_mark_gone(struct sworker *w, uint64_t now)
+{
+	if (!w->gone_ns)
+		w->gone_ns = now ? now : 1;
+}
+
+/* ---- segments ------------------------------------------------------------ */
+
+static struct segment *find_segment(struct sampler *s, pid_t pid)
+{
+	size_t i;
+	return idmap_get(&s->by_pid, (uint64_t)pid, &i) ? &s->seg[i] : NULL;
+}
+
+static int on_segment(const char *path, pid_t pid, void *arg)
+{
+	struct sampler *s = arg;
+	struct segment *g = find_segment(s, pid);
+	if (g) {
+		g->seen = 1;
+		return PROBE_SHM_SCAN_LIVE; /* its writer is checked after the scan */
+	}
+	struct probe_stat st;
+	if (s->nseg >= s->max_workers) {
+		s->ignored_threads++; /* every segment holds a worker at least: past the cap, none is sampled */
+		return 0;
+	}
+	if (s->targets && !s->targets->has_re && !targets_match(s->targets, pid, NULL))
+		return 0; /* not a named pid: not even opened */
+	/* open before /proc: a refused file is remembered by the scan and
+	 * costs no system call at the next sweep */
+	struct probe_shm *shm;
+	if (probe_shm_open(path, &shm) < 0)
+		return 0; /* stale, foreign or not ready yet: looked at again next sweep */
+	if (probe_stat_read(pid, 0, &st) < 0 || (s->targets && !targets_match(s->targets, pid, st.comm))) {
+		probe_shm_close(shm);
+		return 0;
+	}
+	if (s->nseg == s->segcap) {
+		size_t cap = s->segcap ? s->segcap * 2 : 8;
+		struct segment *ng = realloc(s->seg, cap * sizeof(*ng));
+		if (!ng) {
+			probe_shm_close(shm);
+			return -ENOMEM;
+		}
+		s->seg = ng;
+		s->segcap = cap;
+	}
+	if (idmap_put(&s->by_pid, (uint64_t)pid, s->nseg) < 0) {
+		probe_shm_close(shm);
+		return -ENOMEM;
+	}
+	g = &s->seg[s->nseg++];
+	g->pid = pid;
+	g->shm = shm;
+	g->seen = 1;
+	snprintf(g->name, sizeof(g->name), "%s", st.comm);
+	return PROBE_SHM_SCAN_LIVE;
+}
+
+static void discover_segments(struct sampler *s)
+{
+	s->ignored_threads = 0;
+	for (size_t i = 0; i < s->nseg; i++)
+		s->seg[i].seen = 0;
+	probe_shm_scan(NULL, on_segment, s);
+	size_t j = 0;
+	for (size_t i = 0; i < s->nseg; i++) {
+		struct segment *g = &s->seg[i];
+		if (!g->seen || probe_shm_check_writer(g->shm) < 0)
+			probe_shm_close(g->shm);
+		else
+			s->seg[j++] = *g;
+	}
+	if (j != s->nseg) {
+		s->nseg = j;
+		idmap_clear(&s->by_pid);
+		for (size_t i = 0; i < s->nseg; i++)
+			idmap_put(&s->by_pid, (uint64_t)s->seg[i].pid, i);
+	}
+}
+
+/* Uninstrumented targets (-p, -n): every thread is sampled. */
+static void discover_threads(struct sampler *s)
+{
+	int nprocs = 0;
+	if (!s->targets)
+		return;
+	if (s->targets->npids) {
+		/* an instrumented pid's segment check reads its stat already */
+		size_t n = 0;
+		for (size_t i = 0; i < s->targets->npids; i++)
+			if (!find_segment(s, s->targets->pids[i]))
+				s->pids[n++] = s->targets->pids[i];
+		nprocs = probe_discover_pids(s->pids, n, s->procs);
+		if (nprocs < 0)
+			nprocs = 0;
+	}
+	if (s->targets->has_re) {
+		int m = probe_discover_match(&s->targets->matcher, s->procs + nprocs,
+					     SAMPLER_MAX_PROCS - (size_t)nprocs);
+		if (m > 0)
+			nprocs += m > SAMPLER_MAX_PROCS - nprocs ? SAMPLER_MAX_PROCS - nprocs : m;
+	}
+	for (int p = 0; p < nprocs; p++) {
+		const struct probe_proc_info *pi = &s->procs[p];
+		if (find_segment(s, pi->pid))
+			continue; /* instrumented: its slots name its workers */
+		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
+		/* the table changes under the lock, one process at a time */
+		pthread_mutex_lock(&s->lock);
+		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++) {
+			/* the sampling thread itself is always running: not a worker */
+			if (s->tids[t] == s->self_tid)
+				continue;
+			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
+			if (!w)
+				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
+			else /* a process found just before its execve, or renamed since */
+				snprintf(w->name, sizeof(w->name), "%s", pi->comm);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* ---- fd targets ------------------------------------------------------------ */
+
+static int has_target(const struct sworker *w, int fd)
+{
+	for (int i = 0; i < w->ntargets; i++)
+		if (w->targets[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+/* ino: the fd's inode as the sample saw it (0: unknown), so that a reused
+ * fd number is named anew */
+void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino)
+{
+	const struct probe_fd_target *t;
+	if (w->ntargets == SNAP_TARGETS || has_target(w, fd) || probe_fd_cache_get_ino(s->fds, w->pid, fd, ino, &t) < 0)
+		return;
+	w->targets[w->ntargets].fd = fd;
+	snprintf(w->targets[w->ntargets].text, PROBE_TARGET_LEN, "%s", t->text);
+	w->ntargets++;
+}
+
+/*
+ * Resolves, on the sampler thread, what the fds a worker blocked on in the
+ * detailed history are, newest seconds first: /proc/PID/fd and net tables
+ * are read here once per sweep (through the window cache), never by views.
+ */
+static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
+{
+	/* but the loop's own fd (its poll is classified by that fd being the
+	 * loop's epoll or ring fd, so its text cannot go stale while it is)
+	 * and the last sample's (the fd a thread still in that call waits on:
+	 * the shortcuts reuse that sample without naming its fd again) */
+	struct snap_target keep[2]; /* targets name distinct fds: two at most */
+	int nkeep = 0;
+	for (int i = 0; i < w->ntargets && nkeep < 2; i++)
+		if (w->targets[i].fd == w->loop_fd || w->targets[i].fd == w->last_v.fd)
+			keep[nkeep++] = w->targets[i];
+	w->ntargets = 0;
+	if (w->gone_ns)
+		return;
+	memcpy(w->targets, keep, (size_t)nkeep * sizeof(keep[0]));
+	w->ntargets = nkeep;
+	int64_t sec = (int64_t)(now / NS);
+	for (int64_t k = 0; k < SERIES_DETAIL_S && sec - k >= 0 && w->ntargets < SNAP_TARGETS; k++) {
+		const struct series_bucket *b = &w->series.detail[(sec - k) % SERIES_DETAIL_S];
+		if (b->sec != sec - k)
+			continue;
+		for (int i = 0; i < SERIES_BLOCK_KEYS && b->blocks[i].n; i++)
+			if (b->blocks[i].fd >= 0)
+				sampler_add_target(s, w, b->blocks[i].fd, 0);
+	}
+}
+
+/*
+ * Without the lock but for the moments the worker table changes: how long
+ * a sweep takes depends on what others put in the segment directory and on
+ * how many processes a pattern matches, and views must not wait for it.
+ * Only the sampling thread touches the segment table, so it needs none.
+ */
+void sampler_discover(struct sampler *s, uint64_t now)
+{
+	discover_segments(s);
+	discover_threads(s);
+	pthread_mutex_lock(&s->lock);
+	probe_fd_cache_begin_window(s->fds);
+	for (size_t i = 0; i < s->n; i++)
+		refresh_targets(s, s->w[i], now);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- shm counters --------------------------------------------------------- */
+
+static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
+{
+	int n = probe_shm_read(g->shm, s->slots, SAMPLER_MAX_SLOTS, 0);
+	g->read_ok = n >= 0;
+	if (n < 0)
+		return;
+	if (n > SAMPLER_MAX_SLOTS)
+		n = SAMPLER_MAX_SLOTS;
+	for (int i = 0; i < n; i++) {
+		const struct probe_shm_worker *sl = &s->slots[i];
+		struct sworker *w = sampler_find_worker(s, sl->pid, sl->tid);
+		if (w && w->instrumented && w->generation != sl->generation) {
+			series_init(&w->series); /* another thread took the slot: counters restart */
+			probe_loop_done(&w->loop);
+			probe_loop_init(&w->loop, w->pid, w->tid);
+			w->gone_ns = 0;
+		}
+		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
+			continue;
+		w->instrumented = 1;
+		w->backend = sl->backend;
+		w->wait_fd = sl->wait_fd;
+		w->generation = sl->generation;
+		w->slot = sl->slot;
+		w->seen = 1;
+		snprintf(w->tag, sizeof(w->tag), "%s", sl->tag);
+		/* now counts from s->t0 on CLOCK_MONOTONIC: the writers' clock */
+		series_add_shm(&w->series, now, s->t0 + now, sl->values, sl->fiber_tag);
+	}
+}
+
+/* w's segment: the index it was found at last, while it still holds w's
+ * pid (compaction moves segments), else looked up: this runs per sample */
+static struct segment *worker_segment(struct sampler *s, struct sworker *w)
+{
+	if (w->seg_i < s->nseg && s->seg[w->seg_i].pid == w->pid)
+		return &s->seg[w->seg_i];
+	size_t i;
+	if (!idmap_get(&s->by_pid, (uint64_t)w->pid, &i))
+		return NULL;
+	w->seg_i = i;
+	return &s->seg[i];
+}
+
+uint64_t sampler_read_hot(struct sampler *s, struct sworker *w)
+{
+	struct segment *g = worker_segment(s, w);
+	struct probe_shm_worker ref = { .pid = w->pid, .tid = w->tid, .generation = w->generation, .slot = w->slot };
+	struct probe_shm_hot hot;
+	if (!g || !g->read_ok || probe_shm_read_hot(g->shm, &ref, &hot) < 0)
+		return 0;
+	series_set_fiber(&w->series, hot.tag_index, hot.fiber_tag);
+	return hot.poll_since_ns;
+}
+
+/* One pass over the workers before and one after, whatever the number of
+ * segments: an instrumented worker whose segment was read and no longer
+ * lists it has released its slot. */
+void sampler_read_segments(struct sampler *s, uint64_t now)
+{
+	for (size_t i = 0; i < s->n; i++)
+		s->w[i]->seen = 0;
+	s->ignored_slots = 0;
+	for (size_t i = 0; i < s->nseg; i++)
+		read_segment(s, &s->seg[i], now);
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (!w->instrumented || w->seen)
+			continue;
+		struct segment *g = find_segment(s, w->pid);
+		if (!g || g->read_ok)
+			sampler_mark_gone(w, now); /* its slot was released, or its segment went */
+	}
+}

@@ -1,0 +1,265 @@
+/*
+ * series.c — feeding one worker's series: classified samples, shm readings
+ * and schedstat readings into per-second buckets, a compact history and
+ * run totals. Reading windows out of them is model_window.c's job.
+ */
+#include "collect/series.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS 1000000000ull
+/* A stall shorter than this is ordinary scheduling, not worth a report. */
+#define STALL_MIN_NS (250ull * 1000000)
+
+void series_init(struct series *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < SERIES_DETAIL_S; i++)
+		a->detail[i].sec = -1;
+	for (int i = 0; i < SERIES_HISTORY; i++)
+		a->hist[i].sec = -1;
+	a->first_sec = -1;
+}
+
+static struct series_bucket *bucket(struct series *a, int64_t sec)
+{
+	struct series_bucket *b = &a->detail[sec % SERIES_DETAIL_S];
+	if (b->sec != sec) {
+		memset(b, 0, sizeof(*b));
+		b->sec = sec;
+	}
+	return b;
+}
+
+void series_add_block(struct series_block *blocks, int nkeys, uint32_t *overflow, long nr, int fd, uint32_t n)
+{
+	for (int i = 0; i < nkeys; i++) {
+		if (blocks[i].n && blocks[i].nr == nr && blocks[i].fd == fd) {
+			blocks[i].n += n;
+			return;
+		}
+		if (!blocks[i].n) {
+			blocks[i] = (struct series_block){ nr, fd, n };
+			return;
+		}
+	}
+	*overflow += n;
+}
+
+static int class_index(enum probe_class c)
+{
+	switch (c) {
+	case PROBE_POLL: return SERIES_POLL;
+	case PROBE_RUNNING: return SERIES_RUNNING;
+	case PROBE_BLOCKED: return SERIES_BLOCKED;
+	case PROBE_OTHER: return SERIES_OTHER;
+	default: return -1;
+	}
+}
+
+/* The compact history's slot of second sec, emptied if it held an older one. */
+static int hist_at(struct series *a, int64_t sec)
+{
+	int h = (int)(sec % SERIES_HISTORY);
+	if (a->hist[h].sec != sec)
+		a->hist[h] = (struct series_hist){ .sec = sec };
+	return h;
+}
+
+static void add_key(struct series_totals *t, int c, const struct probe_verdict *v, const struct series_ctx *ctx)
+{
+	struct series_key k = { .cls = (uint8_t)c, .nr = -1, .fd = -1, .fiber = ctx ? ctx->fiber : 0 };
+	if (c == SERIES_POLL || c == SERIES_BLOCKED) {
+		k.nr = (int32_t)v->nr;
+		k.fd = v->fd;
+		k.pc = ctx ? ctx->pc : 0;
+	}
+	for (int i = 0; i < SERIES_KEYS; i++) {
+		struct series_key *e = &t->keys[i];
+		if (!e->n) {
+			*e = k;
+		} else if (e->cls != k.cls || e->nr != k.nr || e->fd != k.fd || e->pc != k.pc || e->fiber != k.fiber) {
+			continue;
+		}
+		e->n++;
+		e->sp = ctx ? ctx->sp : 0;
+		return;
+	}
+	t->keys_overflow++;
+}
+
+void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
+{
+	int c = class_index(v->cls);
+	if (c < 0)
+		return; /* GONE / NO_ACCESS are not time the worker spent anywhere */
+	add_key(&a->total, c, v, ctx);
+	int64_t sec = (int64_t)(t_ns / NS);
+	struct series_bucket *b = bucket(a, sec);
+	b->n[c]++;
+	a->total.n[c]++;
+	if (c == SERIES_BLOCKED) {
+		series_add_block(b->blocks, SERIES_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, 1);
+		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);
+	}
+	int h = hist_at(a, sec);
+	struct series_hist *hs = &a->hist[h];
+	if (hs->n < UINT16_MAX) {
+		hs->n++;
+		hs->poll += c == SERIES_POLL;
+		hs->run += c == SERIES_RUNNING;
+	}
+	if (a->first_sec < 0)
+		a->first_sec = sec;
+	a->samples++;
+	if (c == SERIES_POLL) {
+		a->polls_seen++;
+		a->polled_since_change = 1;
+	} else if (c == SERIES_RUNNING || c == SERIES_BLOCKED) {
+		a->busy_since_change = 1;
+	}
+}
+
+void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],
+		 const char *fiber_tag)
+{
+	struct series_bucket *b = bucket(a, (int64_t)(t_ns / NS));
+	struct series_reading r = { .valid = 1, .t_ns = t_ns, .mono_ns = mono_ns };
+	memcpy(r.v, values, sizeof(r.v));
+	uint64_t sw = values[PROBE_SHM_switches];
+	if (!a->shm_last.valid || sw != a->last_switches) {
+		a->last_switches = sw;
+		a->last_change_ns = t_ns;
+		a->polled_since_change = 0;
+		a->busy_since_change = 0;
+	}
+	b->shm = r;
+	a->shm_last = r;
+	if (!a->total.shm_first.valid)
+		a->total.shm_first = r;
+	uint64_t rq = values[PROBE_SHM_runqueue_len];
+	if (rq > b->runq_max)
+		b->runq_max = rq;
+	if (rq > a->total.runq_max)
+		a->total.runq_max = rq;
+	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", fiber_tag ? fiber_tag : "");
+	uint64_t tag = values[PROBE_SHM_current_tag];
+	a->fiber_now = tag <= LOOPSTAT_TAG_MAX ? (uint8_t)tag : 0;
+	if (a->fiber_now)
+		snprintf(a->fiber_names[a->fiber_now], sizeof(a->fiber_names[0]), "%s", a->fiber_tag);
+}
+
+void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag)
+{
+	a->fiber_now = tag_index <= LOOPSTAT_TAG_MAX ? (uint8_t)tag_index : 0;
+	if (!a->fiber_now) {
+		a->fiber_tag[0] = '\0'; /* most ticks, for a loop in its poll: no snprintf per sample */
+		return;
+	}
+	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", tag ? tag : "");
+	snprintf(a->fiber_names[a->fiber_now], sizeof(a->fiber_names[0]), "%s", a->fiber_tag);
+}
+
+/* Spreads the runnable time between two schedstat readings over the
+ * seconds of history they span, in proportion to each second's part. */
+static void hist_add_runnable(struct series *a, uint64_t t0, uint64_t t1, double busy_ns)
+{
+	double per_ns = busy_ns / (double)(t1 - t0);
+	int64_t first = (int64_t)(t0 / NS), last = (int64_t)(t1 / NS);
+	if (last - first >= SERIES_HISTORY)
+		first = last - SERIES_HISTORY + 1;
+	for (int64_t sec = first; sec <= last; sec++) {
+		uint64_t lo = (uint64_t)sec * NS, hi = lo + NS;
+		if (lo < t0)
+			lo = t0;
+		if (hi > t1)
+			hi = t1;
+		if (hi <= lo)
+			continue;
+		int h = hist_at(a, sec);
+		a->hist[h].span_us += (uint32_t)((hi - lo) / 1000);
+		a->hist[h].busy_us += (uint32_t)(per_ns * (double)(hi - lo) / 1000);
+	}
+}
+
+void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns)
+{
+	struct series_sched s = { 1, t_ns, run_ns, wait_ns };
+	const struct series_sched *p = &a->sched_last;
+	if (p->valid && t_ns > p->t_ns && run_ns >= p->run_ns && wait_ns >= p->wait_ns)
+		hist_add_runnable(a, p->t_ns, t_ns, (double)(run_ns - p->run_ns + wait_ns - p->wait_ns));
+	bucket(a, (int64_t)(t_ns / NS))->sched = s;
+	a->sched_last = s;
+	if (!a->total.sched_first.valid)
+		a->total.sched_first = s;
+}
+
+uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)
+{
+	if (!a->shm_last.valid || a->polled_since_change || !a->busy_since_change || now_ns < a->last_change_ns)
+		return 0;
+	uint64_t d = now_ns - a->last_change_ns;
+	return d >= STALL_MIN_NS ? d : 0;
+}
+
+int series_rewind(struct series *a, int64_t sec)
+{
+	int shm = 0, sched = 0;
+	for (int64_t s = sec; s >= 0 && s > sec - SERIES_DETAIL_S && !(shm && sched); s--) {
+		const struct series_bucket *b = &a->detail[s % SERIES_DETAIL_S];
+		if (b->sec != s)
+			continue;
+		if (!shm && b->shm.valid)
+			a->shm_last = b->shm, shm = 1;
+		if (!sched && b->sched.valid)
+			a->sched_last = b->sched, sched = 1;
+	}
+	uint64_t end = (uint64_t)(sec + 1) * NS;
+	if (!shm && a->total.shm_first.valid && a->total.shm_first.t_ns < end)
+		a->shm_last = a->total.shm_first;
+	if (!sched && a->total.sched_first.valid && a->total.sched_first.t_ns < end)
+		a->sched_last = a->total.sched_first;
+	if (sec < 0)
+		return 0;
+	const struct series_bucket *b = &a->detail[sec % SERIES_DETAIL_S];
+	uint32_t n = 0;
+	for (int c = 0; c < SERIES_NCLASS; c++)
+		n += b->n[c];
+	return b->sec == sec && n > 0;
+}
+
+int64_t series_window_span(double window_s)
+{
+	int64_t span = (int64_t)ceil(window_s);
+	return span > SERIES_DETAIL_S - 1 ? SERIES_DETAIL_S - 1 : span;
+}
+
+void series_copy_window(struct series *dst, const struct series *src, int64_t now_sec, double window_s,
+			int with_history)
+{
+	size_t tail = offsetof(struct series, samples); /* the first field of the tail */
+	memcpy((char *)dst + tail, (const char *)src + tail, sizeof(*dst) - tail);
+	for (int i = 0; i < SERIES_DETAIL_S; i++)
+		dst->detail[i].sec = -1;
+	if (window_s > 0) {
+		/* the window's seconds and the one before it (the rates' baseline) */
+		int64_t span = series_window_span(window_s);
+		for (int64_t sec = now_sec - span; sec <= now_sec; sec++) {
+			if (sec < 0)
+				continue;
+			const struct series_bucket *b = &src->detail[sec % SERIES_DETAIL_S];
+			if (b->sec == sec)
+				dst->detail[sec % SERIES_DETAIL_S] = *b;
+		}
+	}
+	if (with_history) {
+		memcpy(dst->hist, src->hist, sizeof(src->hist));
+	} else {
+		for (int i = 0; i < SERIES_HISTORY; i++)
+			dst->hist[i].sec = -1;
+	}
+}

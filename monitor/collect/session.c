@@ -1,0 +1,92 @@
+/*
+ * session.c — one sampling run for the one-shot commands.
+ */
+#include "collect/session.h"
+#include "util/clock.h"
+#include "model/model_build.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int session_start(struct session *se, const struct session_opts *o)
+{
+	struct sampler_opts so = { .rate_hz = o->rate_hz, .targets = o->targets, .all_threads = o->all_threads,
+				  .max_workers = o->max_workers, .on_sample = o->on_sample, .on_sample_arg = o->on_sample_arg };
+	memset(se, 0, sizeof(*se));
+	int err = sampler_new(&so, &se->sampler);
+	if (err == 0 && (err = sampler_start(se->sampler)) < 0) {
+		sampler_delete(se->sampler);
+		se->sampler = NULL;
+	}
+	se->started_s = (double)mono_ns() / 1e9;
+	return err;
+}
+
+void session_wait_until(struct session *se, double seconds)
+{
+	session_wait_unless(se, seconds, NULL, NULL);
+}
+
+int session_wait_unless(struct session *se, double seconds, int (*gone)(void *arg), void *arg)
+{
+	int tty = isatty(STDERR_FILENO), early = 0;
+	const double tick = 0.1;
+	for (;;) {
+		double t = (double)mono_ns() / 1e9 - se->started_s;
+		if (t >= seconds)
+			break;
+		if (gone && gone(arg)) {
+			early = 1;
+			break;
+		}
+		if (tty)
+			fprintf(stderr, "\rloopstat: sampling %.1f / %.1f s", t, seconds);
+		double step = seconds - t < tick ? seconds - t : tick;
+		struct timespec ts = { (time_t)step, (long)((step - (time_t)step) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	return early;
+}
+
+void session_stop(struct session *se)
+{
+	if (se->sampler)
+		sampler_stop(se->sampler);
+}
+
+void session_end(struct session *se)
+{
+	sampler_delete(se->sampler);
+	se->sampler = NULL;
+}
+
+int session_model(struct session *se, double window_s, struct model *m)
+{
+	struct snapshot snap = { 0 };
+	int err = sampler_snapshot(se->sampler, window_s, 0, &snap);
+	if (err == 0)
+		err = model_build(&snap, window_s, m);
+	snapshot_done(&snap);
+	return err;
+}
+
+int session_collect(const struct session_opts *o, double duration_s, struct model *m)
+{
+	struct session se;
+	int err = session_start(&se, o);
+	if (err < 0) {
+		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		return err;
+	}
+	session_wait_until(&se, duration_s);
+	session_stop(&se);
+	err = session_model(&se, 0, m);
+	session_end(&se);
+	if (err < 0)
+		fprintf(stderr, "loopstat: building the model: %s\n", strerror(-err));
+	return err;
+}

@@ -1,0 +1,66 @@
+/*
+ * snapshot.h — what the sampler hands the model: a copy of every shown
+ * worker's identity and series, taken under the sampler's lock in one
+ * pass of memcpy, so that the model (and so every view) is computed
+ * outside it and a heavy view never delays a tick.
+ */
+#ifndef LOOPSTAT_SNAPSHOT_H
+#define LOOPSTAT_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loopstat_shm.h"
+#include "probe_access.h"
+#include "probe_fd.h"
+#include "probe_loop.h"
+#include "probe_stat.h"
+#include "collect/series.h"
+
+#define SNAP_TARGETS 16   /* fds a worker recently blocked on, resolved */
+
+struct snap_target {
+	int  fd;
+	char text[PROBE_TARGET_LEN];
+};
+
+struct snap_worker {
+	pid_t    pid, tid;
+	char     name[PROBE_COMM_LEN];
+	char     tag[LOOPSTAT_TAG_LEN];
+	int      instrumented;
+	uint32_t backend;                /* enum loopstat_backend */
+	int      gone, no_access;
+	enum probe_loop_basis basis;     /* how its loop's poll is told apart */
+	int      loop_fd;
+	char     access_text[PROBE_ACCESS_TEXT_LEN];
+	struct snap_target targets[SNAP_TARGETS];
+	int      ntargets;
+	struct series series;
+};
+
+#define SNAP_REFUSED 16   /* refused processes named, with why */
+
+struct snap_refusal {
+	pid_t pid;
+	char  text[PROBE_ACCESS_TEXT_LEN];   /* the reason and the fix (probe_access.h) */
+};
+
+struct snapshot {
+	struct snap_worker *w;           /* owned; n used, cap allocated (reused across takes) */
+	size_t   n, cap;
+	uint64_t now_ns;                 /* on the series' clock */
+	double   rate_hz;
+	uint64_t total_samples;
+	uint64_t tick_lag_max_ns;        /* the latest any tick started after its time, so far */
+	struct snap_refusal refused[SNAP_REFUSED];
+	unsigned nrefused;               /* processes with a refused thread (may exceed SNAP_REFUSED) */
+	unsigned ignored;                /* threads turned away by the sampler's cap */
+	size_t   max_workers;            /* that cap */
+	unsigned naccessible;            /* threads sampled, shown or not, whose samples we could read */
+};
+
+void snapshot_done(struct snapshot *snap);
+
+#endif /* LOOPSTAT_SNAPSHOT_H */

@@ -1,0 +1,286 @@
+/*
+ * cmd_export.c — `loopstat export`: sample for --duration seconds, then hand
+ * one point per metric-table row per worker, plus the fleet totals, to
+ * export_run (spool, Graphite destinations, Prometheus textfile).
+ *
+ * Options: the config file (--config) is read first, then the command
+ * line's export options are applied over it in their order, through the
+ * same export_opts_set the file uses, so the two cannot disagree.
+ *
+ * --resolution window: one point per metric, the whole run, stamped with
+ * the wall-clock second sampling ended. --resolution 1s: one point per
+ * metric per second sampled. The sampler's per-second buckets only hold
+ * SERIES_DETAIL_S seconds, so instead of copying them all at the end, a
+ * snapshot is taken just after each second ends and the model is built over
+ * that one complete second, its series rewound to the readings taken in it
+ * (series_rewind); each point is stamped with the wall-clock second nearest
+ * that second's start. A snapshot that comes late fills the seconds since
+ * the last one from the ring; a second nothing was sampled in is counted,
+ * said on stderr and in the self-report (seconds_missed), never skipped
+ * silently.
+ */
+#include "cli.h"
+#include "export/export_config.h"
+#include "export/export_points.h"
+#include "export/export_run.h"
+#include "model/model_build.h"
+#include "collect/session.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define NS 1000000000ll
+#define EXPORT_CLI_SETS 64
+
+struct export_ctx {
+	struct cli_common c;          /* first: the shared setters (-p, -n, --max-workers) work on it */
+	const char *config;           /* borrowed from argv */
+	struct { const char *key, *value; } set[EXPORT_CLI_SETS];  /* export options, in argv order */
+	int nset;
+};
+
+/* Checks the value now (so the message names the option) and keeps it
+ * for after the config file. */
+static int record(void *ctx, const char *key, const char *arg, char *msg, size_t len)
+{
+	struct export_ctx *x = ctx;
+	struct export_opts scratch;
+	char why[256];
+	export_opts_init(&scratch);
+	if (export_opts_set(&scratch, key, arg, why, sizeof(why)) < 0) {
+		snprintf(msg, len, "--%s: %s", key, why);
+		return -1;
+	}
+	if (x->nset == EXPORT_CLI_SETS) {
+		snprintf(msg, len, "more than %d export options", EXPORT_CLI_SETS);
+		return -1;
+	}
+	x->set[x->nset].key = key;
+	x->set[x->nset++].value = arg;
+	return 0;
+}
+
+#define SETTER(fn, key) \
+	static int fn(void *ctx, const char *arg, char *msg, size_t len) { return record(ctx, key, arg, msg, len); }
+SETTER(set_graphite, "graphite")
+SETTER(set_prefix, "prefix")
+SETTER(set_template, "template")
+SETTER(set_host, "host")
+SETTER(set_tags, "tags")
+SETTER(set_duration, "duration")
+SETTER(set_rate, "rate")
+SETTER(set_resolution, "resolution")
+SETTER(set_spool, "spool")
+SETTER(set_max_age, "max-age")
+SETTER(set_max_spool, "max-spool")
+SETTER(set_timeout, "timeout")
+SETTER(set_lock_wait, "lock-wait")
+SETTER(set_prom, "prometheus-textfile")
+SETTER(set_dry_run, "dry-run")
+#undef SETTER
+
+static int set_config(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)msg, (void)len;
+	((struct export_ctx *)ctx)->config = arg;
+	return 0;
+}
+
+static const struct cli_option options[] = {
+	{ 0, "graphite", "HOST:PORT[,...]", "carbon destinations (plaintext protocol), each with its own cursor", set_graphite },
+	{ 0, "prefix", "P", "first path level(s) of every metric (default loopstat)", set_prefix },
+	{ 0, "template", "T", "path template, e.g. {prefix}.{host}.{process}.{metric}", set_template },
+	{ 0, "host", "H", "host level of the path (default: the host name up to its first dot)", set_host },
+	{ 0, "tags", NULL, "Graphite tag syntax: name;host=..;process=..", set_tags },
+	{ 0, "duration", "S", "how long to sample: 10, 30s, 1m (default 10 s)", set_duration },
+	{ 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 100)", set_rate },
+	{ 0, "resolution", "1s|window", "one point per second sampled, or one per run (default window)", set_resolution },
+	{ 0, "spool", "DIR", "where points wait until every destination has them", set_spool },
+	{ 0, "max-age", "DUR", "points older than this expire, counted (default 1d: match the retention)", set_max_age },
+	{ 0, "max-spool", "SIZE", "spool size bound, oldest expire first (default 64M)", set_max_spool },
+	{ 0, "timeout", "S", "delivery budget of one run (default 20 s)", set_timeout },
+	{ 0, "lock-wait", "S", "how long to wait for an overlapping run (default 5 s)", set_lock_wait },
+	{ 0, "prometheus-textfile", "PATH", "also write the points for node_exporter's textfile collector", set_prom },
+	{ 0, "dry-run", NULL, "print the lines on stdout, send and spool nothing", set_dry_run },
+	{ 0, "config", "FILE", "read options from FILE (key = value, keys are the long options)", set_config },
+	CLI_OPT_PID,
+	CLI_OPT_NAME,
+	CLI_OPT_MAX_WORKERS,
+	{ 0 },
+};
+
+/* The options in force: config file, then the command line, then the checks
+ * that would otherwise wait for the end of sampling. -1 to go on, or an
+ * exit code. */
+static int configure(struct export_ctx *x, struct export_opts *o)
+{
+	char err[1400];
+	export_opts_init(o);
+	if (x->config && export_config_load(o, x->config, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "--config: %s", err);
+	for (int i = 0; i < x->nset; i++)
+		if (export_opts_set(o, x->set[i].key, x->set[i].value, err, sizeof(err)) < 0)
+			return cli_usage_error("export", "--%s: %s", x->set[i].key, err);
+	/* targets from the file only when the command line names none */
+	if (o->pids[0] && x->c.targets.npids == 0 && targets_add_pids(&x->c.targets, o->pids, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "pid: %s", err);
+	if (o->name_regex[0] && !x->c.name_given &&
+	    targets_set_regex(&x->c.targets, o->name_regex, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "name: %s", err);
+	if (!(o->duration_s >= 0.05 && o->duration_s <= 86400))
+		return cli_usage_error("export", "duration %g s: expected 0.05 s to 1 d", o->duration_s);
+	if (o->rate_hz != 0 && !(o->rate_hz >= 1 && o->rate_hz <= 10000))
+		return cli_usage_error("export", "rate %g: expected 1 to 10000 Hz", o->rate_hz);
+	if (!o->graphite[0] && !o->prometheus_textfile[0] && !o->dry_run)
+		return cli_usage_error("export", "nothing to do: give --graphite HOST:PORT, --prometheus-textfile "
+		                       "PATH or --dry-run");
+	struct export_template t;
+	if (export_template_parse(&t, o->tmpl[0] ? o->tmpl : NULL, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "--template: %s", err);
+	struct export_dest d[EXPORT_DEST_MAX];
+	if (o->graphite[0] && export_dest_parse(o->graphite, d, EXPORT_DEST_MAX, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "--graphite: %s", err);
+	return -1;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+/* --resolution 1s: the points of every second sampled, taken live (see the
+ * top of the file). *missed gets the seconds of the run that have no
+ * points. Returns 0 or -ENOMEM. */
+static int collect_seconds(struct session *se, const struct export_opts *o, const char *host,
+                           struct export_points *b, uint64_t *missed)
+{
+	int nsec = (int)ceil(o->duration_s - 1e-9);
+	/* the run's seconds are 1..nsec: the sampler's clock starts at 1 s */
+	int64_t next = 1, off = 0;   /* the first second not yet exported */
+	int have_off = 0, rc = 0, made = 0;
+	struct snapshot snap = { 0 };
+	/* one more snapshot when the last second is not in yet (the sampler
+	 * started a little after the session) */
+	for (int k = 1; k <= nsec + 1 && next <= nsec && rc == 0; k++) {
+		/* a tenth past the second: the sampler's seconds start at its own t0 */
+		session_wait_until(se, k + 0.1);
+		if (sampler_snapshot(se->sampler, 2.0, 0, &snap) < 0)
+			continue;   /* the next snapshot fills it */
+		if (!have_off) {
+			off = wall_ns() - (int64_t)snap.now_ns;
+			have_off = 1;
+		}
+		int64_t now_sec = (int64_t)(snap.now_ns / NS), upto = now_sec - 1;   /* the last complete second */
+		if (upto > nsec)
+			upto = nsec;
+		if (upto < next)
+			continue;
+		/* late (a loaded machine, a stopped process): the seconds since the
+		 * last snapshot are still in the series' ring; copy them too, and the
+		 * one before (their baseline), and one for a clock that moved on */
+		if (upto > next && sampler_snapshot(se->sampler, (double)(now_sec - next + 2), 0, &snap) < 0)
+			continue;
+		for (int64_t sec = next; sec <= upto && rc == 0; sec++) {
+			int sampled;
+			int64_t ts = (int64_t)floor((double)(off + sec * NS) / 1e9 + 0.5);
+			rc = export_points_add_second(b, &snap, sec, ts, o->prefix, host, &sampled);
+			made += sampled;
+		}
+		next = upto + 1;
+	}
+	snapshot_done(&snap);
+	*missed = (uint64_t)(nsec - made);
+	return rc;
+}
+
+static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
+{
+	char host[256];
+	export_opts_host(o, host, sizeof(host));
+	struct session_opts so = { .targets = &x->c.targets, .rate_hz = o->rate_hz, .max_workers = x->c.max_workers };
+	struct session se;
+	int err = session_start(&se, &so);
+	if (err < 0) {
+		fprintf(stderr, "export: starting the sampler: %s\n", strerror(-err));
+		return EXIT_FAIL;
+	}
+	struct export_points b;
+	export_points_init(&b);
+	int per_second = strcmp(o->resolution, "1s") == 0;
+	uint64_t missed = 0;
+	if (per_second)
+		err = collect_seconds(&se, o, host, &b, &missed);
+	else
+		session_wait_until(&se, o->duration_s);
+	session_stop(&se);
+	struct model m;
+	if (err == 0)
+		err = session_model(&se, 0, &m);
+	session_end(&se);
+	if (err < 0) {
+		fprintf(stderr, "export: building the model: %s\n", strerror(-err));
+		export_points_done(&b);
+		return EXIT_FAIL;
+	}
+	int64_t now = time(NULL);
+	if (!per_second && export_points_add_model(&b, &m, o->prefix, host, now) < 0) {
+		fprintf(stderr, "export: out of memory\n");
+		model_done(&m);
+		export_points_done(&b);
+		return EXIT_FAIL;
+	}
+	int refused = cli_report_refused(&m);
+	size_t nworkers = m.n;
+	model_done(&m);
+
+	/* With nothing measured, the run still delivers what earlier runs
+	 * spooled (a worker restarting must not hold back the backlog). */
+	int nothing = refused >= 0 || nworkers == 0;
+	struct export_result r;
+	if (missed && !nothing)
+		fprintf(stderr, "export: --resolution 1s: %" PRIu64 " of %d seconds have no points: nothing was "
+		        "sampled in them (loopstat stopped or starved of CPU)\n", missed,
+		        (int)ceil(o->duration_s - 1e-9));
+	struct export_input in = { nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, missed };
+	int code = export_run(o, &in, stdout, stderr, &r);
+	export_points_done(&b);
+	if (refused >= 0)
+		return code == EXIT_USAGE ? code : refused;
+	if (nworkers == 0) {
+		fprintf(stderr, "export: no worker to measure: %s\n", targets_all(&x->c.targets) ?
+		        "no readable loopstat segment (name uninstrumented processes with -p or -n)" :
+		        "no thread of the processes named waits in an event loop's poll");
+		return code == EXIT_USAGE || code == EXIT_ACCESS ? code : EXIT_NOTHING;
+	}
+	return code;
+}
+
+static int run(int argc, char **argv)
+{
+	struct export_ctx x;
+	memset(&x, 0, sizeof(x));
+	cli_common_init(&x.c);
+	struct export_opts o;
+	int rc = cli_parse(&cmd_export, argc, argv, &x);
+	if (rc < 0)
+		rc = configure(&x, &o);
+	if (rc < 0)
+		rc = sample_and_export(&x, &o);
+	cli_common_done(&x.c);
+	return cli_finish_output(rc);
+}
+
+const struct cli_command cmd_export = {
+	"export", "sample for a while, then send the figures to Graphite (and a Prometheus textfile), for cron",
+	"--graphite HOST:PORT[,...] [OPTIONS]",
+	"Samples for --duration seconds, then writes one Graphite plaintext line per metric per worker,\n"
+	"plus fleet totals, to the spool and from there to every destination; nothing on stdout unless\n"
+	"--dry-run. Exits 75 when some points wait in the spool for the next run. See docs/export.md.",
+	options, run,
+};

@@ -1,0 +1,260 @@
+/*
+ * export_config.c — option table of `loopstat export`, shared by the
+ * command line and the config file so the two cannot drift apart.
+ */
+#include "export/export_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+enum kind { K_STR, K_SECONDS, K_HZ, K_AGE, K_SIZE, K_BOOL, K_RESOLUTION };
+
+#define OFF(f) offsetof(struct export_opts, f)
+#define STR(f) OFF(f), sizeof(((struct export_opts *)0)->f)
+
+static const struct opt {
+	const char *key;
+	enum kind kind;
+	size_t off, size;
+} opts[] = {
+	{ "graphite",            K_STR,        STR(graphite) },
+	{ "prefix",              K_STR,        STR(prefix) },
+	{ "template",            K_STR,        STR(tmpl) },
+	{ "host",                K_STR,        STR(host) },
+	{ "spool",               K_STR,        STR(spool) },
+	{ "prometheus-textfile", K_STR,        STR(prometheus_textfile) },
+	{ "resolution",          K_RESOLUTION, STR(resolution) },
+	{ "pid",                 K_STR,        STR(pids) },
+	{ "name",                K_STR,        STR(name_regex) },
+	{ "duration",            K_SECONDS,    OFF(duration_s), 0 },
+	{ "rate",                K_HZ,         OFF(rate_hz), 0 },
+	{ "timeout",             K_SECONDS,    OFF(timeout_s), 0 },
+	{ "lock-wait",           K_SECONDS,    OFF(lock_wait_s), 0 },
+	{ "max-age",             K_AGE,        OFF(max_age_s), 0 },
+	{ "max-spool",           K_SIZE,       OFF(max_spool_bytes), 0 },
+	{ "tags",                K_BOOL,       OFF(tags), 0 },
+	{ "dry-run",             K_BOOL,       OFF(dry_run), 0 },
+};
+
+void export_opts_init(struct export_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->prefix, sizeof(o->prefix), "loopstat");
+	snprintf(o->resolution, sizeof(o->resolution), "window");
+	o->duration_s = 10;
+	o->timeout_s = 20;
+	o->lock_wait_s = 5;
+	o->max_age_s = 86400;
+	o->max_spool_bytes = 64ll << 20;
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	if (geteuid() == 0)
+		snprintf(o->spool, sizeof(o->spool), "/var/spool/loopstat");
+	else if (state && state[0])
+		snprintf(o->spool, sizeof(o->spool), "%s/loopstat/spool", state);
+	else
+		snprintf(o->spool, sizeof(o->spool), "%s/.local/state/loopstat/spool", home ? home : "/tmp");
+}
+
+void export_opts_host(const struct export_opts *o, char *buf, size_t len)
+{
+	if (o->host[0]) {
+		snprintf(buf, len, "%s", o->host);
+		return;
+	}
+	if (gethostname(buf, len) < 0 || !buf[0])
+		snprintf(buf, len, "localhost");
+	buf[len - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+}
+
+double export_parse_duration(const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return -1;
+	double mul = 1;
+	if (*end == 's')
+		end++;
+	else if (*end == 'm')
+		mul = 60, end++;
+	else if (*end == 'h')
+		mul = 3600, end++;
+	else if (*end == 'd')
+		mul = 86400, end++;
+	return *end ? -1 : v * mul;
+}
+
+int64_t export_parse_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || errno || v < 0)
+		return -1;
+	int shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (INT64_MAX >> shift))
+		return -1;
+	return (int64_t)v << shift;
+}
+
+static int parse_bool(const char *v)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on" }, *const no[] = { "0", "no", "false", "off" };
+	if (!v)
+		return 1;
+	for (int i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return 1;
+		if (!strcasecmp(v, no[i]))
+			return 0;
+	}
+	return -1;
+}
+
+int export_opts_set(struct export_opts *o, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct opt *op = NULL;
+	char k[32];
+	snprintf(k, sizeof(k), "%s", key);
+	for (char *c = k; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strcmp(k, opts[i].key))
+			op = &opts[i];
+	if (!op) {
+		snprintf(err, errlen, "unknown option '%s'", key);
+		return -ENOENT;
+	}
+	if (!value && op->kind != K_BOOL) {
+		snprintf(err, errlen, "option '%s' needs a value", op->key);
+		return -EINVAL;
+	}
+	char *base = (char *)o + op->off;
+	double d;
+	int64_t n;
+	int b;
+	switch (op->kind) {
+	case K_RESOLUTION:
+		if (strcmp(value, "1s") && strcmp(value, "window")) {
+			snprintf(err, errlen, "%s '%s': expected 1s or window", op->key, value);
+			return -EINVAL;
+		}
+		/* fall through */
+	case K_STR:
+		if (strlen(value) >= op->size) {
+			snprintf(err, errlen, "%s: value longer than %zu bytes", op->key, op->size - 1);
+			return -EINVAL;
+		}
+		memcpy(base, value, strlen(value) + 1);
+		return 0;
+	case K_SECONDS:
+	case K_AGE:
+		d = export_parse_duration(value);
+		if (d < 0 || (op->kind == K_AGE && d < 1)) {
+			snprintf(err, errlen, "%s '%s': expected a duration like 30s, 5m, 2h, 7d", op->key, value);
+			return -EINVAL;
+		}
+		if (op->kind == K_AGE)
+			*(int64_t *)(void *)base = (int64_t)d;
+		else
+			*(double *)(void *)base = d;
+		return 0;
+	case K_HZ: {
+		char *end;
+		d = strtod(value, &end);
+		if (end == value || *end || !isfinite(d) || d <= 0 || d > 100000) {
+			snprintf(err, errlen, "%s '%s': expected a rate in Hz (0 < rate <= 100000)", op->key, value);
+			return -EINVAL;
+		}
+		*(double *)(void *)base = d;
+		return 0;
+	}
+	case K_SIZE:
+		n = export_parse_size(value);
+		if (n < 4096) {
+			snprintf(err, errlen, "%s '%s': expected a size of at least 4096 bytes (K, M, G allowed)",
+			         op->key, value);
+			return -EINVAL;
+		}
+		*(int64_t *)(void *)base = n;
+		return 0;
+	case K_BOOL:
+		b = parse_bool(value);
+		if (b < 0) {
+			snprintf(err, errlen, "%s '%s': expected yes or no", op->key, value);
+			return -EINVAL;
+		}
+		*(int *)(void *)base = b;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int export_config_load(struct export_opts *o, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "open(%s): %s", path, strerror(e));
+		return -e;
+	}
+	char line[2048], why[256];
+	int lineno = 0, rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno, sizeof(line) - 2);
+			rc = -EINVAL;
+			break;
+		}
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+			rc = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		char *key = trim(s), *val = trim(eq + 1);
+		size_t vl = strlen(val);
+		if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
+			val[vl - 1] = '\0';
+			val++;
+		}
+		rc = export_opts_set(o, key, val, why, sizeof(why));
+		if (rc < 0) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * export_points.c — model → export points, by walking the metric table.
+ */
+#include "export/export_points.h"
+
+#include "model/model_build.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* fleet rows are exported as fleet.<name>: made from the table itself */
+static const char *const fleet_names[METRIC_NFLEET] = {
+#define FLEET_NAME_X(name, ...) "fleet." #name,
+	FLEET_METRICS(FLEET_NAME_X)
+#undef FLEET_NAME_X
+};
+
+const char *export_points_metric(const struct metric *m)
+{
+	if (m >= metric_fleet && m < metric_fleet + METRIC_NFLEET)
+		return fleet_names[m - metric_fleet];
+	return m->name;
+}
+
+void export_points_init(struct export_points *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void export_points_done(struct export_points *b)
+{
+	for (size_t i = 0; i < b->nstrs; i++)
+		free(b->strs[i]);
+	free(b->strs);
+	free(b->pts);
+	memset(b, 0, sizeof(*b));
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 256;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* A copy of s owned by b; NULL for "" (an absent level). */
+static int keep(struct export_points *b, const char *s, const char **out)
+{
+	*out = NULL;
+	if (!s || !s[0])
+		return 0;
+	if (grow((void **)&b->strs, &b->capstrs, b->nstrs + 1, sizeof(*b->strs)) < 0)
+		return -ENOMEM;
+	char *c = strdup(s);
+	if (!c)
+		return -ENOMEM;
+	b->strs[b->nstrs++] = c;
+	*out = c;
+	return 0;
+}
+
+static int add(struct export_points *b, const struct export_point *p)
+{
+	if (grow((void **)&b->pts, &b->cap, b->n + 1, sizeof(*b->pts)) < 0)
+		return -ENOMEM;
+	b->pts[b->n++] = *p;
+	return 0;
+}
+
+static int add_worker(struct export_points *b, const struct worker_view *w, const char *prefix, const char *host,
+                      int64_t ts)
+{
+	struct export_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts };
+	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0)
+		return -ENOMEM;
+	if (!p.process)
+		p.process = "unknown";
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		if (!metric_applies(m, w))
+			continue;   /* an uninstrumented worker has no counters: no series at all */
+		p.metric = export_points_metric(m);
+		p.value = metric_value(m, w);   /* NaN is counted and skipped by export_run */
+		p.help = m->desc;
+		if (add(b, &p) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+                            int64_t ts)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!m->workers[i].no_access && add_worker(b, &m->workers[i], prefix, host, ts) < 0)
+			return -ENOMEM;
+	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts };
+	for (int i = 0; i < METRIC_NFLEET; i++) {
+		p.metric = export_points_metric(&metric_fleet[i]);
+		p.value = metric_value(&metric_fleet[i], &m->fleet);
+		p.help = metric_fleet[i].desc;
+		if (add(b, &p) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int export_points_add_second(struct export_points *b, struct snapshot *snap, int64_t sec, int64_t ts,
+                             const char *prefix, const char *host, int *sampled)
+{
+	*sampled = 0;
+	for (size_t i = 0; i < snap->n; i++)
+		*sampled |= series_rewind(&snap->w[i].series, sec);
+	if (!*sampled)
+		return 0;
+	uint64_t now = snap->now_ns;
+	snap->now_ns = (uint64_t)(sec + 1) * 1000000000ull - 1;   /* the second's last instant */
+	struct model m;
+	int rc = model_build(snap, 1.0, &m);
+	snap->now_ns = now;
+	if (rc < 0)
+		return rc;
+	rc = export_points_add_model(b, &m, prefix, host, ts);
+	model_done(&m);
+	return rc;
+}

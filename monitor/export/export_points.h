@@ -1,0 +1,46 @@
+/*
+ * export_points.h — the model as export points: one point per row of the
+ * metric table per worker (the rows that apply to it) and one per fleet
+ * row, all at one timestamp. The names come from the table (metric.h):
+ * a worker's figure is `<metric>`, a fleet total `fleet.<metric>`.
+ */
+#ifndef LOOPSTAT_EXPORT_POINTS_H
+#define LOOPSTAT_EXPORT_POINTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export/export_name.h"
+#include "model/metric.h"
+#include "model/model.h"
+#include "collect/snapshot.h"
+
+struct export_points {
+	struct export_point *pts;   /* owned; n used */
+	size_t n, cap;
+	char **strs;                /* owned copies of the names the points borrow */
+	size_t nstrs, capstrs;
+};
+
+void export_points_init(struct export_points *b);
+void export_points_done(struct export_points *b);
+
+/* Appends m's points at ts (unix seconds). prefix and host are borrowed and
+ * must outlive b. Workers /proc refused us have no figures and are left
+ * out. Returns 0 or -ENOMEM. */
+int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+                            int64_t ts);
+
+/* --resolution 1s: appends the points of second sec (the sampler's clock)
+ * of snap, stamped ts: every worker's series is first rewound to that
+ * second (series_rewind, so snap is changed), then the model is built over
+ * that one second. A second no worker has samples of adds nothing and sets
+ * *sampled to 0 (else 1). Returns 0 or -ENOMEM. */
+int export_points_add_second(struct export_points *b, struct snapshot *snap, int64_t sec, int64_t ts,
+                             const char *prefix, const char *host, int *sampled);
+
+/* The metric level(s) of a table row: "idle_pct", or "fleet.workers" for a
+ * row of metric_fleet[]. Static. */
+const char *export_points_metric(const struct metric *m);
+
+#endif /* LOOPSTAT_EXPORT_POINTS_H */

@@ -1,0 +1,219 @@
+/*
+ * export_prom.c — Prometheus text exposition (format 0.0.4) of export points.
+ */
+#include "export/export_prom.h"
+#include "util/textsafe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROM_NAME_MAX 256
+
+/* [a-zA-Z_][a-zA-Z0-9_]*: colons are for recording rules, so never ours. */
+static void put_name_part(char *dst, size_t *n, size_t cap, const char *src)
+{
+	for (const char *p = src; *p && *n + 1 < cap; p++) {
+		unsigned char c = (unsigned char)*p;
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (c >= '0' && c <= '9');
+		if (*n == 0 && c >= '0' && c <= '9')
+			dst[(*n)++] = '_';
+		if (*n + 1 < cap)
+			dst[(*n)++] = ok ? (char)c : '_';
+	}
+	dst[*n] = '\0';
+}
+
+static void family_name(char out[PROM_NAME_MAX], const struct export_point *p)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	if (p->prefix && p->prefix[0]) {
+		put_name_part(out, &n, PROM_NAME_MAX - 8, p->prefix);
+		put_name_part(out, &n, PROM_NAME_MAX - 8, "_");
+	}
+	put_name_part(out, &n, PROM_NAME_MAX - 8, p->metric);
+	if (n == 0)
+		put_name_part(out, &n, PROM_NAME_MAX - 8, "_");
+	if (p->counter && (n < 6 || strcmp(out + n - 6, "_total")))
+		strcat(out, "_total");
+}
+
+/*
+ * Prometheus names carry base units, spelled out (promtool's lint refuses
+ * "_s" and "_ms"): "_per_s" becomes "_per_second", a trailing "_ms" becomes
+ * "_seconds" and the value is scaled to match. Returns the scale.
+ */
+static double base_units(char name[PROM_NAME_MAX])
+{
+	char *at;
+	while ((at = strstr(name, "_per_s")) && (at[6] == '\0' || at[6] == '_') &&
+	       strlen(name) + 5 < PROM_NAME_MAX) {
+		memmove(at + 11, at + 6, strlen(at + 6) + 1);
+		memcpy(at, "_per_second", 11);
+	}
+	size_t n = strlen(name);
+	if (n > 3 && !strcmp(name + n - 3, "_ms") && n + 6 < PROM_NAME_MAX) {
+		strcpy(name + n - 3, "_seconds");
+		return 1e-3;
+	}
+	return 1;
+}
+
+/* Escapes \ and newline, and " too in label values; invalid UTF-8 becomes '?'. */
+static void put_escaped(FILE *f, const char *s, int quote)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '"' && quote)
+			fputs("\\\"", f);
+		else {
+			int l = utf8_len(p, NULL);
+			if (l == 0) {
+				fputc('?', f);
+				p++;
+				continue;
+			}
+			fwrite(p, 1, (size_t)l, f);
+			p += l;
+			continue;
+		}
+		p++;
+	}
+}
+
+static void put_label(FILE *f, int *first, const char *key, const char *value)
+{
+	fputs(*first ? "{" : ",", f);
+	*first = 0;
+	char k[PROM_NAME_MAX];
+	size_t n = 0;
+	/* a label name may not start with __ (reserved) nor a digit */
+	put_name_part(k, &n, sizeof(k), key[0] == '_' ? key + strspn(key, "_") : key);
+	fprintf(f, "%s=\"", n ? k : "label");
+	put_escaped(f, value, 1);
+	fputc('"', f);
+}
+
+struct item {
+	size_t idx;
+	double scale;            /* of the value, to the name's base unit */
+	char name[PROM_NAME_MAX];
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped)
+{
+	struct item *items = calloc(n ? n : 1, sizeof(*items));
+	size_t m = 0, written = 0, skip = 0;
+	for (size_t i = 0; items && i < n; i++) {
+		if (!isfinite(pts[i].value) || !pts[i].metric) {
+			skip++;
+			continue;
+		}
+		items[m].idx = i;
+		family_name(items[m].name, &pts[i]);
+		items[m].scale = base_units(items[m].name);
+		m++;
+	}
+	if (items)
+		qsort(items, m, sizeof(*items), cmp_item);
+	for (size_t j = 0; j < m; j++) {
+		const struct export_point *p = &pts[items[j].idx];
+		if (j == 0 || strcmp(items[j].name, items[j - 1].name)) {
+			fprintf(f, "# HELP %s ", items[j].name);
+			put_escaped(f, p->help ? p->help : p->metric, 0);
+			fprintf(f, "\n# TYPE %s %s\n", items[j].name, p->counter ? "counter" : "gauge");
+		}
+		fputs(items[j].name, f);
+		int first = 1;
+		char num[24];
+		if (p->host)
+			put_label(f, &first, "host", p->host);
+		if (p->process)
+			put_label(f, &first, "process", p->process);
+		if (p->pid >= 0) {
+			snprintf(num, sizeof(num), "%lld", (long long)p->pid);
+			put_label(f, &first, "pid", num);
+		}
+		if (p->tid >= 0) {
+			snprintf(num, sizeof(num), "%lld", (long long)p->tid);
+			put_label(f, &first, "tid", num);
+		}
+		if (p->tag)
+			put_label(f, &first, "tag", p->tag);
+		for (size_t t = 0; t < p->ntags && t < EXPORT_TAGS_MAX; t++) {
+			static const char *const builtin[] = { "host", "process", "pid", "tid", "tag" };
+			int clash = 0;
+			for (size_t b = 0; b < 5; b++)
+				clash |= !strcmp(p->tags[t].key, builtin[b]);
+			if (!clash && p->tags[t].value)
+				put_label(f, &first, p->tags[t].key, p->tags[t].value);
+		}
+		if (!first)
+			fputc('}', f);
+		fprintf(f, " %.15g\n", p->value * items[j].scale);
+		written++;
+	}
+	free(items);
+	if (skipped)
+		*skipped = skip;
+	return written;
+}
+
+int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen)
+{
+	/* the temp name does not end in .prom: the collector ignores it */
+	char tmp[4096], dir[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	snprintf(dir, sizeof(dir), "%s", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "open(%s): %s", tmp, strerror(e));
+		return -e;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		snprintf(err, errlen, "fdopen(%s): %s", tmp, strerror(e));
+		return -e;
+	}
+	export_prom_format(f, pts, n, NULL);
+	int rc = 0;
+	const char *what = "write";
+	if (fflush(f) != 0 || ferror(f))
+		rc = errno ? -errno : -EIO;
+	else if (fsync(fd) < 0)
+		rc = -errno, what = "fsync";
+	if (fclose(f) != 0 && !rc)
+		rc = errno ? -errno : -EIO, what = "close";
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno, what = "rename";
+	if (rc) {
+		unlink(tmp);
+		snprintf(err, errlen, "%s(%s): %s", what, !strcmp(what, "rename") ? path : tmp, strerror(-rc));
+		return rc;
+	}
+	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * export_prom.h — the same points in the Prometheus text exposition format,
+ * for node_exporter's textfile collector: written to a temp file in the
+ * same directory, fsync'd, then renamed over PATH, so the collector never
+ * reads half a file.
+ */
+#ifndef LOOPSTAT_EXPORT_PROM_H
+#define LOOPSTAT_EXPORT_PROM_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "export/export_name.h"
+
+/* Writes every finite point to f: one family per metric name
+ * (<prefix>_<metric>, counters <..>_total) with # HELP and # TYPE, labels
+ * host, process, pid, tid, tag and the extra tags, values escaped. No
+ * timestamps: the textfile collector refuses them. Returns the number of
+ * samples written; *skipped (may be NULL) counts non-finite values. */
+size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped);
+
+/* export_prom_format into PATH atomically. Returns 0, or -errno with
+ * "call(path): reason" in err. */
+int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen);
+
+#endif /* LOOPSTAT_EXPORT_PROM_H */

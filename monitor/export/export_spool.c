@@ -1,0 +1,600 @@
+/*
+ * export_spool.c — append-only segments, per-destination cursors, flock.
+ */
+#include "export/export_spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* enough for any one line (EXPORT_LINE_MAX is 2048) */
+#define EXPORT_SPOOL_PEEK 4096
+
+struct seg {
+	uint64_t seq;
+	int64_t newest;   /* newest timestamp in it */
+	int64_t size;
+	char name[256];
+};
+
+static int mkdir_p(const char *dir, char *err, size_t errlen)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+			int e = errno;
+			snprintf(err, errlen, "spool %s: mkdir(%s): %s", dir, path, strerror(e));
+			return -e;
+		}
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
+int export_spool_open(struct export_spool *s, const char *dir, const struct export_spool_opts *o,
+                      char *err, size_t errlen)
+{
+	memset(s, 0, sizeof(*s));
+	s->dirfd = s->append_fd = s->send_fd = -1;
+	s->o = *o;
+	if (!dir || !*dir || strlen(dir) >= sizeof(s->dir)) {
+		snprintf(err, errlen, "spool: empty or too long directory name");
+		return -EINVAL;
+	}
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	int rc = mkdir_p(dir, err, errlen);
+	if (rc < 0)
+		return rc;
+	const char *what = "open";
+	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd >= 0) {
+		what = "open(lock.append)";
+		s->append_fd = openat(s->dirfd, "lock.append", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	}
+	if (s->append_fd >= 0) {
+		what = "open(lock.send)";
+		s->send_fd = openat(s->dirfd, "lock.send", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	}
+	if (s->send_fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "spool %s: %s: %s", dir, what, strerror(-rc));
+		export_spool_close(s);
+		return rc;
+	}
+	return 0;
+}
+
+void export_spool_close(struct export_spool *s)
+{
+	if (s->send_fd >= 0)
+		close(s->send_fd);   /* drops the flock too */
+	if (s->append_fd >= 0)
+		close(s->append_fd);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	s->dirfd = s->append_fd = s->send_fd = -1;
+	s->have_send = 0;
+}
+
+static int lock_wait(int fd, int wait_ms)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long el = (now.tv_sec - t0.tv_sec) * 1000LL + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (el >= wait_ms)
+			return -EWOULDBLOCK;
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	uint64_t x = ((const struct seg *)a)->seq, y = ((const struct seg *)b)->seq;
+	return x < y ? -1 : x > y;
+}
+
+/* The segments, oldest first; *out malloc'd. */
+static int list_segs(struct export_spool *s, struct seg **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	int fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	int cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		uint64_t seq;
+		long long newest;
+		int used = 0;
+		if (sscanf(e->d_name, "seg.%" SCNu64 ".%lld%n", &seq, &newest, &used) != 2 || e->d_name[used])
+			continue;
+		struct stat st;
+		if (fstatat(s->dirfd, e->d_name, &st, 0) < 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct seg *g = realloc(*out, (size_t)cap * sizeof(**out));
+			if (!g) {
+				closedir(d);
+				free(*out);
+				*out = NULL;
+				return -ENOMEM;
+			}
+			*out = g;
+		}
+		struct seg *g = &(*out)[(*n)++];
+		g->seq = seq;
+		g->newest = newest;
+		g->size = st.st_size;
+		snprintf(g->name, sizeof(g->name), "%s", e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(*out, (size_t)*n, sizeof(**out), cmp_seg);
+	return 0;
+}
+
+static int64_t newest_ts(const char *buf, size_t len)
+{
+	int64_t newest = 0;
+	const char *p = buf, *end = buf + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *sp = nl;
+		while (sp > p && sp[-1] != ' ')
+			sp--;
+		int64_t ts = strtoll(sp, NULL, 10);
+		if (ts > newest)
+			newest = ts;
+		p = nl + 1;
+	}
+	return newest;
+}
+
+static int write_file_at(int dirfd, const char *tmp, const char *final, const char *buf, size_t len)
+{
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	int rc = 0;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (!rc && renameat(dirfd, tmp, dirfd, final) < 0)
+		rc = -errno;
+	if (!rc && fsync(dirfd) < 0)
+		rc = -errno;
+	if (rc)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+int export_spool_append(struct export_spool *s, const char *buf, size_t len, char *err, size_t errlen)
+{
+	if (len == 0)
+		return 0;
+	int rc = lock_wait(s->append_fd, s->o.lock_wait_ms > 2000 ? s->o.lock_wait_ms : 2000);
+	if (rc < 0) {
+		snprintf(err, errlen, "spool %s: flock(lock.append): %s", s->dir, strerror(-rc));
+		return rc;
+	}
+	struct seg *segs;
+	int n;
+	rc = list_segs(s, &segs, &n);
+	if (rc == 0) {
+		/* DIR/next keeps seq growing when every segment has been deleted:
+		 * a cursor past the end must never skip a new segment */
+		uint64_t seq = n ? segs[n - 1].seq + 1 : 1, next = 0;
+		char tmp[64], final[64], nbuf[32];
+		int fd = openat(s->dirfd, "next", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t got = read(fd, nbuf, sizeof(nbuf) - 1);
+			nbuf[got > 0 ? got : 0] = '\0';
+			next = strtoull(nbuf, NULL, 10);
+			close(fd);
+		}
+		if (next > seq)
+			seq = next;
+		int nl = snprintf(nbuf, sizeof(nbuf), "%" PRIu64 "\n", seq + 1);
+		rc = write_file_at(s->dirfd, ".tmp.next", "next", nbuf, (size_t)nl);
+		snprintf(tmp, sizeof(tmp), ".tmp.seg.%d", (int)getpid());
+		snprintf(final, sizeof(final), "seg.%016" PRIu64 ".%lld", seq, (long long)newest_ts(buf, len));
+		if (rc == 0)
+			rc = write_file_at(s->dirfd, tmp, final, buf, len);
+		free(segs);
+	}
+	if (rc < 0)
+		snprintf(err, errlen, "spool %s: write segment: %s", s->dir, strerror(-rc));
+	flock(s->append_fd, LOCK_UN);
+	return rc;
+}
+
+int export_spool_lock_send(struct export_spool *s, char *err, size_t errlen)
+{
+	int rc = lock_wait(s->send_fd, s->o.lock_wait_ms);
+	if (rc < 0) {
+		char pid[32] = "";
+		ssize_t n = pread(s->send_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (rc == -EWOULDBLOCK)
+			snprintf(err, errlen, "another run (pid %s) is delivering from %s; waited %d ms",
+			         pid[0] ? pid : "?", s->dir, s->o.lock_wait_ms);
+		else
+			snprintf(err, errlen, "spool %s: flock(lock.send): %s", s->dir, strerror(-rc));
+		return rc;
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(s->send_fd, 0) == 0 && pwrite(s->send_fd, pid, (size_t)n, 0) < 0)
+		(void)0; /* the pid is only for the other run's message */
+	s->have_send = 1;
+	return 0;
+}
+
+int export_spool_mark_load(struct export_spool *s, const char *key, struct export_mark *m)
+{
+	char name[320], buf[128];
+	snprintf(name, sizeof(name), "cursor.%s", key);
+	memset(m, 0, sizeof(*m));
+	int fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	int got = sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &m->next.seq, &m->next.off,
+	                 &m->resend.seq, &m->resend.off);
+	if (got < 2)
+		memset(m, 0, sizeof(*m));
+	/* the older two-number form, or a window past the cursor: nothing to resend */
+	if (got != 4 || m->resend.seq > m->next.seq ||
+	    (m->resend.seq == m->next.seq && m->resend.off > m->next.off))
+		m->resend = m->next;
+	return 0;
+}
+
+int export_spool_mark_store(struct export_spool *s, const char *key, const struct export_mark *m)
+{
+	char name[320], tmp[340], buf[128];
+	snprintf(name, sizeof(name), "cursor.%s", key);
+	snprintf(tmp, sizeof(tmp), ".tmp.%s", name);
+	int n = snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", m->next.seq,
+	                 m->next.off, m->resend.seq, m->resend.off);
+	return write_file_at(s->dirfd, tmp, name, buf, (size_t)n);
+}
+
+/* Lines in segment g at or after byte off. */
+static int64_t count_lines(struct export_spool *s, const struct seg *g, uint64_t off)
+{
+	int fd = openat(s->dirfd, g->name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[65536];
+	int64_t lines = 0;
+	ssize_t n;
+	while ((n = pread(fd, buf, sizeof(buf), (off_t)off)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+		off += (uint64_t)n;
+	}
+	close(fd);
+	return lines;
+}
+
+/* Lines of g that the cursor c has not passed. */
+static int64_t unsent_in(struct export_spool *s, const struct seg *g, const struct export_cursor *c)
+{
+	if (c->seq > g->seq)
+		return 0;
+	return count_lines(s, g, c->seq == g->seq ? c->off : 0);
+}
+
+int export_spool_trim(struct export_spool *s, const char *const keys[], int nkeys, int64_t now,
+                      uint64_t expired[])
+{
+	struct seg *segs;
+	int n, rc = list_segs(s, &segs, &n);
+	if (rc < 0)
+		return rc;
+	struct export_mark mk[32];
+	if (nkeys > 32)
+		nkeys = 32;
+	for (int k = 0; k < nkeys; k++)
+		export_spool_mark_load(s, keys[k], &mk[k]);
+	int64_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += segs[i].size;
+	for (int i = 0; i < n; i++) {
+		const struct seg *g = &segs[i];
+		int passed = nkeys > 0, old = g->newest < now - s->o.max_age_s;
+		/* the resend window (never past next) is kept too */
+		for (int k = 0; k < nkeys; k++) {
+			const struct export_cursor *c = &mk[k].resend;
+			passed &= c->seq > g->seq || (c->seq == g->seq && c->off >= (uint64_t)g->size);
+		}
+		int full = total > s->o.max_bytes && i < n - 1;
+		if (!passed && !old && !full)
+			continue;
+		if (!passed)
+			for (int k = 0; k < nkeys; k++)
+				expired[k] += (uint64_t)unsent_in(s, g, &mk[k].next);
+		if (unlinkat(s->dirfd, g->name, 0) == 0)
+			total -= g->size;
+	}
+	free(segs);
+	fsync(s->dirfd);
+	return 0;
+}
+
+int export_spool_read(struct export_spool *s, const struct export_cursor *from, const struct export_cursor *until,
+                      size_t max, int64_t min_ts, char **buf, size_t *len, struct export_cursor *to,
+                      uint64_t *lines, uint64_t *expired)
+{
+	struct seg *segs;
+	int n, rc = list_segs(s, &segs, &n);
+	*buf = NULL;
+	*len = 0;
+	*to = *from;
+	if (rc < 0)
+		return rc;
+	char *out = malloc(max + 1);
+	if (!out) {
+		free(segs);
+		return -ENOMEM;
+	}
+	size_t olen = 0;
+	for (int i = 0; i < n && olen < max; i++) {
+		const struct seg *g = &segs[i];
+		if (g->seq < to->seq)
+			continue;
+		if (until && g->seq > until->seq)
+			break;
+		uint64_t off = g->seq == to->seq ? to->off : 0;
+		size_t want = max - olen;
+		if (until && g->seq == until->seq) {
+			if (off >= until->off)
+				break;
+			if (until->off - off < want)
+				want = (size_t)(until->off - off);
+		}
+		to->seq = g->seq;
+		to->off = off;
+		int fd = openat(s->dirfd, g->name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* read what fits, then keep whole lines only */
+		ssize_t got = pread(fd, out + olen, want, (off_t)off);
+		close(fd);
+		if (got <= 0) {
+			if ((int64_t)off >= g->size)  /* done with it: next segment */
+				to->seq = g->seq + 1, to->off = 0;
+			continue;
+		}
+		char *p = out + olen, *end = p + got, *w = p;
+		while (p < end) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl)
+				break;
+			char *sp = nl;
+			while (sp > p && sp[-1] != ' ')
+				sp--;
+			size_t ll = (size_t)(nl + 1 - p);
+			if (strtoll(sp, NULL, 10) < min_ts) {
+				++*expired;
+			} else {
+				memmove(w, p, ll);
+				w += ll;
+				++*lines;
+			}
+			to->off += ll;
+			p = nl + 1;
+		}
+		olen = (size_t)(w - out);
+		/* a tail without a newline (a damaged segment: ours are renamed
+		 * whole) would stop this cursor for ever: count it and move on */
+		if ((int64_t)(off + (uint64_t)got) >= g->size && (int64_t)to->off < g->size) {
+			++*expired;
+			to->off = (uint64_t)g->size;
+		}
+		if ((int64_t)to->off >= g->size)
+			to->seq = g->seq + 1, to->off = 0;
+		else
+			break;   /* the batch is full mid-segment */
+	}
+	free(segs);
+	out[olen] = '\0';
+	*buf = out;
+	*len = olen;
+	return 0;
+}
+
+int export_spool_pending(struct export_spool *s, const struct export_cursor *c, uint64_t *lines,
+                         int64_t *oldest_ts)
+{
+	struct seg *segs;
+	int n, rc = list_segs(s, &segs, &n);
+	*lines = 0;
+	*oldest_ts = 0;
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		int64_t l = unsent_in(s, &segs[i], c);
+		if (l > 0 && !*oldest_ts) {
+			/* the first unsent line is the oldest: segments are in time order */
+			struct export_cursor at = { segs[i].seq, c->seq == segs[i].seq ? c->off : 0 }, to;
+			char *buf;
+			size_t len;
+			uint64_t one = 0, exp = 0;
+			if (export_spool_read(s, &at, NULL, EXPORT_SPOOL_PEEK, INT64_MIN, &buf, &len, &to, &one, &exp) == 0 &&
+			    len) {
+				char *nl = memchr(buf, '\n', len), *sp = nl;
+				while (sp && sp > buf && sp[-1] != ' ')
+					sp--;
+				if (sp)
+					*oldest_ts = strtoll(sp, NULL, 10);
+			}
+			free(buf);
+		}
+		*lines += (uint64_t)l;
+	}
+	free(segs);
+	return 0;
+}
+
+int64_t export_spool_bytes(struct export_spool *s)
+{
+	struct seg *segs;
+	int n;
+	if (list_segs(s, &segs, &n) < 0)
+		return 0;
+	int64_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += segs[i].size;
+	free(segs);
+	return total;
+}
+
+int export_spool_delivery_begin(struct export_spool *s, const char *key, struct export_delivery *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->key = key;
+	int rc = export_spool_mark_load(s, key, &d->mark);
+	d->start = d->mark.next;
+	return rc;
+}
+
+static int same_pos(const struct export_cursor *a, const struct export_cursor *b)
+{
+	return a->seq == b->seq && a->off == b->off;
+}
+
+/* Appends [from, until) to *buf: reads until there, or until a read makes
+ * no progress (its segments were trimmed). */
+static int read_window(struct export_spool *s, struct export_cursor at, const struct export_cursor *until,
+                       int64_t min_ts, char **buf, size_t *len, uint64_t *lines)
+{
+	while (!same_pos(&at, until)) {
+		char *part;
+		size_t plen;
+		struct export_cursor to;
+		uint64_t skipped = 0;  /* delivered once already: not "expired" */
+		int rc = export_spool_read(s, &at, until, EXPORT_SPOOL_RESEND_MAX, min_ts, &part, &plen, &to, lines,
+		                           &skipped);
+		if (rc < 0)
+			return rc;
+		char *grown = plen ? realloc(*buf, *len + plen + 1) : NULL;
+		if (plen && !grown) {
+			free(part);
+			return -ENOMEM;
+		}
+		if (plen) {
+			memcpy(grown + *len, part, plen);
+			*buf = grown;
+			*len += plen;
+		}
+		free(part);
+		if (same_pos(&to, &at))
+			break;
+		at = to;
+	}
+	return 0;
+}
+
+int export_spool_batch(struct export_spool *s, struct export_delivery *d, size_t max, int64_t min_ts,
+                       struct export_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->from = b->to = d->mark.next;
+	int rc = export_spool_read(s, &d->mark.next, NULL, max, min_ts, &b->buf, &b->new_len, &b->to, &b->lines,
+	                           &b->expired);
+	b->len = b->new_len;
+	if (rc < 0 || d->resent || same_pos(&d->mark.resend, &d->mark.next))
+		return rc;
+	/* the window goes first: older stamps, one connection */
+	char *win = NULL;
+	size_t wlen = 0;
+	rc = read_window(s, d->mark.resend, &d->mark.next, min_ts, &win, &wlen, &b->resent);
+	if (rc == 0 && wlen) {
+		char *both = realloc(win, wlen + b->new_len + 1);
+		if (!both) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(both + wlen, b->buf, b->new_len);
+			both[wlen + b->new_len] = '\0';
+			free(b->buf);
+			b->buf = both;
+			b->len = wlen + b->new_len;
+			win = NULL;
+		}
+	}
+	free(win);
+	return rc;
+}
+
+int export_spool_ack(struct export_spool *s, struct export_delivery *d, const struct export_batch *b)
+{
+	struct export_mark m = d->mark;
+	m.next = b->to;
+	if (b->lines) {
+		if (d->span + b->new_len > EXPORT_SPOOL_RESEND_MAX)
+			m.resend = b->from, d->span = 0;    /* too much to send twice: this batch alone */
+		else if (d->span == 0)
+			m.resend = d->start;                /* the run's first new lines: the window is the run's */
+		d->span += b->new_len;
+	} else if (same_pos(&d->mark.resend, &d->mark.next)) {
+		m.resend = m.next;   /* past expired lines only: still nothing to resend */
+	}
+	d->resent = 1;
+	if (same_pos(&m.next, &d->mark.next) && same_pos(&m.resend, &d->mark.resend))
+		return 0;
+	int rc = export_spool_mark_store(s, d->key, &m);
+	if (rc == 0)
+		d->mark = m;
+	return rc;
+}
+
+void export_spool_batch_done(struct export_batch *b)
+{
+	free(b->buf);
+	b->buf = NULL;
+}

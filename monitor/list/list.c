@@ -1,0 +1,221 @@
+/*
+ * list.c — the `list` view: one row (or JSON object) per worker, walking
+ * the metric table.
+ */
+#include "list/list.h"
+#include "util/json.h"
+#include "model/metric.h"
+#include "probe_shm.h"
+#include "util/textsafe.h"
+
+#include <math.h>
+
+#define LIST_JSON_VERSION 1
+
+static void json_metric(struct json *j, const struct metric *m, const void *view)
+{
+	json_key(j, m->name);
+	if (m->type == METRIC_DOUBLE)
+		json_double(j, metric_value(m, view), m->decimals);
+	else
+		json_u64(j, (uint64_t)metric_value(m, view));
+}
+
+static void json_source(struct json *j, const struct worker_view *w, enum metric_source src)
+{
+	for (int i = 0; i < METRIC_NWORKER; i++)
+		if (metric_worker[i].source == src)
+			json_metric(j, &metric_worker[i], w);
+}
+
+static void json_blockers(struct json *j, const struct worker_view *w)
+{
+	json_key(j, "blocked_top");
+	json_array_begin(j);
+	for (int i = 0; i < w->nblocked_top; i++) {
+		const struct blocker_view *b = &w->blocked_top[i];
+		json_object_begin(j);
+		json_key(j, "syscall");
+		json_string(j, b->syscall);
+		json_key(j, "fd");
+		json_i64(j, b->fd);
+		json_key(j, "target");
+		json_string(j, b->target);
+		json_key(j, "pct");
+		json_double(j, b->pct, 2);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
+static void json_totals(struct json *j, const struct worker_view *w)
+{
+	json_key(j, "totals");
+	json_object_begin(j);
+	for (int v = 0; v < PROBE_SHM_NVALUES; v++) {
+		json_key(j, probe_shm_values[v].name);
+		json_u64(j, w->totals[v]);
+	}
+	json_object_end(j);
+}
+
+void list_json_worker(struct json *j, const struct worker_view *w)
+{
+	json_object_begin(j);
+	json_key(j, "pid");
+	json_i64(j, w->pid);
+	json_key(j, "tid");
+	json_i64(j, w->tid);
+	json_key(j, "name");
+	json_string(j, w->name);
+	json_key(j, "tag");
+	json_string(j, w->tag);
+	json_key(j, "backend");
+	json_string(j, w->backend);
+	json_key(j, "instrumented");
+	json_boolean(j, w->instrumented);
+	json_key(j, "gone");
+	json_boolean(j, w->gone);
+	json_key(j, "loop_basis");
+	json_string(j, w->loop_basis);
+	json_source(j, w, METRIC_SAMPLED);
+	json_blockers(j, w);
+	json_source(j, w, METRIC_SCHED);
+	if (w->instrumented) {
+		json_key(j, "fiber_tag");
+		json_string(j, w->fiber_tag);
+		json_totals(j, w);
+		json_key(j, "counters");
+		json_object_begin(j);
+		json_source(j, w, METRIC_COUNTERS);
+		json_object_end(j);
+	}
+	json_object_end(j);
+}
+
+void list_print_json(FILE *out, const struct model *m)
+{
+	struct json j;
+	json_init(&j, out);
+	json_object_begin(&j);
+	json_key(&j, "version");
+	json_u64(&j, LIST_JSON_VERSION);
+	json_key(&j, "duration_s");
+	json_double(&j, model_span_s(m), 3);
+	json_key(&j, "rate_hz");
+	json_double(&j, m->rate_hz, 1);
+	json_key(&j, "workers");
+	json_array_begin(&j);
+	for (size_t i = 0; i < m->n; i++)
+		list_json_worker(&j, &m->workers[i]);
+	json_array_end(&j);
+	json_key(&j, "ignored");
+	json_u64(&j, m->ignored);
+	json_key(&j, "refused");
+	json_array_begin(&j);
+	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++) {
+		json_object_begin(&j);
+		json_key(&j, "pid");
+		json_i64(&j, m->refused[i].pid);
+		json_key(&j, "reason");
+		json_string(&j, m->refused[i].text);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	json_key(&j, "fleet");
+	json_object_begin(&j);
+	for (int i = 0; i < METRIC_NFLEET; i++)
+		json_metric(&j, &metric_fleet[i], &m->fleet);
+	json_object_end(&j);
+	json_object_end(&j);
+	fputc('\n', out);
+}
+
+/* "-" for unknown, else the value with the given decimals */
+static const char *num(char *buf, size_t len, double v, int decimals)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.*f", decimals, v);
+	return buf;
+}
+
+/*
+ * The text table's figure columns: a metric each, its decimals here, and
+ * a scale (STALL reads in seconds; a zero stall is no stall, "-"); metric
+ * -1 is the top blocker, -2 how the loop's poll was identified.
+ */
+static const struct {
+	const char *title;
+	int width;
+	enum worker_metric metric;
+	int decimals;
+	double scale;
+	int zero_unknown;
+} text_cols[] = {
+	{ "IDLE%", 6, METRIC_W_idle_pct, 1, 1, 0 },
+	{ "±", 5, METRIC_W_idle_ci95, 1, 1, 0 },
+	{ "CPU%", 6, METRIC_W_cpu_pct, 1, 1, 0 },
+	{ "BLKD%", 6, METRIC_W_blocked_pct, 1, 1, 0 },
+	{ "TOP-BLOCKER", -22, -1, 0, 0, 0 },
+	{ "OPS/s", 9, METRIC_W_ops_per_s, 0, 1, 0 },
+	{ "RUNQ", 5, METRIC_W_runqueue_len, 0, 1, 0 },
+	{ "PEND", 5, METRIC_W_pending_ops, 0, 1, 0 },
+	{ "STALL", 8, METRIC_W_stall_ms, 1, 1e-3, 1 },
+	{ "LOOP-POLL", -40, -2, 0, 0, 0 },
+};
+#define NTEXT_COLS (sizeof(text_cols) / sizeof(text_cols[0]))
+
+/* "read(7) 40%", or "-" */
+static void top_blocker(char *buf, size_t len, const struct worker_view *w)
+{
+	if (w->nblocked_top)
+		snprintf(buf, len, "%s(%d) %.0f%%", w->blocked_top[0].syscall, w->blocked_top[0].fd,
+			 w->blocked_top[0].pct);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void print_cell(FILE *out, const char *text, int width, int last)
+{
+	if (last)
+		fprintf(out, " %s", text);   /* no padding after the last column */
+	else if (width < 0)
+		fprintf(out, " %-*.*s", -width, -width, text);
+	else
+		fprintf(out, " %*s", width, text);
+}
+
+void list_print_text(FILE *out, const struct model *m)
+{
+	char a[32], b[32], c[32], name[PROBE_COMM_LEN + LOOPSTAT_TAG_LEN + 2];
+	fprintf(out, "%7s %7s %-24s %-8s", "PID", "TID", "NAME", "BACKEND");
+	for (size_t k = 0; k < NTEXT_COLS; k++)
+		print_cell(out, text_cols[k].title, text_cols[k].width, k == NTEXT_COLS - 1);
+	fputc('\n', out);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct worker_view *w = &m->workers[i];
+		model_worker_name(w, ":", name, sizeof(name));
+		textsafe(name);
+		fprintf(out, "%7d %7d %-24.24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
+		for (size_t k = 0; k < NTEXT_COLS; k++) {
+			char cell[64];
+			if ((int)text_cols[k].metric == -2) {
+				snprintf(cell, sizeof(cell), "%s", w->loop_basis[0] ? w->loop_basis : "-");
+			} else if ((int)text_cols[k].metric < 0) {
+				top_blocker(cell, sizeof(cell), w);
+			} else {
+				double v = metric_value(&metric_worker[text_cols[k].metric], w);
+				if (text_cols[k].zero_unknown && v == 0)
+					v = NAN;
+				num(cell, sizeof(cell), v * text_cols[k].scale, text_cols[k].decimals);
+			}
+			print_cell(out, cell, text_cols[k].width, k == NTEXT_COLS - 1);
+		}
+		fputc('\n', out);
+	}
+	fprintf(out, "%u workers, mean idle %s%%, %s ops/s, headroom %s ops/s (%.1f s at %.0f Hz)\n", m->fleet.workers,
+		num(a, sizeof(a), m->fleet.mean_idle_pct, 1), num(b, sizeof(b), m->fleet.ops_per_s, 0),
+		num(c, sizeof(c), m->fleet.headroom_ops_per_s, 0), model_span_s(m), m->rate_hz);
+}

@@ -1,0 +1,15 @@
+/*
+ * list.h — `loopstat list`: the model once, as a table or JSON.
+ */
+#ifndef LOOPSTAT_LIST_H
+#define LOOPSTAT_LIST_H
+
+#include <stdio.h>
+#include "model/model.h"
+
+/* JSON version 1: {"version": 1, "workers": [...], "fleet": {...}}.
+ * Keys are added over time, never renamed or given a new meaning. */
+void list_print_json(FILE *out, const struct model *m);
+void list_print_text(FILE *out, const struct model *m);
+
+#endif /* LOOPSTAT_LIST_H */

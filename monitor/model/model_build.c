@@ -1,0 +1,90 @@
+/*
+ * model_build.c — from a snapshot to the model every view reads.
+ */
+#include "model/model_build.h"
+#include "model/model_window.h"
+#include "probe_loop.h"
+#include "probe_shm.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS 1000000000ull
+
+void snapshot_done(struct snapshot *snap)
+{
+	free(snap->w);
+	memset(snap, 0, sizeof(*snap));
+}
+
+static int by_pid_tid(const void *a, const void *b)
+{
+	const struct worker_view *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static void target_of(const struct snap_worker *w, int fd, char *buf, size_t len)
+{
+	for (int k = 0; k < w->ntargets; k++)
+		if (w->targets[k].fd == fd)
+			snprintf(buf, len, "%s", w->targets[k].text);
+}
+
+/* What each top blocker's and key's fd is, as the sampler thread last resolved it. */
+static void copy_targets(const struct snap_worker *w, struct worker_view *v)
+{
+	for (int i = 0; i < v->nblocked_top; i++)
+		target_of(w, v->blocked_top[i].fd, v->blocked_top[i].target, sizeof(v->blocked_top[i].target));
+	for (int i = 0; i < v->nkeys; i++)
+		target_of(w, v->keys[i].fd, v->keys[i].target, sizeof(v->keys[i].target));
+}
+
+static void build_worker(const struct snap_worker *w, uint64_t now, double window_s, struct worker_view *v)
+{
+	v->pid = w->pid;
+	v->tid = w->tid;
+	snprintf(v->name, sizeof(v->name), "%s", w->name);
+	snprintf(v->tag, sizeof(v->tag), "%s", w->tag);
+	v->instrumented = w->instrumented;
+	v->backend = w->instrumented ? probe_shm_backend_name(w->backend) : "none";
+	v->gone = w->gone;
+	probe_loop_basis_text(w->basis, w->loop_fd, v->loop_basis, sizeof(v->loop_basis));
+	v->no_access = w->no_access;
+	memcpy(v->access_text, w->access_text, sizeof(v->access_text));
+	model_window(&w->series, now, window_s, w->instrumented, v);
+	copy_targets(w, v);
+	if (v->gone)
+		v->stall_ms = 0; /* an exited thread is not stalled */
+}
+
+int model_build(const struct snapshot *snap, double window_s, struct model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->workers = calloc(snap->n ? snap->n : 1, sizeof(*m->workers));
+	if (!m->workers)
+		return -ENOMEM;
+	for (size_t i = 0; i < snap->n; i++)
+		build_worker(&snap->w[i], snap->now_ns, window_s, &m->workers[m->n++]);
+	m->rate_hz = snap->rate_hz;
+	m->window_s = window_s;
+	m->elapsed_s = (double)(snap->now_ns - NS) / 1e9;
+	m->total_samples = snap->total_samples;
+	m->tick_lag_max_ms = (double)snap->tick_lag_max_ns / 1e6;
+	_Static_assert(MODEL_REFUSED == SNAP_REFUSED, "refusals are copied whole");
+	m->nrefused = snap->nrefused;
+	m->naccessible = snap->naccessible;
+	m->ignored = snap->ignored;
+	m->max_workers = snap->max_workers;
+	for (unsigned i = 0; i < snap->nrefused && i < MODEL_REFUSED; i++) {
+		m->refused[i].pid = snap->refused[i].pid;
+		memcpy(m->refused[i].text, snap->refused[i].text, sizeof(m->refused[i].text));
+	}
+	qsort(m->workers, m->n, sizeof(*m->workers), by_pid_tid);
+	model_fleet(m);
+	return 0;
+}

@@ -1,0 +1,22 @@
+/*
+ * model_build.h — the model from a snapshot: every shown worker's window,
+ * the top blockers' fd targets, fleet totals. Runs on the view's thread,
+ * outside the sampler's lock.
+ */
+#ifndef LOOPSTAT_MODEL_BUILD_H
+#define LOOPSTAT_MODEL_BUILD_H
+
+#include "model/model.h"
+#include "collect/snapshot.h"
+
+/*
+ * Fills m (free with model_done) with figures over the last window_s
+ * seconds of snap; window_s <= 0 means since sampling started.
+ * Returns 0 or -ENOMEM.
+ */
+int model_build(const struct snapshot *snap, double window_s, struct model *m);
+
+/* Fleet totals of m's workers into m->fleet. */
+void model_fleet(struct model *m);
+
+#endif /* LOOPSTAT_MODEL_BUILD_H */

@@ -1,0 +1,19 @@
+/*
+ * model_window.h — a worker's figures over a window of its series.
+ */
+#ifndef LOOPSTAT_MODEL_WINDOW_H
+#define LOOPSTAT_MODEL_WINDOW_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+#include "collect/series.h"
+
+/*
+ * Fills the sampled and counter figures of w (pid, names, tags and
+ * blocker targets are the caller's) over the window_s seconds ending at
+ * now_ns; window_s <= 0: since the worker was first seen.
+ */
+void model_window(const struct series *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w);
+
+#endif /* LOOPSTAT_MODEL_WINDOW_H */

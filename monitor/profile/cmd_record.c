@@ -1,0 +1,81 @@
+/*
+ * cmd_record.c — `loopstat record`: the raw sample stream of a run, with
+ * everything resolved to text, for `report` and `top --replay` later or
+ * on another machine (format in profile_rec.h).
+ */
+#include "cli.h"
+#include "probe_stat.h"
+#include "profile/profile_run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct cli_option options[] = {
+	{ 'o', "output", "FILE", "the recording to write (required; - for stdout)", profile_cli_output },
+	CLI_OPT_PID,
+	CLI_OPT_NAME,
+	{ 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 1000)", cli_set_rate },
+	{ 0, "duration", "SECONDS", "how long to record (default 5)", profile_cli_duration },
+	{ 0 },
+};
+
+static int run(int argc, char **argv)
+{
+	struct profile_cli c = { 0 };
+	cli_common_init(&c.common);
+	c.common.duration_s = 5;
+	int rc = cli_parse(&cmd_record, argc, argv, &c);
+	if (rc >= 0)
+		goto out;
+	if (!c.out) {
+		rc = cli_usage_error("record", "record needs -o FILE");
+		goto out;
+	}
+	/* one pid: checked first, and its exit ends the recording */
+	pid_t one = c.common.targets.npids == 1 && !c.common.targets.has_re ? c.common.targets.pids[0] : 0;
+	if (one && (rc = profile_check_target(one, 0)) >= 0)
+		goto out;
+	struct rec_meta rm = { .rate_hz = c.common.rate_hz ? c.common.rate_hz : PROFILE_DEFAULT_HZ,
+				       .start_unix = (double)time(NULL) };
+	gethostname(rm.host, sizeof(rm.host) - 1);
+	snprintf(rm.title, sizeof(rm.title), "loopstat record");
+	if (one) {
+		struct probe_stat st = { .comm = "?" };
+		probe_stat_read(one, 0, &st);
+		snprintf(rm.title, sizeof(rm.title), "pid %d (%s)", (int)one, st.comm);
+	}
+	rc = EXIT_FAIL;
+	FILE *f = profile_open_out(c.out);
+	if (!f)
+		goto out;
+	struct rec_writer *rec = rec_writer_new(f, &rm);
+	if (!rec) {
+		fprintf(stderr, "loopstat: record: out of memory\n");
+		profile_close_out(f, c.out, 0);
+		goto out;
+	}
+	struct profile_run_opts ro = { .targets = &c.common.targets, .pid = one, .rate_hz = rm.rate_hz,
+				       .duration_s = c.common.duration_s, .rec = rec };
+	struct profile_run_result res;
+	int err = profile_run(&ro, &res);
+	int wrc = rec_writer_end(rec, round(res.elapsed_s * 1000) / 1000);
+	rc = profile_close_out(f, c.out, wrc);
+	if (err < 0)
+		rc = EXIT_FAIL;
+	else if (rc == EXIT_OK)
+		rc = profile_run_verdict(&ro, &res);
+out:
+	cli_common_done(&c.common);
+	return rc;
+}
+
+const struct cli_command cmd_record = {
+	"record", "write the raw sample stream of a run to a file, for report and top --replay",
+	"-o FILE [OPTIONS]",
+	"Samples the targets (-p, -n; default every instrumented worker) like profile and writes every\n"
+	"sample with its names, fd targets, fiber tags and stack frames resolved to text: version 1,\n"
+	"line-based, strings interned. 'loopstat report FILE' renders it anywhere, later.",
+	options, run,
+};

@@ -1,0 +1,87 @@
+/*
+ * cmd_report.c — `loopstat report FILE`: a recording rendered in any of
+ * profile's formats, through the same accumulator as a live profile.
+ */
+#include "cli.h"
+#include "profile/profile_run.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int set_file(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct profile_cli *c = ctx;
+	if (c->file) {
+		snprintf(msg, len, "report takes one recording, not '%s' too", arg);
+		return -1;
+	}
+	c->file = arg;
+	return 0;
+}
+
+static const struct cli_option options[] = {
+	{ 'f', "format", "FORMAT", "text (default), folded, speedscope, svg or json", profile_cli_format },
+	{ 'o', "output", "FILE", "write the profile to FILE (default: stdout)", profile_cli_output },
+	{ 0 },
+};
+
+static int add(void *arg, const struct rec_event *ev)
+{
+	return profile_acc_add(arg, ev);
+}
+
+static int run(int argc, char **argv)
+{
+	struct profile_cli c = { 0 };
+	cli_common_init(&c.common);
+	int rc = cli_parse(&cmd_report, argc, argv, &c);
+	if (rc >= 0)
+		goto out;
+	if (!c.file) {
+		rc = cli_usage_error("report", "report needs a recording: loopstat report FILE");
+		goto out;
+	}
+	rc = EXIT_FAIL;
+	FILE *f = strcmp(c.file, "-") == 0 ? stdin : fopen(c.file, "r");
+	if (!f) {
+		fprintf(stderr, "loopstat: open(%s): %s\n", c.file, strerror(errno));
+		rc = errno == ENOENT ? EXIT_USAGE : EXIT_FAIL;
+		goto out;
+	}
+	struct profile_acc *acc = profile_acc_new(PROFILE_ACC_AUTO_FIBER);
+	struct rec_meta rm;
+	long line = 0;
+	int err = acc ? rec_read(f, &rm, add, acc, &line) : -ENOMEM;
+	if (f != stdin)
+		fclose(f);
+	if (err == -EPROTO)
+		fprintf(stderr, "loopstat: %s:%ld: not a loopstat recording of version %d\n", c.file, line,
+			REC_VERSION);
+	else if (err < 0)
+		fprintf(stderr, "loopstat: reading %s: %s\n", c.file, strerror(-err));
+	struct profile_tree *t = err == 0 ? profile_acc_finish(acc) : NULL;
+	if (err == 0 && !t)
+		fprintf(stderr, "loopstat: report: out of memory\n");
+	if (t && profile_acc_samples(acc, NULL, NULL) == 0) {
+		fprintf(stderr, "loopstat: %s holds no samples\n", c.file);
+		rc = EXIT_NOTHING;
+	} else if (t) {
+		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s };
+		rc = profile_emit(c.out, c.fmt, t, &meta, acc);
+	} else if (err == -EPROTO) {
+		rc = EXIT_USAGE;
+	}
+	profile_acc_delete(acc);
+out:
+	cli_common_done(&c.common);
+	return rc;
+}
+
+const struct cli_command cmd_report = {
+	"report", "render a recording (record, profile --record) as text, folded, speedscope, svg or json",
+	"FILE [OPTIONS]",
+	"Reads a recording made by 'loopstat record' or 'loopstat profile --record', on this machine or\n"
+	"another, and writes the same report a live profile of those samples gives.",
+	options, run, set_file, 1,
+};

@@ -1,0 +1,298 @@
+/*
+ * profile_acc.c — profile events into the tree, with "running" split
+ * between on CPU and waiting for a CPU.
+ *
+ * A running sample cannot tell by itself whether the thread was on a CPU
+ * or queued for one. schedstat can, for an interval: Δsum_exec_runtime is
+ * time on a CPU, Δrun_delay time queued. The sampler reads schedstat a few
+ * times a second, so a running sample is held until its thread's totals
+ * next change and is then settled with that interval's ratio; an
+ * accumulator spreads the waiting share evenly over the held samples, so
+ * the split is deterministic (a report of a recording gives the same tree
+ * as the live run).
+ */
+#include "profile/profile_acc.h"
+#include "util/textsafe.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct held {
+	char *fiber;                 /* owned; NULL: none */
+	int   has_fiber;
+};
+
+struct stall {
+	char    *fiber;              /* owned; "" untagged */
+	uint64_t longest_ns, runs;
+};
+
+struct acc_thread {
+	pid_t    pid, tid;
+	/* the stall lint: the current stretch of one switch-counter value outside the poll */
+	int      in_run;
+	uint64_t sw, run_first_ns, run_last_ns;
+	char    *run_fiber;          /* owned */
+	struct stall *stalls;
+	size_t   nstalls;
+	char    *label;              /* owned */
+	uint64_t run_ns, wait_ns;    /* the reading the held samples came after */
+	int      have_reading;
+	double   wait_frac;          /* of the last settled interval */
+	double   carry;              /* the accumulator of the waiting share */
+	struct held *held;
+	size_t   nheld, capheld;
+};
+
+struct profile_acc {
+	struct profile_tree *tree;   /* made at the first event (PROFILE_ACC_AUTO_FIBER needs it) */
+	unsigned flags;
+	struct acc_thread *th;
+	size_t   nth, capth;
+	uint64_t samples, first_ns, last_ns;
+};
+
+struct profile_acc *profile_acc_new(unsigned flags)
+{
+	struct profile_acc *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->flags = flags;
+	return a;
+}
+
+void profile_acc_delete(struct profile_acc *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nth; i++) {
+		for (size_t k = 0; k < a->th[i].nheld; k++)
+			free(a->th[i].held[k].fiber);
+		free(a->th[i].held);
+		free(a->th[i].label);
+		free(a->th[i].run_fiber);
+		for (size_t k = 0; k < a->th[i].nstalls; k++)
+			free(a->th[i].stalls[k].fiber);
+		free(a->th[i].stalls);
+	}
+	free(a->th);
+	profile_tree_delete(a->tree);
+	free(a);
+}
+
+static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_event *ev)
+{
+	for (size_t i = 0; i < a->nth; i++)
+		if (a->th[i].pid == ev->pid && a->th[i].tid == ev->tid)
+			return &a->th[i];
+	if (a->nth == a->capth) {
+		size_t cap = a->capth ? a->capth * 2 : 8;
+		struct acc_thread *th = realloc(a->th, cap * sizeof(*th));
+		if (!th)
+			return NULL;
+		a->th = th;
+		a->capth = cap;
+	}
+	struct acc_thread *t = &a->th[a->nth];
+	memset(t, 0, sizeof(*t));
+	t->pid = ev->pid;
+	t->tid = ev->tid;
+	if (!(t->label = strdup(ev->thread)))
+		return NULL;
+	a->nth++;
+	return t;
+}
+
+/* Settles t's held samples at its current wait_frac. */
+static int settle(struct profile_acc *a, struct acc_thread *t)
+{
+	for (size_t k = 0; k < t->nheld; k++) {
+		struct held *h = &t->held[k];
+		t->carry += t->wait_frac;
+		enum profile_state st = PROFILE_ON_CPU;
+		if (t->carry >= 0.5) {   /* rounds: 1 sample at 50% waiting goes to waiting */
+			st = PROFILE_CPU_WAIT;
+			t->carry -= 1.0;
+		}
+		struct profile_sample s = { .thread = t->label, .state = st,
+					    .fiber = h->has_fiber ? (h->fiber ? h->fiber : "") : NULL };
+		int err = profile_tree_add(a->tree, &s, 1);
+		if (err < 0)
+			return err;
+	}
+	for (size_t k = 0; k < t->nheld; k++)
+		free(t->held[k].fiber);
+	t->nheld = 0;
+	return 0;
+}
+
+/* A new schedstat reading: the held samples belong to the interval it closes. */
+static int new_reading(struct profile_acc *a, struct acc_thread *t, uint64_t run_ns, uint64_t wait_ns)
+{
+	if (t->have_reading && run_ns >= t->run_ns && wait_ns >= t->wait_ns) {
+		uint64_t dr = run_ns - t->run_ns, dw = wait_ns - t->wait_ns;
+		t->wait_frac = dr + dw ? (double)dw / (double)(dr + dw) : 0;
+		int err = settle(a, t);
+		if (err < 0)
+			return err;
+	}
+	/* before the first reading there is no interval: the samples wait for the next one */
+	t->have_reading = 1;
+	t->run_ns = run_ns;
+	t->wait_ns = wait_ns;
+	return 0;
+}
+
+static int hold(struct acc_thread *t, const struct rec_event *ev)
+{
+	if (t->nheld == t->capheld) {
+		size_t cap = t->capheld ? t->capheld * 2 : 64;
+		struct held *h = realloc(t->held, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		t->held = h;
+		t->capheld = cap;
+	}
+	struct held *h = &t->held[t->nheld];
+	h->has_fiber = ev->fiber != NULL;
+	h->fiber = NULL;
+	if (ev->fiber && ev->fiber[0] && !(h->fiber = strdup(ev->fiber)))
+		return -ENOMEM;
+	t->nheld++;
+	return 0;
+}
+
+static int close_run(struct acc_thread *t)
+{
+	if (!t->in_run)
+		return 0;
+	t->in_run = 0;
+	size_t k = 0;
+	while (k < t->nstalls && strcmp(t->stalls[k].fiber, t->run_fiber) != 0)
+		k++;
+	if (k == t->nstalls) {
+		struct stall *s = realloc(t->stalls, (t->nstalls + 1) * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		t->stalls = s;
+		s[k] = (struct stall){ .fiber = t->run_fiber };
+		t->run_fiber = NULL;
+		t->nstalls++;
+	}
+	uint64_t len = t->run_last_ns - t->run_first_ns;
+	if (len > t->stalls[k].longest_ns)
+		t->stalls[k].longest_ns = len;
+	t->stalls[k].runs++;
+	return 0;
+}
+
+/* The switch counter stands still from one fiber switch to the next: a
+ * stretch of samples outside the poll with one value is one fiber's run. */
+static int track_run(struct acc_thread *t, const struct rec_event *ev)
+{
+	if (ev->cls == PROBE_POLL)
+		return close_run(t);
+	if (t->in_run && ev->switches == t->sw) {
+		t->run_last_ns = ev->t_ns;
+		return 0;
+	}
+	int err = close_run(t);
+	free(t->run_fiber);
+	if (err < 0 || !(t->run_fiber = strdup(ev->fiber ? ev->fiber : "")))
+		return -ENOMEM;
+	t->in_run = 1;
+	t->sw = ev->switches;
+	t->run_first_ns = t->run_last_ns = ev->t_ns;
+	return 0;
+}
+
+int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
+{
+	if (!ev->thread || ev->cls < PROBE_POLL || ev->cls > PROBE_OTHER)
+		return -EINVAL;
+	unsigned tf = a->flags & ~PROFILE_ACC_AUTO_FIBER;
+	if (a->flags & PROFILE_ACC_AUTO_FIBER && ev->instrumented)
+		tf |= PROFILE_TREE_BY_FIBER;
+	if (!a->tree && !(a->tree = profile_tree_new(tf)))
+		return -ENOMEM;
+	struct acc_thread *t = thread_of(a, ev);
+	if (!t)
+		return -ENOMEM;
+	int err = 0;
+	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns))
+		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
+	if (err == 0 && ev->instrumented)
+		err = track_run(t, ev);
+	if (err < 0)
+		return err;
+	if (ev->cls == PROBE_RUNNING) {
+		err = hold(t, ev);
+	} else {
+		struct profile_sample s = {
+			.thread = t->label, .state = ev->cls == PROBE_POLL ? PROFILE_IDLE : PROFILE_BLOCKED,
+			.syscall = ev->syscall, .target = ev->target, .frames = ev->frames, .nframes = ev->nframes,
+			.fiber = ev->fiber,
+		};
+		err = profile_tree_add(a->tree, &s, 1);
+	}
+	if (err < 0)
+		return err;
+	if (!a->samples++)
+		a->first_ns = ev->t_ns;
+	a->last_ns = ev->t_ns;
+	return 0;
+}
+
+struct profile_tree *profile_acc_finish(struct profile_acc *a)
+{
+	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~PROFILE_ACC_AUTO_FIBER)))
+		return NULL;
+	for (size_t i = 0; i < a->nth; i++)
+		if (settle(a, &a->th[i]) < 0 || close_run(&a->th[i]) < 0)
+			return NULL;
+	return a->tree;
+}
+
+uint64_t profile_acc_samples(const struct profile_acc *a, uint64_t *first_ns, uint64_t *last_ns)
+{
+	if (first_ns)
+		*first_ns = a->first_ns;
+	if (last_ns)
+		*last_ns = a->last_ns;
+	return a->samples;
+}
+
+static int by_longest(const void *x, const void *y)
+{
+	const struct profile_stall *a = x, *b = y;
+	return a->longest_ns < b->longest_ns ? 1 : a->longest_ns > b->longest_ns ? -1 : strcmp(a->fiber, b->fiber);
+}
+
+int profile_acc_stalls(const struct profile_acc *a, struct profile_stall *out, int max)
+{
+	int n = 0;
+	for (size_t i = 0; i < a->nth; i++)
+		for (size_t k = 0; k < a->th[i].nstalls; k++, n++)
+			if (n < max)
+				out[n] = (struct profile_stall){ a->th[i].label, a->th[i].stalls[k].fiber,
+								 a->th[i].stalls[k].longest_ns, a->th[i].stalls[k].runs };
+	qsort(out, (size_t)(n < max ? n : max), sizeof(*out), by_longest);
+	return n;
+}
+
+int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
+{
+	struct profile_stall st[64];
+	int n = profile_acc_stalls(a, st, 64);
+	if (n == 0)
+		return 0;
+	fprintf(f, "\nlongest run without a switch (the stall lint), by fiber:\n");
+	for (int i = 0; i < n && i < 64; i++) {
+		char fiber[PROFILE_LABEL_MAX];
+		textsafe_label(fiber, sizeof(fiber), st[i].fiber[0] ? st[i].fiber : "[untagged]");
+		fprintf(f, "  %9.1f ms  %-20s %s (%llu runs)\n", (double)st[i].longest_ns / 1e6, fiber, st[i].thread,
+			(unsigned long long)st[i].runs);
+	}
+	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}

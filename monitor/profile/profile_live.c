@@ -1,0 +1,163 @@
+/*
+ * profile_live.c — a sampler event to a resolved profile event: labels,
+ * the unwound stack and its re-check (rules in profile_live.h).
+ */
+#include "profile/profile_live.h"
+#include "probe_unwind.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIVE_MAX_PROBES 256   /* threads whose syscall file we re-read after an unwind */
+
+struct live_probe {
+	pid_t pid, tid;
+	struct probe_syscall sc;
+};
+
+struct profile_live {
+	struct profile_live_opts o;
+	struct probe_unwind *u;
+	struct live_probe probes[LIVE_MAX_PROBES];
+	int   nprobes;
+	struct profile_live_stats st;
+	struct probe_unwind_frame frames[PROFILE_LIVE_DEPTH];
+	char  labels[PROFILE_LIVE_DEPTH][PROBE_UNWIND_MODULE_LEN + PROBE_UNWIND_SYMBOL_LEN + 24];
+	const char *lp[PROFILE_LIVE_DEPTH];
+};
+
+struct profile_live *profile_live_new(const struct profile_live_opts *o)
+{
+	struct profile_live *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->o = *o;
+	if (l->o.depth <= 0 || l->o.depth > PROFILE_LIVE_DEPTH)
+		l->o.depth = PROFILE_LIVE_DEPTH;
+	if (!(l->u = probe_unwind_new(NULL, NULL))) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void profile_live_delete(struct profile_live *l)
+{
+	if (!l)
+		return;
+	for (int i = 0; i < l->nprobes; i++)
+		probe_syscall_close(&l->probes[i].sc);
+	probe_unwind_delete(l->u);
+	free(l);
+}
+
+void profile_live_stats(const struct profile_live *l, struct profile_live_stats *out)
+{
+	*out = l->st;
+}
+
+/* Our own open syscall file of the task, for the re-check; NULL when the
+ * table is full (the stack is then kept unverified) or it cannot be opened. */
+static struct probe_syscall *probe_of(struct profile_live *l, pid_t pid, pid_t tid)
+{
+	for (int i = 0; i < l->nprobes; i++)
+		if (l->probes[i].pid == pid && l->probes[i].tid == tid)
+			return l->probes[i].sc.fd >= 0 ? &l->probes[i].sc : NULL;
+	if (l->nprobes == LIVE_MAX_PROBES)
+		return NULL;
+	struct live_probe *p = &l->probes[l->nprobes++];
+	p->pid = pid;
+	p->tid = tid;
+	probe_syscall_open(&p->sc, pid, tid);
+	return p->sc.fd >= 0 ? &p->sc : NULL;
+}
+
+/* Unwinds ev's stack into l->lp; returns the frame count. */
+static int unwind(struct profile_live *l, const struct sampler_event *ev)
+{
+	const struct probe_sc_sample *s = ev->sample;
+	int n = probe_unwind_stack(l->u, ev->pid, ev->tid, s->sp, s->pc, l->frames, l->o.depth);
+	if (n < 0) {
+		l->st.unwind_failed++;
+		l->lp[0] = "[unknown]";
+		return 1;
+	}
+	struct probe_syscall *p = probe_of(l, ev->pid, ev->tid);
+	if (p && probe_unwind_unchanged(p, s) == 0) {
+		l->st.moved++;
+		l->lp[0] = "[stack changed]";
+		return 1;
+	}
+	l->st.unwound++;
+	for (int i = 0; i < n; i++) {
+		probe_unwind_label(&l->frames[i], l->labels[i], sizeof(l->labels[i]));
+		l->lp[i] = l->labels[i];
+	}
+	return n;
+}
+
+void profile_live_on_sample(void *arg, const struct sampler_event *ev)
+{
+	struct profile_live *l = arg;
+	if ((l->o.pid && ev->pid != l->o.pid) || (l->o.tid && ev->tid != l->o.tid))
+		return;
+	const struct probe_verdict *v = ev->verdict;
+	if (v->cls == PROBE_NO_ACCESS) {
+		l->st.no_access++;
+		return;
+	}
+	if (v->cls != PROBE_POLL && v->cls != PROBE_RUNNING && v->cls != PROBE_BLOCKED && v->cls != PROBE_OTHER)
+		return;
+	char thread[PROBE_COMM_LEN + 32], sysbuf[32], target[PROBE_TARGET_LEN + 48];
+	snprintf(thread, sizeof(thread), "%d/%d %s", (int)ev->pid, (int)ev->tid, ev->name ? ev->name : "?");
+	const char *sys = NULL, *tgt = NULL;
+	if (v->cls == PROBE_POLL || v->cls == PROBE_BLOCKED) {
+		sys = probe_syscall_name(v->nr);
+		if (!sys) {
+			snprintf(sysbuf, sizeof(sysbuf), "syscall_%ld", v->nr);
+			sys = sysbuf;
+		}
+	}
+	struct rec_event pe = {
+		.t_ns = ev->t_ns, .pid = ev->pid, .tid = ev->tid, .instrumented = ev->instrumented, .cls = v->cls,
+		.nr = v->nr, .fd = v->fd, .run_ns = ev->run_ns, .wait_ns = ev->wait_ns, .sp = ev->sample->sp,
+		.pc = ev->sample->pc, .switches = ev->switches, .thread = thread,
+		/* in the loop's poll no fiber runs ("[no fiber]"); otherwise an untagged
+		 * fiber and the scheduler between fibers both read "" ("[untagged]") */
+		.fiber = ev->instrumented && v->cls != PROBE_POLL ? (ev->fiber_tag ? ev->fiber_tag : "") : NULL,
+	};
+	if (v->cls == PROBE_POLL) {
+		/* idle stays one visible frame; its stack (the loop) says nothing new */
+		if (v->fd >= 0)
+			snprintf(target, sizeof(target), "[idle] %s fd %d", sys, v->fd);
+		else
+			snprintf(target, sizeof(target), "[idle] %s", sys);
+		tgt = target;
+	} else if (v->cls == PROBE_BLOCKED || v->cls == PROBE_OTHER) {
+		if (v->cls == PROBE_OTHER)
+			sys = "[not in a syscall]";
+		if (v->fd >= 0) {
+			if (ev->target)
+				snprintf(target, sizeof(target), "fd %d %s", v->fd, ev->target);
+			else
+				snprintf(target, sizeof(target), "fd %d", v->fd);
+			tgt = target;
+		}
+		if (ev->sample->sp && ev->sample->pc) {
+			pe.nframes = unwind(l, ev);
+			pe.frames = l->lp;
+		}
+	}
+	pe.syscall = v->cls == PROBE_POLL ? NULL : sys;
+	pe.target = tgt;
+	l->st.samples++;
+	int err = 0;
+	if (l->o.rec)
+		err = rec_write(l->o.rec, &pe);
+	if (err == 0 && l->o.acc)
+		err = profile_acc_add(l->o.acc, &pe);
+	if (err < 0 && !l->st.err)
+		l->st.err = err;
+}

@@ -1,0 +1,63 @@
+/*
+ * profile_live.h — the sampler hook of `loopstat profile` and `loopstat
+ * record`: each sample of the chosen threads becomes a profile event with
+ * its labels resolved (syscall name, fd target, the user stack unwound
+ * from the sample's sp/pc, the running fiber's tag), which goes to a
+ * recording, an accumulator, or both.
+ *
+ * Runs on the sampler's thread with its lock held: the work per sample is
+ * bounded by one pid (or one thread) and a depth limit, and a parked
+ * thread's stack costs one small read once it is cached (probe_unwind.h).
+ *
+ * Which samples go where (also docs/profile.md):
+ *   poll (the loop's own wait)  idle, target "[idle] epoll_wait fd 7"; not unwound
+ *   running                     on cpu / waiting for cpu (profile_acc)
+ *   in another syscall          blocked: syscall → "fd N <target>" → stack
+ *   -1 (not in a syscall, not   blocked, syscall "[not in a syscall]" → stack:
+ *     runnable: page fault,       it is wall time the thread could not run
+ *     stopped)
+ *   no access                   not time anywhere; counted (exit 5 if all)
+ * A stack whose thread left the syscall while it was read is not dropped:
+ * the sample is still wall time in that syscall, so it keeps its syscall
+ * and fd and gets the one frame "[stack changed]" (counted as moved).
+ */
+#ifndef LOOPSTAT_PROFILE_LIVE_H
+#define LOOPSTAT_PROFILE_LIVE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/profile_acc.h"
+#include "collect/sampler.h"
+
+#define PROFILE_LIVE_DEPTH 64   /* frames unwound per sample */
+
+struct profile_live_opts {
+	pid_t pid;                         /* 0: every target */
+	pid_t tid;                         /* 0: every thread of pid */
+	struct profile_acc *acc;           /* borrowed, may be NULL */
+	struct rec_writer *rec;    /* borrowed, may be NULL */
+	int   depth;                       /* 0: PROFILE_LIVE_DEPTH */
+};
+
+struct profile_live_stats {
+	uint64_t samples;                  /* events made */
+	uint64_t unwound;                  /* stacks unwound */
+	uint64_t moved;                    /* stacks that changed while read ("[stack changed]") */
+	uint64_t unwind_failed;            /* unwinds that returned an error ("[unknown]") */
+	uint64_t no_access;                /* samples /proc refused */
+	int      err;                      /* first -errno of the accumulator or the recording */
+};
+
+struct profile_live;
+
+struct profile_live *profile_live_new(const struct profile_live_opts *o);
+void profile_live_delete(struct profile_live *l);
+
+/* The sampler hook (sampler_opts.on_sample, arg = the profile_live). */
+void profile_live_on_sample(void *arg, const struct sampler_event *ev);
+
+/* Read after the sampler stopped (or under its lock). */
+void profile_live_stats(const struct profile_live *l, struct profile_live_stats *out);
+
+#endif /* LOOPSTAT_PROFILE_LIVE_H */

@@ -1,0 +1,223 @@
+/*
+ * tui_detail.c — one worker in full: where its time goes (idle, running,
+ * blocked, other as bars), the syscalls it blocks in with their fd
+ * targets, its idle% history, fiber and stall, the runtime counters, and
+ * the run's breakdown by (class, syscall, fd, call site, fiber) with the
+ * fibers' shares — what `loopstat profile` splits further by stack.
+ */
+#include "top/tui_int.h"
+#include "util/textsafe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void section(int y, const char *title)
+{
+	attron(A_BOLD);
+	mvprintw(y, 0, "%s", title);
+	attroff(A_BOLD);
+}
+
+static void bar_line(const struct tui *t, int y, const char *label, double pct, double ci, int attr)
+{
+	char num[16], bar[8 * 128 + 1];
+	int width = COLS - 30;
+	width = width > 100 ? 100 : width;
+	tui_fmt_pct(num, sizeof(num), pct);
+	mvprintw(y, 2, "%-9s %6s%%", label, num);
+	if (!isnan(ci) && ci > 0)
+		printw(" %s%-4.1f ", t->utf8 ? "±" : "+-", ci);
+	else
+		printw("%*s", t->utf8 ? 7 : 8, "");   /* as wide as the interval, so bars line up */
+	tui_bar(bar, sizeof(bar), pct, width, t->utf8);
+	attron(attr);
+	printw("%s", bar);
+	attroff(attr);
+}
+
+/* Every metric placed on `line` (metric.h), as its detail text. */
+static const char *metric_line(const struct worker_view *w, enum metric_line line)
+{
+	static char buf[256];
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		char val[32], part[96];
+		if (m->line != line || len >= sizeof(buf))
+			continue;
+		tui_fmt_metric(val, sizeof(val), m, w, 0);
+		snprintf(part, sizeof(part), m->detail, val);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len && part[0] != ' ' ? "  " : "", part);
+	}
+	return buf;
+}
+
+static int draw_identity(const struct tui *t, const struct worker_view *w, int y)
+{
+	char name[PROBE_COMM_LEN], tag[LOOPSTAT_TAG_LEN];
+	snprintf(name, sizeof(name), "%s", w->name);
+	snprintf(tag, sizeof(tag), "%s", w->tag);
+	mvprintw(y++, 0, "worker pid %d tid %d  %s", (int)w->pid, (int)w->tid, textsafe(name));
+	if (w->tag[0])
+		printw("  tag %s", textsafe(tag));
+	printw("  backend %s  %s", w->backend ? w->backend : "-",
+	       w->instrumented ? "instrumented" : "not instrumented");
+	if (w->gone)
+		printw("  (exited)");
+	mvprintw(y++, 0, "%s over %.1f s  loop poll: %s", metric_line(w, METRIC_LINE_IDENTITY), t->m.window_s,
+		 w->loop_basis[0] ? w->loop_basis : "-");
+	if (w->no_access) {
+		printw("  /proc refused access: figures are incomplete");
+		mvprintw(y++, 0, "%.*s", COLS, w->access_text);
+	}
+	return y;
+}
+
+/* The bars' colours: idle by its threshold, blocked red, other dim. */
+static int bar_attr(const struct tui *t, const struct worker_view *w, int metric)
+{
+	switch (metric) {
+	case METRIC_W_idle_pct:    return tui_idle_attr(t, w->idle_pct);
+	case METRIC_W_blocked_pct: return t->color ? COLOR_PAIR(TUI_PAIR_RED) : 0;
+	case METRIC_W_other_pct:   return A_DIM;
+	default:                   return 0;
+	}
+}
+
+static int draw_breakdown(const struct tui *t, const struct worker_view *w, int y)
+{
+	section(y++, "Where the time goes");
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		if (m->line != METRIC_LINE_BAR)
+			continue;
+		double ci = m->interval ? metric_value(metric_find(m->interval), w) : NAN;
+		bar_line(t, y++, m->detail, metric_value(m, w), ci, bar_attr(t, w, i));
+	}
+	mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_CPU));
+	return y;
+}
+
+static int draw_blockers(const struct worker_view *w, int y, int end)
+{
+	section(y++, "Blocked in");
+	if (w->nblocked_top == 0 && y < end)
+		mvprintw(y++, 2, "no blocking syscall seen in the window");
+	for (int i = 0; i < w->nblocked_top && y < end; i++) {
+		const struct blocker_view *b = &w->blocked_top[i];
+		char fd[16] = "";
+		if (b->fd >= 0)
+			snprintf(fd, sizeof(fd), "fd %d", b->fd);
+		char target[MODEL_TARGET_LEN];
+		snprintf(target, sizeof(target), "%s", b->target);
+		mvprintw(y++, 2, "%5.1f%%  %-16s %-6s %.*s", b->pct, b->syscall, fd,
+			 COLS > 36 ? COLS - 36 : 0, textsafe(target));
+	}
+	/* what the table had no room for is said, not dropped */
+	if (w->blocked_unkeyed_pct > 0 && y < end)
+		mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_BLOCKERS));
+	return y;
+}
+
+static int draw_history(const struct tui *t, const struct worker_view *w, int y)
+{
+	char spark[4 * MODEL_HISTORY + 1], label[40];
+	snprintf(label, sizeof(label), "idle%% history (%d s) ", w->nhistory < COLS ? w->nhistory : COLS);
+	tui_sparkline(spark, sizeof(spark), w->idle_history, w->nhistory, COLS - (int)strlen(label) - 1,
+		      t->utf8);
+	section(y, label);
+	printw("%s", spark);
+	return y + 1;
+}
+
+static int draw_runtime(const struct worker_view *w, int y, int end)
+{
+	static const enum metric_line lines[] = { METRIC_LINE_RATES, METRIC_LINE_QUEUES, METRIC_LINE_SELF };
+	char stall[16], fiber[LOOPSTAT_TAG_LEN];
+	if (!w->instrumented) {
+		if (y < end)
+			mvprintw(y++, 0, "not on the loopstat runtime: no fiber or counter figures");
+		return y;
+	}
+	tui_fmt_stall(stall, sizeof(stall), w->stall_ms);
+	snprintf(fiber, sizeof(fiber), "%s", w->fiber_tag);
+	textsafe(fiber);
+	if (y < end) {
+		if (w->stall_ms > 0)
+			mvprintw(y++, 0, "STALLED %s in fiber %s", stall, fiber[0] ? fiber : "(untagged)");
+		else
+			mvprintw(y++, 0, "fiber %s  not stalled", fiber[0] ? fiber : "(untagged or none running)");
+	}
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]) && y < end; i++)
+		mvprintw(y++, 0, "%s", metric_line(w, lines[i]));
+	return y;
+}
+
+/* The fibers' shares of the run, summed over the keys: one line. */
+static int draw_fibers(const struct worker_view *w, int y)
+{
+	char names[MODEL_KEYS][LOOPSTAT_TAG_LEN];
+	double pct[MODEL_KEYS];
+	int n = 0;
+	for (int i = 0; i < w->nkeys; i++) {
+		int k = 0;
+		while (k < n && strcmp(names[k], w->keys[i].fiber) != 0)
+			k++;
+		if (k == n) {
+			snprintf(names[n], sizeof(names[n]), "%s", w->keys[i].fiber);
+			pct[n++] = 0;
+		}
+		pct[k] += w->keys[i].pct;
+	}
+	mvprintw(y, 2, "fibers");
+	for (int k = 0; k < n; k++)
+		printw("  %s %.1f%%", names[k][0] ? textsafe(names[k]) : "(none or untagged)", pct[k]);
+	return y + 1;
+}
+
+static int draw_keys(const struct worker_view *w, int y, int end)
+{
+	section(y++, "Since start: class, syscall, fd, call site (pc), fiber");
+	for (int i = 0; i < w->nkeys && y < end; i++) {
+		const struct key_view *k = &w->keys[i];
+		char fd[16] = "", pc[24] = "", fiber[LOOPSTAT_TAG_LEN + 8] = "", target[MODEL_TARGET_LEN];
+		if (k->fd >= 0)
+			snprintf(fd, sizeof(fd), "fd %d", k->fd);
+		if (k->pc)
+			snprintf(pc, sizeof(pc), "0x%llx", (unsigned long long)k->pc);
+		if (k->fiber[0])
+			snprintf(fiber, sizeof(fiber), "%s", k->fiber);
+		snprintf(target, sizeof(target), "%s", k->target);
+		mvprintw(y++, 2, "%5.1f%%  %-8s %-16s %-6s %-14s %-12s %.*s", k->pct, k->cls, k->syscall, fd, pc,
+			 textsafe(fiber), COLS > 74 ? COLS - 74 : 0, textsafe(target));
+	}
+	if (w->keys_unkeyed_pct > 0 && y < end)
+		mvprintw(y++, 2, "%.1f%% in keys beyond the table's room", w->keys_unkeyed_pct);
+	if (w->instrumented && w->nkeys > 0 && y < end)
+		y = draw_fibers(w, y);
+	return y;
+}
+
+void tui_draw_detail(struct tui *t, int y, int h)
+{
+	const struct worker_view *w = tui_selected(t);
+	int end = y + h;
+	if (!w) {
+		mvprintw(y, 0, "worker pid %d tid %d is gone; q or Esc goes back", (int)t->sel_pid,
+			 (int)t->sel_tid);
+		return;
+	}
+	/* fixed parts first; the lists get what is left */
+	y = draw_identity(t, w, y);
+	y = draw_breakdown(t, w, y);
+	if (y < end)
+		y = draw_history(t, w, y);
+	if (y < end)
+		y = draw_runtime(w, y, end);
+	if (y < end - 1)
+		y = draw_blockers(w, y, end);
+	if (w->nkeys > 0 && y < end - 1)
+		y = draw_keys(w, y, end);
+}

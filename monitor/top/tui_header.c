@@ -1,0 +1,95 @@
+/*
+ * tui_header.c — the lines around the table: host, time, sampling rate and
+ * fleet totals with the fleet idle sparkline at the top; key hints, the
+ * filter being typed or a one-shot message at the bottom.
+ */
+#include "top/tui_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void fmt_secs(char *buf, size_t n, double s)
+{
+	snprintf(buf, n, s < 1 ? "%.1f" : "%.0f", s);
+}
+
+int tui_draw_header(struct tui *t)
+{
+	const struct fleet_view *f = &t->m.fleet;
+	char now[16], delay[16], win[16], idle[16], ops[16], head[16];
+	time_t tt = time(NULL);
+	struct tm tm;
+	localtime_r(&tt, &tm);
+	strftime(now, sizeof(now), "%H:%M:%S", &tm);
+	fmt_secs(delay, sizeof(delay), t->delay_s);
+	fmt_secs(win, sizeof(win), t->window_s);
+
+	mvprintw(0, 0, "loopstat  %s  %s  rate %.0f Hz  window %s s  refresh %s s", t->host, now,
+		 t->rate_hz, win, delay);
+	if (t->paused) {
+		attron(A_BOLD | A_REVERSE);
+		printw("  PAUSED ");
+		attroff(A_BOLD | A_REVERSE);
+	}
+
+	tui_fmt_pct(idle, sizeof(idle), f->workers ? f->mean_idle_pct : NAN);
+	if (strcmp(idle, "-") != 0)
+		strcat(idle, "%");
+	tui_fmt_rate(ops, sizeof(ops), f->ops_per_s);
+	tui_fmt_rate(head, sizeof(head), f->headroom_ops_per_s);
+	mvprintw(1, 0, "workers %u  mean idle ", f->workers);
+	int a = tui_idle_attr(t, f->workers ? f->mean_idle_pct : NAN);
+	attron(a | A_BOLD);
+	printw("%s", idle);
+	attroff(a | A_BOLD);
+	printw("  ops/s %s  headroom %s ops/s", ops, head);
+
+	/* the sparkline takes what is left of its line: one cell per second */
+	char label[48], spark[4 * MODEL_HISTORY + 1];
+	snprintf(label, sizeof(label), "fleet idle%% (%d s) ", f->nhistory < COLS ? f->nhistory : COLS);
+	int width = COLS - (int)strlen(label) - 1;
+	tui_sparkline(spark, sizeof(spark), f->idle_history, f->nhistory, width, t->utf8);
+	mvprintw(2, 0, "%s", label);
+	attron(a);
+	printw("%s", spark);
+	attroff(a);
+
+	mvprintw(3, 0, "sort %s%s  threads: %s", tui_columns[t->sort_col].title,
+		 t->sort_rev ? " (reversed)" : "", t->all_threads ? "all" : "event-loop workers");
+	if (t->filter[0])
+		printw("  filter \"%s\" (%zu of %zu)", t->filter, t->nrows, t->m.n);
+	if (t->m.ignored)
+		printw("  %u threads ignored (--max-workers)", t->m.ignored);
+	if (t->m.nrefused)
+		printw("  access refused: %u process%s (loopstat list says why)", t->m.nrefused,
+		       t->m.nrefused == 1 ? "" : "es");
+	return 4;
+}
+
+void tui_draw_status(struct tui *t)
+{
+	int y = LINES - 1;
+	move(y, 0);
+	clrtoeol();
+	if (t->editing) {
+		mvprintw(y, 0, "filter: %s", t->filter);
+		curs_set(1);
+		return;
+	}
+	curs_set(0);
+	if (t->msg[0]) {
+		mvprintw(y, 0, "%.*s", COLS - 1, t->msg);
+		return;
+	}
+	static const char table_hints[] =
+		"q quit  ? help  Enter detail  / filter  s sort  t threads  space pause  +/- rate  d delay";
+	static const char detail_hints[] = "q/Esc back  ? help";
+	static const char help_hints[] = "q/Esc back  Up/Down/PgUp/PgDn scroll";
+	const char *h = t->mode == TUI_MODE_TABLE ? table_hints
+		      : t->mode == TUI_MODE_HELP ? help_hints : detail_hints;
+	attron(A_DIM);
+	mvprintw(y, 0, "%.*s", COLS - 1, h);
+	attroff(A_DIM);
+}

@@ -1,0 +1,176 @@
+/*
+ * tui_int.h — what the dashboard's files share: the screen state, the key
+ * binding table (which also generates the help screen and is checked
+ * against docs/usage.md), the column table, and the drawing entry points.
+ * Private to monitor/tui*.c and their tests.
+ */
+#ifndef LOOPSTAT_TUI_INT_H
+#define LOOPSTAT_TUI_INT_H
+
+#include <curses.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "model/metric.h"
+#include "model/model.h"
+#include "collect/source.h"
+#include "top/tui.h"
+
+#define TUI_KEY_ESC 27
+
+/*
+ * Every key binding, once: action, label (help screen and docs/usage.md),
+ * description, and up to three key codes (0: none). Add a key here and the
+ * help screen, the dispatcher and the docs test all see it.
+ */
+#define TUI_KEYS(X) \
+	X(QUIT,       "q",          "quit; in the detail or help view: back",               'q', 'Q', 0) \
+	X(HELP,       "h or ?",     "show or close this help",                              'h', '?', 0) \
+	X(UP,         "Up or k",    "select the previous worker",                           KEY_UP, 'k', 0) \
+	X(DOWN,       "Down or j",  "select the next worker",                               KEY_DOWN, 'j', 0) \
+	X(PGUP,       "PgUp",       "one page up",                                          KEY_PPAGE, 0, 0) \
+	X(PGDN,       "PgDn",       "one page down",                                        KEY_NPAGE, 0, 0) \
+	X(HOME,       "Home or g",  "first worker",                                         KEY_HOME, 'g', 0) \
+	X(END,        "End or G",   "last worker",                                          KEY_END, 'G', 0) \
+	X(SORT,       "s",          "sort by the next column",                              's', 0, 0) \
+	X(SORT_LEFT,  "<",          "move the sort column left",                            '<', 0, 0) \
+	X(SORT_RIGHT, ">",          "move the sort column right",                           '>', 0, 0) \
+	X(REVERSE,    "r",          "reverse the sort order",                               'r', 0, 0) \
+	X(FILTER,     "/",          "filter by name, tag or pid (Enter keeps it, Esc clears it)", '/', 0, 0) \
+	X(CLEAR,      "Esc",        "clear the filter; in the detail or help view: back",   TUI_KEY_ESC, 0, 0) \
+	X(THREADS,    "t",          "show every thread, not only event-loop workers",       't', 0, 0) \
+	X(DETAIL,     "Enter",      "open the selected worker's detail view",               '\n', '\r', KEY_ENTER) \
+	X(PAUSE,      "Space",      "pause or resume sampling",                             ' ', 0, 0) \
+	X(FASTER,     "+ or =",     "sample 1.5x faster (at most 2000 Hz)",                 '+', '=', 0) \
+	X(SLOWER,     "-",          "sample 1.5x slower (at least 10 Hz)",                  '-', 0, 0) \
+	X(DELAY,      "d",          "cycle the refresh delay: 0.5, 1, 2, 5 s",              'd', 0, 0)
+
+enum tui_action {
+	TUI_NONE = 0,
+#define TUI_X_ENUM(act, label, desc, k1, k2, k3) TUI_##act,
+	TUI_KEYS(TUI_X_ENUM)
+#undef TUI_X_ENUM
+};
+
+struct tui_key {
+	enum tui_action action;
+	const char *label;
+	const char *desc;
+	int codes[3];
+};
+
+extern const struct tui_key tui_keys[];
+extern const size_t tui_nkeys;
+
+/* The action bound to an ncurses key code, TUI_NONE if none. */
+enum tui_action tui_key_action(int ch);
+
+/*
+ * The table's columns: id, title, width, minimum width, drop order when the
+ * terminal is narrow (1 goes first, 0 never), the metric it shows (NONE for
+ * identity columns and TOP-BLOCKER) and the help screen's line. NAME and
+ * TOP-BLOCKER stretch (see tui_layout); TOP-BLOCKER gives up its width first.
+ * A metric column's cell text, sort key and direction come from the metric
+ * table (metric.h).
+ */
+#define TUI_COLUMNS(X) \
+	X(PID,      "PID",          7,  7, 0, NONE,         "process id") \
+	X(TID,      "TID",          7,  7, 5, NONE,         "thread id (the worker is one thread)") \
+	X(NAME,     "NAME",        16,  6, 0, NONE,         "process name, /thread tag if it has one") \
+	X(BACKEND,  "BACKEND",      8,  8, 4, NONE,         "event-loop backend: io_uring, libev, none (not on the runtime)") \
+	X(IDLE,     "IDLE%",        5,  5, 0, idle_pct,     "time waiting in the loop's poll: spare capacity") \
+	X(CPU,      "CPU%",         5,  5, 6, cpu_pct,      "CPU time used over wall time") \
+	X(BLOCKED,  "BLOCKED%",     8,  8, 7, blocked_pct,  "time in any other syscall (read, fsync, connect...)") \
+	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1, NONE,         "the syscall blocked in most, its share, fd and target") \
+	X(OPS,      "OPS/s",        7,  7, 8, ops_per_s,    "operations per second (instrumented workers)") \
+	X(RUNQ,     "RUNQ",         4,  4, 3, runqueue_len, "fibers ready to run now") \
+	X(PEND,     "PEND",         4,  4, 2, pending_ops,  "operations waiting for completion") \
+	X(STALL,    "STALL",        6,  6, 9, stall_ms,     "how long the loop has run without switching fibers")
+
+enum tui_column {
+#define TUI_X_COL(id, title, width, min, drop, metric, desc) TUI_COL_##id,
+	TUI_COLUMNS(TUI_X_COL)
+#undef TUI_X_COL
+	TUI_NCOLS
+};
+
+struct tui_column_info {
+	const char *title;
+	int width, min, drop;
+	int metric;          /* enum worker_metric, -1 for none */
+	const char *desc;
+};
+extern const struct tui_column_info tui_columns[TUI_NCOLS];
+
+enum tui_mode { TUI_MODE_TABLE, TUI_MODE_DETAIL, TUI_MODE_HELP };
+
+enum tui_pair { TUI_PAIR_RED = 1, TUI_PAIR_YELLOW, TUI_PAIR_GREEN };
+
+#define TUI_FILTER_LEN 64
+
+struct tui {
+	const struct source *s;          /* borrowed; NULL in drawing tests */
+	struct model m;                  /* latest model, owned */
+	size_t *rows;                    /* owned: indices into m.workers, filtered and sorted */
+	size_t nrows, rows_cap;
+	size_t sel, top;                 /* selected row and first row shown */
+	pid_t sel_pid, sel_tid;          /* the selected worker, kept across refreshes and sorts */
+	int sort_col;                    /* enum tui_column */
+	int sort_rev;                    /* reverse of the column's natural order */
+	char filter[TUI_FILTER_LEN];
+	int editing;                     /* typing a filter */
+	enum tui_mode mode;
+	int paused, all_threads;
+	int targeted;                    /* the user named processes (-p, -n) */
+	double delay_s, window_s;
+	double rate_hz;                  /* as last set or read, for the header */
+	int color, utf8;
+	char host[64];
+	char msg[96];                    /* one-shot status message */
+	int help_top;                    /* first help line shown (the help scrolls) */
+};
+
+/* tui_rows.c: filtering, sorting, selection */
+int  tui_rows_update(struct tui *t);          /* 0 or -ENOMEM */
+int  tui_row_matches(const struct worker_view *w, const char *filter);
+void tui_select(struct tui *t, long delta);    /* moves and clamps, keeps sel_pid/tid */
+const struct worker_view *tui_selected(const struct tui *t);
+
+/* tui_fmt.c: text helpers (pure, tested directly) */
+void tui_fmt_pct(char *buf, size_t n, double pct);
+void tui_fmt_rate(char *buf, size_t n, double per_s);
+void tui_fmt_count(char *buf, size_t n, uint64_t v);
+void tui_fmt_stall(char *buf, size_t n, double ms);
+void tui_fmt_blocker(char *buf, size_t n, const struct blocker_view *b);
+/* a metric's value for a table cell (compact) or a detail line (counts in full), by its unit */
+void tui_fmt_metric(char *buf, size_t n, const struct metric *m, const struct worker_view *w, int compact);
+/* last `width` values of hist as block characters (UTF-8) or ASCII levels */
+void tui_sparkline(char *buf, size_t n, const float *hist, int nhist, int width, int utf8);
+/* a bar of pct% of width cells */
+void tui_bar(char *buf, size_t n, double pct, int width, int utf8);
+/* colour of an idle figure: red < 10, yellow < 30, else green; 0 when colours are off */
+int  tui_idle_attr(const struct tui *t, double idle_pct);
+
+/* Column widths for a screen `cols` wide; hidden columns get 0. */
+void tui_layout(int cols, int widths[TUI_NCOLS]);
+
+/* Drawing: each draws into stdscr of the current screen. */
+int  tui_draw_header(struct tui *t);          /* returns the number of lines used */
+void tui_draw_table(struct tui *t, int y, int h);
+void tui_draw_detail(struct tui *t, int y, int h);
+void tui_draw_help(struct tui *t, int y, int h);
+int  tui_help_lines(void);
+void tui_draw_status(struct tui *t);
+void tui_draw(struct tui *t);                 /* the whole screen for the current mode */
+
+/* tui_state_init / _done: state without a terminal (tests fill t->m by hand). */
+void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts *o);
+void tui_state_done(struct tui *t);
+
+/* Takes a new model from the source (t->s must be set). 0 or -errno. */
+int  tui_refresh_model(struct tui *t);
+
+/* Applies one key. Returns 1 when the dashboard should quit. */
+int  tui_handle_key(struct tui *t, int ch);
+
+#endif /* LOOPSTAT_TUI_INT_H */
