@@ -1,5 +1,5 @@
 /*
- * check_coverage: how often check_stats' 95% interval covers the truth on
+ * check_coverage: how often model/estimate' 95% interval covers the truth on
  * synthetic autocorrelated streams, by correlation time and run length,
  * against the binomial (independent-samples) interval in the same runs.
  * Not a speed benchmark: it measures the honesty docs/check.md quotes.
@@ -8,14 +8,14 @@
  */
 /* the bench links only libprobes and libfiberloop: build the two monitor
  * files it measures into it */
-#include "../monitor/model/check_stats.c"
+#include "../monitor/model/estimate.c"
 #include "../monitor/model/model.c"
 #include "../tests/support/check_streams.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-static int wilson_covers(const struct check_sec *s, int nsec, double truth_pct)
+static int wilson_covers(const struct est_sec *s, int nsec, double truth_pct)
 {
 	double hits = 0, n = 0;
 	for (int i = 0; i < nsec; i++) {
@@ -31,8 +31,8 @@ int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 1000;
 	static const int lens[] = { 60, 120, 300 };
-	static struct check_sec s[300];
-	struct check_estimate e;
+	static struct est_sec s[300];
+	struct estimate e;
 
 	/* proportion: a Markov poll/busy chain, mean run 1/a samples in poll */
 	static const double ab[][2] = { { 0.3, 0.45 }, { 0.01, 0.015 }, { 0.002, 0.003 } };
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 			int c = 0, nc = 0;
 			for (int r = 0; r < runs; r++) {
 				cs_markov(&rng, s, lens[l], ab[k][0], ab[k][1]);
-				check_estimate(s, (size_t)lens[l], CHECK_PROPORTION, 100, &e);
+				est_batch_means(s, (size_t)lens[l], EST_PROPORTION, 100, &e);
 				c += e.lo <= truth && truth <= e.hi;
 				nc += wilson_covers(s, lens[l], truth);
 				width += e.hi - e.lo;
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 			double width = 0, ratio = 0;
 			for (int r = 0; r < runs; r++) {
 				cs_ar1(&rng, s, lens[l], 5000, rhos[k], 400);
-				check_estimate(s, (size_t)lens[l], CHECK_RATE, 1, &e);
+				est_batch_means(s, (size_t)lens[l], EST_RATE, 1, &e);
 				c += e.lo <= 5000 && 5000 <= e.hi;
 				width += e.hi - e.lo;
 				ratio += e.n_eff / e.n;

@@ -29,17 +29,17 @@ static struct check_run_info info = {
 };
 
 /* 60 seconds of ~200 samples each around pct% with a little spread */
-static void stream(struct check_sec *s, double pct)
+static void stream(struct est_sec *s, double pct)
 {
 	for (int i = 0; i < 60; i++)
-		s[i] = (struct check_sec){ pct * 2 + (i % 3 - 1) * 6, 200 };
+		s[i] = (struct est_sec){ pct * 2 + (i % 3 - 1) * 6, 200 };
 }
 
-static void result(int i, const char *proc, int tid, int t, const struct check_sec *s, size_t n, enum check_kind kind,
-		   const struct check_estimate *base)
+static void result(int i, const char *proc, int tid, int t, const struct est_sec *s, size_t n, enum est_kind kind,
+		   const struct estimate *base)
 {
-	struct check_estimate e;
-	cr_assert_eq(check_estimate(s, n, kind, kind == CHECK_PROPORTION ? 100 : 1, &e), 0);
+	struct estimate e;
+	cr_assert_eq(est_batch_means(s, n, kind, kind == EST_PROPORTION ? 100 : 1, &e), 0);
 	struct check_result *r = &res[i];
 	memset(r, 0, sizeof(*r));
 	r->pid = 4000;
@@ -59,23 +59,23 @@ static void fixture(void)
 	char err[CHECK_ERR_LEN];
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(check_parse(&ctx, text[i], &th[i], err, sizeof(err)), 0, "%s", err);
-	struct check_sec s[60];
+	struct est_sec s[60];
 	stream(s, 41);
-	result(0, "echo", 4001, 0, s, 60, CHECK_PROPORTION, NULL);       /* pass */
+	result(0, "echo", 4001, 0, s, 60, EST_PROPORTION, NULL);       /* pass */
 	stream(s, 20);
-	result(1, "echo", 4002, 0, s, 60, CHECK_PROPORTION, NULL);       /* fail, same name as 0 */
+	result(1, "echo", 4002, 0, s, 60, EST_PROPORTION, NULL);       /* fail, same name as 0 */
 	for (int i = 0; i < 60; i++)                                     /* 5% exactly: straddles */
-		s[i] = (struct check_sec){ i % 2 ? 12 : 8, 200 };
-	result(2, EVIL, 4003, 1, s, 60, CHECK_PROPORTION, NULL);         /* inconclusive */
-	result(3, "db", 4004, 2, NULL, 0, CHECK_MAX, NULL);              /* nothing */
-	struct check_estimate base;
+		s[i] = (struct est_sec){ i % 2 ? 12 : 8, 200 };
+	result(2, EVIL, 4003, 1, s, 60, EST_PROPORTION, NULL);         /* inconclusive */
+	result(3, "db", 4004, 2, NULL, 0, EST_MAX, NULL);              /* nothing */
+	struct estimate base;
 	stream(s, 42);
-	cr_assert_eq(check_estimate(s, 60, CHECK_PROPORTION, 100, &base), 0);
+	cr_assert_eq(est_batch_means(s, 60, EST_PROPORTION, 100, &base), 0);
 	stream(s, 41);
-	result(4, "echo", 4001, 3, s, 60, CHECK_PROPORTION, &base);      /* pass, relative */
+	result(4, "echo", 4001, 3, s, 60, EST_PROPORTION, &base);      /* pass, relative */
 	for (int i = 0; i < 60; i++)
-		s[i] = (struct check_sec){ 48.5 + i % 3, 200 };              /* 24.75%: plainly below 50 */
-	result(5, "db", 4005, 4, s, 60, CHECK_PROPORTION, NULL);         /* fail */
+		s[i] = (struct est_sec){ 48.5 + i % 3, 200 };              /* 24.75%: plainly below 50 */
+	result(5, "db", 4005, 4, s, 60, EST_PROPORTION, NULL);         /* fail */
 	static const enum check_verdict want[NRES] = { CHECK_PASS, CHECK_FAIL, CHECK_INCONCLUSIVE, CHECK_NOTHING,
 						       CHECK_PASS, CHECK_FAIL };
 	for (int i = 0; i < NRES; i++)

@@ -61,7 +61,7 @@ Test(check_series, names_and_units_come_from_the_metric_table)
 	const struct check_track *trs[] = { &tr };
 	for (size_t i = 0; i < n; i++) {
 		struct check_threshold t = { .metric = &m[i] };
-		struct check_estimate e;
+		struct estimate e;
 		cr_expect_eq(check_series_estimate(trs, 1, 0, 3, &t, &e), 0, "%s", m[i].name);
 		cr_expect_eq(e.ok, 0, "%s: no seconds, nothing to measure", m[i].name);
 	}
@@ -116,13 +116,13 @@ Test(check_series, seconds_are_kept_past_the_ring)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct check_threshold t = { .metric = row(cases[i].th) };
-		struct check_estimate e;
+		struct estimate e;
 		cr_assert_eq(check_series_estimate(trs, 1, 10, 189, &t, &e), 0);
 		cr_expect(e.ok && fabs(e.est - cases[i].want) < 1e-6 * fmax(1, cases[i].want), "%s: %g, want %g",
 			  cases[i].th, e.est, cases[i].want);
 	}
 	struct check_threshold t = { .metric = row("idle_pct") };
-	struct check_estimate e;
+	struct estimate e;
 	check_series_estimate(trs, 1, 10, 189, &t, &e);
 	cr_expect_eq(e.n, 180 * 60, "180 s of off-CPU samples: %g", e.n);
 	cr_expect(e.lo <= 50 && e.hi >= 50 && e.hi - e.lo < 2, "[%g, %g]", e.lo, e.hi);
@@ -183,7 +183,7 @@ Test(check_series, estimates_equal_the_models_figures)
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct check_threshold t = { .metric = row(names[i]) };
-		struct check_estimate e;
+		struct estimate e;
 		cr_assert_eq(check_series_estimate(trs, 1, now_sec - 2, now_sec, &t, &e), 0);
 		double want = metric_of(&m, names[i]);
 		cr_expect(e.ok && fabs(e.est - want) <= 1e-9 * fmax(1, fabs(want)), "%s: check %.12g, model %.12g",

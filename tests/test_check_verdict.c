@@ -8,15 +8,15 @@
 #include "check/check_verdict.h"
 #include "exitcodes.h"
 
-static struct check_estimate iv(double est, double lo, double hi)
+static struct estimate iv(double est, double lo, double hi)
 {
-	return (struct check_estimate){ .ok = 1, .est = est, .lo = lo, .hi = hi, .se = (hi - lo) / 4, .df = 20,
+	return (struct estimate){ .ok = 1, .est = est, .lo = lo, .hi = hi, .se = (hi - lo) / 4, .df = 20,
 					.n = 1000, .n_eff = 100 };
 }
 
 Test(check_verdict, interval_against_limit, .timeout = 5)
 {
-	struct check_estimate e = iv(40, 35, 45);
+	struct estimate e = iv(40, 35, 45);
 	cr_expect_eq(check_decide(CHECK_GE, &e, 30, 0), CHECK_PASS);
 	cr_expect_eq(check_decide(CHECK_GE, &e, 50, 0), CHECK_FAIL);
 	cr_expect_eq(check_decide(CHECK_GE, &e, 38, 0), CHECK_INCONCLUSIVE);
@@ -33,21 +33,21 @@ Test(check_verdict, interval_against_limit, .timeout = 5)
 
 Test(check_verdict, point_estimate_mode, .timeout = 5)
 {
-	struct check_estimate e = iv(40, 35, 45);
+	struct estimate e = iv(40, 35, 45);
 	cr_expect_eq(check_decide(CHECK_GE, &e, 38, 1), CHECK_PASS);
 	cr_expect_eq(check_decide(CHECK_GE, &e, 42, 1), CHECK_FAIL);
-	struct check_estimate wide = iv(40, -INFINITY, INFINITY);
+	struct estimate wide = iv(40, -INFINITY, INFINITY);
 	cr_expect_eq(check_decide(CHECK_GE, &wide, 30, 0), CHECK_INCONCLUSIVE, "one second of data decides nothing");
 	cr_expect_eq(check_decide(CHECK_GE, &wide, 30, 1), CHECK_PASS);
 }
 
 Test(check_verdict, nothing_to_measure, .timeout = 5)
 {
-	struct check_estimate none = { .ok = 0, .est = NAN, .lo = NAN, .hi = NAN };
+	struct estimate none = { .ok = 0, .est = NAN, .lo = NAN, .hi = NAN };
 	cr_expect_eq(check_decide(CHECK_GE, &none, 30, 0), CHECK_NOTHING);
 	cr_expect_eq(check_decide(CHECK_GE, &none, 30, 1), CHECK_NOTHING, "not even as a point estimate");
 	cr_expect_eq(check_decide(CHECK_GE, NULL, 30, 0), CHECK_NOTHING);
-	struct check_estimate nan_est = iv(NAN, NAN, NAN);
+	struct estimate nan_est = iv(NAN, NAN, NAN);
 	cr_expect_eq(check_decide(CHECK_LT, &nan_est, 30, 0), CHECK_NOTHING);
 	cr_expect_str_eq(check_verdict_str(CHECK_NOTHING), "nothing");
 	cr_expect_str_eq(check_verdict_str(CHECK_INCONCLUSIVE), "inconclusive");
@@ -57,7 +57,7 @@ Test(check_verdict, relative_uses_the_difference, .timeout = 5)
 {
 	struct check_threshold t = { .op = CHECK_GE, .relative = 1, .coef = 1, .value = -5 };
 	strcpy(t.text, "idle_pct>=baseline-5");
-	struct check_estimate now = iv(38, 36, 40), base = iv(40, 36, 44);
+	struct estimate now = iv(38, 36, 40), base = iv(40, 36, 44);
 	struct check_result r;
 	/* now's interval alone clears 35 = 40 − 5, but the baseline is uncertain too */
 	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 0), CHECK_INCONCLUSIVE);
@@ -65,7 +65,7 @@ Test(check_verdict, relative_uses_the_difference, .timeout = 5)
 	cr_expect(r.limit == -5 && r.abs_limit == 35);
 	cr_expect(r.baseline.ok && r.baseline.est == 40);
 	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 1), CHECK_PASS, "-2 >= -5 as points");
-	struct check_estimate tight_now = iv(38, 37.9, 38.1), tight_base = iv(50, 49.9, 50.1);
+	struct estimate tight_now = iv(38, 37.9, 38.1), tight_base = iv(50, 49.9, 50.1);
 	cr_expect_eq(check_result_judge(&r, &t, &tight_now, &tight_base, 0), CHECK_FAIL, "12 points down");
 	cr_expect_eq(check_result_judge(&r, &t, &now, NULL, 0), CHECK_NOTHING, "no baseline to compare with");
 

@@ -59,7 +59,7 @@ static int read_row(json_object *r, struct check_baseline_row *row)
 		if (w > 0 && (size_t)w < sizeof(row->filter) - o)
 			o += (size_t)w;
 	}
-	struct check_estimate *e = &row->est;
+	struct estimate *e = &row->est;
 	e->est = num(r, "value", NAN);
 	e->ok = !isnan(e->est);
 	e->lo = num(r, "lo", -INFINITY);
@@ -124,7 +124,7 @@ void check_baseline_done(struct check_baseline *b)
 	memset(b, 0, sizeof(*b));
 }
 
-const struct check_estimate *check_baseline_find(const struct check_baseline *b, const struct check_threshold *t,
+const struct estimate *check_baseline_find(const struct check_baseline *b, const struct check_threshold *t,
 						  const char *process, const char *tag)
 {
 	char filter[sizeof(b->v[0].filter)];

@@ -10,14 +10,14 @@
 #include <stddef.h>
 
 #include "check/check_expr.h"
-#include "model/check_stats.h"
+#include "model/estimate.h"
 
 struct check_baseline_row {
 	char     metric[64];
 	char     filter[CHECK_FILTERS * 2 * CHECK_FILTER_LEN];  /* "key=value,..." in threshold order */
 	char     process[64];
 	char     tag[64];
-	struct check_estimate est;
+	struct estimate est;
 };
 
 struct check_baseline {
@@ -32,7 +32,7 @@ void check_baseline_done(struct check_baseline *b);
 
 /* The baseline of threshold t for a worker (process, tag); NULL if the
  * file has none. */
-const struct check_estimate *check_baseline_find(const struct check_baseline *b, const struct check_threshold *t,
+const struct estimate *check_baseline_find(const struct check_baseline *b, const struct check_threshold *t,
 						  const char *process, const char *tag);
 
 #endif /* LOOPSTAT_CHECK_BASELINE_H */

@@ -80,7 +80,7 @@ static void yaml_pair(FILE *out, const char *indent, const char *key, double v)
 	fputc('\n', out);
 }
 
-static void yaml_interval(FILE *out, const char *indent, const char *key, const struct check_estimate *e)
+static void yaml_interval(FILE *out, const char *indent, const char *key, const struct estimate *e)
 {
 	fprintf(out, "%s%s: [", indent, key);
 	yaml_num(out, e->lo);
@@ -148,7 +148,7 @@ void check_report_table(FILE *out, const struct check_result *r, size_t n)
 		"VERDICT");
 	for (size_t i = 0; i < n; i++) {
 		char w[160], v[32], lo[32], hi[32], iv[80], ne[32];
-		const struct check_estimate *e = &r[i].value;
+		const struct estimate *e = &r[i].value;
 		snprintf(iv, sizeof(iv), "[%s, %s]", fmt(e->lo, lo, sizeof(lo)), fmt(e->hi, hi, sizeof(hi)));
 		snprintf(ne, sizeof(ne), "%.0f", e->n_eff);
 		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s\n", check__worker(&r[i], w, sizeof(w)),
@@ -196,7 +196,7 @@ void check_report_tap_bail(FILE *out, const char *reason)
 	fflush(out);
 }
 
-static void json_estimate(struct json *j, const struct check_estimate *e)
+static void json_estimate(struct json *j, const struct estimate *e)
 {
 	json_key(j, "value");
 	json_double(j, e->est, 4);

@@ -255,7 +255,7 @@ static uint32_t blocked_matching(const struct series_bucket *b, const struct str
 }
 
 static void fill_track(const struct check_track *tr, int64_t lo, int64_t hi, const struct stream_spec *sp,
-		       struct check_sec *out)
+		       struct est_sec *out)
 {
 	const struct check_secrec *base = check_track_at(tr, lo - 1);
 	struct series_sched ps = { 0 };
@@ -265,8 +265,8 @@ static void fill_track(const struct check_track *tr, int64_t lo, int64_t hi, con
 		pr = base->b.shm;
 	}
 	for (int64_t sec = lo; sec <= hi; sec++) {
-		struct check_sec *o = &out[sec - lo];
-		*o = (struct check_sec){ 0, 0 };
+		struct est_sec *o = &out[sec - lo];
+		*o = (struct est_sec){ 0, 0 };
 		const struct check_secrec *r = check_track_at(tr, sec);
 		if (!r)
 			continue;
@@ -306,16 +306,16 @@ static void fill_track(const struct check_track *tr, int64_t lo, int64_t hi, con
 			break;
 		case S_LEVEL:
 			if (b->shm.valid)
-				*o = (struct check_sec){ (double)b->shm.v[sp->arg], 1 };
+				*o = (struct est_sec){ (double)b->shm.v[sp->arg], 1 };
 			break;
 		case S_RUNQMAX:
 			if (b->shm.valid)
-				*o = (struct check_sec){ (double)(b->runq_max > b->shm.v[PROBE_SHM_runqueue_len] ?
+				*o = (struct est_sec){ (double)(b->runq_max > b->shm.v[PROBE_SHM_runqueue_len] ?
 								 b->runq_max : b->shm.v[PROBE_SHM_runqueue_len]), 1 };
 			break;
 		case S_STALL:
 			if (b->shm.valid)
-				*o = (struct check_sec){ r->stall_ms, 1 };
+				*o = (struct est_sec){ r->stall_ms, 1 };
 			break;
 		}
 	}
@@ -323,14 +323,14 @@ static void fill_track(const struct check_track *tr, int64_t lo, int64_t hi, con
 
 /* The streams of several workers as one: pooled, summed (as rates) or the largest. */
 static int fill(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi, const struct stream_spec *sp,
-		enum combine how, struct check_sec *out)
+		enum combine how, struct est_sec *out)
 {
 	size_t m = (size_t)(hi - lo + 1);
 	if (ntr == 1) {
 		fill_track(trs[0], lo, hi, sp, out);
 		return 0;
 	}
-	struct check_sec *tmp = malloc(m * sizeof(*tmp));
+	struct est_sec *tmp = malloc(m * sizeof(*tmp));
 	if (!tmp)
 		return -ENOMEM;
 	memset(out, 0, m * sizeof(*out));
@@ -356,30 +356,30 @@ static int fill(const struct check_track *const *trs, size_t ntr, int64_t lo, in
 }
 
 static int stream_estimate(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
-			   const struct stream_spec *sp, enum combine how, enum check_kind kind, double scale,
-			   struct check_estimate *out)
+			   const struct stream_spec *sp, enum combine how, enum est_kind kind, double scale,
+			   struct estimate *out)
 {
 	size_t m = hi >= lo ? (size_t)(hi - lo + 1) : 0;
-	struct check_sec *v = malloc((m ? m : 1) * sizeof(*v));
+	struct est_sec *v = malloc((m ? m : 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	int err = m ? fill(trs, ntr, lo, hi, sp, how, v) : 0;
 	if (err == 0)
-		err = check_estimate(v, m, kind, scale, out);
+		err = est_batch_means(v, m, kind, scale, out);
 	free(v);
 	return err;
 }
 
 /* ---- shares of wall time, split as the model splits them ---- */
 
-static void clamp_interval(struct check_estimate *e, double lo, double hi)
+static void clamp_interval(struct estimate *e, double lo, double hi)
 {
 	e->lo = fmax(lo, fmin(e->lo, hi));
 	e->hi = fmin(hi, fmax(e->hi, lo));
 }
 
 /* 100 (1 − R) p, with the delta method's variance; p's Wilson floor kept. */
-static void split_share(const struct check_estimate *p, const struct check_estimate *R, struct check_estimate *out)
+static void split_share(const struct estimate *p, const struct estimate *R, struct estimate *out)
 {
 	double f = 1 - fmin(fmax(R->est, 0), 1);
 	*out = *p;
@@ -393,10 +393,10 @@ static void split_share(const struct check_estimate *p, const struct check_estim
 		out->hi = 100;
 		return;
 	}
-	double half = check_t975(out->df) * out->se;
+	double half = est_t975(out->df) * out->se;
 	out->lo = fmin(out->est - half, 100 * f * p->lo);
 	out->hi = fmax(out->est + half, 100 * f * p->hi);
-	/* as check_stats defines it: samples × (binomial variance of the share ÷ its variance) */
+	/* as estimate defines it: samples × (binomial variance of the share ÷ its variance) */
 	double s = out->est / 100;
 	if (out->se > 0)
 		out->n_eff = fmin(p->n, 1e4 * s * (1 - s) / (out->se * out->se));
@@ -405,15 +405,15 @@ static void split_share(const struct check_estimate *p, const struct check_estim
 
 /* A share of wall time: cls's (or running's, cls < 0). */
 static int share(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi, int cls,
-		 const struct stream_spec *filter, struct check_estimate *out)
+		 const struct stream_spec *filter, struct estimate *out)
 {
 	struct stream_spec busy = { .st = S_BUSY };
 	/* running: p only tells whether off-CPU samples were taken (any class will do) */
 	struct stream_spec cs = filter ? *filter : (struct stream_spec){ .st = S_CLASS, .arg = cls < 0 ? SERIES_POLL : cls };
-	struct check_estimate R, p;
-	int err = stream_estimate(trs, ntr, lo, hi, &busy, C_POOL, CHECK_RATE, 1, &R);
+	struct estimate R, p;
+	int err = stream_estimate(trs, ntr, lo, hi, &busy, C_POOL, EST_RATE, 1, &R);
 	if (err == 0)
-		err = stream_estimate(trs, ntr, lo, hi, &cs, C_POOL, CHECK_PROPORTION, 1, &p);
+		err = stream_estimate(trs, ntr, lo, hi, &cs, C_POOL, EST_PROPORTION, 1, &p);
 	if (err < 0)
 		return err;
 	if (R.ok && p.ok) {   /* schedstat known and off-CPU samples taken: the model's split */
@@ -433,11 +433,11 @@ static int share(const struct check_track *const *trs, size_t ntr, int64_t lo, i
 	cs.basis_all = 1;
 	if (cls < 0)
 		cs.arg = SERIES_RUNNING;
-	return stream_estimate(trs, ntr, lo, hi, &cs, C_POOL, CHECK_PROPORTION, 100, out);
+	return stream_estimate(trs, ntr, lo, hi, &cs, C_POOL, EST_PROPORTION, 100, out);
 }
 
 static int blocked_share(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
-			 const struct check_threshold *t, struct check_estimate *out)
+			 const struct check_threshold *t, struct estimate *out)
 {
 	struct stream_spec f = { .st = S_CLASS, .arg = SERIES_BLOCKED, .nr = -1, .fd = -1 };
 	for (int i = 0; i < t->nfilter; i++) {
@@ -453,11 +453,11 @@ static int blocked_share(const struct check_track *const *trs, size_t ntr, int64
 /* ops/s ÷ (1 − idle): the delta method on both estimates; an idle
  * interval reaching 99% leaves the headroom unbounded above. */
 static int headroom(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
-		    struct check_estimate *out)
+		    struct estimate *out)
 {
 	struct stream_spec ops = { .st = S_COUNTER, .arg = PROBE_SHM_ops };
-	struct check_estimate O, I;
-	int err = stream_estimate(trs, ntr, lo, hi, &ops, C_SUM, CHECK_RATE, 1, &O);
+	struct estimate O, I;
+	int err = stream_estimate(trs, ntr, lo, hi, &ops, C_SUM, EST_RATE, 1, &O);
 	if (err == 0)
 		err = share(trs, ntr, lo, hi, SERIES_POLL, NULL, &I);
 	if (err < 0)
@@ -478,14 +478,14 @@ static int headroom(const struct check_track *const *trs, size_t ntr, int64_t lo
 	}
 	out->est = O.est / u;
 	out->se = sqrt(pow(O.se / u, 2) + pow(O.est * I.se / 100 / (u * u), 2));
-	double half = check_t975(out->df) * out->se;
+	double half = est_t975(out->df) * out->se;
 	out->lo = fmax(0, out->est - half);
 	out->hi = ulo <= 0.01 || !isfinite(half) ? INFINITY : out->est + half;
 	return 0;
 }
 
 int check_series_estimate(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
-			  const struct check_threshold *t, struct check_estimate *out)
+			  const struct check_threshold *t, struct estimate *out)
 {
 	if (!trs || !ntr || !t || !t->metric || !out)
 		return -EINVAL;
@@ -518,7 +518,7 @@ int check_series_estimate(const struct check_track *const *trs, size_t ntr, int6
 	case METRIC_W_stall_ms: sp.st = S_STALL; break;
 	default: return -EINVAL;   /* no per-second form (check_series_metrics never offers it) */
 	}
-	enum check_kind kind = m->kind == METRIC_PEAK ? CHECK_MAX : CHECK_RATE;
+	enum est_kind kind = m->kind == METRIC_PEAK ? EST_MAX : EST_RATE;
 	double scale = m->unit == METRIC_PCT ? 100 : 1;
 	int err = stream_estimate(trs, ntr, lo, hi, &sp, how, kind, scale, out);
 	if (err == 0 && sp.st == S_POLLNS && out->ok) {   /* the model caps it at 100 too */

@@ -2,7 +2,7 @@
  * check_series.h — what `loopstat check` measures: every worker's seconds,
  * kept for the whole check (the sampler's detail ring holds only the last
  * SERIES_DETAIL_S), and the estimate of a threshold's metric over a range
- * of them, through the batch-means interval of check_stats.h.
+ * of them, through the batch-means interval of estimate.h.
  *
  * The command takes a snapshot every CHECK_POLL_MS and appends each
  * worker's new complete seconds (a copy of the sampler's bucket, plus the
@@ -19,7 +19,7 @@
 #include <sys/types.h>
 
 #include "check/check_expr.h"
-#include "model/check_stats.h"
+#include "model/estimate.h"
 #include "model/metric.h"
 #include "collect/snapshot.h"
 
@@ -80,6 +80,6 @@ int check_series_filter_ok(void *arg, const struct check_metric *m, const char *
  * largest. 0 or -errno (-EINVAL: a metric without a per-second form).
  */
 int check_series_estimate(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
-			  const struct check_threshold *t, struct check_estimate *out);
+			  const struct check_threshold *t, struct estimate *out);
 
 #endif /* LOOPSTAT_CHECK_SERIES_H */

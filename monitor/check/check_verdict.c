@@ -20,7 +20,7 @@ static int good(enum check_op op, double x, double limit)
 	return 0;
 }
 
-enum check_verdict check_decide(enum check_op op, const struct check_estimate *e, double limit, int point_estimate)
+enum check_verdict check_decide(enum check_op op, const struct estimate *e, double limit, int point_estimate)
 {
 	if (!e || !e->ok || isnan(e->est) || isnan(limit))
 		return CHECK_NOTHING;
@@ -44,7 +44,7 @@ const char *check_verdict_str(enum check_verdict v)
 }
 
 enum check_verdict check_result_judge(struct check_result *r, const struct check_threshold *t,
-				      const struct check_estimate *value, const struct check_estimate *baseline,
+				      const struct estimate *value, const struct estimate *baseline,
 				      int point_estimate)
 {
 	r->threshold = t;
@@ -56,7 +56,7 @@ enum check_verdict check_result_judge(struct check_result *r, const struct check
 		r->limit = r->abs_limit = t->value;
 	} else if (baseline && baseline->ok) {
 		r->baseline = *baseline;
-		check_diff(value, baseline, t->coef, &r->judged);
+		est_diff(value, baseline, t->coef, &r->judged);
 		r->limit = t->value;
 		r->abs_limit = check_limit(t, baseline->est);
 	} else {

@@ -8,7 +8,7 @@
  * nothing:      no samples for this threshold: never a pass (k6 #1346)
  * With point_estimate the estimate alone is compared (weaker: noise near
  * the limit flips it). A relative threshold is judged on the interval of
- * value − coef·baseline against its offset (check_diff).
+ * value − coef·baseline against its offset (est_diff).
  */
 #ifndef LOOPSTAT_CHECK_VERDICT_H
 #define LOOPSTAT_CHECK_VERDICT_H
@@ -16,14 +16,14 @@
 #include <sys/types.h>
 
 #include "check/check_expr.h"
-#include "model/check_stats.h"
+#include "model/estimate.h"
 #include "loopstat_shm.h"
 #include "probe_stat.h"
 
 enum check_verdict { CHECK_PASS, CHECK_FAIL, CHECK_INCONCLUSIVE, CHECK_NOTHING };
 
 /* The verdict of `x op limit` for an estimate of x. */
-enum check_verdict check_decide(enum check_op op, const struct check_estimate *e, double limit, int point_estimate);
+enum check_verdict check_decide(enum check_op op, const struct estimate *e, double limit, int point_estimate);
 
 /* "pass", "fail", "inconclusive", "nothing" (JSON and TAP use these words). */
 const char *check_verdict_str(enum check_verdict v);
@@ -34,9 +34,9 @@ struct check_result {
 	char     process[PROBE_COMM_LEN];    /* comm */
 	char     tag[LOOPSTAT_TAG_LEN];      /* thread tag, "" if none */
 	const struct check_threshold *threshold;   /* borrowed */
-	struct check_estimate value;         /* the metric over the run */
-	struct check_estimate baseline;      /* relative thresholds: the baseline's; .ok = 0 otherwise */
-	struct check_estimate judged;        /* what was compared: value, or value − coef·baseline */
+	struct estimate value;         /* the metric over the run */
+	struct estimate baseline;      /* relative thresholds: the baseline's; .ok = 0 otherwise */
+	struct estimate judged;        /* what was compared: value, or value − coef·baseline */
 	double   limit;                      /* what judged was compared with: the limit, or the offset */
 	double   abs_limit;                  /* the limit in the metric's unit (coef·baseline + offset) */
 	enum check_verdict verdict;
@@ -49,7 +49,7 @@ struct check_result {
  * A relative threshold without a usable baseline is "nothing". Returns r->verdict.
  */
 enum check_verdict check_result_judge(struct check_result *r, const struct check_threshold *t,
-				      const struct check_estimate *value, const struct check_estimate *baseline,
+				      const struct estimate *value, const struct estimate *baseline,
 				      int point_estimate);
 
 struct check_tally {

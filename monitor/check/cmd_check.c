@@ -1,7 +1,7 @@
 /*
  * cmd_check.c — `loopstat check`: sample workers under load and judge
  * capacity thresholds (check_expr.h) with an interval honest for
- * autocorrelated samples (check_stats.h), for CI.
+ * autocorrelated samples (estimate.h), for CI.
  *
  * Everything a user wrote is validated before sampling starts (exit 2):
  * thresholds, the config file, the baseline, the report files. Then the
@@ -317,11 +317,11 @@ static void fill_worker(struct check_result *r, const struct check_track *tr)
 static int judge_one(const struct check_cmd *k, const struct check_baseline *base, const struct check_track *const *trs,
 		     size_t ntr, int64_t lo, int64_t hi, const struct check_threshold *t, struct check_result *r)
 {
-	struct check_estimate e;
+	struct estimate e;
 	int err = check_series_estimate(trs, ntr, lo, hi, t, &e);
 	if (err < 0)
 		return err;
-	const struct check_estimate *b = t->relative ? check_baseline_find(base, t, r->process, r->tag) : NULL;
+	const struct estimate *b = t->relative ? check_baseline_find(base, t, r->process, r->tag) : NULL;
 	check_result_judge(r, t, &e, b, k->point_estimate);
 	r->time_s = (double)(hi - lo + 1);
 	return 0;

@@ -1,6 +1,6 @@
 /*
  * check_streams.h — synthetic autocorrelated per-second streams with a
- * known truth, for check_stats' coverage test and bench/check_coverage.
+ * known truth, for model/estimate' coverage test and bench/check_coverage.
  * Header-only (static inline): the bench is not linked with tests/support.
  */
 #ifndef TESTS_CHECK_STREAMS_H
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "model/check_stats.h"
+#include "model/estimate.h"
 
 /* splitmix64: a fixed seed per run set, never tuned; runs are reproducible */
 struct cs_rng {
@@ -38,7 +38,7 @@ static inline double cs_gauss(struct cs_rng *r)
  * P(busy→poll) = b, started from its stationary law, so the true idle
  * share is b/(a+b). Each second gets 180..220 samples (the sampler's jitter).
  */
-static inline void cs_markov(struct cs_rng *r, struct check_sec *secs, int nsec, double a, double b)
+static inline void cs_markov(struct cs_rng *r, struct est_sec *secs, int nsec, double a, double b)
 {
 	int state = cs_unif(r) < b / (a + b);
 	for (int s = 0; s < nsec; s++) {
@@ -48,18 +48,18 @@ static inline void cs_markov(struct cs_rng *r, struct check_sec *secs, int nsec,
 			double u = cs_unif(r);
 			state = state ? !(u < a) : (u < b);
 		}
-		secs[s] = (struct check_sec){ hits, n };
+		secs[s] = (struct est_sec){ hits, n };
 	}
 }
 
 /* A rate per second following an AR(1) around mu (correlation time
  * (1+ρ)/(1−ρ) seconds), each bucket covering 0.9..1.1 s of wall time. */
-static inline void cs_ar1(struct cs_rng *r, struct check_sec *secs, int nsec, double mu, double rho, double sigma)
+static inline void cs_ar1(struct cs_rng *r, struct est_sec *secs, int nsec, double mu, double rho, double sigma)
 {
 	double x = mu + sigma / sqrt(1 - rho * rho) * cs_gauss(r);
 	for (int s = 0; s < nsec; s++) {
 		double w = 0.9 + 0.2 * cs_unif(r);
-		secs[s] = (struct check_sec){ x * w, w };
+		secs[s] = (struct est_sec){ x * w, w };
 		x = mu + rho * (x - mu) + sigma * cs_gauss(r);
 	}
 }

@@ -1,7 +1,7 @@
 /*
- * check_stats.c — batch-means intervals for autocorrelated streams.
+ * estimate.c — batch-means intervals for autocorrelated streams.
  */
-#include "model/check_stats.h"
+#include "model/estimate.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 
 #define Z975 1.959963984540054
 
-double check_t975(double df)
+double est_t975(double df)
 {
 	/* exact quantiles for small df, where the expansion below is poor */
 	static const double t[31] = {
@@ -40,9 +40,9 @@ double check_t975(double df)
 	       (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * df * df * df * df);
 }
 
-static void unknown(struct check_estimate *out, enum check_kind kind)
+static void unknown(struct estimate *out, enum est_kind kind)
 {
-	*out = (struct check_estimate){
+	*out = (struct estimate){
 		.kind = kind, .est = NAN, .lo = NAN, .hi = NAN, .se = NAN, .df = NAN,
 		.n_eff = 0, .lag1 = NAN,
 	};
@@ -50,7 +50,7 @@ static void unknown(struct check_estimate *out, enum check_kind kind)
 
 /* Σ over batches of residual² and lag-1 products, for k batches of the m
  * valid seconds v[] (batch b covers seconds [b·m/k, (b+1)·m/k)). */
-static void batch_residuals(const struct check_sec *v, size_t m, unsigned k, double r, double *ss,
+static void batch_residuals(const struct est_sec *v, size_t m, unsigned k, double r, double *ss,
 			    double *lag1)
 {
 	double prev = 0, sum2 = 0, sum_lag = 0;
@@ -71,7 +71,7 @@ static void batch_residuals(const struct check_sec *v, size_t m, unsigned k, dou
 	*lag1 = k >= 3 && sum2 > 0 ? sum_lag / sum2 : NAN;
 }
 
-static void estimate_max(const struct check_sec *v, size_t m, struct check_estimate *out)
+static void estimate_max(const struct est_sec *v, size_t m, struct estimate *out)
 {
 	double mx = -INFINITY;
 	for (size_t i = 0; i < m; i++)
@@ -82,7 +82,7 @@ static void estimate_max(const struct check_sec *v, size_t m, struct check_estim
 	out->n = out->n_eff = (double)m;
 }
 
-static void estimate_ratio(const struct check_sec *v, size_t m, double scale, struct check_estimate *out)
+static void estimate_ratio(const struct est_sec *v, size_t m, double scale, struct estimate *out)
 {
 	double num = 0, den = 0;
 	for (size_t i = 0; i < m; i++) {
@@ -91,7 +91,7 @@ static void estimate_ratio(const struct check_sec *v, size_t m, double scale, st
 	}
 	double r = num / den;
 	out->est = r * scale;
-	out->n = out->kind == CHECK_PROPORTION ? den : (double)m;
+	out->n = out->kind == EST_PROPORTION ? den : (double)m;
 	if (m < 2) {   /* one second: no spread to measure */
 		out->lo = -INFINITY;
 		out->hi = INFINITY;
@@ -103,21 +103,21 @@ static void estimate_ratio(const struct check_sec *v, size_t m, double scale, st
 		return;
 	}
 
-	unsigned k = m < CHECK_BATCHES_MAX ? (unsigned)m : CHECK_BATCHES_MAX;
-	unsigned kmin = m < CHECK_BATCHES_MIN ? (unsigned)m : CHECK_BATCHES_MIN;
+	unsigned k = m < EST_BATCHES_MAX ? (unsigned)m : EST_BATCHES_MAX;
+	unsigned kmin = m < EST_BATCHES_MIN ? (unsigned)m : EST_BATCHES_MIN;
 	double ss, lag1, q;
 	for (;;) {
 		batch_residuals(v, m, k, r, &ss, &lag1);
 		/* the lag-1 estimate of k residuals summing to 0 is biased by about −1/k */
 		q = isnan(lag1) ? 0 : lag1 + 1.0 / k;
-		if (!(q > CHECK_LAG1_MAX) || k <= kmin)
+		if (!(q > EST_LAG1_MAX) || k <= kmin)
 			break;
 		k--;   /* longer batches, until their means look independent */
 	}
 	out->batches = k;
 	out->batch_s = (double)m / k;
 	out->lag1 = lag1;
-	out->correlated = q > CHECK_LAG1_MAX_MIN;
+	out->correlated = q > EST_LAG1_MAX_MIN;
 
 	double dbar = den / k;
 	double var = ss / ((double)k * (k - 1) * dbar * dbar);   /* of r */
@@ -127,7 +127,7 @@ static void estimate_ratio(const struct check_sec *v, size_t m, double scale, st
 		var *= (1 + fmin(q, 0.9)) / (1 - fmin(q, 0.9));
 	/* the variance if every unit were independent: never claim less */
 	double var_iid;
-	if (out->kind == CHECK_PROPORTION) {
+	if (out->kind == EST_PROPORTION) {
 		var_iid = r * (1 - r) / den;
 	} else {
 		double s2 = 0, d1 = den / (double)m;
@@ -142,11 +142,11 @@ static void estimate_ratio(const struct check_sec *v, size_t m, double scale, st
 	out->n_eff = var > 0 ? out->n * var_iid / var : out->n;
 	out->se = sqrt(var) * scale;
 	out->df = k - 1;
-	double half = check_t975(out->df) * out->se;
+	double half = est_t975(out->df) * out->se;
 	out->lo = out->est - half;
 	out->hi = out->est + half;
 
-	if (out->kind == CHECK_PROPORTION) {
+	if (out->kind == EST_PROPORTION) {
 		/* and never narrower than the binomial (Wilson) interval of all the
 		 * samples, which stays honest when r is 0 or 1 and ss is 0 */
 		double z2n = Z975 * Z975 / den;
@@ -157,22 +157,22 @@ static void estimate_ratio(const struct check_sec *v, size_t m, double scale, st
 	}
 }
 
-int check_estimate(const struct check_sec *secs, size_t nsec, enum check_kind kind, double scale,
-		   struct check_estimate *out)
+int est_batch_means(const struct est_sec *secs, size_t nsec, enum est_kind kind, double scale,
+		   struct estimate *out)
 {
-	if (!out || (!secs && nsec) || !isfinite(scale) || scale <= 0 || kind > CHECK_MAX)
+	if (!out || (!secs && nsec) || !isfinite(scale) || scale <= 0 || kind > EST_MAX)
 		return -EINVAL;
 	unknown(out, kind);
 
 	/* keep only seconds that carry data; they stay in time order */
-	struct check_sec *v = malloc((nsec ? nsec : 1) * sizeof(*v));
+	struct est_sec *v = malloc((nsec ? nsec : 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	size_t m = 0;
 	for (size_t i = 0; i < nsec; i++) {
-		const struct check_sec *s = &secs[i];
+		const struct est_sec *s = &secs[i];
 		if (!isfinite(s->num) || !isfinite(s->den) || s->den < 0 ||
-		    (kind != CHECK_MAX && s->num < 0) || (kind == CHECK_PROPORTION && s->num > s->den)) {
+		    (kind != EST_MAX && s->num < 0) || (kind == EST_PROPORTION && s->num > s->den)) {
 			free(v);
 			return -EINVAL;
 		}
@@ -185,7 +185,7 @@ int check_estimate(const struct check_sec *secs, size_t nsec, enum check_kind ki
 	}
 	out->ok = 1;
 	out->n_eff = NAN;
-	if (kind == CHECK_MAX)
+	if (kind == EST_MAX)
 		estimate_max(v, m, out);
 	else
 		estimate_ratio(v, m, scale, out);
@@ -193,8 +193,8 @@ int check_estimate(const struct check_sec *secs, size_t nsec, enum check_kind ki
 	return 0;
 }
 
-int check_diff(const struct check_estimate *a, const struct check_estimate *b, double coef,
-	       struct check_estimate *out)
+int est_diff(const struct estimate *a, const struct estimate *b, double coef,
+	       struct estimate *out)
 {
 	if (!a || !b || !out || !isfinite(coef))
 		return -EINVAL;
@@ -226,7 +226,7 @@ int check_diff(const struct check_estimate *a, const struct check_estimate *b, d
 	/* Welch–Satterthwaite; a term with infinite df (a maximum) adds nothing */
 	double den = (va > 0 ? va * va / a->df : 0) + (vb > 0 ? vb * vb / b->df : 0);
 	out->df = den > 0 ? (va + vb) * (va + vb) / den : INFINITY;
-	double half = check_t975(out->df) * out->se;
+	double half = est_t975(out->df) * out->se;
 	out->lo = out->est - half;
 	out->hi = out->est + half;
 	return 0;

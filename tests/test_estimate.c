@@ -1,4 +1,4 @@
-/* check_stats: the batch-means 95% interval covers the truth ~95% of the time on autocorrelated streams, where the binomial interval does not. */
+/* estimate: the batch-means 95% interval covers the truth ~95% of the time on autocorrelated streams, where the binomial interval does not. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <errno.h>
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "model/check_stats.h"
+#include "model/estimate.h"
 #include "model/model.h"
 #include "support/check_streams.h"
 
@@ -15,7 +15,7 @@
 static struct cs_rng rng;
 
 /* What the TUI shows: Wilson's interval as if every sample were independent. */
-static int naive_covers(const struct check_sec *secs, int nsec, double truth)
+static int naive_covers(const struct est_sec *secs, int nsec, double truth)
 {
 	double hits = 0, n = 0;
 	for (int s = 0; s < nsec; s++) {
@@ -27,18 +27,18 @@ static int naive_covers(const struct check_sec *secs, int nsec, double truth)
 	return centre - half <= truth * 100 && truth * 100 <= centre + half;
 }
 
-Test(check_stats, markov_proportion_coverage, .timeout = 60)
+Test(estimate, markov_proportion_coverage, .timeout = 60)
 {
 	enum { NSEC = 60 };
 	const double a = 0.01, b = 0.015, truth = b / (a + b);   /* 60% idle */
-	struct check_sec secs[NSEC];
+	struct est_sec secs[NSEC];
 	int covered = 0, naive = 0;
 	double neff = 0, n = 0;
 	rng = (struct cs_rng){ 13 };
 	for (int r = 0; r < RUNS; r++) {
 		cs_markov(&rng, secs, NSEC, a, b);
-		struct check_estimate e;
-		cr_assert_eq(check_estimate(secs, NSEC, CHECK_PROPORTION, 100, &e), 0);
+		struct estimate e;
+		cr_assert_eq(est_batch_means(secs, NSEC, EST_PROPORTION, 100, &e), 0);
 		cr_assert(e.ok && e.lo <= e.est && e.est <= e.hi);
 		covered += e.lo <= truth * 100 && truth * 100 <= e.hi;
 		naive += naive_covers(secs, NSEC, truth);
@@ -55,19 +55,19 @@ Test(check_stats, markov_proportion_coverage, .timeout = 60)
 	cr_expect(neff / n < 0.1, "n_eff/n = %.3f", neff / n);
 }
 
-Test(check_stats, ar1_rate_coverage, .timeout = 60)
+Test(estimate, ar1_rate_coverage, .timeout = 60)
 {
 	enum { NSEC = 300 };   /* 120 correlation times: see docs/check.md for shorter runs */
-	struct check_sec secs[NSEC];
+	struct est_sec secs[NSEC];
 	int covered = 0, naive = 0;
 	rng = (struct cs_rng){ 29 };
 	for (int r = 0; r < RUNS; r++) {
 		cs_ar1(&rng, secs, NSEC, 5000, 0.6, 400);
-		struct check_estimate e;
-		cr_assert_eq(check_estimate(secs, NSEC, CHECK_RATE, 1, &e), 0);
+		struct estimate e;
+		cr_assert_eq(est_batch_means(secs, NSEC, EST_RATE, 1, &e), 0);
 		covered += e.lo <= 5000 && 5000 <= e.hi;
 		/* naive: t interval of the 120 seconds as if independent */
-		double half = check_t975(e.n - 1) * e.se * sqrt(e.n_eff / e.n);
+		double half = est_t975(e.n - 1) * e.se * sqrt(e.n_eff / e.n);
 		naive += fabs(e.est - 5000) <= half;
 	}
 	double cov = (double)covered / RUNS, ncov = (double)naive / RUNS;
@@ -76,19 +76,19 @@ Test(check_stats, ar1_rate_coverage, .timeout = 60)
 	cr_expect(ncov < 0.85, "iid coverage %.3f", ncov);
 }
 
-Test(check_stats, difference_coverage, .timeout = 60)
+Test(estimate, difference_coverage, .timeout = 60)
 {
 	enum { NSEC = 60 };
-	struct check_sec x[NSEC], y[NSEC];
+	struct est_sec x[NSEC], y[NSEC];
 	int covered = 0;
 	rng = (struct cs_rng){ 41 };
 	for (int r = 0; r < RUNS; r++) {
 		cs_markov(&rng, x, NSEC, 0.01, 0.015);    /* 60% */
 		cs_markov(&rng, y, NSEC, 0.01, 0.01);     /* 50% */
-		struct check_estimate ex, ey, d;
-		cr_assert_eq(check_estimate(x, NSEC, CHECK_PROPORTION, 100, &ex), 0);
-		cr_assert_eq(check_estimate(y, NSEC, CHECK_PROPORTION, 100, &ey), 0);
-		cr_assert_eq(check_diff(&ex, &ey, 1, &d), 0);
+		struct estimate ex, ey, d;
+		cr_assert_eq(est_batch_means(x, NSEC, EST_PROPORTION, 100, &ex), 0);
+		cr_assert_eq(est_batch_means(y, NSEC, EST_PROPORTION, 100, &ey), 0);
+		cr_assert_eq(est_diff(&ex, &ey, 1, &d), 0);
 		cr_assert(d.se > ex.se && d.se > ey.se);
 		covered += d.lo <= 10 && 10 <= d.hi;
 	}
@@ -97,73 +97,73 @@ Test(check_stats, difference_coverage, .timeout = 60)
 	cr_expect(cov >= 0.91 && cov <= 0.98, "difference coverage %.3f", cov);
 }
 
-Test(check_stats, t_quantiles, .timeout = 5)
+Test(estimate, t_quantiles, .timeout = 5)
 {
-	cr_expect(fabs(check_t975(1) - 12.706) < 1e-3);
-	cr_expect(fabs(check_t975(10) - 2.228) < 1e-3);
-	cr_expect(fabs(check_t975(29) - 2.045) < 1e-3);
-	cr_expect(fabs(check_t975(40) - 2.021) < 1e-3);
-	cr_expect(fabs(check_t975(100) - 1.984) < 1e-3);
-	cr_expect(fabs(check_t975(INFINITY) - 1.960) < 1e-3);
-	double t = check_t975(10.5);   /* Welch's fractional df: between its neighbours */
-	cr_expect(t < check_t975(10) && t > check_t975(11));
+	cr_expect(fabs(est_t975(1) - 12.706) < 1e-3);
+	cr_expect(fabs(est_t975(10) - 2.228) < 1e-3);
+	cr_expect(fabs(est_t975(29) - 2.045) < 1e-3);
+	cr_expect(fabs(est_t975(40) - 2.021) < 1e-3);
+	cr_expect(fabs(est_t975(100) - 1.984) < 1e-3);
+	cr_expect(fabs(est_t975(INFINITY) - 1.960) < 1e-3);
+	double t = est_t975(10.5);   /* Welch's fractional df: between its neighbours */
+	cr_expect(t < est_t975(10) && t > est_t975(11));
 }
 
-Test(check_stats, empty_and_gaps, .timeout = 5)
+Test(estimate, empty_and_gaps, .timeout = 5)
 {
-	struct check_estimate e;
-	cr_assert_eq(check_estimate(NULL, 0, CHECK_PROPORTION, 100, &e), 0);
+	struct estimate e;
+	cr_assert_eq(est_batch_means(NULL, 0, EST_PROPORTION, 100, &e), 0);
 	cr_expect_eq(e.ok, 0, "no seconds: nothing to measure");
-	struct check_sec none[3] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
-	cr_assert_eq(check_estimate(none, 3, CHECK_RATE, 1, &e), 0);
+	struct est_sec none[3] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
+	cr_assert_eq(est_batch_means(none, 3, EST_RATE, 1, &e), 0);
 	cr_expect_eq(e.ok, 0, "seconds without samples are no data");
-	struct check_sec one[2] = { { 0, 0 }, { 50, 100 } };
-	cr_assert_eq(check_estimate(one, 2, CHECK_PROPORTION, 100, &e), 0);
+	struct est_sec one[2] = { { 0, 0 }, { 50, 100 } };
+	cr_assert_eq(est_batch_means(one, 2, EST_PROPORTION, 100, &e), 0);
 	cr_expect(e.ok && e.est == 50 && isinf(e.lo) && isinf(e.hi), "one second: no spread, undecidable");
 }
 
-Test(check_stats, bad_input, .timeout = 5)
+Test(estimate, bad_input, .timeout = 5)
 {
-	struct check_estimate e;
-	struct check_sec over[1] = { { 5, 4 } }, neg[1] = { { -1, 4 } }, nan_[1] = { { NAN, 1 } };
-	cr_expect_eq(check_estimate(over, 1, CHECK_PROPORTION, 100, &e), -EINVAL);
-	cr_expect_eq(check_estimate(neg, 1, CHECK_RATE, 1, &e), -EINVAL);
-	cr_expect_eq(check_estimate(nan_, 1, CHECK_MAX, 1, &e), -EINVAL);
-	cr_expect_eq(check_estimate(over, 1, CHECK_PROPORTION, 0, &e), -EINVAL);
-	cr_expect_eq(check_estimate(NULL, 1, CHECK_PROPORTION, 100, &e), -EINVAL);
+	struct estimate e;
+	struct est_sec over[1] = { { 5, 4 } }, neg[1] = { { -1, 4 } }, nan_[1] = { { NAN, 1 } };
+	cr_expect_eq(est_batch_means(over, 1, EST_PROPORTION, 100, &e), -EINVAL);
+	cr_expect_eq(est_batch_means(neg, 1, EST_RATE, 1, &e), -EINVAL);
+	cr_expect_eq(est_batch_means(nan_, 1, EST_MAX, 1, &e), -EINVAL);
+	cr_expect_eq(est_batch_means(over, 1, EST_PROPORTION, 0, &e), -EINVAL);
+	cr_expect_eq(est_batch_means(NULL, 1, EST_PROPORTION, 100, &e), -EINVAL);
 }
 
-Test(check_stats, constant_stream_keeps_binomial_floor, .timeout = 5)
+Test(estimate, constant_stream_keeps_binomial_floor, .timeout = 5)
 {
 	/* every sample in the poll: batch variance is 0, yet 100% is not proven */
-	struct check_sec s[20];
+	struct est_sec s[20];
 	for (int i = 0; i < 20; i++)
-		s[i] = (struct check_sec){ 200, 200 };
-	struct check_estimate e;
-	cr_assert_eq(check_estimate(s, 20, CHECK_PROPORTION, 100, &e), 0);
+		s[i] = (struct est_sec){ 200, 200 };
+	struct estimate e;
+	cr_assert_eq(est_batch_means(s, 20, EST_PROPORTION, 100, &e), 0);
 	cr_expect(e.est == 100 && e.hi == 100 && e.lo < 100 && e.lo > 99, "lo %.4f hi %.4f", e.lo, e.hi);
 	cr_expect(e.n == 4000 && e.n_eff == 4000);
 }
 
-Test(check_stats, trend_is_flagged_correlated, .timeout = 5)
+Test(estimate, trend_is_flagged_correlated, .timeout = 5)
 {
 	/* idle drifting from 90% to 10%: batch means stay dependent at any k */
-	struct check_sec s[60];
+	struct est_sec s[60];
 	for (int i = 0; i < 60; i++)
-		s[i] = (struct check_sec){ 180 - i * 160 / 59.0, 200 };
-	struct check_estimate e;
-	cr_assert_eq(check_estimate(s, 60, CHECK_PROPORTION, 100, &e), 0);
-	cr_expect_eq(e.batches, CHECK_BATCHES_MIN);
-	cr_expect(e.correlated && e.lag1 > CHECK_LAG1_MAX_MIN, "lag1 %.3f", e.lag1);
+		s[i] = (struct est_sec){ 180 - i * 160 / 59.0, 200 };
+	struct estimate e;
+	cr_assert_eq(est_batch_means(s, 60, EST_PROPORTION, 100, &e), 0);
+	cr_expect_eq(e.batches, EST_BATCHES_MIN);
+	cr_expect(e.correlated && e.lag1 > EST_LAG1_MAX_MIN, "lag1 %.3f", e.lag1);
 }
 
-Test(check_stats, maxima_are_observed_facts, .timeout = 5)
+Test(estimate, maxima_are_observed_facts, .timeout = 5)
 {
-	struct check_sec s[4] = { { 3, 1 }, { 120, 1 }, { 999, 0 }, { 7, 1 } };
-	struct check_estimate e, base, d;
-	cr_assert_eq(check_estimate(s, 4, CHECK_MAX, 1, &e), 0);
+	struct est_sec s[4] = { { 3, 1 }, { 120, 1 }, { 999, 0 }, { 7, 1 } };
+	struct estimate e, base, d;
+	cr_assert_eq(est_batch_means(s, 4, EST_MAX, 1, &e), 0);
 	cr_expect(e.est == 120 && e.lo == 120 && e.hi == 120 && e.n == 3, "the invalid second's 999 is ignored");
-	cr_assert_eq(check_estimate(s, 1, CHECK_MAX, 1, &base), 0);
-	cr_assert_eq(check_diff(&e, &base, 1, &d), 0);
+	cr_assert_eq(est_batch_means(s, 1, EST_MAX, 1, &base), 0);
+	cr_assert_eq(est_diff(&e, &base, 1, &d), 0);
 	cr_expect(d.est == 117 && d.lo == 117 && d.hi == 117);
 }

@@ -1,6 +1,6 @@
 /*
- * check_stats.h — the 95% interval of a metric estimated from an
- * autocorrelated per-second stream, for `loopstat check`.
+ * estimate.h — the 95% interval of a metric estimated from an
+ * autocorrelated per-second stream, for every view (the evaluator, model/eval.h) and so for `loopstat check`.
  *
  * Samples taken milliseconds apart are not independent (a worker stays
  * busy or idle for many samples in a row), so the binomial interval of the
@@ -13,45 +13,45 @@
  * (bench/check_coverage, docs/check.md) it covers 0.93–0.97 once the run
  * is ~30 correlation times long or more, 0.89–0.92 at 7–15.
  *
- * Input: one struct check_sec per second, in time order.
- *   CHECK_PROPORTION  num = samples in the class (e.g. in the loop's poll),
+ * Input: one struct est_sec per second, in time order.
+ *   EST_PROPORTION  num = samples in the class (e.g. in the loop's poll),
  *                     den = samples taken that second; the estimate is
  *                     Σnum/Σden × scale (scale 100 for a *_pct metric).
- *   CHECK_RATE        num = the quantity in the second (e.g. ops done),
+ *   EST_RATE        num = the quantity in the second (e.g. ops done),
  *                     den = its weight (seconds of wall time it covers);
  *                     the estimate is Σnum/Σden × scale.
- *   CHECK_MAX         num = the second's maximum (stall_ms, runqueue_max),
+ *   EST_MAX         num = the second's maximum (stall_ms, runqueue_max),
  *                     den > 0 marks the second valid; the estimate is the
  *                     largest, an observed fact with a zero-width interval.
  * A second with den <= 0 carries no data and is skipped.
  */
-#ifndef LOOPSTAT_CHECK_STATS_H
-#define LOOPSTAT_CHECK_STATS_H
+#ifndef LOOPSTAT_ESTIMATE_H
+#define LOOPSTAT_ESTIMATE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define CHECK_BATCHES_MAX 30    /* Schmeiser's range of batch counts */
-#define CHECK_BATCHES_MIN 10
-#define CHECK_LAG1_MAX    0.1   /* batch means more correlated (bias-corrected lag 1) are dependent */
-#define CHECK_LAG1_MAX_MIN 0.3  /* still this correlated at the fewest batches: flagged */
+#define EST_BATCHES_MAX 30    /* Schmeiser's range of batch counts */
+#define EST_BATCHES_MIN 10
+#define EST_LAG1_MAX    0.1   /* batch means more correlated (bias-corrected lag 1) are dependent */
+#define EST_LAG1_MAX_MIN 0.3  /* still this correlated at the fewest batches: flagged */
 
-enum check_kind { CHECK_PROPORTION, CHECK_RATE, CHECK_MAX };
+enum est_kind { EST_PROPORTION, EST_RATE, EST_MAX };
 
-struct check_sec {
+struct est_sec {
 	double num, den;
 };
 
-struct check_estimate {
-	enum check_kind kind;
+struct estimate {
+	enum est_kind kind;
 	int      ok;        /* 0: no data at all (nothing to measure); the rest is NaN/0 */
 	double   est;       /* point estimate, in the caller's units (× scale) */
 	double   lo, hi;    /* 95% interval; ±inf when too few seconds to tell */
 	double   se;        /* standard error of est (batch means), same units */
-	double   df;        /* degrees of freedom of the t interval (batches − 1; inf for CHECK_MAX) */
+	double   df;        /* degrees of freedom of the t interval (batches − 1; inf for EST_MAX) */
 	double   n;         /* samples (PROPORTION: Σden) or seconds with data (RATE, MAX) */
 	double   n_eff;     /* independent units giving the same variance; <= n */
-	unsigned batches;   /* k used; 0 for CHECK_MAX */
+	unsigned batches;   /* k used; 0 for EST_MAX */
 	double   batch_s;   /* mean seconds per batch */
 	double   lag1;      /* lag-1 autocorrelation of the batch residuals (NaN if k < 3) */
 	int      correlated; /* batches still dependent at the fewest batches: run longer */
@@ -62,8 +62,8 @@ struct check_estimate {
  * pointer, a negative or non-finite value, or num > den for a proportion.
  * An empty stream is not an error: out->ok = 0.
  */
-int check_estimate(const struct check_sec *secs, size_t nsec, enum check_kind kind, double scale,
-		   struct check_estimate *out);
+int est_batch_means(const struct est_sec *secs, size_t nsec, enum est_kind kind, double scale,
+		   struct estimate *out);
 
 /*
  * The interval of a − coef·b for two independent estimates (a run and its
@@ -71,10 +71,10 @@ int check_estimate(const struct check_sec *secs, size_t nsec, enum check_kind ki
  * n_eff are a's. A relative threshold `x >= baseline*F+C` is decided on
  * a − F·b against C. Returns 0 or -EINVAL.
  */
-int check_diff(const struct check_estimate *a, const struct check_estimate *b, double coef,
-	       struct check_estimate *out);
+int est_diff(const struct estimate *a, const struct estimate *b, double coef,
+	       struct estimate *out);
 
 /* The 0.975 quantile of Student's t with df degrees of freedom (df >= 1; inf → normal). */
-double check_t975(double df);
+double est_t975(double df);
 
-#endif /* LOOPSTAT_CHECK_STATS_H */
+#endif /* LOOPSTAT_ESTIMATE_H */
