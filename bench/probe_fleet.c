@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/feed.h"
 #include "probe_classify.h"
 #include "probe_schedstat.h"
 #include "probe_syscall.h"
@@ -280,7 +281,7 @@ static double run_monitor(int n)
 	struct model m;
 	last_instrumented = 0;
 	last_saved_pct = 0;
-	if (sampler_model(s, 0, &m) == 0) {
+	if (model_of_sampler(s, 0, &m) == 0) {
 		uint64_t nsamples = 0, saved = 0;
 		for (size_t i = 0; i < m.n; i++) {
 			last_instrumented += m.workers[i].instrumented;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/feed.h"
 #include "fiberloop.h"
 #include "collect/sampler.h"
 #include "support/children.h"
@@ -47,7 +48,7 @@ static void check(const char *backend, double idle_frac, int shared_cpu)
 	cr_assert_eq(sampler_start(s), 0);
 	usleep((useconds_t)((WINDOW_S + 0.5) * 1e6));
 	struct model m;
-	cr_assert_eq(sampler_model(s, WINDOW_S, &m), 0);
+	cr_assert_eq(model_of_sampler(s, WINDOW_S, &m), 0);
 	int rt = sampler_realtime(s);
 	sampler_delete(s);
 	sched_setaffinity(0, sizeof(all), &all);

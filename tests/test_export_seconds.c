@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "export/export_points.h"
+#include "collect/snapshot.h"
 
 #define NS 1000000000ull
 

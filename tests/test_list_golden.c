@@ -65,7 +65,7 @@ static void setup(void)
 	m.nrefused = 1;
 	m.refused[0].pid = 400;
 	snprintf(m.refused[0].text, sizeof(m.refused[0].text), "pid 400 belongs to user \"db\": run loopstat as that user");
-	m.fleet = (struct fleet_view){ .workers = 3, .mean_idle_pct = 40.75, .ops_per_s = 9800.5,
+	m.fleet = (struct fleet_view){ .workers = 3, .mean_idle_pct = 40.75, .idle_pct_min = 20, .ops_per_s = 9800.5,
 				       .headroom_ops_per_s = 25454.5 };
 }
 

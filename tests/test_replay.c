@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "model/feed.h"
 #include "model/model_build.h"
 #include "collect/recording.h"
 #include "collect/replay.h"
@@ -47,7 +48,7 @@ static void model_at(struct replay *r, uint64_t t_ns, double window_s, struct mo
 	struct source src;
 	replay_source(r, &src);
 	replay_advance_to(r, t_ns);
-	cr_assert_eq(source_model(&src, window_s, m), 0);
+	cr_assert_eq(model_of_source(&src, window_s, m), 0);
 	cr_assert_eq(m->n, 1);
 }
 

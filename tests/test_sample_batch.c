@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/feed.h"
 #include "probe_proc.h"
 #include "probe_syscall_batch.h"
 #include "collect/sample_batch.h"
@@ -182,7 +183,7 @@ Test(sample_batch, sampler_sees_a_large_fleet_poll, .timeout = PROBE_TEST_TIMEOU
 	for (int i = 0; i < 50; i++)
 		sampler_step(s);
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	cr_assert_eq(m.n, N, "%zu workers", m.n);
 	for (size_t i = 0; i < m.n; i++) {
 		cr_assert_geq(m.workers[i].samples, 49, "worker %d: %u samples", m.workers[i].pid,

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 
+#include "model/feed.h"
 #include "model/model_build.h"
 
 #include "fiberloop_stats.h"
@@ -45,7 +46,7 @@ static int wait_for(struct model *m, int (*pred)(const struct model *, pid_t), p
 {
 	long long end = ts_now_ms() + ms;
 	for (;;) {
-		cr_assert_eq(sampler_model(s, 5, m), 0);
+		cr_assert_eq(model_of_sampler(s, 5, m), 0);
 		if (pred(m, pid))
 			return 1;
 		if (ts_now_ms() > end)
@@ -72,7 +73,7 @@ Test(sampler, blocked_read_is_attributed_to_read_on_its_fd, .timeout = 30)
 	cr_assert(wait_for(&m, present, child, 5000), "blocked child never listed with all_threads");
 	model_done(&m);
 	usleep(600000);
-	cr_assert_eq(sampler_model(s, 5, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 5, &m), 0);
 	const struct worker_view *w = find(&m, child);
 	cr_assert(w);
 	cr_assert_gt(w->samples, 100);
@@ -87,7 +88,7 @@ Test(sampler, blocked_read_is_attributed_to_read_on_its_fd, .timeout = 30)
 	model_done(&m);
 
 	sampler_set_all_threads(s, 0);
-	cr_assert_eq(sampler_model(s, 5, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 5, &m), 0);
 	cr_assert_null(find(&m, child), "a thread never seen polling is not a worker");
 	model_done(&m);
 	sampler_delete(s);
@@ -132,16 +133,16 @@ Test(sampler, rate_and_pause_controls, .timeout = 30)
 	model_done(&m);
 	sampler_set_paused(s, 1);
 	usleep(200000);
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	uint64_t before = m.total_samples;
 	model_done(&m);
 	usleep(500000);
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	cr_assert_eq(m.total_samples, before, "paused sampler took samples");
 	model_done(&m);
 	sampler_set_paused(s, 0);
 	usleep(500000);
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	/* 100 Hz for 0.5 s: about 50, never the 250 of the old rate */
 	cr_assert(m.total_samples - before >= 25 && m.total_samples - before <= 100, "took %lu",
 		  (unsigned long)(m.total_samples - before));
@@ -218,7 +219,7 @@ Test(sampler, heavy_models_are_built_outside_the_ticks_lock, .timeout = 60)
 	struct model m;
 	long long end = ts_now_ms() + 10000;
 	do {
-		cr_assert_eq(sampler_model(s, 5, &m), 0);
+		cr_assert_eq(model_of_sampler(s, 5, &m), 0);
 		size_t n = m.n;
 		model_done(&m);
 		if (n == 256)
@@ -226,7 +227,7 @@ Test(sampler, heavy_models_are_built_outside_the_ticks_lock, .timeout = 60)
 		usleep(100000);
 	} while (ts_now_ms() < end);
 	cr_assert_lt(ts_now_ms(), end, "256 threads never all seen polling");
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	double lag_before = m.tick_lag_max_ms;
 	model_done(&m);
 
@@ -236,7 +237,7 @@ Test(sampler, heavy_models_are_built_outside_the_ticks_lock, .timeout = 60)
 	usleep(3000000);
 	hammer_stop = 1;
 	pthread_join(th, NULL);
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	double slow_ms = hammer_slow_ms / (double)hammer_requests, snap_ms = hammer_snap_ms / (double)hammer_requests;
 	cr_log_info("%ld slow requests of %.1f ms each, their snapshots %.2f ms under the lock; tick lag max %.2f ms "
 		    "(%.2f before)", hammer_requests, slow_ms, snap_ms, m.tick_lag_max_ms, lag_before);
@@ -291,7 +292,7 @@ Test(sampler, every_sample_reaches_the_hook_with_its_syscall_context, .timeout =
 	usleep(1500000);
 	sampler_stop(s);
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	const struct worker_view *w = find(&m, child);
 	cr_assert(w);
 	cr_assert_eq((uint64_t)e.events, w->samples, "one event per sample: %d events, %llu samples", e.events,
@@ -319,7 +320,7 @@ Test(sampler, the_worker_cap_turns_threads_away_and_counts_them, .timeout = 30)
 	struct model m;
 	long long end = ts_now_ms() + 10000;
 	for (;;) {
-		cr_assert_eq(sampler_model(s, 5, &m), 0);
+		cr_assert_eq(model_of_sampler(s, 5, &m), 0);
 		if (m.n == 10 || ts_now_ms() > end)
 			break;
 		model_done(&m);
@@ -433,7 +434,7 @@ Test(sampler, a_renamed_process_is_shown_by_its_new_name, .timeout = 30)
 	struct model m;
 	int seen = 0;
 	for (long long end = ts_now_ms() + 5000; !seen && ts_now_ms() < end; usleep(50000)) {
-		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		cr_assert_eq(model_of_sampler(s, 1, &m), 0);
 		const struct worker_view *w = find(&m, child);
 		seen = w && strcmp(w->name, "before") == 0;
 		model_done(&m);
@@ -442,7 +443,7 @@ Test(sampler, a_renamed_process_is_shown_by_its_new_name, .timeout = 30)
 	cr_assert_eq(write(go[1], "x", 1), 1);
 	seen = 0;
 	for (long long end = ts_now_ms() + 5000; !seen && ts_now_ms() < end; usleep(50000)) {
-		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		cr_assert_eq(model_of_sampler(s, 1, &m), 0);
 		const struct worker_view *w = find(&m, child);
 		seen = w && strcmp(w->name, "after") == 0;
 		model_done(&m);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/feed.h"
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
 #include "collect/sampler.h"
@@ -93,8 +94,8 @@ Test(sampler_shortcut, the_same_shares_with_and_without_the_shortcut)
 	struct model a, b;
 	sampler_stop(with);
 	sampler_stop(without);
-	cr_assert_eq(sampler_model(with, 4, &a), 0);
-	cr_assert_eq(sampler_model(without, 4, &b), 0);
+	cr_assert_eq(model_of_sampler(with, 4, &a), 0);
+	cr_assert_eq(model_of_sampler(without, 4, &b), 0);
 	const struct worker_view *wa = find(&a), *wb = find(&b);
 	cr_assert(wa && wb, "the worker was listed by both");
 	cr_log_info("with shortcut: idle %.2f blocked %.2f (%llu samples, %llu without a read); without: idle %.2f blocked %.2f (%llu)",
@@ -124,7 +125,7 @@ Test(sampler_shortcut, a_slot_that_lies_about_its_poll_is_caught)
 	lie = 1;
 	usleep(3000000);
 	struct model m;
-	cr_assert_eq(sampler_model(s, 2, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 2, &m), 0);
 	const struct worker_view *w = find(&m);
 	cr_assert(w);
 	cr_log_info("lying slot: %llu disagreements, idle %.2f blocked %.2f", (unsigned long long)w->self_report_disagreements,
@@ -184,7 +185,7 @@ Test(sampler_shortcut, schedstat_answers_the_cross_checks_of_a_thread_that_has_n
 	cr_assert_eq(sampler_start(s), 0);
 	usleep(3000000);
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	const struct worker_view *w = find(&m);
 	cr_assert(w);
 	cr_log_info("parked: %llu samples, %llu from the slot, %llu cross-checks answered by schedstat, idle %.2f",
@@ -228,8 +229,8 @@ Test(sampler_shortcut, a_parked_loop_s_cpu_time_is_not_read_again_and_its_spells
 	sampler_stop(with);
 	sampler_stop(without);
 	struct model a, b;
-	cr_assert_eq(sampler_model(with, 3, &a), 0);
-	cr_assert_eq(sampler_model(without, 3, &b), 0);
+	cr_assert_eq(model_of_sampler(with, 3, &a), 0);
+	cr_assert_eq(model_of_sampler(without, 3, &b), 0);
 	const struct worker_view *wa = find(&a), *wb = find(&b);
 	cr_assert(wa && wb);
 	uint64_t reused = sched_reused(with);
@@ -284,7 +285,7 @@ Test(sampler_shortcut, standing_readings_still_open_the_schedstat_check)
 	usleep(2500000);
 	sampler_stop(s);
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	const struct worker_view *w = find(&m);
 	cr_assert(w);
 	uint64_t check_ns, read_ns;

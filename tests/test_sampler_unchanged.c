@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/feed.h"
 #include "probe_shm.h"
 #include "collect/sampler.h"
 #include "collect/targets.h"
@@ -95,8 +96,8 @@ Test(sampler_unchanged, the_same_shares_with_and_without_the_shortcut)
 	struct model a, b;
 	sampler_stop(with);
 	sampler_stop(without);
-	cr_assert_eq(sampler_model(with, 0, &a), 0);   /* the whole run, as the counts of reuse are */
-	cr_assert_eq(sampler_model(without, 0, &b), 0);
+	cr_assert_eq(model_of_sampler(with, 0, &a), 0);   /* the whole run, as the counts of reuse are */
+	cr_assert_eq(model_of_sampler(without, 0, &b), 0);
 	const struct worker_view *wa = find(&a), *wb = find(&b);
 	cr_assert(wa && wb, "the worker was listed by both");
 	cr_log_info("with the schedstat check: idle %.2f blocked %.2f (%llu samples, %llu reused); without: idle %.2f "
@@ -171,7 +172,7 @@ Test(sampler_unchanged, a_thread_woken_out_of_its_poll_is_never_reported_still_i
 	struct sampler *s = start(&o);
 	usleep(1500000);   /* parked: the shortcut serves its poll */
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	const struct worker_view *w = find(&m);
 	cr_assert(w);
 	uint64_t reused = w->unchanged_samples;
@@ -222,7 +223,7 @@ Test(sampler_unchanged, taken_for_an_idle_thread_when_the_measured_costs_say_it_
 	uint64_t check_ns, read_ns;
 	sampler_read_costs(s, &check_ns, &read_ns);
 	struct model m;
-	cr_assert_eq(sampler_model(s, 0, &m), 0);
+	cr_assert_eq(model_of_sampler(s, 0, &m), 0);
 	const struct worker_view *w = find(&m);
 	cr_assert(w);
 	cr_log_info("a schedstat read %llu ns, a syscall file %llu ns; %llu of %llu samples reused",

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/feed.h"
 #include "fiberloop.h"
 #include "collect/sampler.h"
 #include "support/children.h"
@@ -49,14 +50,16 @@ Test(stall, hogging_fiber_is_reported_with_its_tag)
 		cr_assert_eq(sampler_start(s), 0);
 
 		struct model m;
-		usleep(1000000); /* idle phase: in its poll, no stall */
-		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		/* idle phase: in its poll, no stall (well into a second: a 1-s
+		 * window holds that second's readings, the stall being their peak) */
+		usleep(1300000);
+		cr_assert_eq(model_of_sampler(s, 1, &m), 0);
 		cr_assert_eq(m.n, 1, "%s: worker not found", *backends);
-		cr_assert_float_eq(m.workers[0].stall_ms, 0.0, 1e-9, "%s: idle loop reported stalled", *backends);
+		cr_assert_float_eq(m.workers[0].stall_ms, 0.0, 1e-9, "%s: idle loop reported stalled: %f ms", *backends, m.workers[0].stall_ms);
 		model_done(&m);
 
-		usleep(2500000); /* 2 s into the hog */
-		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		usleep(2200000); /* 2 s into the hog */
+		cr_assert_eq(model_of_sampler(s, 1, &m), 0);
 		cr_assert_eq(m.n, 1);
 		const struct worker_view *w = &m.workers[0];
 		cr_assert_gt(w->stall_ms, 1000.0, "%s: stall %.0f ms", *backends, w->stall_ms);
@@ -66,7 +69,7 @@ Test(stall, hogging_fiber_is_reported_with_its_tag)
 		model_done(&m);
 
 		usleep(3000000); /* the hog is done: back in its poll */
-		cr_assert_eq(sampler_model(s, 1, &m), 0);
+		cr_assert_eq(model_of_sampler(s, 1, &m), 0);
 		cr_assert_float_eq(m.workers[0].stall_ms, 0.0, 1e-9, "%s: stall outlived the hog", *backends);
 		model_done(&m);
 		sampler_delete(s);

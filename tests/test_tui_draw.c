@@ -155,21 +155,21 @@ Test(tui_draw, layout_fits_every_width_and_drops_top_blocker_first)
 Test(tui_draw, formatting_helpers)
 {
 	char b[64];
-	tui_fmt_pct(b, sizeof(b), NAN);
+	metric_format(b, sizeof(b), METRIC_PCT, NAN, 0);
 	cr_assert_str_eq(b, "-");
-	tui_fmt_pct(b, sizeof(b), 42.25);
+	metric_format(b, sizeof(b), METRIC_PCT, 42.25, 0);
 	cr_assert_str_eq(b, "42.2");
-	tui_fmt_rate(b, sizeof(b), 12345);
+	metric_format(b, sizeof(b), METRIC_PER_S, 12345, 0);
 	cr_assert_str_eq(b, "12.3k");
-	tui_fmt_rate(b, sizeof(b), 2.5e6);
+	metric_format(b, sizeof(b), METRIC_PER_S, 2.5e6, 0);
 	cr_assert_str_eq(b, "2.5M");
-	tui_fmt_rate(b, sizeof(b), 950);
+	metric_format(b, sizeof(b), METRIC_PER_S, 950, 0);
 	cr_assert_str_eq(b, "950");
-	tui_fmt_stall(b, sizeof(b), 0);
+	metric_format(b, sizeof(b), METRIC_MS, 0, 0);
 	cr_assert_str_eq(b, "-");
-	tui_fmt_stall(b, sizeof(b), 1800);
+	metric_format(b, sizeof(b), METRIC_MS, 1800, 0);
 	cr_assert_str_eq(b, "1.8s");
-	tui_fmt_stall(b, sizeof(b), 250);
+	metric_format(b, sizeof(b), METRIC_MS, 250, 0);
 	cr_assert_str_eq(b, "250ms");
 
 	float hist[] = { 0, 12.5f, 50, NAN, 99, 100 };

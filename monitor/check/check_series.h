@@ -21,48 +21,10 @@
 #include "check/check_expr.h"
 #include "model/estimate.h"
 #include "model/metric.h"
-#include "collect/snapshot.h"
+#include "model/track.h"
 
 #define CHECK_POLL_MS   100   /* snapshot period: the stall's resolution, as the shm reads' (10 Hz) */
 #define CHECK_UNIT_LEN  24
-
-/* One second of one worker. */
-struct check_secrec {
-	struct series_bucket b;   /* as the sampler kept it; b.sec == -1: no data that second */
-	double stall_ms;          /* the longest stall in progress seen during the second; 0: none */
-};
-
-struct check_track {
-	pid_t    pid, tid;
-	char     name[PROBE_COMM_LEN];
-	char     tag[LOOPSTAT_TAG_LEN];
-	int      instrumented;
-	int      gone;            /* exited (or dropped by the sampler) since it was first seen */
-	int      no_access;       /* /proc refused us */
-	int      present;         /* in the latest snapshot */
-	int64_t  first_sec;       /* second of sec[0] */
-	struct check_secrec *sec; /* owned: consecutive seconds from first_sec */
-	size_t   n, cap;
-	int64_t  cur_sec;         /* the second being observed (not yet complete) */
-	double   cur_stall_ms;    /* its largest stall so far */
-};
-
-struct check_tracks {
-	struct check_track *v;    /* owned */
-	size_t   n, cap;
-	int64_t  now_sec;         /* the snapshot's current second: seconds before it are complete */
-};
-
-void check_tracks_init(struct check_tracks *ts);
-void check_tracks_done(struct check_tracks *ts);
-
-/* Appends every worker's complete seconds from a snapshot taken with a
- * window of at least the time since the previous one (+2 s), and marks
- * workers that left it as gone. 0 or -ENOMEM. */
-int check_tracks_update(struct check_tracks *ts, const struct snapshot *snap);
-
-/* The record of second sec, NULL when it has none. */
-const struct check_secrec *check_track_at(const struct check_track *tr, int64_t sec);
 
 /* The threshold names: one row per metric-table row that has a per-second
  * form (units spelled for check_expr: "%", "ms", "ops/s", "" for a count;
@@ -79,7 +41,7 @@ int check_series_filter_ok(void *arg, const struct check_metric *m, const char *
  * (sample- and time-weighted means), rates and levels summed, maxima the
  * largest. 0 or -errno (-EINVAL: a metric without a per-second form).
  */
-int check_series_estimate(const struct check_track *const *trs, size_t ntr, int64_t lo, int64_t hi,
+int check_series_estimate(const struct track *const *trs, size_t ntr, int64_t lo, int64_t hi,
 			  const struct check_threshold *t, struct estimate *out);
 
 #endif /* LOOPSTAT_CHECK_SERIES_H */

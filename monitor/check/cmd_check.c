@@ -249,15 +249,15 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static int take(struct session *se, struct snapshot *snap, struct check_tracks *tr)
+static int take(struct session *se, struct snapshot *snap, struct tracks *tr)
 {
 	int err = sampler_snapshot(se->sampler, 8, 0, snap);
 	if (err == 0)
-		err = check_tracks_update(tr, snap);
+		err = tracks_update(tr, snap);
 	return err;
 }
 
-static size_t live_workers(const struct check_tracks *tr)
+static size_t live_workers(const struct tracks *tr)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < tr->n; i++)
@@ -266,7 +266,7 @@ static size_t live_workers(const struct check_tracks *tr)
 }
 
 /* Waits for workers to appear. EXIT_OK, or the exit code after a message. */
-static int await_workers(struct check_cmd *k, struct session *se, struct snapshot *snap, struct check_tracks *tr)
+static int await_workers(struct check_cmd *k, struct session *se, struct snapshot *snap, struct tracks *tr)
 {
 	unsigned want = k->wait_workers ? k->wait_workers : 1;
 	double limit = k->wait_workers ? (k->timeout_s > 0 ? k->timeout_s : 30) : CHECK_DISCOVER_S;
@@ -306,7 +306,7 @@ struct judged {
 	char gone_what[128];
 };
 
-static void fill_worker(struct check_result *r, const struct check_track *tr)
+static void fill_worker(struct check_result *r, const struct track *tr)
 {
 	r->pid = tr->pid;
 	r->tid = tr->tid;
@@ -314,7 +314,7 @@ static void fill_worker(struct check_result *r, const struct check_track *tr)
 	snprintf(r->tag, sizeof(r->tag), "%s", tr->tag);
 }
 
-static int judge_one(const struct check_cmd *k, const struct check_baseline *base, const struct check_track *const *trs,
+static int judge_one(const struct check_cmd *k, const struct check_baseline *base, const struct track *const *trs,
 		     size_t ntr, int64_t lo, int64_t hi, const struct check_threshold *t, struct check_result *r)
 {
 	struct estimate e;
@@ -329,13 +329,13 @@ static int judge_one(const struct check_cmd *k, const struct check_baseline *bas
 
 /* Every worker (or the fleet) × threshold over seconds [lo, hi]. */
 static int judge(const struct check_cmd *k, const struct check_set *set, const struct check_baseline *base,
-		 const struct check_tracks *tr, int64_t lo, int64_t hi, struct judged *out)
+		 const struct tracks *tr, int64_t lo, int64_t hi, struct judged *out)
 {
 	size_t nw = k->fleet ? 1 : tr->n;
 	free(out->r);
 	memset(out, 0, sizeof(*out));
 	out->r = calloc(nw * set->n + 1, sizeof(*out->r));
-	const struct check_track **all = calloc(tr->n ? tr->n : 1, sizeof(*all));
+	const struct track **all = calloc(tr->n ? tr->n : 1, sizeof(*all));
 	if (!out->r || !all) {
 		free(all);
 		return -ENOMEM;
@@ -351,15 +351,19 @@ static int judge(const struct check_cmd *k, const struct check_set *set, const s
 	int err = 0;
 	for (size_t w = 0; w < nw && !err; w++)
 		for (size_t i = 0; i < set->n && !err; i++) {
+			/* a fleet roll-up (idle_pct_min ...) is judged once, over every worker */
+			int whole = k->fleet || metric_is_fleet(metric_find_any(set->v[i].metric->name));
+			if (whole && w > 0)
+				continue;
 			struct check_result *r = &out->r[out->n++];
-			if (k->fleet)
+			if (whole)
 				snprintf(r->process, sizeof(r->process), "fleet");
 			else
 				fill_worker(r, all[w]);
-			err = k->fleet ? judge_one(k, base, all, tr->n, lo, hi, &set->v[i], r)
-				       : judge_one(k, base, &all[w], 1, lo, hi, &set->v[i], r);
+			err = whole ? judge_one(k, base, all, tr->n, lo, hi, &set->v[i], r)
+				    : judge_one(k, base, &all[w], 1, lo, hi, &set->v[i], r);
 			/* a worker that exited is not measured to the end: never a pass */
-			if (!err && !k->fleet && all[w]->gone && r->verdict != CHECK_FAIL)
+			if (!err && !whole && all[w]->gone && r->verdict != CHECK_FAIL)
 				r->verdict = CHECK_NOTHING;
 		}
 	free(all);
@@ -376,7 +380,7 @@ static int decided(const struct judged *j)
 
 /* Samples and judges; EXIT_OK with j filled, or an exit code after a message. */
 static int sample_and_judge(struct check_cmd *k, const struct check_set *set, const struct check_baseline *base,
-			    struct session *se, struct check_tracks *tr, struct judged *j, int64_t *lo_out)
+			    struct session *se, struct tracks *tr, struct judged *j, int64_t *lo_out)
 {
 	struct snapshot snap = { 0 };
 	int tty = isatty(STDERR_FILENO);
@@ -470,14 +474,14 @@ static int run(int argc, char **argv)
 	struct check_cmd k = { 0 };
 	struct check_set set;
 	struct check_baseline base = { 0 };
-	struct check_tracks tr;
+	struct tracks tr;
 	struct judged j = { 0 };
 	struct session se = { 0 };
 	FILE *junit = NULL;
 	cli_common_init(&k.c);
 	k.c.duration_s = 10;
 	check_set_init(&set);
-	check_tracks_init(&tr);
+	tracks_init(&tr);
 	int rc = cli_parse(&cmd_check, argc, argv, &k);
 	if (rc < 0)
 		rc = prepare(&k, &set, &base, &junit);
@@ -504,7 +508,7 @@ out:
 	if (junit)
 		fclose(junit);
 	free(j.r);
-	check_tracks_done(&tr);
+	tracks_done(&tr);
 	check_baseline_done(&base);
 	check_set_done(&set);
 	cli_common_done(&k.c);

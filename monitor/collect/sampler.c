@@ -16,7 +16,6 @@
  * one (the schedstat check, used for the threads where it pays).
  */
 #include "collect/sampler.h"
-#include "model/model_build.h"
 #include "probe_classify.h"
 #include "collect/sampler_int.h"
 
@@ -523,12 +522,3 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	return 0;
 }
 
-int sampler_model(struct sampler *s, double window_s, struct model *m)
-{
-	struct snapshot snap = { 0 };
-	int err = sampler_snapshot(s, window_s, 1, &snap);
-	if (err == 0)
-		err = model_build(&snap, window_s, m);
-	snapshot_done(&snap);
-	return err;
-}

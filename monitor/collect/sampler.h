@@ -7,7 +7,6 @@
 #ifndef LOOPSTAT_SAMPLER_H
 #define LOOPSTAT_SAMPLER_H
 
-#include "model/model.h"
 #include "probe_classify.h"
 #include "probe_syscall.h"
 #include "collect/snapshot.h"
@@ -90,11 +89,6 @@ int    sampler_realtime(struct sampler *s);
  * computed from it outside (model_build.h). Thread-safe. 0 or -ENOMEM.
  */
 int sampler_snapshot(struct sampler *s, double window_s, int with_history, struct snapshot *snap);
-
-/* A snapshot and model_build() in one call: figures over the last window_s
- * seconds (<= 0: since sampling started) into m (free with model_done).
- * Thread-safe. Returns 0 or -ENOMEM. */
-int sampler_model(struct sampler *s, double window_s, struct model *m);
 
 /* Runs one sampling step synchronously (tests, list without a thread). */
 void sampler_step(struct sampler *s);

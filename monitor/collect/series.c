@@ -146,6 +146,13 @@ void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uin
 		b->runq_max = rq;
 	if (rq > a->total.runq_max)
 		a->total.runq_max = rq;
+	/* a stall is a peak figure: its longest length at a reading, kept
+	 * per second so that any window (or check's range) has its own */
+	uint64_t stall = series_stall_ns(a, t_ns);
+	if (stall > b->stall_max_ns)
+		b->stall_max_ns = stall;
+	if (stall > a->total.stall_max_ns)
+		a->total.stall_max_ns = stall;
 	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "%s", fiber_tag ? fiber_tag : "");
 	uint64_t tag = values[PROBE_SHM_current_tag];
 	a->fiber_now = tag <= LOOPSTAT_TAG_MAX ? (uint8_t)tag : 0;
@@ -204,32 +211,6 @@ uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)
 		return 0;
 	uint64_t d = now_ns - a->last_change_ns;
 	return d >= STALL_MIN_NS ? d : 0;
-}
-
-int series_rewind(struct series *a, int64_t sec)
-{
-	int shm = 0, sched = 0;
-	for (int64_t s = sec; s >= 0 && s > sec - SERIES_DETAIL_S && !(shm && sched); s--) {
-		const struct series_bucket *b = &a->detail[s % SERIES_DETAIL_S];
-		if (b->sec != s)
-			continue;
-		if (!shm && b->shm.valid)
-			a->shm_last = b->shm, shm = 1;
-		if (!sched && b->sched.valid)
-			a->sched_last = b->sched, sched = 1;
-	}
-	uint64_t end = (uint64_t)(sec + 1) * NS;
-	if (!shm && a->total.shm_first.valid && a->total.shm_first.t_ns < end)
-		a->shm_last = a->total.shm_first;
-	if (!sched && a->total.sched_first.valid && a->total.sched_first.t_ns < end)
-		a->sched_last = a->total.sched_first;
-	if (sec < 0)
-		return 0;
-	const struct series_bucket *b = &a->detail[sec % SERIES_DETAIL_S];
-	uint32_t n = 0;
-	for (int c = 0; c < SERIES_NCLASS; c++)
-		n += b->n[c];
-	return b->sec == sec && n > 0;
 }
 
 int64_t series_window_span(double window_s)

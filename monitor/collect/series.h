@@ -51,6 +51,7 @@ struct series_bucket {
 	uint32_t blocks_overflow;             /* blocked samples whose key did not fit */
 	struct series_reading shm;               /* last reading taken in this second */
 	uint64_t runq_max;                    /* max runqueue_len read in this second */
+	uint64_t stall_max_ns;                /* the longest stall seen at this second's shm readings */
 	struct series_sched sched;               /* last schedstat in this second */
 };
 
@@ -83,6 +84,7 @@ struct series_totals {                       /* since the worker was first seen 
 	struct series_block blocks[SERIES_BLOCK_KEYS * 2];
 	uint32_t blocks_overflow;
 	uint64_t runq_max;
+	uint64_t stall_max_ns;                /* the longest stall seen at any shm reading */
 	struct series_reading shm_first;
 	struct series_sched sched_first;
 };
@@ -149,17 +151,6 @@ uint64_t series_stall_ns(const struct series *a, uint64_t now_ns);
  */
 void series_copy_window(struct series *dst, const struct series *src, int64_t now_sec, double window_s,
 			int with_history);
-
-/*
- * Makes a (copied) series read as at the end of second sec: its last
- * counter and schedstat readings become the last ones taken at or before
- * that second's end, as its buckets hold them, so a one-second window
- * ending in sec has the same figures whenever the copy was taken (export
- * --resolution 1s fills a late snapshot's missed seconds this way). Where
- * no such reading is left, the last readings stay. Returns 1 if the ring
- * holds samples of sec, else 0 (that second is gone, or was never sampled).
- */
-int series_rewind(struct series *a, int64_t sec);
 
 /* Seconds of detail a window of window_s covers, capped by the ring. */
 int64_t series_window_span(double window_s);

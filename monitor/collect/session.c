@@ -3,7 +3,6 @@
  */
 #include "collect/session.h"
 #include "util/clock.h"
-#include "model/model_build.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -62,31 +61,4 @@ void session_end(struct session *se)
 {
 	sampler_delete(se->sampler);
 	se->sampler = NULL;
-}
-
-int session_model(struct session *se, double window_s, struct model *m)
-{
-	struct snapshot snap = { 0 };
-	int err = sampler_snapshot(se->sampler, window_s, 0, &snap);
-	if (err == 0)
-		err = model_build(&snap, window_s, m);
-	snapshot_done(&snap);
-	return err;
-}
-
-int session_collect(const struct session_opts *o, double duration_s, struct model *m)
-{
-	struct session se;
-	int err = session_start(&se, o);
-	if (err < 0) {
-		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
-		return err;
-	}
-	session_wait_until(&se, duration_s);
-	session_stop(&se);
-	err = session_model(&se, 0, m);
-	session_end(&se);
-	if (err < 0)
-		fprintf(stderr, "loopstat: building the model: %s\n", strerror(-err));
-	return err;
 }

@@ -7,7 +7,6 @@
 #ifndef LOOPSTAT_SESSION_H
 #define LOOPSTAT_SESSION_H
 
-#include "model/model.h"
 #include "collect/sampler.h"
 #include "collect/snapshot.h"
 #include "collect/targets.h"
@@ -41,12 +40,5 @@ int  session_wait_unless(struct session *se, double seconds, int (*gone)(void *a
 /* Stops sampling (the model stays readable) and frees everything. */
 void session_stop(struct session *se);
 void session_end(struct session *se);
-
-/* The model since the start (window_s <= 0) or over the last window_s. 0 or -errno. */
-int  session_model(struct session *se, double window_s, struct model *m);
-
-/* One-shot: start, wait duration_s, stop, model of the whole run, end.
- * Returns 0, or -errno after a message on stderr. */
-int  session_collect(const struct session_opts *o, double duration_s, struct model *m);
 
 #endif /* LOOPSTAT_SESSION_H */

@@ -1,8 +1,7 @@
 /*
- * source.c — the live sampler as a snapshot source, and the model of any.
+ * source.c — the live sampler as a snapshot source.
  */
 #include "collect/source.h"
-#include "model/model_build.h"
 
 static int s_snapshot(void *impl, double window_s, int with_history, struct snapshot *snap)
 {
@@ -22,14 +21,4 @@ void source_sampler(struct source *src, struct sampler *s)
 {
 	src->ops = &sampler_ops;
 	src->impl = s;
-}
-
-int source_model(const struct source *src, double window_s, struct model *m)
-{
-	struct snapshot snap = { 0 };
-	int err = src->ops->snapshot(src->impl, window_s, 1, &snap);
-	if (err == 0)
-		err = model_build(&snap, window_s, m);
-	snapshot_done(&snap);
-	return err;
 }

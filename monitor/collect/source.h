@@ -7,7 +7,6 @@
 #ifndef LOOPSTAT_SOURCE_H
 #define LOOPSTAT_SOURCE_H
 
-#include "model/model.h"
 #include "collect/sampler.h"
 #include "collect/snapshot.h"
 
@@ -27,8 +26,5 @@ struct source {
 
 /* A source reading the live sampler s (borrowed). */
 void source_sampler(struct source *src, struct sampler *s);
-
-/* A snapshot and model_build() in one call, as sampler_model(). 0 or -errno. */
-int  source_model(const struct source *src, double window_s, struct model *m);
 
 #endif /* LOOPSTAT_SOURCE_H */

@@ -12,13 +12,14 @@
  * metric per second sampled. The sampler's per-second buckets only hold
  * SERIES_DETAIL_S seconds, so instead of copying them all at the end, a
  * snapshot is taken just after each second ends and the model is built over
- * that one complete second, its series rewound to the readings taken in it
- * (series_rewind); each point is stamped with the wall-clock second nearest
+ * that one complete second (model_build_range: the evaluator over that
+ * second's bucket, no rewinding); each point is stamped with the wall-clock second nearest
  * that second's start. A snapshot that comes late fills the seconds since
  * the last one from the ring; a second nothing was sampled in is counted,
  * said on stderr and in the self-report (seconds_missed), never skipped
  * silently.
  */
+#include "model/feed.h"
 #include "cli.h"
 #include "export/export_config.h"
 #include "export/export_points.h"
@@ -157,6 +158,7 @@ static int64_t wall_ns(void)
 /* --resolution 1s: the points of every second sampled, taken live (see the
  * top of the file). *missed gets the seconds of the run that have no
  * points. Returns 0 or -ENOMEM. */
+
 static int collect_seconds(struct session *se, const struct export_opts *o, const char *host,
                            struct export_points *b, uint64_t *missed)
 {
@@ -221,7 +223,7 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	session_stop(&se);
 	struct model m;
 	if (err == 0)
-		err = session_model(&se, 0, &m);
+		err = model_of_session(&se, 0, &m);
 	session_end(&se);
 	if (err < 0) {
 		fprintf(stderr, "export: building the model: %s\n", strerror(-err));

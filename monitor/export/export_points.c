@@ -2,8 +2,8 @@
  * export_points.c — model → export points, by walking the metric table.
  */
 #include "export/export_points.h"
-
 #include "model/model_build.h"
+
 
 #include <errno.h>
 #include <stdlib.h>
@@ -114,22 +114,18 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 	return 0;
 }
 
-int export_points_add_second(struct export_points *b, struct snapshot *snap, int64_t sec, int64_t ts,
-                             const char *prefix, const char *host, int *sampled)
+int export_points_add_second(struct export_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,
+			     const char *prefix, const char *host, int *sampled)
 {
-	*sampled = 0;
-	for (size_t i = 0; i < snap->n; i++)
-		*sampled |= series_rewind(&snap->w[i].series, sec);
-	if (!*sampled)
-		return 0;
-	uint64_t now = snap->now_ns;
-	snap->now_ns = (uint64_t)(sec + 1) * 1000000000ull - 1;   /* the second's last instant */
 	struct model m;
-	int rc = model_build(snap, 1.0, &m);
-	snap->now_ns = now;
+	*sampled = 0;
+	int rc = model_build_range(snap, sec, sec, &m);
 	if (rc < 0)
 		return rc;
-	rc = export_points_add_model(b, &m, prefix, host, ts);
+	for (size_t i = 0; i < m.n; i++)
+		*sampled |= m.workers[i].samples > 0;
+	if (*sampled)
+		rc = export_points_add_model(b, &m, prefix, host, ts);
 	model_done(&m);
 	return rc;
 }

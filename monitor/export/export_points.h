@@ -13,7 +13,6 @@
 #include "export/export_name.h"
 #include "model/metric.h"
 #include "model/model.h"
-#include "collect/snapshot.h"
 
 struct export_points {
 	struct export_point *pts;   /* owned; n used */
@@ -31,13 +30,14 @@ void export_points_done(struct export_points *b);
 int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
                             int64_t ts);
 
+struct snapshot;
+
 /* --resolution 1s: appends the points of second sec (the sampler's clock)
- * of snap, stamped ts: every worker's series is first rewound to that
- * second (series_rewind, so snap is changed), then the model is built over
- * that one second. A second no worker has samples of adds nothing and sets
- * *sampled to 0 (else 1). Returns 0 or -ENOMEM. */
-int export_points_add_second(struct export_points *b, struct snapshot *snap, int64_t sec, int64_t ts,
-                             const char *prefix, const char *host, int *sampled);
+ * of snap, stamped ts: the model over that one second (model_build_range,
+ * the evaluator over its bucket). A second no worker has samples of adds
+ * nothing and sets *sampled to 0 (else 1). Returns 0 or -ENOMEM. */
+int export_points_add_second(struct export_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,
+			     const char *prefix, const char *host, int *sampled);
 
 /* The metric level(s) of a table row: "idle_pct", or "fleet.workers" for a
  * row of metric_fleet[]. Static. */

@@ -4,8 +4,10 @@
 #include "cli.h"
 #include "list/list.h"
 #include "collect/session.h"
+#include "model/feed.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int set_duration(void *ctx, const char *arg, char *msg, size_t len)
 {
@@ -36,8 +38,20 @@ static int run(int argc, char **argv)
 		goto out;
 	struct session_opts so = { .targets = &c.targets, .rate_hz = c.rate_hz, .max_workers = c.max_workers };
 	rc = EXIT_FAIL;
-	if (session_collect(&so, c.duration_s, &m) < 0)
+	struct session se;
+	int err = session_start(&se, &so);
+	if (err < 0) {
+		fprintf(stderr, "loopstat list: starting the sampler: %s\n", strerror(-err));
 		goto out;
+	}
+	session_wait_until(&se, c.duration_s);
+	session_stop(&se);
+	err = model_of_session(&se, 0, &m);
+	session_end(&se);
+	if (err < 0) {
+		fprintf(stderr, "loopstat list: building the model: %s\n", strerror(-err));
+		goto out;
+	}
 	if (c.json)
 		list_print_json(stdout, &m);
 	else

@@ -141,32 +141,6 @@ static const char *num(char *buf, size_t len, double v, int decimals)
 	return buf;
 }
 
-/*
- * The text table's figure columns: a metric each, its decimals here, and
- * a scale (STALL reads in seconds; a zero stall is no stall, "-"); metric
- * -1 is the top blocker, -2 how the loop's poll was identified.
- */
-static const struct {
-	const char *title;
-	int width;
-	enum worker_metric metric;
-	int decimals;
-	double scale;
-	int zero_unknown;
-} text_cols[] = {
-	{ "IDLE%", 6, METRIC_W_idle_pct, 1, 1, 0 },
-	{ "±", 5, METRIC_W_idle_ci95, 1, 1, 0 },
-	{ "CPU%", 6, METRIC_W_cpu_pct, 1, 1, 0 },
-	{ "BLKD%", 6, METRIC_W_blocked_pct, 1, 1, 0 },
-	{ "TOP-BLOCKER", -22, -1, 0, 0, 0 },
-	{ "OPS/s", 9, METRIC_W_ops_per_s, 0, 1, 0 },
-	{ "RUNQ", 5, METRIC_W_runqueue_len, 0, 1, 0 },
-	{ "PEND", 5, METRIC_W_pending_ops, 0, 1, 0 },
-	{ "STALL", 8, METRIC_W_stall_ms, 1, 1e-3, 1 },
-	{ "LOOP-POLL", -40, -2, 0, 0, 0 },
-};
-#define NTEXT_COLS (sizeof(text_cols) / sizeof(text_cols[0]))
-
 /* "read(7) 40%", or "-" */
 static void top_blocker(char *buf, size_t len, const struct worker_view *w)
 {
@@ -187,32 +161,39 @@ static void print_cell(FILE *out, const char *text, int width, int last)
 		fprintf(out, " %*s", width, text);
 }
 
+/* The rows marked as list columns, in table order; TOP-BLOCKER follows
+ * blocked_pct and the loop's poll basis ends the line. */
+static void print_cells(FILE *out, const struct worker_view *w)
+{
+	char cell[64];
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		if (m->cols == METRIC_COL_NONE)
+			continue;
+		if (w)
+			metric_format(cell, sizeof(cell), m->unit, metric_applies(m, w) ? metric_value(m, w) : NAN, 1);
+		print_cell(out, w ? cell : m->title, m->width, 0);
+		if (i == METRIC_W_blocked_pct) {
+			if (w)
+				top_blocker(cell, sizeof(cell), w);
+			print_cell(out, w ? cell : "TOP-BLOCKER", -22, 0);
+		}
+	}
+	print_cell(out, !w ? "LOOP-POLL" : w->loop_basis[0] ? w->loop_basis : "-", -40, 1);
+}
+
 void list_print_text(FILE *out, const struct model *m)
 {
 	char a[32], b[32], c[32], name[PROBE_COMM_LEN + LOOPSTAT_TAG_LEN + 2];
 	fprintf(out, "%7s %7s %-24s %-8s", "PID", "TID", "NAME", "BACKEND");
-	for (size_t k = 0; k < NTEXT_COLS; k++)
-		print_cell(out, text_cols[k].title, text_cols[k].width, k == NTEXT_COLS - 1);
+	print_cells(out, NULL);
 	fputc('\n', out);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct worker_view *w = &m->workers[i];
 		model_worker_name(w, ":", name, sizeof(name));
 		textsafe(name);
 		fprintf(out, "%7d %7d %-24.24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
-		for (size_t k = 0; k < NTEXT_COLS; k++) {
-			char cell[64];
-			if ((int)text_cols[k].metric == -2) {
-				snprintf(cell, sizeof(cell), "%s", w->loop_basis[0] ? w->loop_basis : "-");
-			} else if ((int)text_cols[k].metric < 0) {
-				top_blocker(cell, sizeof(cell), w);
-			} else {
-				double v = metric_value(&metric_worker[text_cols[k].metric], w);
-				if (text_cols[k].zero_unknown && v == 0)
-					v = NAN;
-				num(cell, sizeof(cell), v * text_cols[k].scale, text_cols[k].decimals);
-			}
-			print_cell(out, cell, text_cols[k].width, k == NTEXT_COLS - 1);
-		}
+		print_cells(out, w);
 		fputc('\n', out);
 	}
 	fprintf(out, "%u workers, mean idle %s%%, %s ops/s, headroom %s ops/s (%.1f s at %.0f Hz)\n", m->fleet.workers,

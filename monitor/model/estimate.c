@@ -193,6 +193,32 @@ int est_batch_means(const struct est_sec *secs, size_t nsec, enum est_kind kind,
 	return 0;
 }
 
+int est_point(const struct est_sec *secs, size_t nsec, enum est_kind kind, double scale, struct estimate *out)
+{
+	if (!out || (!secs && nsec) || !isfinite(scale) || scale <= 0 || kind > EST_MAX)
+		return -EINVAL;
+	unknown(out, kind);
+	double num = 0, den = 0, mx = -INFINITY;
+	size_t m = 0;
+	for (size_t i = 0; i < nsec; i++) {
+		if (!(secs[i].den > 0))
+			continue;
+		num += secs[i].num;
+		den += secs[i].den;
+		mx = fmax(mx, secs[i].num);
+		m++;
+	}
+	if (m == 0)
+		return 0;
+	out->ok = 1;
+	out->est = kind == EST_MAX ? mx : num / den * scale;
+	out->lo = out->hi = out->est;
+	out->se = 0;
+	out->df = INFINITY;
+	out->n = out->n_eff = kind == EST_PROPORTION ? den : (double)m;
+	return 0;
+}
+
 int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	       struct estimate *out)
 {

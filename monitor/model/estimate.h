@@ -65,6 +65,10 @@ struct estimate {
 int est_batch_means(const struct est_sec *secs, size_t nsec, enum est_kind kind, double scale,
 		   struct estimate *out);
 
+/* The same estimate without its interval (lo = hi = est, se 0): what a
+ * view that shows only the figure needs, at the cost of one pass. */
+int est_point(const struct est_sec *secs, size_t nsec, enum est_kind kind, double scale, struct estimate *out);
+
 /*
  * The interval of a − coef·b for two independent estimates (a run and its
  * baseline): se by the sum of variances, df by Welch–Satterthwaite. n and

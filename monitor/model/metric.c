@@ -5,13 +5,16 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
-#define METRIC_ROW(view, name, unit, kind, source, type, dec, desc_sort, line, detail, interval, text) \
-	{ #name, METRIC_##unit, METRIC_##kind, METRIC_##source, METRIC_##type, offsetof(view, name), dec, \
-	  desc_sort, METRIC_LINE_##line, detail, interval, text },
-#define METRIC_X_WORKER(...) METRIC_ROW(struct worker_view, __VA_ARGS__)
-#define METRIC_X_FLEET(...) METRIC_ROW(struct fleet_view, __VA_ARGS__)
+#define METRIC_X_WORKER(name, unit, kind, arg, source, type, dec, desc_sort, line, detail, interval, cols, title, \
+			width, drop, text) \
+	{ #name, METRIC_##unit, METRIC_##kind, arg, METRIC_##source, METRIC_##type, offsetof(struct worker_view, name), \
+	  dec, desc_sort, METRIC_LINE_##line, detail, interval, METRIC_COL_##cols, title, width, drop, 0, -1, text },
+#define METRIC_X_FLEET(name, unit, reduce, of, type, dec, desc_sort, text) \
+	{ #name, METRIC_##unit, 0, 0, METRIC_FLEET, METRIC_##type, offsetof(struct fleet_view, name), dec, desc_sort, \
+	  METRIC_LINE_NONE, NULL, NULL, METRIC_COL_NONE, NULL, 0, 0, METRIC_R_##reduce, METRIC_W_##of, text },
 
 const struct metric metric_worker[METRIC_NWORKER] = { WORKER_METRICS(METRIC_X_WORKER) };
 const struct metric metric_fleet[METRIC_NFLEET] = { FLEET_METRICS(METRIC_X_FLEET) };
@@ -23,6 +26,20 @@ const char *metric_unit_name(enum metric_unit u)
 		[METRIC_MS] = "ms", [METRIC_COUNT] = "count",
 	};
 	return names[u];
+}
+
+int metric_is_fleet(const struct metric *m)
+{
+	return m >= metric_fleet && m < metric_fleet + METRIC_NFLEET;
+}
+
+const struct metric *metric_find_any(const char *name)
+{
+	const struct metric *m = metric_find(name);
+	for (size_t i = 0; !m && i < METRIC_NFLEET; i++)
+		if (strcmp(metric_fleet[i].name, name) == 0)
+			m = &metric_fleet[i];
+	return m;
 }
 
 const struct metric *metric_find(const char *name)
@@ -38,15 +55,77 @@ int metric_applies(const struct metric *m, const struct worker_view *w)
 	return m->source != METRIC_COUNTERS || w->instrumented;
 }
 
-double metric_value(const struct metric *m, const void *view)
+double metric_field(const struct metric *m, const void *view)
 {
 	const char *p = (const char *)view + m->offset;
-	if (m->source != METRIC_FLEET && !metric_applies(m, view))
-		return NAN;
 	switch (m->type) {
 	case METRIC_U64: return (double)*(const uint64_t *)p;
 	case METRIC_UNSIGNED: return (double)*(const unsigned *)p;
 	case METRIC_DOUBLE: break;
 	}
 	return *(const double *)p;
+}
+
+double metric_value(const struct metric *m, const void *view)
+{
+	if (m->source != METRIC_FLEET && !metric_applies(m, view))
+		return NAN;
+	return metric_field(m, view);
+}
+
+static void format_pct(char *buf, size_t n, double pct)
+{
+	if (isnan(pct))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.1f", pct);
+}
+
+/* three significant digits, so OPS/s fits in 7 cells */
+static void format_rate(char *buf, size_t n, double v)
+{
+	if (isnan(v) || v < 0)
+		snprintf(buf, n, "-");
+	else if (isinf(v))
+		snprintf(buf, n, "inf");
+	else if (v < 10)
+		snprintf(buf, n, "%.1f", v);
+	else if (v < 10000)
+		snprintf(buf, n, "%.0f", v);
+	else if (v < 1e6)
+		snprintf(buf, n, "%.1fk", v / 1e3);
+	else if (v < 1e9)
+		snprintf(buf, n, "%.1fM", v / 1e6);
+	else
+		snprintf(buf, n, "%.1fG", v / 1e9);
+}
+
+static void format_ms(char *buf, size_t n, double ms)
+{
+	if (isnan(ms) || ms <= 0)
+		snprintf(buf, n, "-");
+	else if (ms < 1000)
+		snprintf(buf, n, "%.0fms", ms);
+	else if (ms < 100000)
+		snprintf(buf, n, "%.1fs", ms / 1000);
+	else
+		snprintf(buf, n, "%.0fs", ms / 1000);
+}
+
+void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int compact)
+{
+	switch (unit) {
+	case METRIC_PCT:
+	case METRIC_POINTS: format_pct(buf, n, v); return;
+	case METRIC_PER_S:  format_rate(buf, n, v); return;
+	case METRIC_MS:     format_ms(buf, n, v); return;
+	case METRIC_COUNT:
+		if (isnan(v))
+			snprintf(buf, n, "-");
+		else if (compact && v >= 10000)
+			format_rate(buf, n, v);
+		else
+			snprintf(buf, n, "%llu", (unsigned long long)v);
+		return;
+	}
 }

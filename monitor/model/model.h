@@ -74,9 +74,9 @@ struct worker_view {
 	/* instrumented workers only (NaN / 0 otherwise) */
 	uint64_t totals[PROBE_SHM_NVALUES]; /* raw latest values */
 	double   ops_per_s, switches_per_s, polls_per_s, completions_per_s;
-	uint64_t runqueue_len;            /* latest */
-	uint64_t runqueue_max;            /* max seen in the window */
-	uint64_t pending_ops, fibers;     /* latest */
+	double   runqueue_len;            /* as last read in the window (NaN: no reading in it) */
+	double   runqueue_max;            /* max seen in the window */
+	double   pending_ops, fibers;     /* as last read in the window */
 	double   self_idle_pct;           /* Δpoll_time_ns / Δwall, the runtime's own measure */
 	uint64_t self_report_disagreements; /* /proc contradicted the slot's poll_since_ns (run total) */
 	uint64_t shortcut_samples;        /* idle samples counted from the slot without a /proc read (run total) */
@@ -98,6 +98,7 @@ struct fleet_view {
 	double   mean_idle_pct;
 	double   ops_per_s;              /* instrumented workers */
 	double   headroom_ops_per_s;     /* sum over workers whose headroom is known */
+	double   idle_pct_min;           /* the lowest idle_pct of the workers that have one */
 	float    idle_history[MODEL_HISTORY]; /* per-second mean idle%, oldest first */
 	int      nhistory;
 };

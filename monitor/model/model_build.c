@@ -14,12 +14,6 @@
 
 #define NS 1000000000ull
 
-void snapshot_done(struct snapshot *snap)
-{
-	free(snap->w);
-	memset(snap, 0, sizeof(*snap));
-}
-
 static int by_pid_tid(const void *a, const void *b)
 {
 	const struct worker_view *x = a, *y = b;
@@ -44,7 +38,8 @@ static void copy_targets(const struct snap_worker *w, struct worker_view *v)
 		target_of(w, v->keys[i].fd, v->keys[i].target, sizeof(v->keys[i].target));
 }
 
-static void build_worker(const struct snap_worker *w, uint64_t now, double window_s, struct worker_view *v)
+/* the worker's identity; its figures are the caller's (a window, or a range) */
+static void build_identity(const struct snap_worker *w, struct worker_view *v)
 {
 	v->pid = w->pid;
 	v->tid = w->tid;
@@ -56,20 +51,32 @@ static void build_worker(const struct snap_worker *w, uint64_t now, double windo
 	probe_loop_basis_text(w->basis, w->loop_fd, v->loop_basis, sizeof(v->loop_basis));
 	v->no_access = w->no_access;
 	memcpy(v->access_text, w->access_text, sizeof(v->access_text));
-	model_window(&w->series, now, window_s, w->instrumented, v);
+}
+
+static void build_done(const struct snap_worker *w, struct worker_view *v)
+{
 	copy_targets(w, v);
 	if (v->gone)
 		v->stall_ms = 0; /* an exited thread is not stalled */
 }
 
-int model_build(const struct snapshot *snap, double window_s, struct model *m)
+/* lo > hi: the window of window_s ending now; else seconds [lo, hi] */
+static int build(const struct snapshot *snap, double window_s, int64_t lo, int64_t hi, struct model *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->workers = calloc(snap->n ? snap->n : 1, sizeof(*m->workers));
 	if (!m->workers)
 		return -ENOMEM;
-	for (size_t i = 0; i < snap->n; i++)
-		build_worker(&snap->w[i], snap->now_ns, window_s, &m->workers[m->n++]);
+	for (size_t i = 0; i < snap->n; i++) {
+		const struct snap_worker *w = &snap->w[i];
+		struct worker_view *v = &m->workers[m->n++];
+		build_identity(w, v);
+		if (lo > hi)
+			model_window(&w->series, snap->now_ns, window_s, w->instrumented, v);
+		else
+			model_window_range(&w->series, lo, hi, w->instrumented, v);
+		build_done(w, v);
+	}
 	m->rate_hz = snap->rate_hz;
 	m->window_s = window_s;
 	m->elapsed_s = (double)(snap->now_ns - NS) / 1e9;
@@ -87,4 +94,17 @@ int model_build(const struct snapshot *snap, double window_s, struct model *m)
 	qsort(m->workers, m->n, sizeof(*m->workers), by_pid_tid);
 	model_fleet(m);
 	return 0;
+}
+
+int model_build(const struct snapshot *snap, double window_s, struct model *m)
+{
+	return build(snap, window_s, 1, 0, m);
+}
+
+int model_build_range(const struct snapshot *snap, int64_t lo, int64_t hi, struct model *m)
+{
+	if (hi < lo)
+		return -EINVAL;
+	int err = build(snap, (double)(hi - lo + 1), lo, hi, m);
+	return err;
 }

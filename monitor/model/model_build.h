@@ -16,6 +16,11 @@
  */
 int model_build(const struct snapshot *snap, double window_s, struct model *m);
 
+/* The same over seconds [lo, hi] of snap (the sampler's clock; at most the
+ * detail ring's SERIES_DETAIL_S seconds, which the snapshot must have been
+ * taken with): export's per-second points. 0, -EINVAL or -ENOMEM. */
+int model_build_range(const struct snapshot *snap, int64_t lo, int64_t hi, struct model *m);
+
 /* Fleet totals of m's workers into m->fleet. */
 void model_fleet(struct model *m);
 

@@ -3,8 +3,11 @@
  * and the fleet's JSON object show.
  */
 #include "model/model_build.h"
+#include "model/eval.h"
+#include "model/metric.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* per-second mean idle over the workers that have that second */
@@ -29,32 +32,27 @@ static void fleet_history(struct model *m)
 void model_fleet(struct model *m)
 {
 	struct fleet_view *f = &m->fleet;
-	double idle_sum = 0;
-	unsigned idle_n = 0, ops_n = 0, headroom_n = 0;
+	struct estimate *ests = calloc(m->n ? m->n : 1, sizeof(*ests));
 	memset(f, 0, sizeof(*f));
-	f->workers = (unsigned)m->n;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct worker_view *w = &m->workers[i];
-		if (!isnan(w->idle_pct)) {
-			idle_sum += w->idle_pct;
-			idle_n++;
+	for (int r = 0; r < METRIC_NFLEET; r++) {
+		const struct metric *fm = &metric_fleet[r], *of = &metric_worker[fm->of];
+		struct estimate e = { .ok = 0, .est = NAN };
+		if (ests || !m->n) {
+			for (size_t i = 0; i < m->n; i++) {
+				double v = metric_field(of, &m->workers[i]);
+				ests[i] = (struct estimate){ .ok = !isnan(v), .est = v, .lo = v, .hi = v, .df = INFINITY };
+			}
+			model_eval_fleet(fm, ests, m->n, &e);
 		}
-		if (!isnan(w->ops_per_s)) {
-			f->ops_per_s += w->ops_per_s;
-			ops_n++;
-		}
-		if (!isnan(w->headroom_ops_per_s)) {
-			f->headroom_ops_per_s += w->headroom_ops_per_s;
-			headroom_n++;
-		}
-		if (w->nhistory > f->nhistory)
-			f->nhistory = w->nhistory;
+		char *field = (char *)f + fm->offset;
+		if (fm->type == METRIC_UNSIGNED)
+			*(unsigned *)field = e.ok ? (unsigned)e.est : 0;
+		else
+			*(double *)field = e.ok ? e.est : NAN;   /* unknown, not zero, when no worker can tell */
 	}
-	/* unknown, not zero, when no worker can tell */
-	f->mean_idle_pct = idle_n ? idle_sum / idle_n : NAN;
-	if (!ops_n)
-		f->ops_per_s = NAN;
-	if (!headroom_n)
-		f->headroom_ops_per_s = NAN;
+	free(ests);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->workers[i].nhistory > f->nhistory)
+			f->nhistory = m->workers[i].nhistory;
 	fleet_history(m);
 }

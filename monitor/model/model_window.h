@@ -16,4 +16,8 @@
  */
 void model_window(const struct series *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w);
 
+/* The same over seconds [lo, hi] of the series' detail ring (at most its
+ * last SERIES_DETAIL_S seconds): export's per-second points. */
+void model_window_range(const struct series *a, int64_t lo, int64_t hi, int instrumented, struct worker_view *w);
+
 #endif /* LOOPSTAT_MODEL_WINDOW_H */

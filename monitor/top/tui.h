@@ -7,7 +7,7 @@
 #ifndef LOOPSTAT_TUI_H
 #define LOOPSTAT_TUI_H
 
-#include "collect/source.h"
+#include "model/feed.h"
 
 #define TUI_DEFAULT_DELAY_S   1.0
 #define TUI_DEFAULT_WINDOW_S  5.0   /* 500 samples at 100 Hz: idle% within ±4.4 points */

@@ -24,7 +24,7 @@ static void bar_line(const struct tui *t, int y, const char *label, double pct, 
 	char num[16], bar[8 * 128 + 1];
 	int width = COLS - 30;
 	width = width > 100 ? 100 : width;
-	tui_fmt_pct(num, sizeof(num), pct);
+	metric_format(num, sizeof(num), METRIC_PCT, pct, 0);
 	mvprintw(y, 2, "%-9s %6s%%", label, num);
 	if (!isnan(ci) && ci > 0)
 		printw(" %s%-4.1f ", t->utf8 ? "±" : "+-", ci);
@@ -141,7 +141,7 @@ static int draw_runtime(const struct worker_view *w, int y, int end)
 			mvprintw(y++, 0, "not on the loopstat runtime: no fiber or counter figures");
 		return y;
 	}
-	tui_fmt_stall(stall, sizeof(stall), w->stall_ms);
+	metric_format(stall, sizeof(stall), METRIC_MS, w->stall_ms, 0);
 	snprintf(fiber, sizeof(fiber), "%s", w->fiber_tag);
 	textsafe(fiber);
 	if (y < end) {

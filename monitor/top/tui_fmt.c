@@ -9,53 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void tui_fmt_pct(char *buf, size_t n, double pct)
-{
-	if (isnan(pct))
-		snprintf(buf, n, "-");
-	else
-		snprintf(buf, n, "%.1f", pct);
-}
-
-/* Rates keep three significant digits so OPS/s fits in 7 cells. */
-void tui_fmt_rate(char *buf, size_t n, double v)
-{
-	if (isnan(v) || v < 0)
-		snprintf(buf, n, "-");
-	else if (isinf(v))
-		snprintf(buf, n, "inf");
-	else if (v < 10)
-		snprintf(buf, n, "%.1f", v);
-	else if (v < 10000)
-		snprintf(buf, n, "%.0f", v);
-	else if (v < 1e6)
-		snprintf(buf, n, "%.1fk", v / 1e3);
-	else if (v < 1e9)
-		snprintf(buf, n, "%.1fM", v / 1e6);
-	else
-		snprintf(buf, n, "%.1fG", v / 1e9);
-}
-
-void tui_fmt_count(char *buf, size_t n, uint64_t v)
-{
-	if (v < 10000)
-		snprintf(buf, n, "%llu", (unsigned long long)v);
-	else
-		tui_fmt_rate(buf, n, (double)v);
-}
-
-void tui_fmt_stall(char *buf, size_t n, double ms)
-{
-	if (isnan(ms) || ms <= 0)
-		snprintf(buf, n, "-");
-	else if (ms < 1000)
-		snprintf(buf, n, "%.0fms", ms);
-	else if (ms < 100000)
-		snprintf(buf, n, "%.1fs", ms / 1000);
-	else
-		snprintf(buf, n, "%.0fs", ms / 1000);
-}
-
 /* "read fd 5 pipe:[123] 40%": most telling first, so truncation keeps it. */
 void tui_fmt_blocker(char *buf, size_t n, const struct blocker_view *b)
 {
@@ -69,23 +22,7 @@ void tui_fmt_blocker(char *buf, size_t n, const struct blocker_view *b)
 
 void tui_fmt_metric(char *buf, size_t n, const struct metric *m, const struct worker_view *w, int compact)
 {
-	if (!metric_applies(m, w)) {
-		snprintf(buf, n, "-");
-		return;
-	}
-	double v = metric_value(m, w);
-	switch (m->unit) {
-	case METRIC_PCT:
-	case METRIC_POINTS: tui_fmt_pct(buf, n, v); return;
-	case METRIC_PER_S:  tui_fmt_rate(buf, n, v); return;
-	case METRIC_MS:     tui_fmt_stall(buf, n, v); return;
-	case METRIC_COUNT:
-		if (compact)
-			tui_fmt_count(buf, n, (uint64_t)v);
-		else
-			snprintf(buf, n, "%llu", (unsigned long long)v);
-		return;
-	}
+	metric_format(buf, n, m->unit, metric_applies(m, w) ? metric_value(m, w) : NAN, compact);
 }
 
 static const char *const spark_utf8[8] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };

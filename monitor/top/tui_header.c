@@ -34,11 +34,11 @@ int tui_draw_header(struct tui *t)
 		attroff(A_BOLD | A_REVERSE);
 	}
 
-	tui_fmt_pct(idle, sizeof(idle), f->workers ? f->mean_idle_pct : NAN);
+	metric_format(idle, sizeof(idle), METRIC_PCT, f->workers ? f->mean_idle_pct : NAN, 0);
 	if (strcmp(idle, "-") != 0)
 		strcat(idle, "%");
-	tui_fmt_rate(ops, sizeof(ops), f->ops_per_s);
-	tui_fmt_rate(head, sizeof(head), f->headroom_ops_per_s);
+	metric_format(ops, sizeof(ops), METRIC_PER_S, f->ops_per_s, 0);
+	metric_format(head, sizeof(head), METRIC_PER_S, f->headroom_ops_per_s, 0);
 	mvprintw(1, 0, "workers %u  mean idle ", f->workers);
 	int a = tui_idle_attr(t, f->workers ? f->mean_idle_pct : NAN);
 	attron(a | A_BOLD);

@@ -22,7 +22,7 @@ void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts
 	t->color = !(o && o->no_color) && !getenv("NO_COLOR");
 	t->targeted = o && o->targeted;
 	t->sort_col = TUI_COL_IDLE;
-	t->rate_hz = s ? s->ops->rate(s->impl) : SAMPLER_DEFAULT_HZ;
+	t->rate_hz = s ? model_feed_rate(s) : MODEL_FEED_DEFAULT_HZ;
 	if (gethostname(t->host, sizeof(t->host)) < 0)
 		snprintf(t->host, sizeof(t->host), "?");
 	t->host[sizeof(t->host) - 1] = '\0';
@@ -39,7 +39,7 @@ void tui_state_done(struct tui *t)
 int tui_refresh_model(struct tui *t)
 {
 	struct model m = { 0 };
-	int err = t->s ? source_model(t->s, t->window_s, &m) : -EINVAL;
+	int err = t->s ? model_of_source(t->s, t->window_s, &m) : -EINVAL;
 	if (err < 0) {
 		snprintf(t->msg, sizeof(t->msg), "taking the model: %s", strerror(-err));
 		return err;
@@ -55,12 +55,10 @@ static void set_rate(struct tui *t, double factor)
 	double hz = t->rate_hz * factor;
 	hz = hz < TUI_MIN_RATE_HZ ? TUI_MIN_RATE_HZ : hz > TUI_MAX_RATE_HZ ? TUI_MAX_RATE_HZ : hz;
 	t->rate_hz = hz;
-	if (t->s && !t->s->ops->set_rate) {
+	if (t->s && model_feed_set_rate(t->s, hz) == -ENOTSUP) {
 		snprintf(t->msg, sizeof(t->msg), "a replay keeps its recorded rate");
 		return;
 	}
-	if (t->s)
-		t->s->ops->set_rate(t->s->impl, hz);
 	snprintf(t->msg, sizeof(t->msg), "sampling at %.0f Hz", hz);
 }
 
@@ -177,10 +175,8 @@ int tui_handle_key(struct tui *t, int ch)
 		break;
 	case TUI_THREADS:
 		t->all_threads = !t->all_threads;
-		if (t->s && t->s->ops->set_all_threads) {
-			t->s->ops->set_all_threads(t->s->impl, t->all_threads);
+		if (t->s && model_feed_set_all_threads(t->s, t->all_threads) == 0)
 			tui_refresh_model(t);
-		}
 		break;
 	case TUI_DETAIL:
 		if (t->mode == TUI_MODE_TABLE && t->nrows > 0) {
@@ -191,7 +187,7 @@ int tui_handle_key(struct tui *t, int ch)
 	case TUI_PAUSE:
 		t->paused = !t->paused;
 		if (t->s)
-			t->s->ops->set_paused(t->s->impl, t->paused);
+			model_feed_set_paused(t->s, t->paused);
 		break;
 	case TUI_FASTER: set_rate(t, 1.5); break;
 	case TUI_SLOWER: set_rate(t, 1 / 1.5); break;

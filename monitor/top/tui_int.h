@@ -13,7 +13,7 @@
 
 #include "model/metric.h"
 #include "model/model.h"
-#include "collect/source.h"
+#include "model/feed.h"
 #include "top/tui.h"
 
 #define TUI_KEY_ESC 27
@@ -66,26 +66,26 @@ extern const size_t tui_nkeys;
 enum tui_action tui_key_action(int ch);
 
 /*
- * The table's columns: id, title, width, minimum width, drop order when the
- * terminal is narrow (1 goes first, 0 never), the metric it shows (NONE for
- * identity columns and TOP-BLOCKER) and the help screen's line. NAME and
- * TOP-BLOCKER stretch (see tui_layout); TOP-BLOCKER gives up its width first.
- * A metric column's cell text, sort key and direction come from the metric
- * table (metric.h).
+ * The table's columns: id, then for the identity columns (metric NONE) the
+ * title, width, minimum width, drop order when the terminal is narrow (1
+ * goes first, 0 never) and the help screen's line. A metric column names
+ * its row of the metric table, which gives all of those (its width is its
+ * minimum), its cell text, sort key and direction. NAME and TOP-BLOCKER
+ * stretch (see tui_layout); TOP-BLOCKER gives up its width first.
  */
 #define TUI_COLUMNS(X) \
 	X(PID,      "PID",          7,  7, 0, NONE,         "process id") \
 	X(TID,      "TID",          7,  7, 5, NONE,         "thread id (the worker is one thread)") \
 	X(NAME,     "NAME",        16,  6, 0, NONE,         "process name, /thread tag if it has one") \
 	X(BACKEND,  "BACKEND",      8,  8, 4, NONE,         "event-loop backend: io_uring, libev, none (not on the runtime)") \
-	X(IDLE,     "IDLE%",        5,  5, 0, idle_pct,     "time waiting in the loop's poll: spare capacity") \
-	X(CPU,      "CPU%",         5,  5, 6, cpu_pct,      "CPU time used over wall time") \
-	X(BLOCKED,  "BLOCKED%",     8,  8, 7, blocked_pct,  "time in any other syscall (read, fsync, connect...)") \
+	X(IDLE,     NULL,           0,  0, 0, idle_pct,     NULL) \
+	X(CPU,      NULL,           0,  0, 0, cpu_pct,      NULL) \
+	X(BLOCKED,  NULL,           0,  0, 0, blocked_pct,  NULL) \
 	X(BLOCKER,  "TOP-BLOCKER", 24,  8, 1, NONE,         "the syscall blocked in most, its share, fd and target") \
-	X(OPS,      "OPS/s",        7,  7, 8, ops_per_s,    "operations per second (instrumented workers)") \
-	X(RUNQ,     "RUNQ",         4,  4, 3, runqueue_len, "fibers ready to run now") \
-	X(PEND,     "PEND",         4,  4, 2, pending_ops,  "operations waiting for completion") \
-	X(STALL,    "STALL",        6,  6, 9, stall_ms,     "how long the loop has run without switching fibers")
+	X(OPS,      NULL,           0,  0, 0, ops_per_s,    NULL) \
+	X(RUNQ,     NULL,           0,  0, 0, runqueue_len, NULL) \
+	X(PEND,     NULL,           0,  0, 0, pending_ops,  NULL) \
+	X(STALL,    NULL,           0,  0, 0, stall_ms,     NULL)
 
 enum tui_column {
 #define TUI_X_COL(id, title, width, min, drop, metric, desc) TUI_COL_##id,
@@ -100,7 +100,8 @@ struct tui_column_info {
 	int metric;          /* enum worker_metric, -1 for none */
 	const char *desc;
 };
-extern const struct tui_column_info tui_columns[TUI_NCOLS];
+/* Filled before main (tui_table.c): a metric column's fields are its row's. */
+extern struct tui_column_info tui_columns[TUI_NCOLS];
 
 enum tui_mode { TUI_MODE_TABLE, TUI_MODE_DETAIL, TUI_MODE_HELP };
 
@@ -137,10 +138,6 @@ void tui_select(struct tui *t, long delta);    /* moves and clamps, keeps sel_pi
 const struct worker_view *tui_selected(const struct tui *t);
 
 /* tui_fmt.c: text helpers (pure, tested directly) */
-void tui_fmt_pct(char *buf, size_t n, double pct);
-void tui_fmt_rate(char *buf, size_t n, double per_s);
-void tui_fmt_count(char *buf, size_t n, uint64_t v);
-void tui_fmt_stall(char *buf, size_t n, double ms);
 void tui_fmt_blocker(char *buf, size_t n, const struct blocker_view *b);
 /* a metric's value for a table cell (compact) or a detail line (counts in full), by its unit */
 void tui_fmt_metric(char *buf, size_t n, const struct metric *m, const struct worker_view *w, int compact);

@@ -10,12 +10,23 @@
 #include <stdio.h>
 #include <string.h>
 
-const struct tui_column_info tui_columns[TUI_NCOLS] = {
+struct tui_column_info tui_columns[TUI_NCOLS] = {
 #define METRIC_W_NONE (-1)
 #define TUI_X_INFO(id, title, width, min, drop, metric, desc) { title, width, min, drop, METRIC_W_##metric, desc },
 	TUI_COLUMNS(TUI_X_INFO)
 #undef TUI_X_INFO
 };
+
+__attribute__((constructor)) static void columns_from_rows(void)
+{
+	for (int c = 0; c < TUI_NCOLS; c++) {
+		struct tui_column_info *k = &tui_columns[c];
+		if (k->metric < 0)
+			continue;
+		const struct metric *m = &metric_worker[k->metric];
+		*k = (struct tui_column_info){ m->title, m->width, m->width, m->drop, k->metric, m->desc };
+	}
+}
 
 static int visible_total(const int w[TUI_NCOLS])
 {
