@@ -77,7 +77,7 @@ PCFILE      := $(BUILD)/fiberloop.pc
 # keep objects that only pattern rules name, so re-runs do not rebuild them
 .SECONDARY:
 
-.PHONY: all deps test check check-asan demo bench install clean tests examples benches
+.PHONY: all deps test check check-asan check-layers demo bench install clean tests examples benches
 
 # $(LOOPSTAT) only once monitor/ has sources: a branch without them still builds.
 all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)) examples
@@ -94,7 +94,7 @@ benches: $(BENCHES)
 # `make -j` never compiles before packages exist), then both builds.
 # Both builds always run; the last line totals them.
 test: deps
-	@rc=0; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
+	@rc=0; sh scripts/check-layers.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all tests BUILD=$(BUILD)/asan SAN=1 \
 	    >$(BUILD)/asan/.build.log 2>&1 ) & asan=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed || rc=1; \
@@ -120,6 +120,10 @@ CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(
 
 check: all tests
 	@TALLY=$(CHECK_SET) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
+
+# The layers' include rules (docs/design.md): a wrong-way include fails.
+check-layers:
+	@sh scripts/check-layers.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all

@@ -1,0 +1,87 @@
+#!/bin/sh
+# The layers' include rules (docs/design.md, "Layers"), checked on every
+# quoted #include of runtime/, probes/ and monitor/. Prints each wrong
+# include as FILE:LINE: what it includes, and why that is not allowed;
+# exits 1 if there is any. `make check-layers`, and first thing in `make test`.
+set -u
+cd "$(dirname "$0")/.."
+
+# The probes' vocabulary (names, lengths, classes) that a view may name;
+# the rest of probes/ reads data, which only collect/ and commands do.
+VOCAB='loopstat_shm.h probe_shm.h probe_classify.h probe_stat.h'
+# profile's live hook and its runner consume the sample stream itself
+# (collect/sampler.h's on_sample, the unwinder, the recording's events),
+# not the model: the one view that does, named here so it stays the one.
+PROFILE_STREAM='monitor/profile/profile_live.c monitor/profile/profile_live.h monitor/profile/profile_run.c
+monitor/profile/profile_run.h monitor/profile/profile_acc.h'
+
+bad=0
+fail() { echo "$1: $2"; bad=1; }
+
+in_list() { for x in $2; do [ "$x" = "$1" ] && return 0; done; return 1; }
+
+check_file() {
+	f=$1
+	dir=${f%/*}
+	base=${f##*/}
+	layer=${dir#monitor/}
+	grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r line; do
+		n=${line%%:*}
+		inc=$(printf '%s' "$line" | sed 's/.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/')
+		where="$f:$n"
+		case "$f" in
+		runtime/*)
+			case "$inc" in
+			probe_*|*/*) fail "$where" "runtime/ includes \"$inc\": the runtime depends on nothing above it" ;;
+			esac ;;
+		probes/*)
+			case "$inc" in
+			*/*) fail "$where" "probes/ includes \"$inc\": probes depend on the shm ABI only, never on monitor/" ;;
+			esac ;;
+		monitor/*/*)
+			case "$inc" in
+			util/*) ;;
+			"$layer"/*) ;;
+			collect/*)
+				case "$layer" in
+				model) ;;
+				top|list|export|check|profile)
+					case "$base" in cmd_*.c) ;;
+					*) in_list "$f" "$PROFILE_STREAM" ||
+						fail "$where" "a view includes \"$inc\": only its cmd_*.c opens a session or a source; the view reads the model (model/feed.h)" ;;
+					esac ;;
+				*) fail "$where" "$layer/ includes \"$inc\"" ;;
+				esac ;;
+			model/*)
+				case "$layer" in
+				collect) fail "$where" "collect/ includes \"$inc\": collect never depends on the model" ;;
+				util) fail "$where" "util/ includes \"$inc\": util depends on nothing of the monitor's" ;;
+				esac ;;
+			top/*|list/*|export/*|check/*|profile/*)
+				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
+			cli.h|exitcodes.h)
+				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;
+			probe_*|loopstat_shm.h|fiberloop*)
+				case "$layer" in
+				collect|model) ;;
+				util) fail "$where" "util/ includes \"$inc\"" ;;
+				*)
+					case "$base" in cmd_*.c) ;;
+					*) in_list "$inc" "$VOCAB" || in_list "$f" "$PROFILE_STREAM" ||
+						fail "$where" "a view includes \"$inc\": it reads data; views read the model (its vocabulary: $VOCAB)" ;;
+					esac ;;
+				esac ;;
+			*) fail "$where" "\"$inc\" is no header of this project's layers" ;;
+			esac ;;
+		esac
+	done
+}
+
+# the while loop runs in a subshell: collect its verdicts through the output
+out=$(for f in $(find runtime probes monitor -name '*.[ch]' | sort); do check_file "$f"; done)
+if [ -n "$out" ]; then
+	echo "$out"
+	echo "check-layers: wrong-way includes (docs/design.md, Layers)" >&2
+	exit 1
+fi
+exit 0
