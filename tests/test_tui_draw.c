@@ -81,6 +81,7 @@ static void setup(void)
 	add_worker(&t.m, 300, 300, "cache", "", 25, NAN);
 	t.m.fleet.workers = 3;
 	t.m.fleet.mean_idle_pct = 26.7;
+	t.m.fleet.idle_pct_min = 2.5;
 	t.m.fleet.ops_per_s = 21000;
 	t.m.fleet.headroom_ops_per_s = 30000;
 	t.m.rate_hz = 200;

@@ -12,9 +12,9 @@
 			width, drop, text) \
 	{ #name, METRIC_##unit, METRIC_##kind, arg, METRIC_##source, METRIC_##type, offsetof(struct worker_view, name), \
 	  dec, desc_sort, METRIC_LINE_##line, detail, interval, METRIC_COL_##cols, title, width, drop, 0, -1, text },
-#define METRIC_X_FLEET(name, unit, reduce, of, type, dec, desc_sort, text) \
+#define METRIC_X_FLEET(name, unit, reduce, of, type, dec, desc_sort, detail, text) \
 	{ #name, METRIC_##unit, 0, 0, METRIC_FLEET, METRIC_##type, offsetof(struct fleet_view, name), dec, desc_sort, \
-	  METRIC_LINE_NONE, NULL, NULL, METRIC_COL_NONE, NULL, 0, 0, METRIC_R_##reduce, METRIC_W_##of, text },
+	  METRIC_LINE_NONE, detail, NULL, METRIC_COL_NONE, NULL, 0, 0, METRIC_R_##reduce, METRIC_W_##of, text },
 
 const struct metric metric_worker[METRIC_NWORKER] = { WORKER_METRICS(METRIC_X_WORKER) };
 const struct metric metric_fleet[METRIC_NFLEET] = { FLEET_METRICS(METRIC_X_FLEET) };

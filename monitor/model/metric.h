@@ -165,19 +165,20 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	  "sustainable rate: ops/s over (1 - idle), unknown when idle >= 99%")
 
 /*
- * X(name, unit, reduce, of, type, json_decimals, sort_desc, description): a
- * roll-up of worker row `of` over the workers that have it.
+ * X(name, unit, reduce, of, type, json_decimals, sort_desc, detail, description): a
+ * roll-up of worker row `of` over the workers that have it; detail is its
+ * part of the dashboard's fleet line ("%s" the formatted value).
  */
 #define FLEET_METRICS(X) \
-	X(workers,            COUNT,  COUNT, samples,            UNSIGNED, 0, 1, \
+	X(workers,            COUNT,  COUNT, samples,            UNSIGNED, 0, 1, "workers %s", \
 	  "workers listed") \
-	X(mean_idle_pct,      PCT,    MEAN,  idle_pct,           DOUBLE,   2, 0, \
+	X(mean_idle_pct,      PCT,    MEAN,  idle_pct,           DOUBLE,   2, 0, "mean idle %s%%", \
 	  "mean idle_pct over the workers that have one") \
-	X(ops_per_s,          PER_S,  SUM,   ops_per_s,          DOUBLE,   2, 1, \
+	X(ops_per_s,          PER_S,  SUM,   ops_per_s,          DOUBLE,   2, 1, "ops/s %s", \
 	  "sum of ops_per_s over the instrumented workers") \
-	X(headroom_ops_per_s, PER_S,  SUM,   headroom_ops_per_s, DOUBLE,   2, 0, \
+	X(headroom_ops_per_s, PER_S,  SUM,   headroom_ops_per_s, DOUBLE,   2, 0, "headroom %s ops/s", \
 	  "sum of headroom_ops_per_s over the workers where it is known") \
-	X(idle_pct_min,       PCT,    MIN,   idle_pct,           DOUBLE,   2, 0, \
+	X(idle_pct_min,       PCT,    MIN,   idle_pct,           DOUBLE,   2, 0, "min idle %s%%", \
 	  "the lowest idle_pct of the workers: the busiest worker's spare capacity")
 
 struct metric {

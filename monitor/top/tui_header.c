@@ -18,7 +18,7 @@ static void fmt_secs(char *buf, size_t n, double s)
 int tui_draw_header(struct tui *t)
 {
 	const struct fleet_view *f = &t->m.fleet;
-	char now[16], delay[16], win[16], idle[16], ops[16], head[16];
+	char now[16], delay[16], win[16];
 	time_t tt = time(NULL);
 	struct tm tm;
 	localtime_r(&tt, &tm);
@@ -34,17 +34,28 @@ int tui_draw_header(struct tui *t)
 		attroff(A_BOLD | A_REVERSE);
 	}
 
-	metric_format(idle, sizeof(idle), METRIC_PCT, f->workers ? f->mean_idle_pct : NAN, 0);
-	if (strcmp(idle, "-") != 0)
-		strcat(idle, "%");
-	metric_format(ops, sizeof(ops), METRIC_PER_S, f->ops_per_s, 0);
-	metric_format(head, sizeof(head), METRIC_PER_S, f->headroom_ops_per_s, 0);
-	mvprintw(1, 0, "workers %u  mean idle ", f->workers);
+	/* the fleet line: every fleet row's part, mean idle in its colour */
 	int a = tui_idle_attr(t, f->workers ? f->mean_idle_pct : NAN);
-	attron(a | A_BOLD);
-	printw("%s", idle);
-	attroff(a | A_BOLD);
-	printw("  ops/s %s  headroom %s ops/s", ops, head);
+	move(1, 0);
+	for (int i = 0; i < METRIC_NFLEET; i++) {
+		const struct metric *m = &metric_fleet[i];
+		char val[32], part[64];
+		metric_format(val, sizeof(val), m->unit, f->workers || i == METRIC_F_workers ? metric_value(m, f) : NAN, 0);
+		snprintf(part, sizeof(part), m->detail, val);
+		if (strcmp(val, "-") == 0 && m->unit == METRIC_PCT)
+			part[strlen(part) - 1] = '\0';   /* "-", not "-%" */
+		if (i)
+			printw("  ");
+		if (i != METRIC_F_mean_idle_pct) {
+			printw("%s", part);
+			continue;
+		}
+		const char *v = strstr(part, val);   /* the value alone is coloured */
+		printw("%.*s", (int)(v - part), part);
+		attron(a | A_BOLD);
+		printw("%s", v);
+		attroff(a | A_BOLD);
+	}
 
 	/* the sparkline takes what is left of its line: one cell per second */
 	char label[48], spark[4 * MODEL_HISTORY + 1];
