@@ -94,7 +94,7 @@ benches: $(BENCHES)
 # `make -j` never compiles before packages exist), then both builds.
 # Both builds always run; the last line totals them.
 test: deps
-	@rc=0; sh scripts/check-layers.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
+	@rc=0; sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all tests BUILD=$(BUILD)/asan SAN=1 \
 	    >$(BUILD)/asan/.build.log 2>&1 ) & asan=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed || rc=1; \
@@ -121,9 +121,11 @@ CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(
 check: all tests
 	@TALLY=$(CHECK_SET) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
 
-# The layers' include rules (docs/design.md): a wrong-way include fails.
+# The layers' include rules (docs/design.md): a wrong-way include fails;
+# and commit subjects of at most 72 characters.
 check-layers:
 	@sh scripts/check-layers.sh
+	@sh scripts/check-subjects.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all
