@@ -167,6 +167,15 @@ Test(escape, no_format_writes_a_control_or_invalid_utf8, .timeout = 20)
 				in[i] = (char)(rand_r(&seed) % 255 + 1);
 			out = render(f, in, len);
 			assert_clean(f, out, strlen(out), "random bytes");
+			/* any buffer holds a prefix of it, cut between units */
+			size_t full = strlen(out);
+			for (size_t cap = 1; cap <= full + 1; cap += 3) {
+				char b[200];
+				int cut;
+				size_t got = esc_copy(b, cap, f, in, len, &cut);
+				cr_assert(got < cap && !memcmp(b, out, got) && b[got] == '\0', "%s cap %zu", f->name, cap);
+				cr_assert_eq(cut, got < full, "%s cap %zu: %zu of %zu", f->name, cap, got, full);
+			}
 			if (f == &esc_term || f == &esc_label || f == &esc_graphite) {
 				/* in place, as textsafe() does: the same result */
 				char s[25];

@@ -196,18 +196,24 @@ static int emit(struct sink *k, const void *s, size_t n)
 static void walk(struct sink *k, const struct esc_format *f, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, run = 0;   /* kept bytes [run, i) not yet written: one fwrite per run */
+	size_t i = 0, run = 0;   /* kept bytes [run, i), written in one go */
 	while (i < len && p[i]) {
-		uint32_t cp = 0;
+		uint32_t cp = p[i];
 		char buf[ESC_REP_MAX];
-		int n = esc_utf8(p + i, len - i, &cp);
+		int n = cp < 0x80 ? 1 : esc_utf8(p + i, len - i, &cp);
 		size_t un = n < 0 ? (size_t)-n : (size_t)n;
 		const char *r = replacement(f, n, cp, buf);
-		if (!r && k->f) {
+		if (!r) {
+			/* a buffer takes the run up to the last unit that fits */
+			if (!k->f && k->len + (i + un - run) >= k->cap) {
+				emit(k, s + run, i - run);
+				k->full = 1;
+				return;
+			}
 			i += un;
 			continue;
 		}
-		if (emit(k, s + run, i - run) < 0 || emit(k, r ? r : s + i, r ? strlen(r) : un) < 0)
+		if (emit(k, s + run, i - run) < 0 || emit(k, r, strlen(r)) < 0)
 			return;
 		i += un;
 		run = i;
