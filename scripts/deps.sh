@@ -32,6 +32,10 @@ PKGS="$PKGS
 python3-junitparser:/usr/lib/python3/dist-packages/junitparser/__init__.py
 perl:/usr/bin/prove
 "
+# every output against hostile names: TAP's YAML blocks read by PyYAML
+PKGS="$PKGS
+python3-yaml:/usr/lib/python3/dist-packages/yaml/__init__.py
+"
 # loopstat profile: the access test runs loopstat as another user (setpriv),
 # bench/profile_impact compares against strace.
 PKGS="$PKGS

@@ -125,7 +125,7 @@ Test(check_report, summary_and_table, .init = setup, .fini = teardown, .timeout 
 	cr_expect(strstr(s, "echo 4000/4001 acceptor") && strstr(s, "idle_pct>=30") && strstr(s, "pass"), "%s", s);
 	cr_expect(strstr(s, "blocked_pct{syscall=fsync}<5") && strstr(s, "inconclusive"), "%s", s);
 	cr_expect(strstr(s, "db 4000/4004") && strstr(s, "nothing"), "%s", s);
-	cr_expect(strstr(s, "echo 4000/4002 tab?here?nl") && strstr(s, "we<i&rd\"p'roc?\xff"), "%s", s);
+	cr_expect(strstr(s, "echo 4000/4002 tab?here?nl") && strstr(s, "we<i&rd\"p'roc??"), "%s", s);
 	int lines = 0;
 	for (const char *p = s; *p; p++)
 		lines += *p == '\n';
@@ -395,11 +395,11 @@ Test(check_report, tap_read_by_prove, .init = setup, .fini = teardown, .timeout 
 	fclose(f);
 	info.tap_version = 0;
 	out = run_tap(pb, pl, &rc);
-	cr_expect(strstr(out, "bail target 4000 exited mid-check\n"), "%s", out);
+	cr_expect(strstr(out, "bail target 4000 exited?mid-check\n"), "%s", out);
 	free(out);
 	out = prove(pb, &rc);
 	cr_expect_neq(rc, 0);
-	cr_expect(strstr(out, "Further testing stopped: target 4000 exited mid-check"), "%s", out);
+	cr_expect(strstr(out, "Further testing stopped: target 4000 exited?mid-check"), "%s", out);
 	free(out);
 	free(pb);
 	free(pl);

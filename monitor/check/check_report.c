@@ -14,51 +14,23 @@
 #include "exitcodes.h"
 #include "util/json.h"
 
-/* utf8_len, less U+FFFE and U+FFFF, which XML 1.0 does not allow either:
- * process names and tags are bytes, cut by the kernel inside characters. */
-int check__utf8_len(const unsigned char *p)
-{
-	uint32_t cp;
-	int n = utf8_len(p, &cp);
-	return n && (cp == 0xfffe || cp == 0xffff) ? 0 : n;
-}
-
-/* "comm pid/tid [tag]", control bytes as '?': names are the target's to
- * choose, and an escape sequence must not reach the reader's terminal. */
+/* "comm pid/tid [tag]", control characters and invalid UTF-8 as '?': names
+ * are the target's to choose, and an escape sequence must not reach the
+ * reader's terminal. */
 const char *check__worker(const struct check_result *r, char *buf, size_t len)
 {
 	if (r->tag[0])
 		snprintf(buf, len, "%s %d/%d %s", r->process, (int)r->pid, (int)r->tid, r->tag);
 	else
 		snprintf(buf, len, "%s %d/%d", r->process, (int)r->pid, (int)r->tid);
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return buf;
+	return textsafe(buf);
 }
 
 /* A YAML double-quoted scalar: valid UTF-8 kept, anything else escaped. */
 static void yaml_str(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		int n = check__utf8_len(p);
-		if (n == 0) {
-			fputs("\\ufffd", out);
-			p++;
-		} else if (n > 1) {
-			fwrite(p, 1, (size_t)n, out);
-			p += n;
-		} else {
-			if (*p == '"' || *p == '\\')
-				fprintf(out, "\\%c", *p);
-			else if (*p < 0x20 || *p == 0x7f)
-				fprintf(out, "\\x%02x", *p);
-			else
-				fputc(*p, out);
-			p++;
-		}
-	}
+	esc_fputs(out, &esc_yaml, s);
 	fputc('"', out);
 }
 
@@ -160,11 +132,7 @@ void check_report_table(FILE *out, const struct check_result *r, size_t n)
 /* A TAP description: '#' would start a directive and '\' escapes it. */
 static void tap_desc(FILE *out, const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '#' || *p == '\\')
-			fputc('\\', out);
-		fputc(*p < 0x20 || *p == 0x7f ? ' ' : *p, out);
-	}
+	esc_fputs(out, &esc_tap, s);
 }
 
 int check_report_tap(FILE *out, const struct check_run_info *info, const struct check_result *r, size_t n)
@@ -190,8 +158,7 @@ int check_report_tap(FILE *out, const struct check_run_info *info, const struct 
 void check_report_tap_bail(FILE *out, const char *reason)
 {
 	fputs("Bail out! ", out);
-	for (const unsigned char *p = (const unsigned char *)reason; p && *p; p++)
-		fputc(*p < 0x20 ? ' ' : *p, out);
+	esc_fputs(out, &esc_term, reason);
 	fputc('\n', out);
 	fflush(out);
 }

@@ -48,7 +48,6 @@ void check_report_tap_bail(FILE *out, const char *reason);
 int check_report_json(FILE *out, const struct check_run_info *info, const struct check_result *r, size_t n);
 
 /* internal to the check_report*.c files */
-int  check__utf8_len(const unsigned char *p);
 const char *check__worker(const struct check_result *r, char *buf, size_t len);
 void check__describe(FILE *out, const struct check_result *r, const char *indent);
 

@@ -4,52 +4,20 @@
  * ignores its message attribute, so the body carries the figures.
  */
 #include "check/check_report.h"
+#include "util/escape.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Text for XML 1.0: markup characters escaped; bytes XML cannot hold at all
+/* Text for XML 1.0 (escape.h): markup escaped; what XML cannot hold at all
  * (control characters other than tab/newline/CR, not even as &#n;) and
- * invalid UTF-8 become U+FFFD; in attributes tab/newline/CR are written as
- * references so parsers do not normalise them to spaces.
- */
+ * invalid UTF-8 become U+FFFD; in attributes tab/newline/CR are references
+ * so parsers do not normalise them to spaces. */
 static void xml_esc(FILE *out, const char *s, int attr)
 {
-	for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
-		int n = check__utf8_len(p);
-		if (n == 0) {
-			fputs("\xef\xbf\xbd", out);
-			p++;
-			continue;
-		}
-		if (n > 1) {
-			fwrite(p, 1, (size_t)n, out);
-			p += n;
-			continue;
-		}
-		switch (*p) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs(attr ? "&quot;" : "\"", out); break;
-		case '\'': fputs(attr ? "&apos;" : "'", out); break;
-		case '\t': case '\n': case '\r':
-			if (attr)
-				fprintf(out, "&#%d;", *p);
-			else
-				fputc(*p, out);
-			break;
-		default:
-			if (*p < 0x20)
-				fputs("\xef\xbf\xbd", out);
-			else
-				fputc(*p, out);
-		}
-		p++;
-	}
+	esc_fputs(out, attr ? &esc_xml_attr : &esc_xml_text, s);
 }
 
 static void attr(FILE *out, const char *name, const char *value)

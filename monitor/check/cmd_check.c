@@ -18,6 +18,7 @@
 #include "check/check_verdict.h"
 #include "cli.h"
 #include "util/clock.h"
+#include "util/textsafe.h"
 #include "probe_syscall.h"
 #include "collect/session.h"
 
@@ -346,6 +347,7 @@ static int judge(const struct check_cmd *k, const struct check_set *set, const s
 			out->gone = 1;
 			snprintf(out->gone_what, sizeof(out->gone_what), "worker %s %d/%d exited during the check",
 				 tr->v[i].name, (int)tr->v[i].pid, (int)tr->v[i].tid);
+			textsafe(out->gone_what);   /* for stderr and TAP's Bail out! */
 		}
 	}
 	int err = 0;

@@ -8,6 +8,7 @@
  * values), so one sanitiser serves paths, tag names and tag values.
  */
 #include "export/export_name.h"
+#include "util/escape.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,20 +36,8 @@ static uint32_t fnv1a(const char *s, size_t len)
 
 size_t export_sanitize(char *dst, const char *src, size_t len)
 {
-	size_t n = 0;
-	int truncated = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)src[i];
-		/* one `_` per UTF-8 sequence: skip its continuation bytes */
-		if (c >= 0xc0)
-			while (i + 1 < len && ((unsigned char)src[i + 1] & 0xc0) == 0x80)
-				i++;
-		if (n == EXPORT_COMPONENT_MAX) {
-			truncated = 1;
-			break;
-		}
-		dst[n++] = keep(c) ? (char)c : '_';
-	}
+	int truncated;
+	size_t n = esc_copy(dst, EXPORT_COMPONENT_MAX + 1, &esc_graphite, src, len, &truncated);
 	if (truncated) {
 		n = EXPORT_COMPONENT_MAX - 9;
 		snprintf(dst + n, 10, "_%08x", fnv1a(src, len));

@@ -2,7 +2,7 @@
  * export_prom.c — Prometheus text exposition (format 0.0.4) of export points.
  */
 #include "export/export_prom.h"
-#include "util/textsafe.h"
+#include "util/escape.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,29 +64,11 @@ static double base_units(char name[PROM_NAME_MAX])
 	return 1;
 }
 
-/* Escapes \ and newline, and " too in label values; invalid UTF-8 becomes '?'. */
+/* Escapes \ and newline, and " too in label values; control characters and
+ * invalid UTF-8 become '?' (escape.h). */
 static void put_escaped(FILE *f, const char *s, int quote)
 {
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		if (*p == '\\')
-			fputs("\\\\", f);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '"' && quote)
-			fputs("\\\"", f);
-		else {
-			int l = utf8_len(p, NULL);
-			if (l == 0) {
-				fputc('?', f);
-				p++;
-				continue;
-			}
-			fwrite(p, 1, (size_t)l, f);
-			p += l;
-			continue;
-		}
-		p++;
-	}
+	esc_fputs(f, quote ? &esc_prom_label : &esc_prom_help, s);
 }
 
 static void put_label(FILE *f, int *first, const char *key, const char *value)

@@ -6,7 +6,7 @@
 #include "util/json.h"
 #include "model/metric.h"
 #include "probe_shm.h"
-#include "util/textsafe.h"
+#include "util/escape.h"
 
 #include <math.h>
 
@@ -191,8 +191,9 @@ void list_print_text(FILE *out, const struct model *m)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct worker_view *w = &m->workers[i];
 		model_worker_name(w, ":", name, sizeof(name));
-		textsafe(name);
-		fprintf(out, "%7d %7d %-24.24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
+		/* at most 24 bytes, cut at a character boundary (%.24s could split one) */
+		esc_copy(name, 25, &esc_term, name, SIZE_MAX, NULL);
+		fprintf(out, "%7d %7d %-24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
 		print_cells(out, w);
 		fputc('\n', out);
 	}

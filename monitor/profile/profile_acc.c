@@ -289,9 +289,10 @@ int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
 		return 0;
 	fprintf(f, "\nlongest run without a switch (the stall lint), by fiber:\n");
 	for (int i = 0; i < n && i < 64; i++) {
-		char fiber[PROFILE_LABEL_MAX];
+		char fiber[PROFILE_LABEL_MAX], thread[PROFILE_LABEL_MAX];
 		textsafe_label(fiber, sizeof(fiber), st[i].fiber[0] ? st[i].fiber : "[untagged]");
-		fprintf(f, "  %9.1f ms  %-20s %s (%llu runs)\n", (double)st[i].longest_ns / 1e6, fiber, st[i].thread,
+		textsafe_label(thread, sizeof(thread), st[i].thread);   /* holds the comm */
+		fprintf(f, "  %9.1f ms  %-20s %s (%llu runs)\n", (double)st[i].longest_ns / 1e6, fiber, thread,
 			(unsigned long long)st[i].runs);
 	}
 	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;

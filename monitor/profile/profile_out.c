@@ -2,6 +2,7 @@
  * profile_out.c — the text report, folded stacks and JSON version 1.
  */
 #include "profile/profile_out.h"
+#include "util/escape.h"
 #include "util/json.h"
 
 #include <errno.h>
@@ -77,8 +78,10 @@ int profile_write_text(FILE *out, struct profile_tree *t, const struct profile_m
 		w.o = *opts;
 	profile_tree_sort(t);
 	const struct profile_node *root = profile_tree_root(t);
-	fprintf(out, "loopstat profile: %s\n",
-		meta && meta->title ? meta->title : "all sampled threads");
+	/* the title holds the target's comm, or a recording's title: anyone's bytes */
+	fputs("loopstat profile: ", out);
+	esc_fputs(out, &esc_term, meta && meta->title ? meta->title : "all sampled threads");
+	fputc('\n', out);
 	fprintf(out, "%llu samples", (unsigned long long)root->count);
 	if (meta && meta->duration_s > 0)
 		fprintf(out, " over %.1f s", meta->duration_s);

@@ -10,6 +10,7 @@
  * 0.1 px are left out, as flamegraph.pl does.
  */
 #include "profile/profile_out.h"
+#include "util/escape.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -23,18 +24,10 @@
 #define SVG_CHAR_W 7.0  /* px per character at 12px in the fonts below */
 #define SVG_MINW   0.1  /* px */
 
+/* Labels are sanitised (textsafe_label), the title is not: both as XML. */
 static void xml_text(FILE *out, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n && s[i]; i++) {
-		switch (s[i]) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&apos;", out); break;
-		default: fputc(s[i], out);
-		}
-	}
+	esc_fwrite(out, &esc_xml_text, s, n);
 }
 
 /* Bytes of label that fit in w px (cut at a character boundary, leaving

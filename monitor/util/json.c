@@ -2,7 +2,7 @@
  * json.c — streaming JSON writer (RFC 8259 string escaping).
  */
 #include "util/json.h"
-#include "util/textsafe.h"
+#include "util/escape.h"
 
 #include <math.h>
 
@@ -44,37 +44,12 @@ void json_array_end(struct json *j) { close_scope(j, ']'); }
 
 
 /* Process names and tags are bytes, not text (the kernel cuts comm at 15
- * bytes, often inside a character): invalid UTF-8 becomes U+FFFD so the
- * document always parses. */
+ * bytes, often inside a character): invalid UTF-8 becomes U+FFFD and every
+ * control character \uXXXX (escape.h), so the document always parses. */
 static void write_string(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		int n = utf8_len(p, NULL);
-		if (n == 0) {
-			fputs("\\ufffd", out);
-			p++;
-			continue;
-		}
-		if (n > 1) {
-			fwrite(p, 1, (size_t)n, out);
-			p += n;
-			continue;
-		}
-		switch (*p) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(out, "\\u%04x", *p);
-			else
-				fputc(*p, out);
-		}
-		p++;
-	}
+	esc_fputs(out, &esc_json, s);
 	fputc('"', out);
 }
 

@@ -198,6 +198,56 @@ pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds)
 	return pid;
 }
 
+struct named {
+	const char *fiber_tag;
+	int ready_fd;   /* written once the tagged fiber runs, then closed */
+};
+
+static void *named_fiber(void *arg)
+{
+	struct named *n = arg;
+	if (write(n->ready_fd, "r", 1) != 1)
+		_exit(1);
+	close(n->ready_fd);
+	for (;;) {
+		double end = mono_s() + 0.02;
+		while (mono_s() < end)
+			;
+		fl_sleep(0.03);
+	}
+	return NULL;
+}
+
+static void *named_main(void *arg)
+{
+	struct named *n = arg;
+	fl_await(fl_spin(named_fiber, n, n->fiber_tag), NULL);
+	return NULL;
+}
+
+pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_tag)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		die_with_parent(parent);
+		close(p[0]);
+		prctl(PR_SET_NAME, comm);
+		struct named n = { fiber_tag, p[1] };
+		struct fl_options o = { .tag = loop_tag };
+		_exit(fl_run(named_main, &n, &o, NULL) == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	struct pollfd pf = { .fd = p[0], .events = POLLIN };
+	char c;
+	cr_assert(poll(&pf, 1, 5000) == 1 && read(p[0], &c, 1) == 1, "worker %d never ran its fiber", (int)pid);
+	close(p[0]);
+	return pid;
+}
+
 void tc_kill(pid_t pid)
 {
 	kill(pid, SIGKILL);

@@ -27,6 +27,12 @@ pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end);
  * hog_s without yielding (a stall), and then idles for good. Returns the pid. */
 pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds);
 
+/* Forks a libfiberloop worker named comm (PR_SET_NAME: the kernel keeps 15
+ * bytes, whatever they are) whose loop is tagged loop_tag and whose one
+ * fiber, tagged fiber_tag, spins 20 ms of every 50 ms, so samples find it
+ * running. Returns once the fiber runs (its segment is published). */
+pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_tag);
+
 /* Kills and reaps a child. */
 void tc_kill(pid_t pid);
 
