@@ -1,185 +1,19 @@
 /*
- * metric.h — every figure a view shows, defined once (as Varnish's VSC_F and
- * htop's Process_fields[]): name, unit, kind, where it lives in the view
- * struct, JSON decimals, natural sort direction, labels and description.
- * The JSON writer, the text table, the dashboard's columns and detail
- * lines, the docs test — and export's names and check's thresholds — walk
- * these tables; adding a metric is one line here plus its docs row.
+ * metric.h — the rows of the metric table (metric_table.h) as struct metric
+ * entries: name, unit, rule, where the figure lives in the view struct,
+ * JSON decimals, natural sort direction, column, detail line and
+ * description. The JSON writer, the text table, the dashboard's columns,
+ * detail and fleet lines, the docs tests, export's names, check's
+ * thresholds and the evaluator walk these tables; adding a metric is one
+ * row in metric_table.h plus its docs rows.
  */
 #ifndef LOOPSTAT_METRIC_H
 #define LOOPSTAT_METRIC_H
 
 #include <stddef.h>
 
-#include "collect/series.h"
+#include "model/metric_table.h"
 #include "model/model.h"
-#include "probe_shm.h"
-
-enum metric_unit {
-	METRIC_PCT,      /* "%", 0..100 of wall time (or of a CPU) */
-	METRIC_POINTS,   /* "points": a half-width of an interval of a percentage */
-	METRIC_PER_S,    /* "1/s" */
-	METRIC_MS,       /* "ms" */
-	METRIC_COUNT,    /* "count": a number of things */
-};
-
-/*
- * How a figure is computed: the rule the evaluator (model/eval.h) applies
- * to a worker's periods, with the row's arg.
- */
-enum metric_kind {
-	METRIC_SHARE,    /* a share of wall time: the samples of class arg (SERIES_*, or METRIC_ARG_UNKEYED)
-	                  * among the off-CPU samples, scaled by schedstat's off-CPU share; RUNNING is
-	                  * schedstat's runnable share itself (all samples when schedstat is unknown) */
-	METRIC_INTERVAL, /* the 95% half-width of the share of class arg (binomial, the dashboard's) */
-	METRIC_RATE,     /* counter arg's (PROBE_SHM_*) growth per second */
-	METRIC_RATIO,    /* a clock's growth over wall time: METRIC_ARG_RUN, _WAIT (schedstat), _POLL_NS (the slot) */
-	METRIC_LEVEL,    /* counter arg as last read */
-	METRIC_PEAK,     /* the largest value seen: METRIC_ARG_RUNQ, METRIC_ARG_STALL */
-	METRIC_HEADROOM, /* counter arg's rate over the loop's busy share (1 − idle): the sustainable rate */
-	METRIC_TALLY,    /* how many of something: METRIC_ARG_SAMPLES in the periods, else a run total */
-};
-
-/* The rule's argument where it is not a SERIES_ class or a PROBE_SHM_ counter. */
-enum metric_arg {
-	METRIC_ARG_NONE = -1,
-	METRIC_ARG_UNKEYED = SERIES_NCLASS, /* blocked samples beyond the (syscall, fd) key table */
-	METRIC_ARG_RUN,                     /* schedstat: on a CPU */
-	METRIC_ARG_WAIT,                    /* schedstat: runnable, waiting for a CPU */
-	METRIC_ARG_POLL_NS,                 /* the slot's poll_time_ns, a poll in progress included */
-	METRIC_ARG_RUNQ,                    /* the runqueue's length */
-	METRIC_ARG_STALL,                   /* the time the switch counter stood still, the loop busy */
-	METRIC_ARG_SAMPLES,                 /* samples taken */
-	METRIC_ARG_DISAGREE,                /* cross-checks where /proc contradicted the slot (run total) */
-};
-
-/* Where a worker's figure comes from; JSON nests COUNTERS under
- * "counters", present for instrumented workers only. */
-enum metric_source {
-	METRIC_SAMPLED,  /* /proc/PID/task/TID/syscall samples */
-	METRIC_SCHED,    /* /proc/PID/task/TID/schedstat */
-	METRIC_COUNTERS, /* the worker's shared-memory slot */
-	METRIC_FLEET,    /* a roll-up over the workers */
-};
-
-enum metric_type { METRIC_DOUBLE, METRIC_U64, METRIC_UNSIGNED };
-
-/* The dashboard's detail view: which line shows the figure. */
-enum metric_line {
-	METRIC_LINE_NONE,     /* shown elsewhere (a table column, another's interval) */
-	METRIC_LINE_IDENTITY, /* the line under the worker's identity */
-	METRIC_LINE_BAR,      /* "Where the time goes", as a bar */
-	METRIC_LINE_CPU,      /* the cpu line under the bars */
-	METRIC_LINE_RATES,    /* runtime: ops/s, switches/s ... */
-	METRIC_LINE_QUEUES,   /* runtime: runqueue, pending ops, fibers */
-	METRIC_LINE_SELF,     /* runtime: self-measured idle, headroom */
-	METRIC_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
-};
-
-/* Which worker tables show the figure as a column, in the table's row order. */
-enum metric_cols {
-	METRIC_COL_NONE,
-	METRIC_COL_LIST,      /* list's text table only */
-	METRIC_COL_ALL,       /* list's text table and the dashboard's */
-};
-
-/* How a fleet row rolls a worker row up (FLEET_METRICS' "reduce"). */
-enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN };
-
-/*
- * X(name, unit, kind, arg, source, type, json_decimals, sort_desc, line, detail, interval,
- *   cols, title, width, drop, description)
- *   arg       the rule's argument (see enum metric_kind)
- *   detail    the detail view's text for the value ("%s" is the formatted value), NULL if none;
- *             on a line, parts are joined by two spaces, a part starting with one is glued on
- *   interval  the metric holding this one's 95% half-width, NULL if none
- *   sort_desc busiest first: 1 when a larger value means a busier worker
- *   cols      the tables that show it as a column, titled title, width cells wide; drop: the
- *             dashboard's drop order on a narrow terminal (1 goes first, 0 never)
- */
-#define WORKER_METRICS(X) \
-	X(samples,            COUNT,  TALLY,    METRIC_ARG_SAMPLES, SAMPLED, U64, 0, 0, IDENTITY, "%s samples", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "syscall samples taken") \
-	X(idle_pct,           PCT,    SHARE,    SERIES_POLL, SAMPLED,  DOUBLE, 2, 0, BAR,    "idle", "idle_ci95", \
-	  ALL, "IDLE%", 5, 0, \
-	  "share of wall time in the loop's own poll: spare capacity") \
-	X(idle_ci95,          POINTS, INTERVAL, SERIES_POLL, SAMPLED,  DOUBLE, 2, 0, NONE,   NULL, NULL, \
-	  LIST, "±", 5, 0, \
-	  "half-width of the 95% interval of idle_pct") \
-	X(cpu_pct,            PCT,    RATIO,    METRIC_ARG_RUN, SCHED, DOUBLE, 2, 1, CPU,    "cpu %s%%", NULL, \
-	  ALL, "CPU%", 5, 6, \
-	  "CPU time over wall time") \
-	X(cpu_wait_pct,       PCT,    RATIO,    METRIC_ARG_WAIT, SCHED, DOUBLE, 2, 1, CPU,   "waiting for a cpu %s%%", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "time runnable but waiting for a CPU over wall time") \
-	X(running_pct,        PCT,    SHARE,    SERIES_RUNNING, SAMPLED, DOUBLE, 2, 1, BAR,  "running", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "share of wall time runnable: on a CPU or waiting for one") \
-	X(blocked_pct,        PCT,    SHARE,    SERIES_BLOCKED, SAMPLED, DOUBLE, 2, 1, BAR,  "blocked", NULL, \
-	  ALL, "BLOCKED%", 8, 7, \
-	  "share of wall time in any other syscall") \
-	X(other_pct,          PCT,    SHARE,    SERIES_OTHER, SAMPLED, DOUBLE, 2, 1, BAR,    "other", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "share of wall time neither in a syscall nor runnable") \
-	X(blocked_unkeyed_pct, PCT,   SHARE,    METRIC_ARG_UNKEYED, SAMPLED, DOUBLE, 2, 1, BLOCKERS, \
-	  "%s%% in syscalls and fds beyond the table's room", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "share of wall time blocked in (syscall, fd) pairs the sampler had no room to tell apart") \
-	X(ops_per_s,          PER_S,  RATE,     PROBE_SHM_ops, COUNTERS, DOUBLE, 2, 1, RATES, "ops/s %s", NULL, \
-	  ALL, "OPS/s", 7, 8, \
-	  "operations per second") \
-	X(switches_per_s,     PER_S,  RATE,     PROBE_SHM_switches, COUNTERS, DOUBLE, 2, 1, RATES, "switches/s %s", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "fiber switches per second") \
-	X(polls_per_s,        PER_S,  RATE,     PROBE_SHM_polls, COUNTERS, DOUBLE, 2, 1, RATES, "polls/s %s", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "backend polls per second") \
-	X(completions_per_s,  PER_S,  RATE,     PROBE_SHM_completions, COUNTERS, DOUBLE, 2, 1, RATES, "completions/s %s", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "completions reaped per second") \
-	X(runqueue_len,       COUNT,  LEVEL,    PROBE_SHM_runqueue_len, COUNTERS, DOUBLE, 0, 1, QUEUES, "runqueue %s", NULL, \
-	  ALL, "RUNQ", 4, 3, \
-	  "fibers ready to run, as last read") \
-	X(runqueue_max,       COUNT,  PEAK,     METRIC_ARG_RUNQ, COUNTERS, DOUBLE, 0, 1, QUEUES, " (max %s)", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "the most fibers ready to run seen in the window") \
-	X(pending_ops,        COUNT,  LEVEL,    PROBE_SHM_pending_ops, COUNTERS, DOUBLE, 0, 1, QUEUES, "pending ops %s", NULL, \
-	  ALL, "PEND", 4, 2, \
-	  "operations in flight, as last read") \
-	X(fibers,             COUNT,  LEVEL,    PROBE_SHM_fibers_live, COUNTERS, DOUBLE, 0, 1, QUEUES, "fibers %s", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "live fibers, as last read") \
-	X(self_idle_pct,      PCT,    RATIO,    METRIC_ARG_POLL_NS, COUNTERS, DOUBLE, 2, 0, SELF, "self-measured idle %s%%", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "the runtime's own idle measure: time blocked in its poll over wall time") \
-	X(self_report_disagreements, COUNT, TALLY, METRIC_ARG_DISAGREE, COUNTERS, U64, 0, 1, SELF, \
-	  "self-report disagreements %s", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "cross-checks where /proc contradicted the worker's own claim to be in its poll (a finding in itself)") \
-	X(stall_ms,           MS,     PEAK,     METRIC_ARG_STALL, COUNTERS, DOUBLE, 2, 1, NONE, NULL, NULL, \
-	  ALL, "STALL", 6, 9, \
-	  "the longest time in the window the loop ran without switching fibers (from 250 ms on), 0 when none") \
-	X(headroom_ops_per_s, PER_S,  HEADROOM, PROBE_SHM_ops, COUNTERS, DOUBLE, 2, 0, SELF, "headroom %s ops/s", NULL, \
-	  NONE, NULL, 0, 0, \
-	  "sustainable rate: ops/s over (1 - idle), unknown when idle >= 99%")
-
-/*
- * X(name, unit, reduce, of, type, json_decimals, sort_desc, detail, description): a
- * roll-up of worker row `of` over the workers that have it; detail is its
- * part of the dashboard's fleet line ("%s" the formatted value).
- */
-#define FLEET_METRICS(X) \
-	X(workers,            COUNT,  COUNT, samples,            UNSIGNED, 0, 1, "workers %s", \
-	  "workers listed") \
-	X(mean_idle_pct,      PCT,    MEAN,  idle_pct,           DOUBLE,   2, 0, "mean idle %s%%", \
-	  "mean idle_pct over the workers that have one") \
-	X(ops_per_s,          PER_S,  SUM,   ops_per_s,          DOUBLE,   2, 1, "ops/s %s", \
-	  "sum of ops_per_s over the instrumented workers") \
-	X(headroom_ops_per_s, PER_S,  SUM,   headroom_ops_per_s, DOUBLE,   2, 0, "headroom %s ops/s", \
-	  "sum of headroom_ops_per_s over the workers where it is known") \
-	X(idle_pct_min,       PCT,    MIN,   idle_pct,           DOUBLE,   2, 0, "min idle %s%%", \
-	  "the lowest idle_pct of the workers: the busiest worker's spare capacity")
 
 struct metric {
 	const char *name;

@@ -19,6 +19,7 @@
 #include "probe_fd.h"
 #include "probe_shm.h"
 #include "probe_stat.h"
+#include "model/metric_table.h"
 
 #define MODEL_BLOCKERS    5    /* top blocking (syscall, fd) pairs kept per worker */
 #define MODEL_HISTORY     300  /* seconds of per-second idle history */
@@ -59,31 +60,17 @@ struct worker_view {
 	int      no_access;               /* /proc refused us: access_text says why and how to fix it */
 	char     access_text[PROBE_ACCESS_TEXT_LEN];
 
-	uint64_t samples;                 /* samples in the window */
-	double   idle_pct;                /* in the loop's poll: spare capacity */
-	double   idle_ci95;               /* half-width of the 95% interval of idle_pct, points */
-	double   running_pct;             /* runnable: on a CPU or waiting for one */
-	double   blocked_pct;             /* in any other syscall */
-	double   other_pct;               /* not in a syscall and not runnable */
-	double   blocked_unkeyed_pct;     /* blocked, in a (syscall, fd) beyond the key table's room */
-	struct blocker_view blocked_top[MODEL_BLOCKERS];
+	struct blocker_view blocked_top[MODEL_BLOCKERS]; /* the largest (syscall, fd) keys */
 	int      nblocked_top;
-	double   cpu_pct;                 /* Δsum_exec_runtime / Δwall */
-	double   cpu_wait_pct;            /* Δrun_delay / Δwall: runnable but not on a CPU */
-
-	/* instrumented workers only (NaN / 0 otherwise) */
-	uint64_t totals[PROBE_SHM_NVALUES]; /* raw latest values */
-	double   ops_per_s, switches_per_s, polls_per_s, completions_per_s;
-	double   runqueue_len;            /* as last read in the window (NaN: no reading in it) */
-	double   runqueue_max;            /* max seen in the window */
-	double   pending_ops, fibers;     /* as last read in the window */
-	double   self_idle_pct;           /* Δpoll_time_ns / Δwall, the runtime's own measure */
-	uint64_t self_report_disagreements; /* /proc contradicted the slot's poll_since_ns (run total) */
+	uint64_t totals[PROBE_SHM_NVALUES]; /* instrumented: the slot's raw latest values */
 	uint64_t shortcut_samples;        /* idle samples counted from the slot without a /proc read (run total) */
 	uint64_t unchanged_samples;       /* samples reused, schedstat showing the thread had not run (run total) */
-	double   stall_ms;                /* switches unchanged while seen running, 0 if not stalled */
-	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber (the stalled one when stalled) */
-	double   headroom_ops_per_s;      /* ops/s ÷ (1 − idle): sustainable rate; NaN when unbounded */
+	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber at the last reading */
+
+	/* every row of the metric table (metric_table.h: its unit and meaning);
+	 * NaN: not known (no samples, not instrumented, unbounded) */
+#define MODEL_X_FIELD(name, unit, kind, arg, source, type, ...) METRIC_CTYPE_##type name;
+	WORKER_METRICS(MODEL_X_FIELD)
 
 	float    idle_history[MODEL_HISTORY]; /* per-second idle%, oldest first; NaN = no samples */
 	int      nhistory;
@@ -94,11 +81,9 @@ struct worker_view {
 };
 
 struct fleet_view {
-	unsigned workers;
-	double   mean_idle_pct;
-	double   ops_per_s;              /* instrumented workers */
-	double   headroom_ops_per_s;     /* sum over workers whose headroom is known */
-	double   idle_pct_min;           /* the lowest idle_pct of the workers that have one */
+	/* every fleet row of the metric table */
+#define MODEL_X_FLEET_FIELD(name, unit, reduce, of, type, ...) METRIC_CTYPE_##type name;
+	FLEET_METRICS(MODEL_X_FLEET_FIELD)
 	float    idle_history[MODEL_HISTORY]; /* per-second mean idle%, oldest first */
 	int      nhistory;
 };
