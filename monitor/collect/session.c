@@ -78,15 +78,11 @@ int session_collect(const struct session_opts *o, double duration_s, struct mode
 {
 	struct session se;
 	int err = session_start(&se, o);
-	if (err < 0) {
-		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+	if (err < 0)
 		return err;
-	}
 	session_wait_until(&se, duration_s);
 	session_stop(&se);
 	err = session_model(&se, 0, m);
 	session_end(&se);
-	if (err < 0)
-		fprintf(stderr, "loopstat: building the model: %s\n", strerror(-err));
 	return err;
 }

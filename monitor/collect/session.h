@@ -46,7 +46,7 @@ void session_end(struct session *se);
 int  session_model(struct session *se, double window_s, struct model *m);
 
 /* One-shot: start, wait duration_s, stop, model of the whole run, end.
- * Returns 0, or -errno after a message on stderr. */
+ * Returns 0 or -errno (the caller says it). */
 int  session_collect(const struct session_opts *o, double duration_s, struct model *m);
 
 #endif /* LOOPSTAT_SESSION_H */
