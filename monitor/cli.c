@@ -358,7 +358,7 @@ void cli_no_worker_why(const struct targets *t, char *buf, size_t len)
 		snprintf(buf, len, "%u segment%s in %s could not be read (another user's: run loopstat as that user "
 			 "or root), and no other is there", n, n == 1 ? "" : "s", probe_shm_dir());
 	else
-		snprintf(buf, len, "no loopstat segment in %s (name uninstrumented processes with -p or -n)",
+		snprintf(buf, len, "no worker publishes a segment in %s (name uninstrumented processes with -p or -n)",
 			 probe_shm_dir());
 }
 
