@@ -48,11 +48,6 @@ void cli_common_done(struct cli_common *c)
 /* The command being run: every message says it first. */
 static const char *current;
 
-const char *cli_command_name(void)
-{
-	return current ? current : "loopstat";
-}
-
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;

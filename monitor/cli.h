@@ -97,8 +97,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* "loopstat COMMAND: <message>\n" on stderr, COMMAND the one cli_parse
  * parsed for: every message of a command, whichever file says it. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* That command's name ("loopstat" before one was chosen). */
-const char *cli_command_name(void);
 
 /* A plain decimal number (digits, one optional point; no sign, no space,
  * no hex, no exponent) in [lo, hi]. Returns 0 or -EINVAL. */
