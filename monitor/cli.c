@@ -1,20 +1,28 @@
 /*
  * cli.c — option parsing from a command's option table, the shared
- * options, strict numbers, and output errors.
+ * options, strict numbers and durations, the messages every command
+ * prefixes with its name, and how a run ends: nothing found, refused,
+ * output lost.
  */
 #include "cli.h"
+#include "probe_access.h"
 #include "probe_proc.h"
 #include "probe_shm.h"
+#include "probe_stat.h"
+#include "probe_syscall.h"
 #include "model/model.h"
 #include "util/textsafe.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CLI_MAX_OPTIONS 32
 
@@ -37,10 +45,23 @@ void cli_common_done(struct cli_common *c)
 	targets_done(&c->targets);
 }
 
+/* The command being run: every message says it first. */
+static const char *current;
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "loopstat%s%s: ", current ? " " : "", current ? current : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("loopstat: ", stderr);
+	fprintf(stderr, "loopstat%s%s: ", cmd ? " " : "", cmd ? cmd : "");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -69,6 +90,62 @@ int cli_parse_number(const char *arg, double lo, double hi, double *out)
 	return 0;
 }
 
+static const struct { const char *name; double mul; } duration_units[] = {
+	{ "ms", 1e-3 }, { "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 },
+};
+
+int cli_parse_duration(const char *arg, double lo, double hi, double *out)
+{
+	size_t n = strspn(arg, "0123456789.");
+	double mul = 1;
+	if (arg[n]) {
+		size_t i = 0;
+		while (i < sizeof(duration_units) / sizeof(duration_units[0]) && strcmp(arg + n, duration_units[i].name))
+			i++;
+		if (i == sizeof(duration_units) / sizeof(duration_units[0]))
+			return -EINVAL;
+		mul = duration_units[i].mul;
+	}
+	char num[32];
+	double v;
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, arg, n);
+	num[n] = '\0';
+	if (cli_parse_number(num, 0, INFINITY, &v) < 0 || !(v * mul >= lo && v * mul <= hi))
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+/* A bound in the largest unit that writes it whole: "0.05s", "1d". */
+static const char *duration_text(double s, char *buf, size_t len)
+{
+	size_t i = sizeof(duration_units) / sizeof(duration_units[0]);
+	while (--i > 1 && !(s >= duration_units[i].mul && fmod(s, duration_units[i].mul) == 0))
+		;
+	snprintf(buf, len, "%g%s", s / duration_units[i].mul, duration_units[i].name);
+	return buf;
+}
+
+int cli_set_duration(const char *what, const char *arg, double lo, double hi, double *out, char *msg, size_t len)
+{
+	if (cli_parse_duration(arg, lo, hi, out) == 0)
+		return 0;
+	char a[32], b[32];
+	snprintf(msg, len, "invalid %s '%s': expected %s to %s, in seconds or with a unit (2, 1.5, 30s, 2m)", what,
+		 arg, duration_text(lo, a, sizeof(a)), duration_text(hi, b, sizeof(b)));
+	return -1;
+}
+
+int cli_parse_rate(const char *arg, double *out, char *msg, size_t len)
+{
+	if (cli_parse_number(arg, CLI_RATE_MIN, CLI_RATE_MAX, out) == 0)
+		return 0;
+	snprintf(msg, len, "invalid rate '%s': expected " CLI_RATE_RANGE " Hz", arg);
+	return -1;
+}
+
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len)
 {
 	struct cli_common *c = ctx;
@@ -88,11 +165,7 @@ int cli_set_name(void *ctx, const char *arg, char *msg, size_t len)
 
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len)
 {
-	struct cli_common *c = ctx;
-	if (cli_parse_number(arg, 1, 10000, &c->rate_hz) == 0)
-		return 0;
-	snprintf(msg, len, "invalid rate '%s': expected 1 to 10000 Hz", arg);
-	return -1;
+	return cli_parse_rate(arg, &((struct cli_common *)ctx)->rate_hz, msg, len);
 }
 
 int cli_set_json(void *ctx, const char *arg, char *msg, size_t len)
@@ -157,8 +230,8 @@ static int check_sources(void)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		DIR *d = opendir(dirs[i].path);
 		if (!d) {
-			fprintf(stderr, "loopstat: opendir(%s): %s (%s)\n", dirs[i].path, strerror(errno),
-				getenv(dirs[i].env) ? dirs[i].env : "the default");
+			cli_error("opendir(%s): %s (%s)", dirs[i].path, strerror(errno),
+				  getenv(dirs[i].env) ? dirs[i].env : "the default");
 			return EXIT_USAGE;
 		}
 		closedir(d);
@@ -186,6 +259,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 
 	char msg[256];
 	int opt;
+	current = cmd->name;
 	optind = 0;   /* a full reset: main may have parsed before */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -212,16 +286,99 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 	return cmd->no_sources ? -1 : check_sources();
 }
 
+int cli_check_pids(const struct targets *t)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < t->npids; i++) {
+		struct probe_stat st;
+		int err = probe_stat_read(t->pids[i], 0, &st);
+		if (err == -ESRCH || err == -ENOENT) {
+			cli_error("no process %d", (int)t->pids[i]);
+			bad++;
+		} else if (err == 0 && (st.flags & PROBE_STAT_KTHREAD)) {
+			textsafe(st.comm);
+			cli_error("pid %d (%s) is a kernel thread: it runs no event loop, nothing of it can be measured",
+				  (int)t->pids[i], st.comm);
+			bad++;
+		}
+	}
+	return t->npids && bad == t->npids && !t->has_re ? EXIT_NOTHING : -1;
+}
+
+int cli_check_access(const struct targets *t)
+{
+	size_t refused = 0;
+	for (size_t i = 0; i < t->npids; i++) {
+		struct probe_syscall p;
+		int err = probe_syscall_open(&p, t->pids[i], t->pids[i]);
+		probe_syscall_close(&p);
+		if (err == -EACCES || err == -EPERM) {
+			char why[PROBE_ACCESS_TEXT_LEN];
+			probe_access_explain(t->pids[i], why, sizeof(why));
+			cli_error("access to pid %d refused: %s", (int)t->pids[i], why);
+			refused++;
+		}
+	}
+	return t->npids && refused == t->npids && !t->has_re ? EXIT_ACCESS : -1;
+}
+
+/* Segments in the directory this user may not open: another user's. */
+static unsigned unreadable_segments(void)
+{
+	DIR *d = opendir(probe_shm_dir());
+	if (!d)
+		return 0;
+	unsigned n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, "loopstat.", 9) == 0 && de->d_name[9] >= '0' && de->d_name[9] <= '9') {
+			int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			else if (errno == EACCES || errno == EPERM)
+				n++;
+		}
+	closedir(d);
+	return n;
+}
+
+void cli_no_worker_why(const struct targets *t, char *buf, size_t len)
+{
+	if (!targets_all(t)) {
+		snprintf(buf, len, "no thread of the processes named waits in an event loop's poll");
+		return;
+	}
+	unsigned n = unreadable_segments();
+	if (n)
+		snprintf(buf, len, "%u segment%s in %s could not be read (another user's: run loopstat as that user "
+			 "or root), and no other is there", n, n == 1 ? "" : "s", probe_shm_dir());
+	else
+		snprintf(buf, len, "no worker publishes a segment in %s (name uninstrumented processes with -p or -n)",
+			 probe_shm_dir());
+}
+
 int cli_report_refused(const struct model *m)
 {
 	if (m->ignored)
-		fprintf(stderr, "loopstat: %u threads not sampled: more than --max-workers %zu\n", m->ignored,
-			m->max_workers);
+		cli_error("%u threads not sampled: more than --max-workers %zu", m->ignored, m->max_workers);
 	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++)
-		fprintf(stderr, "loopstat: access refused: %s\n", m->refused[i].text);
+		cli_error("access refused: %s", m->refused[i].text);
 	if (m->nrefused > MODEL_REFUSED)
-		fprintf(stderr, "loopstat: access refused to %u more processes\n", m->nrefused - MODEL_REFUSED);
+		cli_error("access refused to %u more processes", m->nrefused - MODEL_REFUSED);
 	return m->nrefused && m->n == 0 && m->naccessible == 0 ? EXIT_ACCESS : -1;
+}
+
+int cli_model_verdict(const struct model *m, const struct targets *t)
+{
+	int refused = cli_report_refused(m);
+	if (refused >= 0)
+		return refused;
+	if (m->n)
+		return EXIT_OK;
+	char why[512];
+	cli_no_worker_why(t, why, sizeof(why));
+	cli_error("no worker to measure: %s", why);
+	return EXIT_NOTHING;
 }
 
 int cli_finish_output(int rc)
@@ -229,6 +386,22 @@ int cli_finish_output(int rc)
 	errno = 0;
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return rc;
-	fprintf(stderr, "loopstat: writing the output: %s\n", errno ? strerror(errno) : "write error");
-	return rc == EXIT_OK ? EXIT_FAIL : rc;
+	cli_error("writing the output: %s", errno ? strerror(errno) : "write error");
+	return EXIT_FAIL;
+}
+
+int cli_close_output(FILE *f, const char *path, int write_err)
+{
+	int err = write_err;
+	errno = 0;
+	/* a failed write leaves its bytes buffered: the flush tries them
+	 * again and gives the cause, which ferror alone does not keep */
+	if ((fflush(f) != 0 || ferror(f)) && !err)
+		err = errno ? -errno : -EIO;
+	errno = 0;
+	if (fclose(f) != 0 && !err)
+		err = errno ? -errno : -EIO;
+	if (err)
+		cli_error("writing %s: %s", path, strerror(-err));
+	return err;
 }

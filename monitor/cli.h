@@ -10,6 +10,7 @@
 #define LOOPSTAT_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "exitcodes.h"
 #include "collect/targets.h"
@@ -49,10 +50,20 @@ struct cli_command {
 	int no_sources;                       /* reads neither /proc nor the segment directory (report) */
 };
 
-/* The command table (commands.c): every cmd_<name>.c defines one row. */
+/*
+ * The command names, once, in the order main's usage and loopstat(1) list
+ * them: every cmd_<name>.c defines the row cmd_<name>, and both these
+ * declarations and the table (commands.c) are made from this list.
+ */
+#define CLI_COMMANDS(X) X(top) X(list) X(export) X(check) X(profile) X(record) X(report) X(gc)
+
+#define CLI_X_DECLARE(name) extern const struct cli_command cmd_##name;
+CLI_COMMANDS(CLI_X_DECLARE)
+#undef CLI_X_DECLARE
+
+/* The command table (commands.c). */
 extern const struct cli_command *const cli_commands[];
 extern const size_t cli_ncommands;
-extern const struct cli_command cmd_top, cmd_list, cmd_export, cmd_check, cmd_gc, cmd_profile, cmd_record, cmd_report;
 
 /* The row named name, NULL if none. */
 const struct cli_command *cli_find_command(const char *name);
@@ -60,7 +71,7 @@ const struct cli_command *cli_find_command(const char *name);
 /* The shared option rows (each works on a struct cli_common at ctx). */
 #define CLI_OPT_PID      { 'p', "pid", "PID[,PID...]", "only these processes (uninstrumented ones too: every thread is sampled)", cli_set_pid }
 #define CLI_OPT_NAME     { 'n', "name", "REGEX", "only processes whose name matches the extended regex", cli_set_name }
-#define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 100)", cli_set_rate }
+#define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
@@ -79,25 +90,75 @@ void cli_common_done(struct cli_common *c);
  */
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx);
 
-/* "loopstat: <message>" and a hint, on stderr; returns EXIT_USAGE. */
+/* "loopstat COMMAND: <message>" and a hint, on stderr (cmd NULL: before
+ * a command was chosen, "loopstat: "); returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "loopstat COMMAND: <message>\n" on stderr, COMMAND the one cli_parse
+ * parsed for: every message of a command, whichever file says it. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A plain decimal number (digits, one optional point; no sign, no space,
  * no hex, no exponent) in [lo, hi]. Returns 0 or -EINVAL. */
 int cli_parse_number(const char *arg, double lo, double hi, double *out);
+
+/*
+ * The one duration grammar of every command's options: a plain decimal
+ * number of seconds, or one with a unit: ms, s, m, h, d ("2", "1.5",
+ * "30s", "2m", "500ms"). In [lo, hi] seconds. Returns 0 or -EINVAL.
+ */
+int cli_parse_duration(const char *arg, double lo, double hi, double *out);
+/* The same, with the message of a refusal in msg ("invalid WHAT 'ARG':
+ * expected ..."). Returns 0 or -1, as an option setter does. */
+int cli_set_duration(const char *what, const char *arg, double lo, double hi, double *out, char *msg, size_t len);
+
+/* The one sampling-rate range, for every command and export's config file. */
+#define CLI_RATE_MIN   1
+#define CLI_RATE_MAX   10000
+#define CLI_RATE_RANGE "1 to 10000"
+/* A rate in Hz within that range; 0 or -1 with msg filled. */
+int cli_parse_rate(const char *arg, double *out, char *msg, size_t len);
 
 /* Prints cmd's --help to stdout. */
 void cli_print_help(const struct cli_command *cmd);
 
 struct model;
 
+/*
+ * Says on stderr which -p targets cannot be measured: gone, or kernel
+ * threads. Returns EXIT_NOTHING when none of them can and no -n may find
+ * another, else -1 (sampling goes on with the rest).
+ */
+int cli_check_pids(const struct targets *t);
+
+/* Says on stderr, with the fix, which -p targets refuse us. Returns
+ * EXIT_ACCESS when all of them do and no -n may find another, else -1.
+ * For the commands that would otherwise only find out after sampling
+ * (top; profile's one target). */
+int cli_check_access(const struct targets *t);
+
+/* Why nothing was found to measure, for "no worker to measure: <why>":
+ * with no -p or -n, how many segments could not be read and what to do. */
+void cli_no_worker_why(const struct targets *t, char *buf, size_t len);
+
 /* Says on stderr, one line each, which processes refused us and how to fix
  * it. Returns EXIT_ACCESS when every process sampled refused us (nothing
  * could be measured), else -1. */
 int cli_report_refused(const struct model *m);
 
+/* The exit code of a sampling run that showed m: cli_report_refused's, or
+ * EXIT_NOTHING (said, with cli_no_worker_why) when m has no worker, or
+ * EXIT_OK. list and export end the same way. */
+int cli_model_verdict(const struct model *m, const struct targets *t);
+
 /* Flushes stdout and reports a failed write (ENOSPC on /dev/full, EPIPE...)
- * with its cause. Returns rc, or EXIT_FAIL when the output was lost. */
+ * with its cause. Returns rc, or EXIT_FAIL when the output was lost: a
+ * lost report is a failure whatever the run found. */
 int cli_finish_output(int rc);
+
+/* The same for a report file f at path; write_err is a -errno the writer
+ * saw first (0: none; its cause beats fclose's). 0, or -errno after
+ * "loopstat COMMAND: writing PATH: <cause>". Closes f. */
+int cli_close_output(FILE *f, const char *path, int write_err);
 
 #endif /* LOOPSTAT_CLI_H */

@@ -32,7 +32,7 @@ static int gc_one(const char *path, pid_t pid, void *arg)
 	if (!why || lstat(path, &now) < 0 || now.st_ino != before.st_ino)
 		return 0;
 	if (unlink(path) < 0) {
-		fprintf(stderr, "loopstat: unlink(%s): %s\n", path, strerror(errno));
+		cli_error("unlink(%s): %s", path, strerror(errno));
 		t->failed++;
 		return 0;
 	}
@@ -53,13 +53,12 @@ static int run(int argc, char **argv)
 		return rc;
 	int err = probe_shm_scan(NULL, gc_one, &t);
 	if (err < 0 && err != -ENOENT) {
-		fprintf(stderr, "loopstat: opendir(%s): %s\n", probe_shm_dir(), strerror(-err));
+		cli_error("opendir(%s): %s", probe_shm_dir(), strerror(-err));
 		return EXIT_FAIL;
 	}
 	printf("%d stale segment%s removed\n", t.removed, t.removed == 1 ? "" : "s");
 	if (t.failed)
-		fprintf(stderr, "loopstat: %d stale segment%s could not be removed\n", t.failed,
-			t.failed == 1 ? "" : "s");
+		cli_error("%d stale segment%s could not be removed", t.failed, t.failed == 1 ? "" : "s");
 	return cli_finish_output(t.failed ? EXIT_FAIL : EXIT_OK);
 }
 

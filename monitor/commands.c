@@ -1,13 +1,14 @@
 /*
- * commands.c — the command table: one row per command, in the order main's
- * usage and loopstat(1) list them.
+ * commands.c — the command table: one row per name of CLI_COMMANDS
+ * (cli.h), in its order, which main's usage and loopstat(1) follow.
  */
 #include "cli.h"
 
 #include <string.h>
 
-const struct cli_command *const cli_commands[] = { &cmd_top, &cmd_list, &cmd_export, &cmd_check, &cmd_profile, &cmd_record,
-						   &cmd_report, &cmd_gc };
+#define CLI_X_ROW(name) &cmd_##name,
+const struct cli_command *const cli_commands[] = { CLI_COMMANDS(CLI_X_ROW) };
+#undef CLI_X_ROW
 const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 
 const struct cli_command *cli_find_command(const char *name)

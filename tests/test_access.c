@@ -51,12 +51,18 @@ Test(access, a_readable_target_beside_a_refused_one_is_measured)
 		cr_skip_test("needs root to run loopstat as another user");
 	int fd, wr;
 	pid_t child = tc_spawn_blocked_read(&fd, &wr);
-	char args[128], *out;
-	/* nobody may read its own processes: the shell it runs in is one */
-	snprintf(args, sizeof(args), "list -p %d,$$ --duration 0.3", (int)child);
-	char cmd[1024];
+	char args[128], *out, bin[512];
+	/* nobody may read its own processes: a worker of its own, started
+	 * beside loopstat (examples/ is next to the binary) */
+	snprintf(bin, sizeof(bin), "%s", ts_loopstat_bin());
+	char *slash = strrchr(bin, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(args, sizeof(args), "list -p %d,$w --duration 0.5", (int)child);
+	char cmd[2048];
 	snprintf(cmd, sizeof(cmd), "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- /bin/sh -c "
-		 "'\"%s\" %s 2>&1'", ts_loopstat_bin(), args);
+		 "'\"%s/examples/duty_cycle\" --idle 0.9 --seconds 5 >/dev/null & w=$!; \"%s\" %s 2>&1; rc=$?; "
+		 "kill $w; exit $rc'", slash ? bin : ".", ts_loopstat_bin(), args);
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	int rc = ts_run(argv, &out, 20000);
 	cr_assert_eq(rc, 0, "something was measurable, so not 5: exit %d: %s", rc, out);

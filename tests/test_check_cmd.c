@@ -233,3 +233,73 @@ Test(check_cmd, access_refused_is_exit_5)
 	free(out);
 	tc_kill(p);
 }
+
+/* A baseline decides verdicts: every figure is a JSON number, finite and
+ * in its metric's range, checked before sampling (exit 2, naming it). */
+Test(check_cmd, baseline_values_are_checked_before_sampling)
+{
+#define ROW(value, se) "{\"version\": 1, \"command\": \"check\", \"results\": [{\"metric\": \"idle_pct\", " \
+	"\"process\": \"duty_cycle\", \"tag\": \"duty\", \"filter\": {}, \"value\": " value ", \"lo\": null, " \
+	"\"hi\": null, \"se\": " se ", \"df\": 3, \"n\": 400, \"n_eff\": 40}]}"
+	static const struct { const char *json, *says; } bad[] = {
+		{ ROW("-1e308", "1"), "value -1e+308 is out of range (0 to 100)" },
+		{ ROW("-Infinity", "1"), "value -inf is out of range" },
+		{ ROW("NaN", "1"), "value nan is out of range" },
+		{ ROW("\"70\"", "1"), "value is not a number: \"70\"" },
+		{ ROW("170", "1"), "value 170 is out of range (0 to 100)" },
+		{ ROW("70", "\"1\""), "se is not a number" },
+		{ ROW("70", "-1"), "se -1 is out of range" },
+		{ ROW("70", "Infinity"), "se inf is out of range" },
+		{ "{\"version\": \"1\", \"command\": \"check\", \"results\": []}", "not a 'loopstat check --json' result" },
+	};
+	char *path;
+	cr_assert(asprintf(&path, "%s/base.json", dir) > 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(ts_write_file(path, bad[i].json, strlen(bad[i].json)), 0);
+		char a[512], *out;
+		long long ms;
+		snprintf(a, sizeof(a), "--duration 10 --baseline %s 'idle_pct>=baseline-5'", path);
+		int rc = ck_check(a, 1, &out, &ms);
+		cr_expect_eq(rc, 2, "%s: exit %d: %s", bad[i].json, rc, out);
+		cr_expect(strstr(out, bad[i].says), "%s should say '%s': %s", bad[i].json, bad[i].says, out);
+		cr_expect(strncmp(out, "loopstat check: ", 16) == 0, "%s", out);
+		cr_expect_lt(ms, QUICK_MS, "refused before sampling");
+		free(out);
+	}
+	/* the same row with sound figures is read: the check goes on to find its target gone (4) */
+	const char good[] = ROW("70", "1.5");
+	cr_assert_eq(ts_write_file(path, good, sizeof(good) - 1), 0);
+	char a[512], *out;
+	snprintf(a, sizeof(a), "-p 4194000 --duration 10 --baseline %s 'idle_pct>=baseline-5'", path);
+	int rc = ck_check(a, 1, &out, NULL);
+	cr_expect_eq(rc, 4, "a sound baseline is accepted: exit %d: %s", rc, out);
+	cr_expect(strstr(out, "no process 4194000"), "%s", out);
+	free(out);
+	free(path);
+#undef ROW
+}
+
+/* A report that cannot be written is exit 1 with its cause, whatever the
+ * verdicts: here an inconclusive run (3 when the report is whole). */
+Test(check_cmd, a_lost_report_is_exit_1_with_its_cause)
+{
+	pid_t busy = ck_duty("0.2", NULL, NULL);
+	static const struct { const char *opts, *says; } lost[] = {
+		{ "--junit /dev/full >/dev/null", "loopstat check: writing /dev/full: No space left on device" },
+		{ "--json >/dev/full", "loopstat check: writing the output: No space left on device" },
+		{ "--tap >/dev/full", "loopstat check: writing the output: No space left on device" },
+		{ ">/dev/null", NULL },   /* the same run, its report whole: inconclusive */
+	};
+	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
+		char cmd[1024], *out;
+		snprintf(cmd, sizeof(cmd), "exec \"%s\" check -p %d --duration 1 'idle_pct>=50' 2>&1 %s",
+			 ts_loopstat_bin(), (int)busy, lost[i].opts);
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		int rc = ts_run(argv, &out, 20000);
+		cr_expect_eq(rc, lost[i].says ? 1 : 3, "'%s': exit %d: %s", lost[i].opts, rc, out);
+		if (lost[i].says)
+			cr_expect(strstr(out, lost[i].says), "'%s' should say '%s': %s", lost[i].opts, lost[i].says, out);
+		free(out);
+	}
+	tc_kill(busy);
+}

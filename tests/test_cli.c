@@ -1,5 +1,7 @@
-/* The command table: each command's --help, options refused where they do not apply, strict numbers, lost output reported, and loopstat(1) kept in step with the tables. */
+/* The command table: each command's --help, options refused where they do not apply, strict numbers, one duration grammar, every message prefixed with its command, lost output reported, and loopstat(1) kept in step with the tables. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,23 +51,146 @@ Test(cli, main_usage_lists_commands_and_exit_codes)
 	free(out);
 }
 
-Test(cli, usage_errors_exit_2_with_a_message)
+/* Every line of a command's stderr says the command first: "loopstat
+ * CMD: ...", or the hint "try 'loopstat CMD --help'" after a usage error,
+ * or is an indented continuation of the message above it (check shows a
+ * threshold with a caret under the mistake). */
+static void expect_prefixed(const char *cmd, const char *args, const char *err)
+{
+	char pre[64], hint[64];
+	snprintf(pre, sizeof(pre), "loopstat %s: ", cmd);
+	snprintf(hint, sizeof(hint), "try 'loopstat %s --help'", cmd);
+	cr_expect(err[0], "'%s' says why", args);
+	for (const char *l = err; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+		cr_expect(strncmp(l, pre, strlen(pre)) == 0 || strncmp(l, hint, strlen(hint)) == 0 || (l != err && l[0] == ' '),
+			  "'%s': a line without '%s':\n%s", args, pre, err);
+}
+
+/* The command a case runs: its first word. */
+static void first_word(const char *args, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*s", (int)strcspn(args, " "), args);
+}
+
+Test(cli, usage_errors_exit_2_and_every_line_names_the_command)
 {
 	static const char *const bad[] = {
-		"frobnicate",                 /* unknown command */
-		"gc --json", "gc -p 1",       /* options that do not apply */
-		"list --duration 0x10", "list --duration ' 1'", "list --duration 1e1", "list -r +5",
+		"top -d 0", "top --delay 1x", "top --json", "top -r 0", "top extra",
+		"list --duration 0x10", "list --duration ' 1'", "list --duration 1e1", "list -r +5", "list -r 100000",
 		"list -p ' 1'", "list -p +1", "list -p '1 '", "list -p 1,,2", "list -p 0",
 		"list -n a -n b",             /* a second -n would silently replace the first */
-		"list extra", "top -d 0", "list --duration",
+		"list extra", "list --duration", "list --duration 30x", "list --duration -1",
+		"export --dry-run --timeout 0", "export --dry-run --duration 1y", "export --dry-run -r 100000",
+		"export", "export --config /nonexistent/export.conf", "export --dry-run --max-age 0",
+		"check", "check 'idel_pct>=30'", "check --duration 0 'idle_pct>=30'", "check --tap-version 12 'idle_pct>=1'",
+		"check --timeout 5 'idle_pct>=1'",
+		"profile", "profile -p 1 --duration 0", "profile -p 1 -f nope", "profile -p 1,2",
+		"record", "record -o /dev/null --duration 1q",
+		"report", "report a b", "report -f nope x",
+		"gc --json", "gc -p 1", "gc extra",   /* options that do not apply */
 	};
+	for (size_t c = 0; c < cli_ncommands; c++) {
+		size_t n = 0;
+		char cmd[32];
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			first_word(bad[i], cmd, sizeof(cmd));
+			n += strcmp(cmd, cli_commands[c]->name) == 0;
+		}
+		cr_expect(n > 0, "no bad-usage case for %s", cli_commands[c]->name);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *out;
-		int rc = sh_loopstat(bad[i], "2>&1", &out);
-		cr_assert_eq(rc, 2, "'%s': exit %d, %s", bad[i], rc, out);
-		cr_assert(strstr(out, "loopstat: "), "'%s' says why: %s", bad[i], out);
+		char *out, cmd[32];
+		first_word(bad[i], cmd, sizeof(cmd));
+		int rc = sh_loopstat(bad[i], "2>&1 >/dev/null", &out);
+		cr_expect_eq(rc, 2, "'%s': exit %d, %s", bad[i], rc, out);
+		expect_prefixed(cmd, bad[i], out);
 		free(out);
 	}
+	/* before a command is chosen there is none to name */
+	char *out;
+	cr_expect_eq(sh_loopstat("frobnicate", "2>&1", &out), 2);
+	cr_expect(strncmp(out, "loopstat: unknown command 'frobnicate'\n", 39) == 0, "%s", out);
+	free(out);
+}
+
+Test(cli, command_names_come_from_one_list)
+{
+#define NAME(n) #n,
+	static const char *const names[] = { CLI_COMMANDS(NAME) };
+#undef NAME
+	cr_assert_eq(sizeof(names) / sizeof(names[0]), cli_ncommands);
+	for (size_t i = 0; i < cli_ncommands; i++) {
+		cr_expect_str_eq(cli_commands[i]->name, names[i]);
+		cr_expect_eq(cli_find_command(names[i]), cli_commands[i]);
+	}
+}
+
+Test(cli, one_duration_grammar)
+{
+	static const struct { const char *in; double s; } good[] = {
+		{ "2", 2 }, { "1.5", 1.5 }, { "30s", 30 }, { "2m", 120 }, { "1.5h", 5400 }, { "1d", 86400 },
+		{ "500ms", 0.5 }, { ".5", 0.5 }, { "0", 0 },
+	};
+	static const char *const bad[] = { "", "s", "1x", "-1", "+1", " 1", "1 ", "1e1", "0x10", "1.5.2", "2mm",
+					   "30sec", "1,5", "inf", "nan", "1..", "m2" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		double v = -1;
+		cr_expect_eq(cli_parse_duration(good[i].in, 0, 1e9, &v), 0, "'%s'", good[i].in);
+		cr_expect(fabs(v - good[i].s) < 1e-9, "'%s' is %g s, not %g", good[i].in, good[i].s, v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		double v;
+		cr_expect_eq(cli_parse_duration(bad[i], 0, 1e9, &v), -EINVAL, "'%s' refused", bad[i]);
+	}
+	double v;
+	cr_expect_eq(cli_parse_duration("2m", 0, 60, &v), -EINVAL, "the range is in seconds, after the unit");
+	cr_expect_eq(cli_parse_duration("0.04", 0.05, 1, &v), -EINVAL);
+}
+
+/* Every duration option of every command takes the one grammar: a run
+ * that gets past the options (exit 4: the pid is gone; export: nothing to
+ * do) shows that each form was accepted. */
+Test(cli, every_duration_option_takes_every_form, .timeout = 60)
+{
+	static const struct { const char *cmd, *before; int rc; const char *says; } runs[] = {
+		{ "top", "-p 4194000", 4, "no process 4194000" },
+		{ "list", "-p 4194000", 4, "no process 4194000" },
+		{ "export", "-p 4194000", 2, "nothing to do" },
+		{ "check", "-p 4194000 --duration 1 --wait-for-workers 1 'idle_pct>=1'", 4, "no process 4194000" },
+		{ "profile", "-p 4194000", 4, "no process 4194000" },
+		{ "record", "-o /dev/null -p 4194000", 4, "no process 4194000" },
+	};
+	/* options that take a time, by name: a new one must be a DURATION too */
+	static const char *const timed[] = { "duration", "delay", "warmup", "max-duration", "timeout", "lock-wait", "max-age" };
+	static const char *const forms[] = { "2", "1.5", "30s", "2m" };
+	size_t tried = 0;
+	for (size_t c = 0; c < cli_ncommands; c++) {
+		const struct cli_command *cmd = cli_commands[c];
+		for (const struct cli_option *o = cmd->options; o->long_name; o++) {
+			int is_timed = 0;
+			for (size_t t = 0; t < sizeof(timed) / sizeof(timed[0]); t++)
+				is_timed |= strcmp(o->long_name, timed[t]) == 0;
+			cr_expect(is_timed == (o->arg && strcmp(o->arg, "DURATION") == 0), "%s --%s: arg %s", cmd->name,
+				  o->long_name, o->arg ? o->arg : "(none)");
+			if (!is_timed)
+				continue;
+			size_t r = 0;
+			while (r < sizeof(runs) / sizeof(runs[0]) && strcmp(runs[r].cmd, cmd->name))
+				r++;
+			cr_assert(r < sizeof(runs) / sizeof(runs[0]), "no run for %s", cmd->name);
+			for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+				char args[256], *out;
+				snprintf(args, sizeof(args), "%s %s --%s %s", cmd->name, runs[r].before, o->long_name, forms[f]);
+				int rc = sh_loopstat(args, "2>&1 >/dev/null", &out);
+				cr_expect_eq(rc, runs[r].rc, "'%s': exit %d: %s", args, rc, out);
+				cr_expect(strstr(out, runs[r].says), "'%s': %s", args, out);
+				expect_prefixed(cmd->name, args, out);
+				free(out);
+				tried++;
+			}
+		}
+	}
+	cr_expect_geq(tried, 4 * 12, "every duration option was tried: %zu runs", tried);
 }
 
 Test(cli, lost_output_is_reported_and_fails)
@@ -78,8 +203,11 @@ Test(cli, lost_output_is_reported_and_fails)
 		for (size_t r = 0; r < 2; r++) {
 			char *out;
 			int rc = sh_loopstat(cmds[i], redirs[r], &out);
+			/* list finds nothing (4), but a lost report is a failure first */
 			cr_assert_eq(rc, 1, "'%s %s': exit %d, %s", cmds[i], redirs[r], rc, out);
-			cr_assert(strstr(out, "loopstat: writing the output: "), "'%s %s': %s", cmds[i], redirs[r], out);
+			cr_assert(strstr(out, "writing the output: "), "'%s %s': %s", cmds[i], redirs[r], out);
+			if (cmds[i][0] != '-')
+				expect_prefixed(cmds[i][0] == 'g' ? "gc" : "list", cmds[i], out);
 			free(out);
 		}
 	unsetenv("LOOPSTAT_SHM_DIR");

@@ -502,7 +502,7 @@ Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		rc = export_cmd(&out, &err, "%s", bad[i]);
 		cr_assert_eq(rc, EXIT_USAGE, "'%s': exit %d: %s", bad[i], rc, err);
-		cr_assert(strstr(err, "loopstat: "), "'%s' says why: %s", bad[i], err);
+		cr_assert(strncmp(err, "loopstat export: ", 17) == 0, "'%s' says why: %s", bad[i], err);
 		free(out);
 		free(err);
 	}

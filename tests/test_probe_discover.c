@@ -174,6 +174,9 @@ Test(probe_discover, fixture_tree, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert_eq(tchild_fixture_write(root, "20/stat", "20 (ruby) (x) S" TAIL), 0);
 	cr_assert_eq(tchild_fixture_write(root, "20/cmdline", ""), 0);
 	cr_assert_eq(tchild_fixture_write(root, "30/stat", "30 (broken"), 0);
+	/* a kernel thread (flags, field 9, has PF_KTHREAD): never a candidate */
+	cr_assert_eq(tchild_fixture_write(root, "40/stat", "40 (ruby_k) I 2 0 0 0 -1 2129984 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24\n"), 0);
+	cr_assert_eq(tchild_fixture_write(root, "40/cmdline", ""), 0);
 	cr_assert_eq(tchild_fixture_write(root, "self/stat", "1 (ruby) S" TAIL), 0);
 	cr_assert_eq(tchild_fixture_write(root, "net/unix", ""), 0);
 	setenv(PROBE_PROC_ROOT_ENV, root, 1);
@@ -207,8 +210,8 @@ Test(probe_discover, fixture_tree, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert_eq(tids[2], 107);
 	cr_assert_eq(probe_discover_threads(101, tids, 8), -ESRCH);
 
-	pid_t pids[] = { 30, 100, 20 };
-	cr_assert_eq(probe_discover_pids(pids, 3, out), 2);
+	pid_t pids[] = { 30, 100, 20, 40 };
+	cr_assert_eq(probe_discover_pids(pids, 4, out), 2);
 	cr_assert_eq(out[0].pid, 100);
 	cr_assert_eq(out[1].pid, 20);
 

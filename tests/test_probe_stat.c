@@ -40,6 +40,7 @@ Test(probe_stat, comm_with_parens, .timeout = PROBE_TEST_TIMEOUT)
 	cr_assert_str_eq(st.comm, "a) (b");
 	cr_assert_eq(st.state, 'S');
 	cr_assert_eq(st.ppid, 1);
+	cr_assert_eq(st.flags, 6);
 	cr_assert_eq(st.utime, 11);
 	cr_assert_eq(st.stime, 12);
 	cr_assert_eq(st.threads, 17);

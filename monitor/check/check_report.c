@@ -137,7 +137,7 @@ static void tap_desc(FILE *out, const char *s)
 
 int check_report_tap(FILE *out, const struct check_run_info *info, const struct check_result *r, size_t n)
 {
-	fprintf(out, "TAP version %d\n1..%zu\n", info->tap_version ? info->tap_version : 14, n);
+	fprintf(out, "TAP version %d\n1..%zu\n", info->tap_version ? info->tap_version : 13, n);
 	for (size_t i = 0; i < n; i++) {
 		enum check_verdict v = r[i].verdict;
 		int ok = v == CHECK_PASS || (v == CHECK_INCONCLUSIVE && !info->inconclusive_fail);

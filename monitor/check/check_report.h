@@ -1,7 +1,7 @@
 /*
  * check_report.h — what `loopstat check` writes from its results: the
  * closing line and a short table for people, JUnit XML for CI test
- * reports, TAP 14 for TAP harnesses, JSON (version 1) for scripts and as
+ * reports, TAP (13, or 14) for TAP harnesses, JSON (version 1) for scripts and as
  * the next run's --baseline. Every writer takes the same result array
  * (check_verdict.h) and never computes a verdict of its own.
  */
@@ -21,7 +21,7 @@ struct check_run_info {
 	double duration_s;         /* wall time sampled */
 	int    inconclusive_fail;  /* --inconclusive=fail: inconclusive reported as a failure */
 	int    point_estimate;     /* --point-estimate was in force */
-	int    tap_version;        /* 14 (0 means 14), or 13 for Test::Harness < 3.48 (Debian 12's prove) */
+	int    tap_version;        /* 13 (0 means 13: Test::Harness < 3.48, Debian 12's prove, rejects 14), or 14 */
 };
 
 /* "check: N passed, N failed, N inconclusive" (", N nothing to measure" when any). */

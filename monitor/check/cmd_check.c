@@ -47,34 +47,26 @@ struct check_cmd {
 	const char *junit, *baseline;
 };
 
-static int set_seconds(const char *what, const char *arg, double lo, double *out, char *msg, size_t len)
-{
-	if (cli_parse_number(arg, lo, 86400, out) == 0)
-		return 0;
-	snprintf(msg, len, "invalid %s '%s': expected seconds (%g to 86400)", what, arg, lo);
-	return -1;
-}
-
 static int set_duration(void *ctx, const char *arg, char *msg, size_t len)
 {
 	struct check_cmd *k = ctx;
 	k->duration_given = 1;
-	return set_seconds("duration", arg, 1, &k->c.duration_s, msg, len);
+	return cli_set_duration("duration", arg, 1, 86400, &k->c.duration_s, msg, len);
 }
 
 static int set_warmup(void *ctx, const char *arg, char *msg, size_t len)
 {
-	return set_seconds("warmup", arg, 0, &((struct check_cmd *)ctx)->warmup_s, msg, len);
+	return cli_set_duration("warmup", arg, 0, 86400, &((struct check_cmd *)ctx)->warmup_s, msg, len);
 }
 
 static int set_max_duration(void *ctx, const char *arg, char *msg, size_t len)
 {
-	return set_seconds("max duration", arg, 1, &((struct check_cmd *)ctx)->max_duration_s, msg, len);
+	return cli_set_duration("max duration", arg, 1, 86400, &((struct check_cmd *)ctx)->max_duration_s, msg, len);
 }
 
 static int set_timeout(void *ctx, const char *arg, char *msg, size_t len)
 {
-	return set_seconds("timeout", arg, 0.1, &((struct check_cmd *)ctx)->timeout_s, msg, len);
+	return cli_set_duration("timeout", arg, 0.1, 86400, &((struct check_cmd *)ctx)->timeout_s, msg, len);
 }
 
 static int set_wait(void *ctx, const char *arg, char *msg, size_t len)
@@ -179,17 +171,17 @@ static const struct cli_option options[] = {
 	CLI_OPT_NAME,
 	CLI_OPT_RATE,
 	{ 'j', "json", NULL, "the results as JSON version 1 on stdout (what --baseline reads)", cli_set_json },
-	{ 0, "duration", "SECONDS", "seconds judged, after the warm-up (default 10)", set_duration },
-	{ 0, "warmup", "SECONDS", "seconds sampled first and not judged (default 0)", set_warmup },
-	{ 0, "max-duration", "SECONDS", "keep sampling past --duration while a threshold is undecided, up to this", set_max_duration },
+	{ 0, "duration", "DURATION", "time judged, after the warm-up: 10, 30s, 2m (default 10 s)", set_duration },
+	{ 0, "warmup", "DURATION", "time sampled first and not judged (default 0)", set_warmup },
+	{ 0, "max-duration", "DURATION", "keep sampling past --duration while a threshold is undecided, up to this", set_max_duration },
 	{ 0, "per-worker", NULL, "judge each worker on its own (the default)", set_per_worker },
 	{ 0, "fleet", NULL, "judge the workers together: shares pooled, rates summed, maxima the largest", set_fleet },
 	{ 0, "config", "FILE", "thresholds, one a line ('#' comments), besides those given as arguments", set_config },
 	{ 0, "junit", "FILE", "also write JUnit XML to FILE (one testcase per worker and threshold)", set_junit },
 	{ 0, "tap", NULL, "TAP on stdout instead of the table", set_tap },
-	{ 0, "tap-version", "N", "the TAP version line: 14 (default) or 13, for Test::Harness before 3.48", set_tap_version },
+	{ 0, "tap-version", "N", "the TAP version line: 13 (default: every Test::Harness reads it) or 14", set_tap_version },
 	{ 0, "wait-for-workers", "N", "wait for N workers before sampling starts (exit 4 after --timeout)", set_wait },
-	{ 0, "timeout", "SECONDS", "how long --wait-for-workers waits (default 30)", set_timeout },
+	{ 0, "timeout", "DURATION", "how long --wait-for-workers waits (default 30 s)", set_timeout },
 	{ 0, "point-estimate", NULL, "compare the estimate alone, not its interval (weaker: noise flips it)", set_point },
 	{ 0, "baseline", "FILE", "a previous --json result, for relative thresholds (idle_pct>=baseline-5)", set_baseline },
 	{ 0, "inconclusive", "fail|skip", "fail: an undecided threshold fails (exit 1); skip (default): exit 3", set_inconclusive },
@@ -200,7 +192,7 @@ static const struct cli_option options[] = {
 
 static int config_error(const char *what)
 {
-	fprintf(stderr, "loopstat check: %s\n", what);
+	cli_error("%s", what);
 	return EXIT_USAGE;
 }
 
@@ -239,7 +231,7 @@ static int prepare(struct check_cmd *k, struct check_set *set, struct check_base
 		snprintf(err, sizeof(err), "open(%s): %s", k->junit, strerror(errno));
 		return config_error(err);
 	}
-	return -1;
+	return cli_check_pids(&k->c.targets);
 }
 
 /* ---- sampling ---- */
@@ -290,11 +282,15 @@ static int await_workers(struct check_cmd *k, struct session *se, struct snapsho
 			refused |= snap->w[i].no_access;
 	sampler_set_all_threads(se->sampler, 0);
 	if (refused) {
-		fprintf(stderr, "loopstat check: %s\n", probe_no_access_text());
+		cli_error("%s", probe_no_access_text());
 		return EXIT_ACCESS;
 	}
-	fprintf(stderr, "loopstat check: %zu worker%s found, %u wanted within %g s: nothing to measure\n",
-		live_workers(tr), live_workers(tr) == 1 ? "" : "s", want, limit);
+	size_t found = live_workers(tr);
+	char why[512] = "";
+	if (!found)
+		cli_no_worker_why(&k->c.targets, why, sizeof(why));
+	cli_error("%zu worker%s found, %u wanted within %g s: nothing to measure%s%s", found, found == 1 ? "" : "s",
+		  want, limit, found ? "" : ": ", why);
 	return EXIT_NOTHING;
 }
 
@@ -432,8 +428,10 @@ out:
 
 /* ---- reports ---- */
 
+/* The exit code: the verdicts', or EXIT_FAIL when a report was lost (a
+ * CI job must not read a pass, or a skip, from a report it cannot have). */
 static int report(struct check_cmd *k, struct session *se, const struct judged *j, double duration_s,
-		  const char *timestamp, FILE *junit)
+		  const char *timestamp, FILE **junit)
 {
 	struct utsname u;
 	if (uname(&u) < 0)
@@ -444,23 +442,23 @@ static int report(struct check_cmd *k, struct session *se, const struct judged *
 		.tap_version = k->tap_version,
 	};
 	FILE *people = k->tap || k->c.json ? stderr : stdout;
-	int err = 0;
+	/* stdout's write errors are found (with their cause) by cli_finish_output */
 	if (k->tap) {
-		err = check_report_tap(stdout, &info, j->r, j->n);
+		check_report_tap(stdout, &info, j->r, j->n);
 		if (j->gone)
 			check_report_tap_bail(stdout, j->gone_what);
 	} else if (k->c.json) {
-		err = check_report_json(stdout, &info, j->r, j->n);
+		check_report_json(stdout, &info, j->r, j->n);
 	}
 	if (j->gone)
-		fprintf(stderr, "loopstat check: %s\n", j->gone_what);
+		cli_error("%s", j->gone_what);
 	check_report_table(people, j->r, j->n);
 	check_report_summary(people, j->r, j->n);
-	if (junit) {
-		if (check_report_junit(junit, &info, j->r, j->n) < 0 || fflush(junit) != 0 || ferror(junit)) {
-			fprintf(stderr, "loopstat check: writing %s: %s\n", k->junit, strerror(errno ? errno : EIO));
-			err = -EIO;
-		}
+	int lost = 0;
+	if (*junit) {
+		check_report_junit(*junit, &info, j->r, j->n);
+		lost = cli_close_output(*junit, k->junit, 0) < 0;
+		*junit = NULL;
 	}
 	struct check_tally t;
 	check_tally_results(&t, j->r, j->n);
@@ -468,7 +466,7 @@ static int report(struct check_cmd *k, struct session *se, const struct judged *
 	if (j->gone && rc != EXIT_FAIL)
 		rc = EXIT_NOTHING;
 	rc = cli_finish_output(rc);
-	return err < 0 && rc == EXIT_OK ? EXIT_FAIL : rc;
+	return lost ? EXIT_FAIL : rc;
 }
 
 static int run(int argc, char **argv)
@@ -496,7 +494,7 @@ static int run(int argc, char **argv)
 	struct session_opts so = { .targets = &k.c.targets, .rate_hz = k.c.rate_hz };
 	int err = session_start(&se, &so);
 	if (err < 0) {
-		fprintf(stderr, "loopstat check: starting the sampler: %s\n", strerror(-err));
+		cli_error("starting the sampler: %s", strerror(-err));
 		rc = err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;
 		goto out;
 	}
@@ -504,7 +502,7 @@ static int run(int argc, char **argv)
 	rc = sample_and_judge(&k, &set, &base, &se, &tr, &j, &lo);
 	session_stop(&se);
 	if (rc == EXIT_OK)
-		rc = report(&k, &se, &j, j.n ? j.r[0].time_s : 0, timestamp, junit);
+		rc = report(&k, &se, &j, j.n ? j.r[0].time_s : 0, timestamp, &junit);
 	session_end(&se);
 out:
 	if (junit)

@@ -21,8 +21,15 @@ struct rec_writer {
 	FILE    *f;
 	struct intern *tab;          /* open addressing, cap a power of two */
 	size_t   cap, n;
-	int      failed;
+	int      err;                /* the first failed write's -errno (ENOSPC...), 0 */
 };
+
+/* A write failed: keep its cause, which later calls would overwrite. */
+static void failed(struct rec_writer *w)
+{
+	if (!w->err)
+		w->err = errno ? -errno : -EIO;
+}
 
 static uint64_t hash_str(const char *s)
 {
@@ -69,7 +76,7 @@ static int64_t intern(struct rec_writer *w, const char *s)
 		return -ENOMEM;
 	w->tab[j].id = (uint32_t)++w->n;
 	if (fprintf(w->f, "s %u %s\n", w->tab[j].id, clean) < 0)
-		w->failed = 1;
+		failed(w);
 	return w->tab[j].id;
 }
 
@@ -84,7 +91,7 @@ struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta)
 	textsafe_label(title, sizeof(title), meta->title[0] ? meta->title : "-");
 	if (fprintf(f, "loopstat-record %d\nm rate_hz %.3f\nm start_unix %.3f\nm host %s\nm title %s\n",
 		    REC_VERSION, meta->rate_hz, meta->start_unix, host, title) < 0)
-		w->failed = 1;
+		failed(w);
 	return w;
 }
 
@@ -103,20 +110,23 @@ int rec_write(struct rec_writer *w, const struct rec_event *ev)
 	for (int i = 0; i < nf && r >= 0; i++)
 		r = fprintf(w->f, " %" PRId64, ids[4 + i]);
 	if (r < 0 || fputc('\n', w->f) == EOF)
-		w->failed = 1;
-	return w->failed ? -EIO : 0;
+		failed(w);
+	return w->err;
 }
 
 int rec_writer_end(struct rec_writer *w, double duration_s)
 {
 	if (fprintf(w->f, "m duration_s %.3f\n", duration_s) < 0)
-		w->failed = 1;
-	int failed = w->failed || fflush(w->f) != 0 || ferror(w->f);
+		failed(w);
+	errno = 0;
+	if (fflush(w->f) != 0 || ferror(w->f))
+		failed(w);
+	int err = w->err;
 	for (size_t i = 0; i < w->cap; i++)
 		free(w->tab[i].key);
 	free(w->tab);
 	free(w);
-	return failed ? -EIO : 0;
+	return err;
 }
 
 /* ---- reading ------------------------------------------------------------- */

@@ -69,10 +69,11 @@ struct rec_writer;
 
 /* Starts a recording on f (borrowed; the caller closes it) with its header. */
 struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta);
-/* Appends one event. 0, -ENOMEM or -EIO. */
+/* Appends one event. 0, -ENOMEM, or the first failed write's -errno
+ * (-ENOSPC...; -EIO when the cause is unknown). */
 int  rec_write(struct rec_writer *w, const struct rec_event *ev);
 /* Writes the trailer (duration_s, in ms precision), flushes; returns 0 or
- * -EIO when any write failed. Frees w. */
+ * the first failed write's -errno, as rec_write. Frees w. */
 int  rec_writer_end(struct rec_writer *w, double duration_s);
 
 /* ---- reading ---- */

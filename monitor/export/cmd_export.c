@@ -97,14 +97,14 @@ static const struct cli_option options[] = {
 	{ 0, "template", "T", "path template, e.g. {prefix}.{host}.{process}.{metric}", set_template },
 	{ 0, "host", "H", "host level of the path (default: the host name up to its first dot)", set_host },
 	{ 0, "tags", NULL, "Graphite tag syntax: name;host=..;process=..", set_tags },
-	{ 0, "duration", "S", "how long to sample: 10, 30s, 1m (default 10 s)", set_duration },
-	{ 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 100)", set_rate },
+	{ 0, "duration", "DURATION", "how long to sample: 10, 1.5, 30s, 1m (default 10 s)", set_duration },
+	{ 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", set_rate },
 	{ 0, "resolution", "1s|window", "one point per second sampled, or one per run (default window)", set_resolution },
 	{ 0, "spool", "DIR", "where points wait until every destination has them", set_spool },
-	{ 0, "max-age", "DUR", "points older than this expire, counted (default 1d: match the retention)", set_max_age },
+	{ 0, "max-age", "DURATION", "points older than this expire, counted (default 1d: match the retention)", set_max_age },
 	{ 0, "max-spool", "SIZE", "spool size bound, oldest expire first (default 64M)", set_max_spool },
-	{ 0, "timeout", "S", "delivery budget of one run (default 20 s)", set_timeout },
-	{ 0, "lock-wait", "S", "how long to wait for an overlapping run (default 5 s)", set_lock_wait },
+	{ 0, "timeout", "DURATION", "delivery budget of one run, more than 0 (default 20 s)", set_timeout },
+	{ 0, "lock-wait", "DURATION", "how long to wait for an overlapping run (default 5 s)", set_lock_wait },
 	{ 0, "prometheus-textfile", "PATH", "also write the points for node_exporter's textfile collector", set_prom },
 	{ 0, "dry-run", NULL, "print the lines on stdout, send and spool nothing", set_dry_run },
 	{ 0, "config", "FILE", "read options from FILE (key = value, keys are the long options)", set_config },
@@ -132,10 +132,6 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	if (o->name_regex[0] && !x->c.name_given &&
 	    targets_set_regex(&x->c.targets, o->name_regex, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "name: %s", err);
-	if (!(o->duration_s >= 0.05 && o->duration_s <= 86400))
-		return cli_usage_error("export", "duration %g s: expected 0.05 s to 1 d", o->duration_s);
-	if (o->rate_hz != 0 && !(o->rate_hz >= 1 && o->rate_hz <= 10000))
-		return cli_usage_error("export", "rate %g: expected 1 to 10000 Hz", o->rate_hz);
 	if (!o->graphite[0] && !o->prometheus_textfile[0] && !o->dry_run)
 		return cli_usage_error("export", "nothing to do: give --graphite HOST:PORT, --prometheus-textfile "
 		                       "PATH or --dry-run");
@@ -145,6 +141,7 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	struct export_dest d[EXPORT_DEST_MAX];
 	if (o->graphite[0] && export_dest_parse(o->graphite, d, EXPORT_DEST_MAX, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "--graphite: %s", err);
+	cli_check_pids(&x->c.targets);   /* said; but the run goes on: it still delivers the spool */
 	return -1;
 }
 
@@ -209,7 +206,7 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err < 0) {
-		fprintf(stderr, "export: starting the sampler: %s\n", strerror(-err));
+		cli_error("starting the sampler: %s", strerror(-err));
 		return EXIT_FAIL;
 	}
 	struct export_points b;
@@ -226,40 +223,35 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 		err = model_of_session(&se, 0, &m);
 	session_end(&se);
 	if (err < 0) {
-		fprintf(stderr, "export: building the model: %s\n", strerror(-err));
+		cli_error("building the model: %s", strerror(-err));
 		export_points_done(&b);
 		return EXIT_FAIL;
 	}
 	int64_t now = time(NULL);
 	if (!per_second && export_points_add_model(&b, &m, o->prefix, host, now) < 0) {
-		fprintf(stderr, "export: out of memory\n");
+		cli_error("out of memory");
 		model_done(&m);
 		export_points_done(&b);
 		return EXIT_FAIL;
 	}
-	int refused = cli_report_refused(&m);
-	size_t nworkers = m.n;
+	/* refused, or no worker: said here, as list says it */
+	int verdict = cli_model_verdict(&m, &x->c.targets);
 	model_done(&m);
 
 	/* With nothing measured, the run still delivers what earlier runs
 	 * spooled (a worker restarting must not hold back the backlog). */
-	int nothing = refused >= 0 || nworkers == 0;
+	int nothing = verdict != EXIT_OK;
 	struct export_result r;
 	if (missed && !nothing)
-		fprintf(stderr, "export: --resolution 1s: %" PRIu64 " of %d seconds have no points: nothing was "
-		        "sampled in them (loopstat stopped or starved of CPU)\n", missed,
-		        (int)ceil(o->duration_s - 1e-9));
+		cli_error("--resolution 1s: %" PRIu64 " of %d seconds have no points: nothing was sampled in them "
+		          "(loopstat stopped or starved of CPU)", missed, (int)ceil(o->duration_s - 1e-9));
 	struct export_input in = { nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, missed };
 	int code = export_run(o, &in, stdout, stderr, &r);
 	export_points_done(&b);
-	if (refused >= 0)
-		return code == EXIT_USAGE ? code : refused;
-	if (nworkers == 0) {
-		fprintf(stderr, "export: no worker to measure: %s\n", targets_all(&x->c.targets) ?
-		        "no readable loopstat segment (name uninstrumented processes with -p or -n)" :
-		        "no thread of the processes named waits in an event loop's poll");
+	if (verdict == EXIT_ACCESS)
+		return code == EXIT_USAGE ? code : verdict;
+	if (verdict == EXIT_NOTHING)
 		return code == EXIT_USAGE || code == EXIT_ACCESS ? code : EXIT_NOTHING;
-	}
 	return code;
 }
 

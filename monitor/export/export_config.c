@@ -3,6 +3,7 @@
  * command line and the config file so the two cannot drift apart.
  */
 #include "export/export_config.h"
+#include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +23,7 @@ static const struct opt {
 	const char *key;
 	enum kind kind;
 	size_t off, size;
+	double lo, hi;                   /* K_SECONDS, K_AGE: the range, in seconds */
 } opts[] = {
 	{ "graphite",            K_STR,        STR(graphite) },
 	{ "prefix",              K_STR,        STR(prefix) },
@@ -32,11 +34,11 @@ static const struct opt {
 	{ "resolution",          K_RESOLUTION, STR(resolution) },
 	{ "pid",                 K_STR,        STR(pids) },
 	{ "name",                K_STR,        STR(name_regex) },
-	{ "duration",            K_SECONDS,    OFF(duration_s), 0 },
+	{ "duration",            K_SECONDS,    OFF(duration_s), 0, 0.05, 86400 },
 	{ "rate",                K_HZ,         OFF(rate_hz), 0 },
-	{ "timeout",             K_SECONDS,    OFF(timeout_s), 0 },
-	{ "lock-wait",           K_SECONDS,    OFF(lock_wait_s), 0 },
-	{ "max-age",             K_AGE,        OFF(max_age_s), 0 },
+	{ "timeout",             K_SECONDS,    OFF(timeout_s), 0, 0.1, 86400 },   /* 0 would defer every point */
+	{ "lock-wait",           K_SECONDS,    OFF(lock_wait_s), 0, 0, 86400 },
+	{ "max-age",             K_AGE,        OFF(max_age_s), 0, 1, 3650 * 86400.0 },
 	{ "max-spool",           K_SIZE,       OFF(max_spool_bytes), 0 },
 	{ "tags",                K_BOOL,       OFF(tags), 0 },
 	{ "dry-run",             K_BOOL,       OFF(dry_run), 0 },
@@ -71,25 +73,6 @@ void export_opts_host(const struct export_opts *o, char *buf, size_t len)
 		snprintf(buf, len, "localhost");
 	buf[len - 1] = '\0';
 	buf[strcspn(buf, ".")] = '\0';
-}
-
-double export_parse_duration(const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
-		return -1;
-	double mul = 1;
-	if (*end == 's')
-		end++;
-	else if (*end == 'm')
-		mul = 60, end++;
-	else if (*end == 'h')
-		mul = 3600, end++;
-	else if (*end == 'd')
-		mul = 86400, end++;
-	return *end ? -1 : v * mul;
 }
 
 int64_t export_parse_size(const char *s)
@@ -165,26 +148,18 @@ int export_opts_set(struct export_opts *o, const char *key, const char *value, c
 		return 0;
 	case K_SECONDS:
 	case K_AGE:
-		d = export_parse_duration(value);
-		if (d < 0 || (op->kind == K_AGE && d < 1)) {
-			snprintf(err, errlen, "%s '%s': expected a duration like 30s, 5m, 2h, 7d", op->key, value);
+		if (cli_set_duration(op->key, value, op->lo, op->hi, &d, err, errlen) < 0)
 			return -EINVAL;
-		}
 		if (op->kind == K_AGE)
 			*(int64_t *)(void *)base = (int64_t)d;
 		else
 			*(double *)(void *)base = d;
 		return 0;
-	case K_HZ: {
-		char *end;
-		d = strtod(value, &end);
-		if (end == value || *end || !isfinite(d) || d <= 0 || d > 100000) {
-			snprintf(err, errlen, "%s '%s': expected a rate in Hz (0 < rate <= 100000)", op->key, value);
+	case K_HZ:
+		if (cli_parse_rate(value, &d, err, errlen) < 0)
 			return -EINVAL;
-		}
 		*(double *)(void *)base = d;
 		return 0;
-	}
 	case K_SIZE:
 		n = export_parse_size(value);
 		if (n < 4096) {

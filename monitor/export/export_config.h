@@ -48,8 +48,6 @@ int export_config_load(struct export_opts *o, const char *path, char *err, size_
  * to the first dot. */
 void export_opts_host(const struct export_opts *o, char *buf, size_t len);
 
-/* "90", "90s", "5m", "2h", "7d" → seconds; -1 if malformed. */
-double export_parse_duration(const char *s);
 /* "4096", "512K", "64M", "1G" → bytes; -1 if malformed. */
 int64_t export_parse_size(const char *s);
 

@@ -176,13 +176,13 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	char err[1400];
 	int rc = export_spool_open(&sp, o->spool, &so, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "export: %s%s\n", err, spool_error_code(rc) == EXIT_ACCESS ?
+		fprintf(log, "loopstat export: %s%s\n", err, spool_error_code(rc) == EXIT_ACCESS ?
 		        " (give this user write access to it, or choose another --spool)" : "");
 		return spool_error_code(rc);
 	}
 	rc = export_spool_append(&sp, lines, len, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "export: %s; %" PRIu64 " points not spooled%s\n", err, r->lines,
+		fprintf(log, "loopstat export: %s; %" PRIu64 " points not spooled%s\n", err, r->lines,
 		        spool_error_code(rc) == EXIT_ACCESS ? " (give this user write access to it, or choose "
 		        "another --spool)" : "");
 		export_spool_close(&sp);
@@ -191,7 +191,7 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	r->spooled = r->lines;
 	rc = export_spool_lock_send(&sp, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "export: %s; %" PRIu64 " points spooled for the next run\n", err, r->spooled);
+		fprintf(log, "loopstat export: %s; %" PRIu64 " points spooled for the next run\n", err, r->spooled);
 		r->spool_bytes = export_spool_bytes(&sp);
 		export_spool_close(&sp);
 		return EXIT_DEFERRED;
@@ -234,12 +234,12 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 		 * delivered: that run waits for lock.send and delivers them itself */
 		if (x->rc < 0) {
 			code = EXIT_DEFERRED;
-			fprintf(log, "export: %s: %" PRIu64 " points deferred to the next run (oldest %lld s old, %d "
+			fprintf(log, "loopstat export: %s: %" PRIu64 " points deferred to the next run (oldest %lld s old, %d "
 			        "attempts, %" PRIu64 " sent, %" PRIu64 " expired): %s\n", x->dest.label, x->pending,
 			        x->oldest_unsent ? (long long)(now - x->oldest_unsent) : 0LL, x->attempts, x->sent,
 			        x->expired, x->why[0] ? x->why : "not sent");
 		} else if (x->expired) {
-			fprintf(log, "export: %s: %" PRIu64 " points expired before delivery (older than --max-age "
+			fprintf(log, "loopstat export: %s: %" PRIu64 " points expired before delivery (older than --max-age "
 			        "or over --max-spool); %" PRIu64 " sent\n", x->dest.label, x->expired, x->sent);
 		}
 	}
@@ -256,21 +256,21 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 	struct export_template tmpl;
 	struct export_name_opts no = { &tmpl, o->tags };
 	if (export_template_parse(&tmpl, o->tmpl[0] ? o->tmpl : NULL, err, sizeof(err)) < 0) {
-		fprintf(log, "export: %s\n", err);
+		fprintf(log, "loopstat export: %s\n", err);
 		return r->exit_code = EXIT_USAGE;
 	}
 	if (o->graphite[0]) {
 		struct export_dest dests[EXPORT_DEST_MAX];
 		int nd = export_dest_parse(o->graphite, dests, EXPORT_DEST_MAX, err, sizeof(err));
 		if (nd < 0) {
-			fprintf(log, "export: --graphite: %s\n", err);
+			fprintf(log, "loopstat export: --graphite: %s\n", err);
 			return r->exit_code = EXIT_USAGE;
 		}
 		r->ndest = nd;
 		for (int i = 0; i < nd; i++)
 			r->dest[i].dest = dests[i];
 	} else if (!o->prometheus_textfile[0] && !o->dry_run) {
-		fprintf(log, "export: nothing to do: give --graphite HOST:PORT, --prometheus-textfile PATH or --dry-run\n");
+		fprintf(log, "loopstat export: nothing to do: give --graphite HOST:PORT, --prometheus-textfile PATH or --dry-run\n");
 		return r->exit_code = EXIT_USAGE;
 	}
 
@@ -278,7 +278,7 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 	size_t len = 0;
 	FILE *f = open_memstream(&lines, &len);
 	if (!f) {
-		fprintf(log, "export: open_memstream: %s\n", strerror(errno));
+		fprintf(log, "loopstat export: open_memstream: %s\n", strerror(errno));
 		return r->exit_code = EXIT_FAIL;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -292,7 +292,7 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, pts, n, err,
 		                                                          sizeof(err)) : 0;
 		if (prc < 0) {
-			fprintf(log, "export: --prometheus-textfile: %s\n", err);
+			fprintf(log, "loopstat export: --prometheus-textfile: %s\n", err);
 			code = prc == -EACCES || prc == -EPERM || prc == -EROFS ? EXIT_ACCESS : EXIT_USAGE;
 		}
 		if (r->ndest) {

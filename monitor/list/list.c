@@ -197,7 +197,7 @@ void list_print_text(FILE *out, const struct model *m)
 		print_cells(out, w);
 		fputc('\n', out);
 	}
-	fprintf(out, "%u workers, mean idle %s%%, %s ops/s, headroom %s ops/s (%.1f s at %.0f Hz)\n", m->fleet.workers,
-		num(a, sizeof(a), m->fleet.mean_idle_pct, 1), num(b, sizeof(b), m->fleet.ops_per_s, 0),
+	fprintf(out, "%u worker%s, mean idle %s%%, %s ops/s, headroom %s ops/s (%.1f s at %.0f Hz)\n", m->fleet.workers,
+		m->fleet.workers == 1 ? "" : "s", num(a, sizeof(a), m->fleet.mean_idle_pct, 1), num(b, sizeof(b), m->fleet.ops_per_s, 0),
 		num(c, sizeof(c), m->fleet.headroom_ops_per_s, 0), model_span_s(m), m->rate_hz);
 }

@@ -17,8 +17,8 @@
 static const struct cli_option options[] = {
 	{ 'p', "pid", "PID", "the process to profile (required)", profile_cli_pid },
 	{ 0, "tid", "TID", "only this thread of it (default: every thread)", profile_cli_tid },
-	{ 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 1000)", cli_set_rate },
-	{ 0, "duration", "SECONDS", "how long to sample (default 5)", profile_cli_duration },
+	{ 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 1000)", cli_set_rate },
+	{ 0, "duration", "DURATION", "how long to sample: 5, 1.5, 30s, 2m (default 5 s)", profile_cli_duration },
 	{ 'f', "format", "FORMAT", "text (default), folded, speedscope, svg or json", profile_cli_format },
 	{ 'o', "output", "FILE", "write the profile to FILE (default: stdout)", profile_cli_output },
 	{ 0, "record", "FILE", "also write the raw sample stream to FILE (see record)", profile_cli_record },
@@ -45,7 +45,7 @@ static int run(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	if (!c.pid) {
-		rc = cli_usage_error("profile", "profile needs -p PID");
+		rc = cli_usage_error("profile", "needs -p PID");
 		goto out;
 	}
 	if ((rc = profile_check_target(c.pid, c.tid)) >= 0)
@@ -59,7 +59,7 @@ static int run(int argc, char **argv)
 	struct profile_acc *acc = profile_acc_new(PROFILE_ACC_AUTO_FIBER);
 	rc = EXIT_FAIL;
 	if (!acc) {
-		fprintf(stderr, "loopstat: profile: out of memory\n");
+		cli_error("out of memory");
 		goto out;
 	}
 	/* both files are opened before sampling: a bad path fails at once, not after --duration */
@@ -86,14 +86,14 @@ static int run(int argc, char **argv)
 		struct profile_tree *t = profile_acc_finish(acc);
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = dur };
 		if (!t) {
-			fprintf(stderr, "loopstat: profile: out of memory\n");
+			cli_error("out of memory");
 			goto out_acc;
 		}
 		rc = profile_emit_to(out, c.out, c.fmt, t, &meta, acc);
 		out = NULL;
 		if (rc == EXIT_OK && res.st.moved + res.st.unwind_failed > 0 && isatty(STDERR_FILENO))
-			fprintf(stderr, "loopstat: %llu stacks changed while read, %llu could not be unwound\n",
-				(unsigned long long)res.st.moved, (unsigned long long)res.st.unwind_failed);
+			cli_error("%llu stacks changed while read, %llu could not be unwound",
+				  (unsigned long long)res.st.moved, (unsigned long long)res.st.unwind_failed);
 	}
 	if (rc == EXIT_OK || res.st.samples == 0)
 		rc = verdict;

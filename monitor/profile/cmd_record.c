@@ -16,8 +16,8 @@ static const struct cli_option options[] = {
 	{ 'o', "output", "FILE", "the recording to write (required; - for stdout)", profile_cli_output },
 	CLI_OPT_PID,
 	CLI_OPT_NAME,
-	{ 'r', "rate", "HZ", "samples per second per thread (1 to 10000, default 1000)", cli_set_rate },
-	{ 0, "duration", "SECONDS", "how long to record (default 5)", profile_cli_duration },
+	{ 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 1000)", cli_set_rate },
+	{ 0, "duration", "DURATION", "how long to record: 5, 1.5, 30s, 2m (default 5 s)", profile_cli_duration },
 	{ 0 },
 };
 
@@ -30,12 +30,12 @@ static int run(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	if (!c.out) {
-		rc = cli_usage_error("record", "record needs -o FILE");
+		rc = cli_usage_error("record", "needs -o FILE");
 		goto out;
 	}
 	/* one pid: checked first, and its exit ends the recording */
 	pid_t one = c.common.targets.npids == 1 && !c.common.targets.has_re ? c.common.targets.pids[0] : 0;
-	if (one && (rc = profile_check_target(one, 0)) >= 0)
+	if (one ? (rc = profile_check_target(one, 0)) >= 0 : (rc = cli_check_pids(&c.common.targets)) >= 0)
 		goto out;
 	struct rec_meta rm = { .rate_hz = c.common.rate_hz ? c.common.rate_hz : PROFILE_DEFAULT_HZ,
 				       .start_unix = (double)time(NULL) };
@@ -52,7 +52,7 @@ static int run(int argc, char **argv)
 		goto out;
 	struct rec_writer *rec = rec_writer_new(f, &rm);
 	if (!rec) {
-		fprintf(stderr, "loopstat: record: out of memory\n");
+		cli_error("out of memory");
 		profile_close_out(f, c.out, 0);
 		goto out;
 	}

@@ -39,13 +39,13 @@ static int run(int argc, char **argv)
 	if (rc >= 0)
 		goto out;
 	if (!c.file) {
-		rc = cli_usage_error("report", "report needs a recording: loopstat report FILE");
+		rc = cli_usage_error("report", "needs a recording: loopstat report FILE");
 		goto out;
 	}
 	rc = EXIT_FAIL;
 	FILE *f = strcmp(c.file, "-") == 0 ? stdin : fopen(c.file, "r");
 	if (!f) {
-		fprintf(stderr, "loopstat: open(%s): %s\n", c.file, strerror(errno));
+		cli_error("open(%s): %s", c.file, strerror(errno));
 		rc = errno == ENOENT ? EXIT_USAGE : EXIT_FAIL;
 		goto out;
 	}
@@ -56,15 +56,14 @@ static int run(int argc, char **argv)
 	if (f != stdin)
 		fclose(f);
 	if (err == -EPROTO)
-		fprintf(stderr, "loopstat: %s:%ld: not a loopstat recording of version %d\n", c.file, line,
-			REC_VERSION);
+		cli_error("%s:%ld: not a loopstat recording of version %d", c.file, line, REC_VERSION);
 	else if (err < 0)
-		fprintf(stderr, "loopstat: reading %s: %s\n", c.file, strerror(-err));
+		cli_error("reading %s: %s", c.file, strerror(-err));
 	struct profile_tree *t = err == 0 ? profile_acc_finish(acc) : NULL;
 	if (err == 0 && !t)
-		fprintf(stderr, "loopstat: report: out of memory\n");
+		cli_error("out of memory");
 	if (t && profile_acc_samples(acc, NULL, NULL) == 0) {
-		fprintf(stderr, "loopstat: %s holds no samples\n", c.file);
+		cli_error("%s holds no samples", c.file);
 		rc = EXIT_NOTHING;
 	} else if (t) {
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s };

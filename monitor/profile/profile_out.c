@@ -39,7 +39,8 @@ int profile_write(FILE *out, enum profile_format fmt, struct profile_tree *t,
 
 static int stream_result(FILE *out)
 {
-	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+	errno = 0;   /* the first flush after a failed write gives its cause (ENOSPC) */
+	return fflush(out) == 0 && !ferror(out) ? 0 : errno ? -errno : -EIO;
 }
 
 /* ---- text ---- */

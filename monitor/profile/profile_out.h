@@ -12,7 +12,7 @@
  *   svg         a self-contained interactive flame graph (profile_out_svg.c)
  *
  * Writers sort the tree (profile_tree_sort) and return 0, -ENOMEM, or
- * -EIO when the stream reported an error.
+ * the stream's error (-ENOSPC...; -EIO when its cause is unknown).
  */
 #ifndef LOOPSTAT_PROFILE_OUT_H
 #define LOOPSTAT_PROFILE_OUT_H

@@ -213,5 +213,6 @@ int profile_write_speedscope(FILE *out, struct profile_tree *t, const struct pro
 	json_object_end(&j);
 	fputc('\n', out);
 	frames_done(&f);
-	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+	errno = 0;   /* the first flush after a failed write gives its cause (ENOSPC) */
+	return fflush(out) == 0 && !ferror(out) ? 0 : errno ? -errno : -EIO;
 }

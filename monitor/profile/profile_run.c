@@ -18,6 +18,12 @@
 
 int profile_check_target(pid_t pid, pid_t tid)
 {
+	struct targets one = { .pids = { pid }, .npids = 1 };
+	int rc = cli_check_pids(&one);   /* gone, or a kernel thread */
+	if (rc < 0)
+		rc = cli_check_access(&one);
+	if (rc >= 0)
+		return rc;
 	struct probe_syscall p;
 	int err = probe_syscall_open(&p, pid, tid ? tid : pid);
 	probe_syscall_close(&p);
@@ -26,13 +32,13 @@ int profile_check_target(pid_t pid, pid_t tid)
 	if (err == -EACCES || err == -EPERM) {
 		char why[PROBE_ACCESS_TEXT_LEN];
 		probe_access_explain(pid, why, sizeof(why));
-		fprintf(stderr, "loopstat: access to pid %d refused: %s\n", (int)pid, why);
+		cli_error("access to thread %d refused: %s", (int)tid, why);
 		return EXIT_ACCESS;
 	}
 	if (tid && probe_stat_read(pid, 0, &(struct probe_stat){ 0 }) == 0)
-		fprintf(stderr, "loopstat: no thread %d in process %d\n", (int)tid, (int)pid);
+		cli_error("no thread %d in process %d", (int)tid, (int)pid);
 	else
-		fprintf(stderr, "loopstat: no process %d: %s\n", (int)pid, strerror(-err));
+		cli_error("no process %d: %s", (int)pid, strerror(-err));
 	return EXIT_NOTHING;
 }
 
@@ -52,7 +58,7 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 	struct profile_live_opts lo = { .pid = o->pid, .tid = o->tid, .acc = o->acc, .rec = o->rec };
 	struct profile_live *l = profile_live_new(&lo);
 	if (!l) {
-		fprintf(stderr, "loopstat: starting the unwinder: %s\n", strerror(errno));
+		cli_error("starting the unwinder: %s", strerror(errno));
 		return -errno;
 	}
 	struct session_opts so = { .targets = o->targets, .rate_hz = o->rate_hz, .all_threads = 1,
@@ -60,7 +66,7 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err < 0) {
-		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		cli_error("starting the sampler: %s", strerror(-err));
 		profile_live_delete(l);
 		return err;
 	}
@@ -70,8 +76,10 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 	session_end(&se);
 	profile_live_stats(l, &res->st);
 	profile_live_delete(l);
-	if (res->st.err < 0) {
-		fprintf(stderr, "loopstat: keeping the samples: %s\n", strerror(-res->st.err));
+	/* a recording that could not be written is said once, with its
+	 * path, when it is closed (profile_close_out) */
+	if (res->st.err < 0 && !(o->rec && res->st.err != -ENOMEM)) {
+		cli_error("keeping the samples: %s", strerror(-res->st.err));
 		return res->st.err;
 	}
 	return 0;
@@ -82,17 +90,17 @@ int profile_run_verdict(const struct profile_run_opts *o, const struct profile_r
 	if (res->st.samples == 0 && res->st.no_access > 0) {
 		char why[PROBE_ACCESS_TEXT_LEN];
 		probe_access_explain(o->pid, why, sizeof(why));
-		fprintf(stderr, "loopstat: every sample was refused: %s\n", why);
+		cli_error("every sample was refused: %s", why);
 		return EXIT_ACCESS;
 	}
 	if (res->gone) {
-		fprintf(stderr, "loopstat: %s %d exited after %.1f s; the report covers the %llu samples taken until then\n",
-			o->tid ? "thread" : "process", (int)(o->tid ? o->tid : o->pid), res->elapsed_s,
-			(unsigned long long)res->st.samples);
+		cli_error("%s %d exited after %.1f s; the report covers the %llu samples taken until then",
+			  o->tid ? "thread" : "process", (int)(o->tid ? o->tid : o->pid), res->elapsed_s,
+			  (unsigned long long)res->st.samples);
 		return EXIT_NOTHING;
 	}
 	if (res->st.samples == 0) {
-		fprintf(stderr, "loopstat: no samples: no target thread was seen\n");
+		cli_error("no samples: no target thread was seen");
 		return EXIT_NOTHING;
 	}
 	return EXIT_OK;
@@ -109,24 +117,21 @@ FILE *profile_open_out(const char *path)
 		return stdout;
 	FILE *f = fopen(path, "w");
 	if (!f)
-		fprintf(stderr, "loopstat: open(%s): %s\n", path, strerror(errno));
+		cli_error("open(%s): %s", path, strerror(errno));
 	return f;
 }
 
 int profile_close_out(FILE *f, const char *path, int write_err)
 {
-	if (to_stdout(path))
-		return cli_finish_output(EXIT_OK);
-	int bad = write_err < 0 || ferror(f);
-	int err = bad ? (errno ? errno : EIO) : 0;
-	if (fclose(f) != 0 && !bad) {
-		bad = 1;
-		err = errno;
+	/* -EIO only says that a write failed: the flush finds out why */
+	int known = write_err == -EIO ? 0 : write_err;
+	if (!to_stdout(path))
+		return cli_close_output(f, path, known) < 0 ? EXIT_FAIL : EXIT_OK;
+	if (known < 0) {
+		cli_error("writing the output: %s", strerror(-known));
+		return EXIT_FAIL;
 	}
-	if (!bad)
-		return EXIT_OK;
-	fprintf(stderr, "loopstat: writing %s: %s\n", path, strerror(err));
-	return EXIT_FAIL;
+	return cli_finish_output(EXIT_OK);
 }
 
 int profile_emit(const char *path, enum profile_format fmt, struct profile_tree *t, const struct profile_meta *meta,
@@ -143,7 +148,7 @@ int profile_emit_to(FILE *f, const char *path, enum profile_format fmt, struct p
 	if (err == 0 && acc && fmt == PROFILE_FMT_TEXT)
 		err = profile_acc_write_stalls(acc, f);
 	if (err == -ENOMEM) {
-		fprintf(stderr, "loopstat: writing the profile: %s\n", strerror(ENOMEM));
+		cli_error("writing the profile: %s", strerror(ENOMEM));
 		if (!to_stdout(path))
 			fclose(f);
 		return EXIT_FAIL;
@@ -178,11 +183,7 @@ int profile_cli_tid(void *ctx, const char *arg, char *msg, size_t len)
 
 int profile_cli_duration(void *ctx, const char *arg, char *msg, size_t len)
 {
-	struct cli_common *c = ctx;
-	if (cli_parse_number(arg, 0.05, 86400, &c->duration_s) == 0)
-		return 0;
-	snprintf(msg, len, "invalid duration '%s': expected seconds (0.05 to 86400)", arg);
-	return -1;
+	return cli_set_duration("duration", arg, 0.05, 86400, &((struct cli_common *)ctx)->duration_s, msg, len);
 }
 
 int profile_cli_format(void *ctx, const char *arg, char *msg, size_t len)

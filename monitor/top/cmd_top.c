@@ -18,11 +18,7 @@ struct top_ctx {
 
 static int set_delay(void *ctx, const char *arg, char *msg, size_t len)
 {
-	struct top_ctx *c = ctx;
-	if (cli_parse_number(arg, 0.05, 3600, &c->tui.delay_s) == 0)
-		return 0;
-	snprintf(msg, len, "invalid delay '%s': expected seconds (0.05 to 3600)", arg);
-	return -1;
+	return cli_set_duration("delay", arg, 0.05, 3600, &((struct top_ctx *)ctx)->tui.delay_s, msg, len);
 }
 
 static int set_no_color(void *ctx, const char *arg, char *msg, size_t len)
@@ -43,7 +39,7 @@ static int set_replay(void *ctx, const char *arg, char *msg, size_t len)
 static int exit_of(int rc)
 {
 	if (rc < 0) {
-		fprintf(stderr, "loopstat: top needs a terminal: %s\n", strerror(-rc));
+		cli_error("needs a terminal: %s", strerror(-rc));
 		return EXIT_FAIL;
 	}
 	return rc > 0 ? 128 + rc : EXIT_OK;   /* stopped by a signal, as a shell reports it */
@@ -54,7 +50,7 @@ static int run_replay(struct top_ctx *c)
 {
 	FILE *f = fopen(c->replay, "r");
 	if (!f) {
-		fprintf(stderr, "loopstat: open(%s): %s\n", c->replay, strerror(errno));
+		cli_error("open(%s): %s", c->replay, strerror(errno));
 		return errno == ENOENT ? EXIT_USAGE : EXIT_FAIL;
 	}
 	struct replay *r = NULL;
@@ -62,11 +58,11 @@ static int run_replay(struct top_ctx *c)
 	int err = replay_open(f, &r, &line);
 	fclose(f);
 	if (err == -EPROTO) {
-		fprintf(stderr, "loopstat: %s:%ld: not a loopstat recording of version 1\n", c->replay, line);
+		cli_error("%s:%ld: not a loopstat recording of version 1", c->replay, line);
 		return EXIT_USAGE;
 	}
 	if (err < 0) {
-		fprintf(stderr, "loopstat: reading %s: %s\n", c->replay, strerror(-err));
+		cli_error("reading %s: %s", c->replay, strerror(-err));
 		return EXIT_FAIL;
 	}
 	struct source src;
@@ -81,7 +77,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_NAME,
 	CLI_OPT_RATE,
 	CLI_OPT_MAX_WORKERS,
-	{ 'd', "delay", "SECONDS", "seconds between screen refreshes (default 1)", set_delay },
+	{ 'd', "delay", "DURATION", "time between screen refreshes: 1, 0.5, 2s (default 1 s)", set_delay },
 	{ 0, "no-color", NULL, "no colours (also when NO_COLOR is set)", set_no_color },
 	{ 0, "replay", "FILE", "replay a recording (loopstat record) at its recorded pace instead of sampling", set_replay },
 	{ 0 },
@@ -98,6 +94,9 @@ static int run(int argc, char **argv)
 		rc = run_replay(&c);
 		goto out;
 	}
+	/* the dashboard would only show these in its header: say them and stop */
+	if ((rc = cli_check_pids(&c.common.targets)) >= 0 || (rc = cli_check_access(&c.common.targets)) >= 0)
+		goto out;
 	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets,
 				   .max_workers = c.common.max_workers };
 	struct sampler *s = NULL;
@@ -105,7 +104,7 @@ static int run(int argc, char **argv)
 	if (err == 0 && (err = sampler_start(s)) < 0)
 		sampler_delete(s);
 	if (err < 0) {
-		fprintf(stderr, "loopstat: starting the sampler: %s\n", strerror(-err));
+		cli_error("starting the sampler: %s", strerror(-err));
 		rc = EXIT_FAIL;
 		goto out;
 	}

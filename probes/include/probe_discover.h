@@ -47,12 +47,14 @@ void probe_matcher_done(struct probe_matcher *m);
 int probe_matcher_init_why(struct probe_matcher *m, const char *pattern, unsigned what, char *why, size_t len);
 
 /* Every process (not thread) whose comm or cmdline matches, except the
- * caller's own process (its command line holds the pattern). Fills up to
+ * caller's own process (its command line holds the pattern) and kernel
+ * threads (no event loop, and a syscall file of zeros). Fills up to
  * cap entries of out, in pid order. Returns the number of matches, which
  * may exceed cap, or -errno. */
 int probe_discover_match(const struct probe_matcher *m, struct probe_proc_info *out, size_t cap);
 
-/* The processes of pids[0..n) that exist, in the given order. Returns the
+/* The processes of pids[0..n) that exist and are not kernel threads, in
+ * the given order. Returns the
  * number filled (<= n, into out) or -errno. */
 int probe_discover_pids(const pid_t *pids, size_t n, struct probe_proc_info *out);
 

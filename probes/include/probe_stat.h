@@ -13,6 +13,7 @@ struct probe_stat {
 	char     comm[PROBE_COMM_LEN]; /* field 2 without the parentheses; may hold spaces and ')' */
 	char     state;                /* field 3: R, S, D, Z, T, t, X, I */
 	int      ppid;                 /* field 4 */
+	unsigned flags;                /* field 9: the kernel's PF_* bits */
 	uint64_t utime;                /* field 14, clock ticks */
 	uint64_t stime;                /* field 15, clock ticks */
 	int      threads;              /* field 20 */
@@ -28,6 +29,10 @@ struct probe_stat {
 };
 
 #define PROBE_STAT_IMAGE_FIELDS 10
+
+/* flags: PF_KTHREAD, a kernel thread (its syscall file reads all zeros:
+ * it has no event loop, nothing of it can be measured) */
+#define PROBE_STAT_KTHREAD 0x00200000u
 
 /* Parses the text of a stat file. comm is taken up to the LAST ')', since a
  * process can name itself ") (". Fields 4-22 must be there; the image

@@ -152,7 +152,7 @@ static int match_direct(const struct probe_matcher *m, struct probe_proc_info *o
 	while ((de = readdir(dir))) {
 		pid_t pid = entry_pid(de->d_name);
 		struct probe_stat st;
-		if (pid <= 0 || pid == self || probe_stat_read(pid, 0, &st) < 0)
+		if (pid <= 0 || pid == self || probe_stat_read(pid, 0, &st) < 0 || (st.flags & PROBE_STAT_KTHREAD))
 			continue;
 		if (cmdline)
 			read_cmdline(pid, cmdline, CMDLINE_MAX);
@@ -173,8 +173,8 @@ close_dir:
 /* The real-/proc path: one libproc2 reap of every process. */
 static int match_libproc2(const struct probe_matcher *m, struct probe_proc_info *out, size_t cap)
 {
-	enum pids_item items[] = { PIDS_ID_PID, PIDS_CMD, PIDS_CMDLINE, PIDS_TICS_BEGAN, PIDS_NLWP };
-	enum { I_PID, I_CMD, I_CMDLINE, I_BEGAN, I_NLWP };
+	enum pids_item items[] = { PIDS_ID_PID, PIDS_CMD, PIDS_CMDLINE, PIDS_TICS_BEGAN, PIDS_NLWP, PIDS_FLAGS };
+	enum { I_PID, I_CMD, I_CMDLINE, I_BEGAN, I_NLWP, I_FLAGS };
 	struct pids_info *info = NULL;
 	int found = 0;
 
@@ -192,7 +192,7 @@ static int match_libproc2(const struct probe_matcher *m, struct probe_proc_info 
 		pid_t pid = PIDS_VAL(I_PID, s_int, s, info);
 		const char *comm = PIDS_VAL(I_CMD, str, s, info);
 		const char *cmdline = PIDS_VAL(I_CMDLINE, str, s, info);
-		if (pid == self || !matches(m, comm, cmdline))
+		if (pid == self || (PIDS_VAL(I_FLAGS, ul_int, s, info) & PROBE_STAT_KTHREAD) || !matches(m, comm, cmdline))
 			continue;
 		if ((size_t)found < cap) {
 			struct probe_proc_info *o = &out[found];
@@ -224,7 +224,7 @@ int probe_discover_pids(const pid_t *pids, size_t n, struct probe_proc_info *out
 	int found = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct probe_stat st;
-		if (pids[i] <= 0 || probe_stat_read(pids[i], 0, &st) < 0)
+		if (pids[i] <= 0 || probe_stat_read(pids[i], 0, &st) < 0 || (st.flags & PROBE_STAT_KTHREAD))
 			continue;
 		fill_info(&out[found++], pids[i], &st);
 	}

@@ -65,6 +65,7 @@ int probe_stat_parse(const char *text, struct probe_stat *out)
 			return -EINVAL;
 		switch (field) {
 		case 4: out->ppid = (int)v; break;
+		case 9: out->flags = (unsigned)v; break;
 		case 14: out->utime = (uint64_t)v; break;
 		case 15: out->stime = (uint64_t)v; break;
 		case 20: out->threads = (int)v; break;
