@@ -118,8 +118,16 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 TIMED_TESTS = $(filter %/test_accuracy,$(TESTS))
 CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
 
+# Suites that measure shares of real workers' time or timing itself run
+# alone; the rest two at a time (scripts/run-tests.sh): they mostly wait on
+# the children they sample and assert nothing about speed.
+SOLO_TESTS = test_accuracy test_list_workers test_sampler test_sampler_shortcut test_sampler_unchanged \
+             test_check_verdicts test_check_ci test_check_cmd test_loop_poll_cli test_probe_loop test_stall \
+             test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
+             test_interleave test_stats
+
 check: all tests
-	@TALLY=$(CHECK_SET) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
+	@TALLY=$(CHECK_SET) SOLO="$(SOLO_TESTS)" sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
 
 # The layers' include rules (docs/design.md): a wrong-way include fails;
 # and commit subjects of at most 72 characters.

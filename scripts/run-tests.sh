@@ -3,29 +3,62 @@
 # after a failure so one run shows them all. Prints Criterion's synthesis
 # line per suite and a closing "N passed, N failed" line; exits non-zero if
 # any suite failed or crashed.
+#
+# Suites named in $SOLO (space-separated names, e.g. "test_sampler") measure
+# timing or shares of CPU: each runs alone. The others run $PAR at a time
+# (default 2): most of their time is spent waiting on the children they
+# sample, and they assert nothing about how fast anything ran.
+#
+#   run-tests.sh BUILD SUITE...     run them, print, tally
+#   run-tests.sh --one BUILD SUITE  (internal) run one suite into BUILD/.suites/
 set -u
-build=$1; shift
-passed=0; failed=0; bad_suites=""
+
 # Fibers switch stacks by hand: ASan must not treat that as stack misuse,
 # and leaks in forked test workers are still reported.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_stack_use_after_return=0:abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-label=$(basename "$build")
 
+if [ "${1:-}" = "--one" ]; then
+	build=$2 t=$3
+	name=$(basename "$t")
+	dir="$build/.suites"
+	export LOOPSTAT_BIN="$build/loopstat"
+	t0=$(date +%s)
+	# 300 s bounds a suite; each test also sets its own .timeout.
+	timeout -k 10 300 "$t" --jobs 2 >"$dir/$name.out" 2>&1
+	echo $? >"$dir/$name.rc"
+	echo $(($(date +%s) - t0)) >"$dir/$name.time"
+	exit 0
+fi
+
+build=$1; shift
+label=$(basename "$build")
+dir="$build/.suites"
+mkdir -p "$dir"
+solo=""; par=""
+for t in "$@"; do
+	rm -f "$dir/$(basename "$t")".*
+	case " ${SOLO:-} " in
+	*" $(basename "$t") "*) solo="$solo $t" ;;
+	*) par="$par $t" ;;
+	esac
+done
+
+t_start=$(date +%s)
+[ -n "$par" ] && printf '%s\n' $par | xargs -P "${PAR:-2}" -I{} sh "$0" --one "$build" {}
+for t in $solo; do sh "$0" --one "$build" "$t"; done
+
+passed=0; failed=0; bad_suites=""
 for t in "$@"; do
 	name=$(basename "$t")
-	out=$(mktemp)
-	export LOOPSTAT_BIN="$build/loopstat"
-	# 300 s bounds a suite; each test also sets its own .timeout.
-	t0=$(date +%s)
-	timeout -k 10 300 "$t" --jobs 2 >"$out" 2>&1
-	rc=$?
+	out="$dir/$name.out"
+	rc=$(cat "$dir/$name.rc" 2>/dev/null || echo 125)
 	# Criterion's verdicts, plus what the sanitizers say (their reports
 	# otherwise hide behind a bare [FAIL])
-	grep -v '^\[----\].*Criterion' "$out" |
+	grep -v '^\[----\].*Criterion' "$out" 2>/dev/null |
 		grep -E '^\[(FAIL|----|====)\]|runtime error:|ERROR: (Address|Leak)Sanitizer|^SUMMARY:' || true
-	echo "[time] $label/$name $(($(date +%s) - t0)) s"
-	syn=$(grep 'Synthesis:' "$out" | tail -n 1)
+	echo "[time] $label/$name $(cat "$dir/$name.time" 2>/dev/null || echo '?') s"
+	syn=$(grep 'Synthesis:' "$out" 2>/dev/null | tail -n 1)
 	p=$(echo "$syn" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
 	f=$(echo "$syn" | sed -n 's/.*Failing: \([0-9]*\).*Crashing: \([0-9]*\).*/\1 \2/p')
 	p=${p:-0}
@@ -33,13 +66,12 @@ for t in "$@"; do
 	if [ "$rc" -ne 0 ] || [ -z "$syn" ]; then
 		[ "$nf" -eq 0 ] && nf=1
 		bad_suites="$bad_suites $name"
-		[ -z "$syn" ] && { echo "[FAIL] $label/$name: exited $rc without a synthesis:"; tail -n 30 "$out"; }
+		[ -z "$syn" ] && { echo "[FAIL] $label/$name: exited $rc without a synthesis:"; tail -n 30 "$out" 2>/dev/null; }
 	fi
 	passed=$((passed + p)); failed=$((failed + nf))
-	rm -f "$out"
 done
 
-echo "[$label] suites failing:${bad_suites:- none}"
+echo "[$label] $# suites in $(($(date +%s) - t_start)) s; suites failing:${bad_suites:- none}"
 echo "$passed $failed" > "$build/.test-tally${TALLY:+.$TALLY}"
 echo "tests: $passed passed, $failed failed"
 [ -z "$bad_suites" ]
