@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NS 1000000000ll
 #define EXPORT_CLI_SETS 64
@@ -138,6 +139,9 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	if (!o->graphite[0] && !o->prometheus_textfile[0] && !o->dry_run)
 		return cli_usage_error("export", "nothing to do: give --graphite HOST:PORT, --prometheus-textfile "
 		                       "PATH or --dry-run");
+	if (o->graphite[0] && !o->spool[0] && !o->dry_run)
+		return cli_usage_error("export", "no spool directory: HOME is unset and uid %u has no home directory; "
+		                       "give --spool DIR", (unsigned)geteuid());
 	struct export_template t;
 	if (export_template_parse(&t, o->tmpl[0] ? o->tmpl : NULL, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "--template: %s", err);

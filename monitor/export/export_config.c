@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -52,13 +53,18 @@ void export_opts_init(struct export_opts *o)
 	o->lock_wait_s = 5;
 	o->max_age_s = 86400;
 	o->max_spool_bytes = 64ll << 20;
+	/* never a shared directory: without HOME (cron, systemd) the home is
+	 * the passwd entry's, and with none at all there is no default */
 	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct passwd *pw = home && home[0] == '/' ? NULL : getpwuid(geteuid());
+	if (!home || home[0] != '/')
+		home = pw && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 	if (geteuid() == 0)
 		snprintf(o->spool, sizeof(o->spool), "/var/spool/loopstat");
-	else if (state && state[0])
+	else if (state && state[0] == '/')   /* the XDG spec ignores a relative one */
 		snprintf(o->spool, sizeof(o->spool), "%s/loopstat/spool", state);
-	else
-		snprintf(o->spool, sizeof(o->spool), "%s/.local/state/loopstat/spool", home ? home : "/tmp");
+	else if (home)
+		snprintf(o->spool, sizeof(o->spool), "%s/.local/state/loopstat/spool", home);
 }
 
 void export_opts_host(const struct export_opts *o, char *buf, size_t len)

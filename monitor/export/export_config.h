@@ -30,7 +30,8 @@ struct export_opts {
 };
 
 /* Defaults; the spool dir is /var/spool/loopstat for root, else
- * $XDG_STATE_HOME (or ~/.local/state)/loopstat/spool. */
+ * $XDG_STATE_HOME (or ~/.local/state)/loopstat/spool, the home directory
+ * taken from the passwd entry when HOME is unset; "" when there is none. */
 void export_opts_init(struct export_opts *o);
 
 /* Sets one option by its long name (`max-age`; `max_age` also accepted).
