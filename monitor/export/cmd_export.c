@@ -82,6 +82,7 @@ SETTER(set_timeout, "timeout")
 SETTER(set_lock_wait, "lock-wait")
 SETTER(set_prom, "prometheus-textfile")
 SETTER(set_dry_run, "dry-run")
+SETTER(set_no_resend, "no-resend")
 #undef SETTER
 
 static int set_config(void *ctx, const char *arg, char *msg, size_t len)
@@ -107,6 +108,7 @@ static const struct cli_option options[] = {
 	{ 0, "lock-wait", "S", "how long to wait for an overlapping run (default 5 s)", set_lock_wait },
 	{ 0, "prometheus-textfile", "PATH", "also write the points for node_exporter's textfile collector", set_prom },
 	{ 0, "dry-run", NULL, "print the lines on stdout, send and spool nothing", set_dry_run },
+	{ 0, "no-resend", NULL, "never send the last delivery again (for aggregating destinations)", set_no_resend },
 	{ 0, "config", "FILE", "read options from FILE (key = value, keys are the long options)", set_config },
 	CLI_OPT_PID,
 	CLI_OPT_NAME,

@@ -41,6 +41,7 @@ static const struct opt {
 	{ "max-spool",           K_SIZE,       OFF(max_spool_bytes), 0 },
 	{ "tags",                K_BOOL,       OFF(tags), 0 },
 	{ "dry-run",             K_BOOL,       OFF(dry_run), 0 },
+	{ "no-resend",           K_BOOL,       OFF(no_resend), 0 },
 };
 
 void export_opts_init(struct export_opts *o)

@@ -27,6 +27,7 @@ struct export_opts {
 	int64_t max_spool_bytes;    /* spool bound, default 64 MiB */
 	int tags;                   /* --tags: Graphite tag syntax */
 	int dry_run;                /* --dry-run: print lines, send nothing */
+	int no_resend;              /* --no-resend: never send the last delivery again */
 };
 
 /* Defaults; the spool dir is /var/spool/loopstat for root, else

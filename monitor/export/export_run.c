@@ -180,7 +180,7 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
                     size_t len, const struct export_input *in, FILE *log, struct export_result *r)
 {
 	int64_t now = in->now;
-	struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000) };
+	struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000), o->no_resend };
 	struct export_spool sp;
 	char err[1400];
 	int rc = export_spool_open(&sp, o->spool, &so, err, sizeof(err));

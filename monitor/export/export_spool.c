@@ -551,6 +551,7 @@ int export_spool_delivery_begin(struct export_spool *s, const char *key, struct 
 	d->key = key;
 	int rc = export_spool_mark_load(s, key, &d->mark);
 	d->start = d->mark.next;
+	d->resent = s->o.no_resend;   /* no window to lead the first batch */
 	return rc;
 }
 
@@ -636,6 +637,8 @@ int export_spool_ack(struct export_spool *s, struct export_delivery *d, const st
 		m.resend = m.next;   /* past expired lines only: still nothing to resend */
 	}
 	d->resent = 1;
+	if (s->o.no_resend)
+		m.resend = m.next;   /* nothing kept to send again: trim frees it at once */
 	if (same_pos(&m.next, &d->mark.next) && same_pos(&m.resend, &d->mark.resend))
 		return 0;
 	int rc = export_spool_mark_store(s, d->key, &m);

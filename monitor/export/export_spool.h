@@ -19,7 +19,9 @@
  * delivery (one run's new lines, at most EXPORT_SPOOL_RESEND_MAX bytes,
  * else that run's last batch) and the next run sends it again, once, at
  * the head of its first batch. Trim keeps that range until a later
- * delivery replaces it. Nothing older is ever resent.
+ * delivery replaces it. Nothing older is ever resent. With no_resend the
+ * window is always empty: for destinations that aggregate (carbon-aggregator,
+ * carbon-c-relay's aggregate), where a line sent twice is counted twice.
  */
 #ifndef LOOPSTAT_EXPORT_SPOOL_H
 #define LOOPSTAT_EXPORT_SPOOL_H
@@ -31,6 +33,7 @@ struct export_spool_opts {
 	int64_t max_bytes;   /* total size of the segments */
 	int64_t max_age_s;   /* lines older than this expire (whisper would reject them) */
 	int lock_wait_ms;    /* how long to wait for lock.send held by another run */
+	int no_resend;       /* keep no resend window (an aggregating destination would count it twice) */
 };
 
 struct export_spool {
