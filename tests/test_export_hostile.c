@@ -351,7 +351,8 @@ Test(export_hostile, fifos_never_hang_a_run_nor_hold_the_lock)
 		snprintf(tag, sizeof(tag), "fifo%d", i);
 		xrun_start(&x, &o, tag);
 		if (i == 0)
-			plant(FIFO, NULL, "%s/seg.%016d.%lld", spool, 900000000, (long long)time(NULL));
+			/* sscanf's %llu skips the newline: still a segment's name */
+			plant(FIFO, NULL, "%s/seg.\n%016d.%lld", spool, 900000000, (long long)time(NULL));
 		else if (i == 1)
 			plant(FIFO, NULL, "%s/.tmp.seg.%d", spool, (int)x.pid);
 		else
@@ -375,7 +376,8 @@ Test(export_hostile, fifos_never_hang_a_run_nor_hold_the_lock)
 		cr_assert_eq(code, EXIT_OK, "FIFO as %s: %d: %s", what[i], code, log);
 		cr_assert_lt(x.ms, 5000, "FIFO as %s: %lld ms", what[i], x.ms);
 		if (i == 0)
-			cr_assert(strstr(log, "not a regular file") && strstr(log, "seg."), "said loudly: %s", log);
+			cr_assert(strstr(log, "not a regular file") && strstr(log, "seg.?0000000900000000."),
+			          "said loudly, on one line: %s", log);
 		free(log);
 		free(log2);
 	}

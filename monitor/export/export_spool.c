@@ -209,6 +209,7 @@ int export_spool_foreign(struct export_spool *s, char *why, size_t len)
 	why[0] = '\0';
 	if (list_segs_ex(s, &segs, &n, &ignored, why, len) == 0)
 		free(segs);
+	textsafe(why);   /* a name someone else chose (%llu skips a newline) */
 	return ignored;
 }
 
