@@ -145,9 +145,13 @@ int safefile_dir_open(const char *path, int create, char *err, size_t errlen)
 		if (!strcmp(comp, "."))
 			continue;
 		struct stat parent, st;
-		int rc = fstat(fd, &parent) < 0 ? -errno : 0;
-		if (rc == 0)
+		int rc = 0;
+		if (fstat(fd, &parent) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "fstat(%s): %s", seen, strerror(-rc));
+		} else {
 			rc = walk_entry(fd, &parent, seen, comp, create, &st, err, errlen);
+		}
 		if (rc == 0 && S_ISLNK(st.st_mode)) {
 			/* resolved here, so every directory it leads through is checked too */
 			ssize_t l = ++hops > 40 ? (errno = ELOOP, -1) : readlinkat(fd, comp, link, sizeof(link) - 1);
