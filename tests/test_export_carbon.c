@@ -1,4 +1,4 @@
-/* Export into real servers: a carbon-cache on a free loopback port (read back with whisper-fetch, through a restart), and two caches behind a real carbon-c-relay with a consistent-hash cluster. */
+/* Export into real servers: a carbon-cache on a free loopback port (read back with whisper-fetch, through a restart), two caches behind a real carbon-c-relay with a consistent-hash cluster, and a carbon-aggregator that counts the resend of the last delivery twice unless no-resend. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
@@ -16,10 +16,16 @@
 #include "support/carbon.h"
 #include "support/support.h"
 
-static int run(const char *spool, const char *dest, int run_id, int n, int64_t now, char **log)
+/* n points t.<host>.worker_<i>.7.idle_pct = run_id * 100 + i + 0.5 at now; o
+ * NULL: the defaults. */
+static int run_as(const struct export_opts *base, const char *host, const char *spool, const char *dest, int run_id,
+                  int n, int64_t now, char **log)
 {
 	struct export_opts o;
-	export_opts_init(&o);
+	if (base)
+		o = *base;
+	else
+		export_opts_init(&o);
 	snprintf(o.spool, sizeof(o.spool), "%s", spool);
 	snprintf(o.graphite, sizeof(o.graphite), "%s", dest);
 	snprintf(o.prefix, sizeof(o.prefix), "t");
@@ -28,18 +34,23 @@ static int run(const char *spool, const char *dest, int run_id, int n, int64_t n
 	char (*names)[32] = calloc((size_t)n, 32);
 	for (int i = 0; i < n; i++) {
 		snprintf(names[i], 32, "worker %d", i);   /* sanitised to worker_<i> */
-		pts[i] = (struct export_point){ .prefix = "t", .host = "h", .process = names[i], .pid = 7, .tid = -1,
+		pts[i] = (struct export_point){ .prefix = "t", .host = host, .process = names[i], .pid = 7, .tid = -1,
 		                                .metric = "idle_pct", .value = run_id * 100 + i + 0.5, .ts = now };
 	}
 	size_t len = 0;
 	FILE *f = open_memstream(log, &len);
 	struct export_result r;
-	struct export_input in = { pts, (size_t)n, now, "h", 0 };
+	struct export_input in = { pts, (size_t)n, now, host, 0 };
 	int code = export_run(&o, &in, stdout, f, &r);
 	fclose(f);
 	free(pts);
 	free(names);
 	return code;
+}
+
+static int run(const char *spool, const char *dest, int run_id, int n, int64_t now, char **log)
+{
+	return run_as(NULL, "h", spool, dest, run_id, n, now, log);
 }
 
 Test(export_carbon, delivered_read_back_and_through_a_restart, .timeout = 60)
@@ -183,5 +194,70 @@ Test(export_carbon, relay_consistent_hash_two_caches, .timeout = 60)
 	kill(a.pid, SIGTERM);
 	carbon_stop(&relay);
 	carbon_stop(&a);
+	ts_rmtree_free(dir);
+}
+
+/*
+ * carbon-aggregator (as carbon-c-relay's aggregate) sums every datapoint it
+ * receives for an interval: the resend of the last delivery, harmless to a
+ * whisper slot, doubles the aggregate of the interval it falls in. With
+ * no-resend (here from a config file) the aggregate stays right.
+ */
+Test(export_carbon, aggregator_counts_a_resend_twice_unless_no_resend, .timeout = 90)
+{
+	char *dir = ts_tmpdir("expagg"), dc[300], da[300], spool[2][300], dest[64], path[400], *log = NULL;
+	snprintf(dc, sizeof(dc), "%s/cache", dir);
+	snprintf(da, sizeof(da), "%s/aggregator", dir);
+	mkdir(dc, 0700);
+	mkdir(da, 0700);
+	struct carbon_server c, a;
+	carbon_start(&c, dc, carbon_free_port(), NULL);
+	carbon_aggregator_start(&a, da, carbon_free_port(), c.port,
+	                        "t.<host>.all.idle_pct (60) = sum t.<host>.*.7.idle_pct\n");
+	snprintf(dest, sizeof(dest), "127.0.0.1:%d", a.port);
+
+	/* the options of the second flow, from a config file as cron would use */
+	struct export_opts no;
+	export_opts_init(&no);
+	char err[512];
+	snprintf(path, sizeof(path), "%s/export.conf", dir);
+	carbon_write_text(path, "# carbon-aggregator downstream\nno-resend = yes\n");
+	cr_assert_eq(export_config_load(&no, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(no.no_resend, 1);
+
+	/* two whole intervals back: the aggregator keeps 5 of them open */
+	int64_t now = time(NULL), i1 = now - now % 60 - 120, i2 = i1 + 60;
+	const char *host[2] = { "resend", "noresend" };
+	const struct export_opts *opt[2] = { NULL, &no };
+	enum { N = 3 };
+	double sum1 = N * 100 + N * 0.5 + (0 + 1 + 2), sum2 = sum1 + N * 100;   /* runs 1 and 2 */
+	for (int k = 0; k < 2; k++) {
+		snprintf(spool[k], sizeof(spool[k]), "%s/spool.%s", dir, host[k]);
+		cr_assert_eq(run_as(opt[k], host[k], spool[k], dest, 1, N, i1 + 5, &log), EXIT_OK, "%s", log);
+		free(log);
+	}
+	char metric[2][64];
+	for (int k = 0; k < 2; k++) {
+		snprintf(metric[k], sizeof(metric[k]), "t.%s.all.idle_pct", host[k]);
+		cr_assert_float_eq(carbon_fetch_wait(dc, metric[k], i1), sum1, 1e-9, "%s: run 1's sum", metric[k]);
+	}
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(run_as(opt[k], host[k], spool[k], dest, 2, N, i2 + 5, &log), EXIT_OK, "%s", log);
+		free(log);
+	}
+	/* the second run's own interval arrives in both flows */
+	for (int k = 0; k < 2; k++)
+		cr_assert_float_eq(carbon_fetch_wait(dc, metric[k], i2), sum2, 1e-9, "%s: run 2's sum", metric[k]);
+	/* the resend landed in run 1's interval again: counted twice */
+	long long deadline = ts_now_ms() + 10000;
+	double got = NAN;
+	while (ts_now_ms() < deadline && !((got = carbon_fetch_wait(dc, metric[0], i1)) > sum1))
+		usleep(200 * 1000);
+	cr_assert_float_eq(got, 2 * sum1, 1e-9, "%s: the resent lines were summed again", metric[0]);
+	/* a few more compute passes: no-resend's run 1 interval is left alone */
+	usleep(2500 * 1000);
+	cr_assert_float_eq(carbon_fetch_wait(dc, metric[1], i1), sum1, 1e-9, "%s: with no-resend", metric[1]);
+	carbon_stop(&a);
+	carbon_stop(&c);
 	ts_rmtree_free(dir);
 }

@@ -1,4 +1,4 @@
-/* docs/export.md's metric list is the metric table: every row with its Graphite leaf, Prometheus name and unit, and no other row. */
+/* docs/export.md's metric list is the metric table: every row with its Graphite leaf, Prometheus name and unit, and no other row; its crontab lines run under cron's PATH. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +83,29 @@ Test(export_docs, graphite_leaves_are_unique, .timeout = 10)
 			cr_assert_str_neq(export_points_metric(&metric_fleet[i]), export_points_metric(&metric_worker[j]));
 	cr_assert_str_eq(export_points_metric(&metric_fleet[METRIC_F_workers]), "fleet.workers");
 	cr_assert_str_eq(export_points_metric(&metric_worker[METRIC_W_idle_pct]), "idle_pct");
+}
+
+/* cron runs with PATH=/usr/bin:/bin: every crontab line names loopstat by the
+ * path `make install` puts it at (the Makefile's default PREFIX). */
+Test(export_docs, crontab_lines_name_the_installed_binary, .timeout = 10)
+{
+	const char *doc = read_doc();
+	FILE *f = fopen("Makefile", "r");
+	cr_assert(f);
+	char line[512], prefix[256] = "";
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "PREFIX ?= %255s", prefix) == 1)
+			break;
+	fclose(f);
+	cr_assert(prefix[0], "no PREFIX ?= in the Makefile");
+	char want[300];
+	snprintf(want, sizeof(want), " %s/bin/loopstat export ", prefix);
+	int lines = 0;
+	for (const char *p = strstr(doc, "\n* * * * *"); p; p = strstr(p + 1, "\n* * * * *")) {
+		const char *eol = strchr(p + 1, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		cr_assert(memmem(p, len, want, strlen(want)), "a crontab line without%s: %.*s", want, (int)len, p + 1);
+		lines++;
+	}
+	cr_assert_gt(lines, 0, "docs/export.md shows no crontab line");
 }

@@ -186,7 +186,7 @@ Test(export_config, file_and_errors, .timeout = 5)
 	const char *badval = "max-age = soon\n";
 	ts_write_file(path, badval, strlen(badval));
 	cr_assert_eq(export_config_load(&o, path, err, sizeof(err)), -EINVAL);
-	cr_assert(strstr(err, ":1: max-age 'soon'"), "%s", err);
+	cr_assert(strstr(err, ":1: invalid max-age 'soon'"), "%s", err);
 	unlink(path);
 	const char *noeq = "graphite\n";
 	ts_write_file(path, noeq, strlen(noeq));

@@ -1,14 +1,19 @@
-/* The Prometheus textfile: HELP/TYPE per family, escaped labels, counters as _total, atomic replace, and promtool check metrics accepts it. */
+/* The Prometheus textfile: HELP/TYPE per family, escaped labels, counters as _total, atomic replace that never replaces what is not a regular file of ours, and promtool check metrics accepts it. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "exitcodes.h"
 #include "export/export_prom.h"
+#include "export/export_run.h"
 #include "support/support.h"
+#include "support/users.h"
 
 Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 {
@@ -65,7 +70,7 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 	closedir(d);
 	cr_assert_eq(files, 1);
 	cr_assert_neq(export_prom_write("/nonexistent/dir/x.prom", pts, 1, err, sizeof(err)), 0);
-	cr_assert(strstr(err, "open(/nonexistent/dir/x.prom.tmp."), "%s", err);
+	cr_assert(strstr(err, "stat(/nonexistent): No such file or directory"), "names what is missing: %s", err);
 	free(text);
 	ts_rmtree_free(dir);
 }
@@ -86,4 +91,58 @@ Test(export_prom, base_units_spelled_out, .timeout = 10)
 	cr_assert(strstr(text, "\nloopstat_headroom_ops_per_second 7\n"), "%s", text);
 	cr_assert(strstr(text, "\nloopstat_per_sec 1\n"), "only a whole _s part is a unit: %s", text);
 	free(text);
+}
+
+/* PATH is replaced by rename: as root that turned /dev/full into a regular
+ * file. A device (made here, in a scratch directory), a FIFO, a link, a
+ * directory or another user's file is refused with exit 2 and left as it was. */
+static struct ts_user u;
+static void del_user(void) { ts_user_del(&u); }
+
+Test(export_prom, never_replaces_what_is_not_a_regular_file_of_ours, .timeout = 30, .fini = del_user)
+{
+	ts_user_add(&u);   /* skips unless root: mknod needs it too */
+	char *dir = ts_tmpdir("exppromnode"), path[400], target[400];
+	snprintf(target, sizeof(target), "%s/target", dir);
+	cr_assert_eq(ts_write_file(target, "x", 1), 0);
+	struct { const char *name, *says; mode_t type; } cases[] = {
+		{ "full", "character device", S_IFCHR }, { "fifo", "FIFO", S_IFIFO }, { "link", "symbolic link", S_IFLNK },
+		{ "dir", "directory", S_IFDIR }, { "theirs", "belongs to uid", S_IFREG },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].name);
+		switch (cases[i].type) {
+		case S_IFCHR: cr_assert_eq(mknod(path, S_IFCHR | 0666, makedev(1, 7)), 0); break;
+		case S_IFIFO: cr_assert_eq(mkfifo(path, 0644), 0); break;
+		case S_IFLNK: cr_assert_eq(symlink(target, path), 0); break;
+		case S_IFDIR: cr_assert_eq(mkdir(path, 0755), 0); break;
+		default:
+			cr_assert_eq(ts_write_file(path, "theirs\n", 7), 0);
+			cr_assert_eq(chown(path, u.uid, u.gid), 0);
+		}
+		struct export_opts o;
+		export_opts_init(&o);
+		snprintf(o.prometheus_textfile, sizeof(o.prometheus_textfile), "%s", path);
+		struct export_point p = { .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = 2, .metric = "m",
+		                          .value = 3, .ts = 4 };
+		struct export_input in = { &p, 1, 5, "h", 0 };
+		struct export_result r;
+		char *log = NULL;
+		size_t ll = 0;
+		FILE *f = open_memstream(&log, &ll);
+		int code = export_run(&o, &in, stdout, f, &r);
+		fclose(f);
+		struct stat st;
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert_eq(st.st_mode & S_IFMT, cases[i].type, "%s was replaced (mode %o)", cases[i].name, st.st_mode);
+		cr_assert_eq(code, EXIT_USAGE, "%s: %d: %s", cases[i].name, code, log);
+		cr_assert(strstr(log, path) && strstr(log, cases[i].says), "%s: %s", cases[i].name, log);
+		if (cases[i].type == S_IFREG) {
+			char *text = ts_read_file(path);
+			cr_assert_str_eq(text, "theirs\n");
+			free(text);
+		}
+		free(log);
+	}
+	ts_rmtree_free(dir);
 }

@@ -3,9 +3,11 @@
  * one point per metric-table row per worker, plus the fleet totals, to
  * export_run (spool, Graphite destinations, Prometheus textfile).
  *
- * Options: the config file (--config) is read first, then the command
- * line's export options are applied over it in their order, through the
- * same export_opts_set the file uses, so the two cannot disagree.
+ * Options: one table, EXPORT_OPTIONS (export_config.h), makes both the
+ * option rows here and the config file's keys. The config file (--config)
+ * is read first, then the command line's export options are applied over it
+ * in their order, through the same export_opts_set the file uses, so the
+ * two cannot disagree.
  *
  * --resolution window: one point per metric, the whole run, stamped with
  * the wall-clock second sampling ended. --resolution 1s: one point per
@@ -33,6 +35,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NS 1000000000ll
 #define EXPORT_CLI_SETS 64
@@ -65,24 +68,14 @@ static int record(void *ctx, const char *key, const char *arg, char *msg, size_t
 	return 0;
 }
 
-#define SETTER(fn, key) \
-	static int fn(void *ctx, const char *arg, char *msg, size_t len) { return record(ctx, key, arg, msg, len); }
-SETTER(set_graphite, "graphite")
-SETTER(set_prefix, "prefix")
-SETTER(set_template, "template")
-SETTER(set_host, "host")
-SETTER(set_tags, "tags")
-SETTER(set_duration, "duration")
-SETTER(set_rate, "rate")
-SETTER(set_resolution, "resolution")
-SETTER(set_spool, "spool")
-SETTER(set_max_age, "max-age")
-SETTER(set_max_spool, "max-spool")
-SETTER(set_timeout, "timeout")
-SETTER(set_lock_wait, "lock-wait")
-SETTER(set_prom, "prometheus-textfile")
-SETTER(set_dry_run, "dry-run")
-#undef SETTER
+/* A setter per OWN row of EXPORT_OPTIONS; the shared rows have cli.h's. */
+#define SETTER_OWN(id, key) \
+	static int set_##id(void *ctx, const char *arg, char *msg, size_t len) { return record(ctx, key, arg, msg, len); }
+#define SETTER_PID(id, key)
+#define SETTER_NAME(id, key)
+#define SETTER_MAX_WORKERS(id, key)
+#define SETTER(id, key, sh, arg, help, example, kind, field, cli, lo, hi) SETTER_##cli(id, key)
+EXPORT_OPTIONS(SETTER)
 
 static int set_config(void *ctx, const char *arg, char *msg, size_t len)
 {
@@ -91,26 +84,14 @@ static int set_config(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
+#define ROW_OWN(id, key, sh, arg, help) { sh, key, arg, help, set_##id },
+#define ROW_PID(id, key, sh, arg, help) CLI_OPT_PID,
+#define ROW_NAME(id, key, sh, arg, help) CLI_OPT_NAME,
+#define ROW_MAX_WORKERS(id, key, sh, arg, help) CLI_OPT_MAX_WORKERS,
+#define ROW(id, key, sh, arg, help, example, kind, field, cli, lo, hi) ROW_##cli(id, key, sh, arg, help)
 static const struct cli_option options[] = {
-	{ 0, "graphite", "HOST:PORT[,...]", "carbon destinations (plaintext protocol), each with its own cursor", set_graphite },
-	{ 0, "prefix", "P", "first path level(s) of every metric (default loopstat)", set_prefix },
-	{ 0, "template", "T", "path template, e.g. {prefix}.{host}.{process}.{metric}", set_template },
-	{ 0, "host", "H", "host level of the path (default: the host name up to its first dot)", set_host },
-	{ 0, "tags", NULL, "Graphite tag syntax: name;host=..;process=..", set_tags },
-	{ 0, "duration", "DURATION", "how long to sample: 10, 1.5, 30s, 1m (default 10 s)", set_duration },
-	{ 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", set_rate },
-	{ 0, "resolution", "1s|window", "one point per second sampled, or one per run (default window)", set_resolution },
-	{ 0, "spool", "DIR", "where points wait until every destination has them", set_spool },
-	{ 0, "max-age", "DURATION", "points older than this expire, counted (default 1d: match the retention)", set_max_age },
-	{ 0, "max-spool", "SIZE", "spool size bound, oldest expire first (default 64M)", set_max_spool },
-	{ 0, "timeout", "DURATION", "delivery budget of one run, more than 0 (default 20 s)", set_timeout },
-	{ 0, "lock-wait", "DURATION", "how long to wait for an overlapping run (default 5 s)", set_lock_wait },
-	{ 0, "prometheus-textfile", "PATH", "also write the points for node_exporter's textfile collector", set_prom },
-	{ 0, "dry-run", NULL, "print the lines on stdout, send and spool nothing", set_dry_run },
+	EXPORT_OPTIONS(ROW)
 	{ 0, "config", "FILE", "read options from FILE (key = value, keys are the long options)", set_config },
-	CLI_OPT_PID,
-	CLI_OPT_NAME,
-	CLI_OPT_MAX_WORKERS,
 	{ 0 },
 };
 
@@ -132,9 +113,14 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	if (o->name_regex[0] && !x->c.name_given &&
 	    targets_set_regex(&x->c.targets, o->name_regex, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "name: %s", err);
+	if (o->max_workers && !x->c.max_workers)
+		x->c.max_workers = o->max_workers;
 	if (!o->graphite[0] && !o->prometheus_textfile[0] && !o->dry_run)
 		return cli_usage_error("export", "nothing to do: give --graphite HOST:PORT, --prometheus-textfile "
 		                       "PATH or --dry-run");
+	if (o->graphite[0] && !o->spool[0] && !o->dry_run)
+		return cli_usage_error("export", "no spool directory: HOME is unset and uid %u has no home directory; "
+		                       "give --spool DIR", (unsigned)geteuid());
 	struct export_template t;
 	if (export_template_parse(&t, o->tmpl[0] ? o->tmpl : NULL, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "--template: %s", err);

@@ -1,6 +1,6 @@
 /*
- * export_config.c — option table of `loopstat export`, shared by the
- * command line and the config file so the two cannot drift apart.
+ * export_config.c — the options of `loopstat export` (EXPORT_OPTIONS, shared
+ * with the command line): defaults, value checks, the config file.
  */
 #include "export/export_config.h"
 #include "cli.h"
@@ -11,13 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <strings.h>
 #include <unistd.h>
 
-enum kind { K_STR, K_SECONDS, K_HZ, K_AGE, K_SIZE, K_BOOL, K_RESOLUTION };
-
-#define OFF(f) offsetof(struct export_opts, f)
-#define STR(f) OFF(f), sizeof(((struct export_opts *)0)->f)
+enum kind { K_STR, K_SECONDS, K_HZ, K_AGE, K_SIZE, K_BOOL, K_RESOLUTION, K_COUNT };
 
 static const struct opt {
 	const char *key;
@@ -25,24 +23,18 @@ static const struct opt {
 	size_t off, size;
 	double lo, hi;                   /* K_SECONDS, K_AGE: the range, in seconds */
 } opts[] = {
-	{ "graphite",            K_STR,        STR(graphite) },
-	{ "prefix",              K_STR,        STR(prefix) },
-	{ "template",            K_STR,        STR(tmpl) },
-	{ "host",                K_STR,        STR(host) },
-	{ "spool",               K_STR,        STR(spool) },
-	{ "prometheus-textfile", K_STR,        STR(prometheus_textfile) },
-	{ "resolution",          K_RESOLUTION, STR(resolution) },
-	{ "pid",                 K_STR,        STR(pids) },
-	{ "name",                K_STR,        STR(name_regex) },
-	{ "duration",            K_SECONDS,    OFF(duration_s), 0, 0.05, 86400 },
-	{ "rate",                K_HZ,         OFF(rate_hz), 0 },
-	{ "timeout",             K_SECONDS,    OFF(timeout_s), 0, 0.1, 86400 },   /* 0 would defer every point */
-	{ "lock-wait",           K_SECONDS,    OFF(lock_wait_s), 0, 0, 86400 },
-	{ "max-age",             K_AGE,        OFF(max_age_s), 0, 1, 3650 * 86400.0 },
-	{ "max-spool",           K_SIZE,       OFF(max_spool_bytes), 0 },
-	{ "tags",                K_BOOL,       OFF(tags), 0 },
-	{ "dry-run",             K_BOOL,       OFF(dry_run), 0 },
+#define OPT_ROW(id, key, sh, arg, help, example, kind, field, cli, lo, hi) \
+	{ key, K_##kind, offsetof(struct export_opts, field), sizeof(((struct export_opts *)0)->field), lo, hi },
+	EXPORT_OPTIONS(OPT_ROW)
+#undef OPT_ROW
 };
+
+const struct export_option export_options[] = {
+#define PUBLIC_ROW(id, key, sh, arg, help, example, kind, field, cli, lo, hi) { key, example },
+	EXPORT_OPTIONS(PUBLIC_ROW)
+#undef PUBLIC_ROW
+};
+const size_t export_noptions = sizeof(export_options) / sizeof(export_options[0]);
 
 void export_opts_init(struct export_opts *o)
 {
@@ -54,13 +46,18 @@ void export_opts_init(struct export_opts *o)
 	o->lock_wait_s = 5;
 	o->max_age_s = 86400;
 	o->max_spool_bytes = 64ll << 20;
+	/* never a shared directory: without HOME (cron, systemd) the home is
+	 * the passwd entry's, and with none at all there is no default */
 	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct passwd *pw = home && home[0] == '/' ? NULL : getpwuid(geteuid());
+	if (!home || home[0] != '/')
+		home = pw && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 	if (geteuid() == 0)
 		snprintf(o->spool, sizeof(o->spool), "/var/spool/loopstat");
-	else if (state && state[0])
+	else if (state && state[0] == '/')   /* the XDG spec ignores a relative one */
 		snprintf(o->spool, sizeof(o->spool), "%s/loopstat/spool", state);
-	else
-		snprintf(o->spool, sizeof(o->spool), "%s/.local/state/loopstat/spool", home ? home : "/tmp");
+	else if (home)
+		snprintf(o->spool, sizeof(o->spool), "%s/.local/state/loopstat/spool", home);
 }
 
 void export_opts_host(const struct export_opts *o, char *buf, size_t len)
@@ -168,6 +165,13 @@ int export_opts_set(struct export_opts *o, const char *key, const char *value, c
 			return -EINVAL;
 		}
 		*(int64_t *)(void *)base = n;
+		return 0;
+	case K_COUNT:
+		if (cli_parse_number(value, 1, 1 << 20, &d) < 0 || d != (double)(size_t)d) {
+			snprintf(err, errlen, "%s '%s': expected a whole number from 1 to %d", op->key, value, 1 << 20);
+			return -EINVAL;
+		}
+		*(size_t *)(void *)base = (size_t)d;
 		return 0;
 	case K_BOOL:
 		b = parse_bool(value);

@@ -3,10 +3,10 @@
  */
 #include "export/export_prom.h"
 #include "util/escape.h"
+#include "util/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,44 +158,35 @@ size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, siz
 
 int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen)
 {
-	/* the temp name does not end in .prom: the collector ignores it */
-	char tmp[4096], dir[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	snprintf(dir, sizeof(dir), "%s", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "open(%s): %s", tmp, strerror(e));
-		return -e;
+	/* PATH's directory is opened once, checked, and the file replaced relative to it */
+	char dir[4096], why[1024];
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		snprintf(err, errlen, "%s: names a directory, not a file", path);
+		return -EINVAL;
 	}
-	FILE *f = fdopen(fd, "w");
+	int dfd = safefile_dir_open(dir, 0, why, sizeof(why));
+	if (dfd < 0) {
+		snprintf(err, errlen, "%s", why);
+		return dfd;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
 	if (!f) {
 		int e = errno;
-		close(fd);
-		unlink(tmp);
-		snprintf(err, errlen, "fdopen(%s): %s", tmp, strerror(e));
+		close(dfd);
+		snprintf(err, errlen, "open_memstream: %s", strerror(e));
 		return -e;
 	}
 	export_prom_format(f, pts, n, NULL);
-	int rc = 0;
-	const char *what = "write";
-	if (fflush(f) != 0 || ferror(f))
-		rc = errno ? -errno : -EIO;
-	else if (fsync(fd) < 0)
-		rc = -errno, what = "fsync";
-	if (fclose(f) != 0 && !rc)
-		rc = errno ? -errno : -EIO, what = "close";
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno, what = "rename";
-	if (rc) {
-		unlink(tmp);
-		snprintf(err, errlen, "%s(%s): %s", what, !strcmp(what, "rename") ? path : tmp, strerror(-rc));
-		return rc;
-	}
-	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	int rc = fclose(f) == 0 ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = safefile_replace(dfd, base, path, text, len, 0644, why, sizeof(why));
+	if (rc < 0)
+		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : why);
+	free(text);
+	close(dfd);
+	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * export_prom.h — the same points in the Prometheus text exposition format,
- * for node_exporter's textfile collector: written to a temp file in the
+ * for node_exporter's textfile collector: written to a new temp file in the
  * same directory, fsync'd, then renamed over PATH, so the collector never
  * reads half a file.
  */
@@ -19,8 +19,13 @@
  * samples written; *skipped (may be NULL) counts non-finite values. */
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped);
 
-/* export_prom_format into PATH atomically. Returns 0, or -errno with
- * "call(path): reason" in err. */
+/* export_prom_format into PATH atomically, relative to its directory
+ * (util/safefile.h: the directory must not let another user replace what
+ * is in it; the temp file is new, never opened through a link). Only a
+ * regular file of ours is replaced. Returns 0, or -errno with a reason in
+ * err: -EPERM for the directory refused, -EEXIST for PATH that is not a
+ * regular file of ours (a device, a FIFO, a link, a directory, another
+ * user's file), else the failing call's. */
 int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen);
 
 #endif /* LOOPSTAT_EXPORT_PROM_H */

@@ -48,7 +48,10 @@ static void *deliver(void *arg)
 		export_spool_batch_done(&b);
 		r->attempts += attempts;
 		if (r->rc == 0 && (r->rc = export_spool_ack(j->spool, j->d, &b)) < 0)
-			snprintf(r->why, sizeof(r->why), "store cursor: %s", strerror(-r->rc));
+			snprintf(r->why, sizeof(r->why), "store cursor: %s", r->rc == -EPERM ? "cursor." : strerror(-r->rc));
+		if (r->rc == -EPERM)
+			snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why), "%s in the spool is no regular "
+			         "file of ours: someone else writes to it; remove it", r->dest.key);
 		if (r->rc < 0)
 			break;
 		r->sent += b.lines;
@@ -158,6 +161,12 @@ static int trim(struct export_spool *sp, struct export_result *r, int64_t now)
 	return rc;
 }
 
+/* Said after a spool error this user's rights caused (not a refusal of ours). */
+static const char *access_hint(int rc)
+{
+	return rc == -EACCES || rc == -EROFS ? " (give this user write access to it, or choose another --spool)" : "";
+}
+
 static int spool_error_code(int rc)
 {
 	if (rc == -EACCES || rc == -EPERM || rc == -EROFS)
@@ -171,20 +180,19 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
                     size_t len, const struct export_input *in, FILE *log, struct export_result *r)
 {
 	int64_t now = in->now;
-	struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000) };
+	struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000), o->no_resend };
 	struct export_spool sp;
 	char err[1400];
 	int rc = export_spool_open(&sp, o->spool, &so, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "loopstat export: %s%s\n", err, spool_error_code(rc) == EXIT_ACCESS ?
-		        " (give this user write access to it, or choose another --spool)" : "");
+		fprintf(log, "loopstat export: %s%s\n", err, access_hint(rc));
 		return spool_error_code(rc);
 	}
+	if (sp.note[0])
+		fprintf(log, "export: spool %s: %s\n", sp.dir, sp.note);
 	rc = export_spool_append(&sp, lines, len, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "loopstat export: %s; %" PRIu64 " points not spooled%s\n", err, r->lines,
-		        spool_error_code(rc) == EXIT_ACCESS ? " (give this user write access to it, or choose "
-		        "another --spool)" : "");
+		fprintf(log, "loopstat export: %s; %" PRIu64 " points not spooled%s\n", err, r->lines, access_hint(rc));
 		export_spool_close(&sp);
 		return spool_error_code(rc);
 	}
@@ -196,8 +204,10 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 		export_spool_close(&sp);
 		return EXIT_DEFERRED;
 	}
-	/* the delivery budget starts once this run may deliver */
+	/* the delivery budget starts once this run may deliver; reading the
+	 * spool stops a second after the self-report pass's */
 	long long deadline = export_now_ms() + (long long)(o->timeout_s * 1000);
+	sp.deadline_ms = deadline + 2000;
 	struct export_send_timeouts t;
 	export_send_timeouts_init(&t);
 	int64_t min_ts = now - o->max_age_s;
@@ -225,6 +235,12 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	}
 	trim(&sp, r, now);
 	update_pending(&sp, r);
+	char why[256];
+	int foreign = export_spool_foreign(&sp, why, sizeof(why));
+	if (foreign)
+		fprintf(log, "export: spool %s: %d file%s left unread, not ours (%s): someone else writes to this "
+		        "directory; remove them, and keep other users from writing here\n", sp.dir, foreign,
+		        foreign > 1 ? "s" : "", why);
 	export_spool_close(&sp);
 
 	int code = EXIT_OK;
@@ -292,6 +308,8 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, pts, n, err,
 		                                                          sizeof(err)) : 0;
 		if (prc < 0) {
+			/* -EPERM: its directory refused (the message says how to fix it); -EEXIST: PATH
+			 * is not a regular file of ours, a usage error */
 			fprintf(log, "loopstat export: --prometheus-textfile: %s\n", err);
 			code = prc == -EACCES || prc == -EPERM || prc == -EROFS ? EXIT_ACCESS : EXIT_USAGE;
 		}

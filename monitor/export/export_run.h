@@ -48,8 +48,9 @@ struct export_input {
 /* Runs one export of in->pts. Prints --dry-run lines to out,
  * and at most one line per destination plus one per problem to log (cron
  * mails whatever is printed, so a clean run prints nothing). Returns
- * r->exit_code. Never blocks past lock_wait_s + timeout_s + 1 s (the
- * self-report pass); the budget starts once this run holds lock.send. */
+ * r->exit_code. Never blocks past lock_wait_s + timeout_s + 2 s (1 s for
+ * the self-report pass, 1 s for the spool's bookkeeping: every read of the
+ * spool gives up then); the budget starts once this run holds lock.send. */
 int export_run(const struct export_opts *o, const struct export_input *in, FILE *out, FILE *log,
                struct export_result *r);
 

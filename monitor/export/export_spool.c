@@ -2,6 +2,9 @@
  * export_spool.c — append-only segments, per-destination cursors, flock.
  */
 #include "export/export_spool.h"
+#include "export/export_send.h"
+#include "util/safefile.h"
+#include "util/textsafe.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,24 +28,55 @@ struct seg {
 	char name[256];
 };
 
-static int mkdir_p(const char *dir, char *err, size_t errlen)
+/* Another user's lock file nobody holds: 0; held: 1, its text in pid; -errno: cannot tell. */
+static int foreign_lock_held(int dirfd, const char *name, const struct stat *seen, char *pid, size_t len)
 {
-	char path[1024];
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1;; p++) {
-		if (*p != '/' && *p)
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-			int e = errno;
-			snprintf(err, errlen, "spool %s: mkdir(%s): %s", dir, path, strerror(e));
-			return -e;
-		}
-		*p = c;
-		if (!c)
-			return 0;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	pid[0] = '\0';
+	if (fd < 0)
+		return -errno;
+	int held = -ESTALE;
+	if (fstat(fd, &st) == 0 && st.st_ino == seen->st_ino && st.st_dev == seen->st_dev && S_ISREG(st.st_mode)) {
+		held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+		ssize_t n = pread(fd, pid, len - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		textsafe(pid);   /* that user's text, on root's terminal */
 	}
+	close(fd);   /* drops our flock if we got it */
+	return held;
+}
+
+/* DIR/name, a lock file: ours; or another user's that nobody holds any
+ * more, taken over; or refused (-EPERM) with why in err. */
+static int open_lock(struct export_spool *s, const char *name, char *err, size_t errlen)
+{
+	struct stat st;
+	char why[512], pid[32];
+	int fd = safefile_open(s->dirfd, name, O_RDWR | O_CREAT, 0600, &st, why, sizeof(why));
+	if (fd == -EPERM && fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid != geteuid() && st.st_nlink == 1) {
+		int held = foreign_lock_held(s->dirfd, name, &st, pid, sizeof(pid));
+		if (held == 1) {
+			snprintf(why, sizeof(why), "%s belongs to uid %u and is held by a live process of that user "
+			         "(pid %s): two users deliver from one spool; give each its own --spool", name,
+			         (unsigned)st.st_uid, pid[0] ? pid : "?");
+		} else if (held == 0 && unlinkat(s->dirfd, name, 0) == 0) {
+			/* left behind by a run that is gone: ours from now on */
+			unsigned uid = (unsigned)st.st_uid;
+			fd = safefile_open(s->dirfd, name, O_RDWR | O_CREAT | O_EXCL, 0600, &st, why, sizeof(why));
+			size_t n = strlen(s->note);
+			snprintf(s->note + n, sizeof(s->note) - n, "%stook over %s of uid %u, left by pid %s (gone)",
+			         n ? "; " : "", name, uid, pid[0] ? pid : "?");
+		}
+	}
+	if (fd == -EPERM && !strstr(why, "held by"))
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), ": someone else writes to this directory; "
+		         "remove it, and keep other users from writing here");
+	if (fd < 0)
+		snprintf(err, errlen, "spool %s: %s", s->dir, why);
+	return fd;
 }
 
 int export_spool_open(struct export_spool *s, const char *dir, const struct export_spool_opts *o,
@@ -56,22 +90,16 @@ int export_spool_open(struct export_spool *s, const char *dir, const struct expo
 		return -EINVAL;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	int rc = mkdir_p(dir, err, errlen);
-	if (rc < 0)
+	char why[1024];
+	int rc = s->dirfd = safefile_dir_open(dir, 1, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(err, errlen, "spool %s: %s", dir, why);
 		return rc;
-	const char *what = "open";
-	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (s->dirfd >= 0) {
-		what = "open(lock.append)";
-		s->append_fd = openat(s->dirfd, "lock.append", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	}
-	if (s->append_fd >= 0) {
-		what = "open(lock.send)";
-		s->send_fd = openat(s->dirfd, "lock.send", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	}
-	if (s->send_fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "spool %s: %s: %s", dir, what, strerror(-rc));
+	rc = s->append_fd = open_lock(s, "lock.append", err, errlen);
+	if (rc >= 0)
+		rc = s->send_fd = open_lock(s, "lock.send", err, errlen);
+	if (rc < 0) {
 		export_spool_close(s);
 		return rc;
 	}
@@ -114,8 +142,10 @@ static int cmp_seg(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The segments, oldest first; *out malloc'd. */
-static int list_segs(struct export_spool *s, struct seg **out, int *n)
+/* The segments, oldest first; *out malloc'd. Names that look like one but
+ * are no regular file of ours are left out, counted in *ignored (may be
+ * NULL: deliveries list from several threads), the first one said in why. */
+static int list_segs_ex(struct export_spool *s, struct seg **out, int *n, int *ignored, char *why1, size_t len)
 {
 	*out = NULL;
 	*n = 0;
@@ -135,8 +165,15 @@ static int list_segs(struct export_spool *s, struct seg **out, int *n)
 		if (sscanf(e->d_name, "seg.%" SCNu64 ".%lld%n", &seq, &newest, &used) != 2 || e->d_name[used])
 			continue;
 		struct stat st;
-		if (fstatat(s->dirfd, e->d_name, &st, 0) < 0)
+		char why[128];
+		if (fstatat(s->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
+		if (safefile_refusal(&st, why, sizeof(why))) {
+			/* planted by someone who can write here: never opened */
+			if (ignored && !(*ignored)++)
+				snprintf(why1, len, "%.64s %s", e->d_name, why);
+			continue;
+		}
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct seg *g = realloc(*out, (size_t)cap * sizeof(**out));
@@ -160,6 +197,22 @@ static int list_segs(struct export_spool *s, struct seg **out, int *n)
 	return 0;
 }
 
+static int list_segs(struct export_spool *s, struct seg **out, int *n)
+{
+	return list_segs_ex(s, out, n, NULL, NULL, 0);
+}
+
+int export_spool_foreign(struct export_spool *s, char *why, size_t len)
+{
+	struct seg *segs;
+	int n, ignored = 0;
+	why[0] = '\0';
+	if (list_segs_ex(s, &segs, &n, &ignored, why, len) == 0)
+		free(segs);
+	textsafe(why);   /* a name someone else chose (%llu skips a newline) */
+	return ignored;
+}
+
 static int64_t newest_ts(const char *buf, size_t len)
 {
 	int64_t newest = 0;
@@ -177,33 +230,17 @@ static int64_t newest_ts(const char *buf, size_t len)
 	return newest;
 }
 
-static int write_file_at(int dirfd, const char *tmp, const char *final, const char *buf, size_t len)
+/* DIR/name := buf, atomically. A name that is not a regular file of ours
+ * is someone else's doing: -EPERM, like any file of theirs. */
+static int replace(struct export_spool *s, const char *name, const char *buf, size_t len, char *err, size_t errlen)
 {
-	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	size_t off = 0;
-	int rc = 0;
-	while (off < len) {
-		ssize_t n = write(fd, buf + off, len - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (!rc && renameat(dirfd, tmp, dirfd, final) < 0)
-		rc = -errno;
-	if (!rc && fsync(dirfd) < 0)
-		rc = -errno;
-	if (rc)
-		unlinkat(dirfd, tmp, 0);
-	return rc;
+	int rc = safefile_replace(s->dirfd, name, NULL, buf, len, 0600, err, errlen);
+	return rc == -EEXIST ? -EPERM : rc;
+}
+
+static int past_deadline(const struct export_spool *s)
+{
+	return s->deadline_ms && export_now_ms() > s->deadline_ms;
 }
 
 int export_spool_append(struct export_spool *s, const char *buf, size_t len, char *err, size_t errlen)
@@ -222,26 +259,25 @@ int export_spool_append(struct export_spool *s, const char *buf, size_t len, cha
 		/* DIR/next keeps seq growing when every segment has been deleted:
 		 * a cursor past the end must never skip a new segment */
 		uint64_t seq = n ? segs[n - 1].seq + 1 : 1, next = 0;
-		char tmp[64], final[64], nbuf[32];
-		int fd = openat(s->dirfd, "next", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t got = read(fd, nbuf, sizeof(nbuf) - 1);
-			nbuf[got > 0 ? got : 0] = '\0';
-			next = strtoull(nbuf, NULL, 10);
-			close(fd);
-		}
+		char final[64], nbuf[32], why[512];
+		ssize_t got = safefile_read(s->dirfd, "next", nbuf, sizeof(nbuf), why, sizeof(why));
+		rc = got == -ENOENT ? 0 : got < 0 ? (int)got : 0;
+		next = got > 0 ? strtoull(nbuf, NULL, 10) : 0;
 		if (next > seq)
 			seq = next;
 		int nl = snprintf(nbuf, sizeof(nbuf), "%" PRIu64 "\n", seq + 1);
-		rc = write_file_at(s->dirfd, ".tmp.next", "next", nbuf, (size_t)nl);
-		snprintf(tmp, sizeof(tmp), ".tmp.seg.%d", (int)getpid());
+		if (rc == 0)
+			rc = replace(s, "next", nbuf, (size_t)nl, why, sizeof(why));
 		snprintf(final, sizeof(final), "seg.%016" PRIu64 ".%lld", seq, (long long)newest_ts(buf, len));
 		if (rc == 0)
-			rc = write_file_at(s->dirfd, tmp, final, buf, len);
+			rc = replace(s, final, buf, len, why, sizeof(why));
 		free(segs);
+		if (rc < 0)
+			snprintf(err, errlen, "spool %s: write segment: %s%s", s->dir, why, rc == -EPERM ? ": someone "
+			         "else writes to this directory; remove it, and keep other users from writing here" : "");
+	} else {
+		snprintf(err, errlen, "spool %s: list: %s", s->dir, strerror(-rc));
 	}
-	if (rc < 0)
-		snprintf(err, errlen, "spool %s: write segment: %s", s->dir, strerror(-rc));
 	flock(s->append_fd, LOCK_UN);
 	return rc;
 }
@@ -254,6 +290,7 @@ int export_spool_lock_send(struct export_spool *s, char *err, size_t errlen)
 		ssize_t n = pread(s->send_fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
+		textsafe(pid);
 		if (rc == -EWOULDBLOCK)
 			snprintf(err, errlen, "another run (pid %s) is delivering from %s; waited %d ms",
 			         pid[0] ? pid : "?", s->dir, s->o.lock_wait_ms);
@@ -271,17 +308,12 @@ int export_spool_lock_send(struct export_spool *s, char *err, size_t errlen)
 
 int export_spool_mark_load(struct export_spool *s, const char *key, struct export_mark *m)
 {
-	char name[320], buf[128];
+	char name[320], buf[128], why[256];
 	snprintf(name, sizeof(name), "cursor.%s", key);
 	memset(m, 0, sizeof(*m));
-	int fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = safefile_read(s->dirfd, name, buf, sizeof(buf), why, sizeof(why));
 	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
+		return n == -ENOENT ? 0 : (int)n;
 	int got = sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &m->next.seq, &m->next.off,
 	                 &m->resend.seq, &m->resend.off);
 	if (got < 2)
@@ -295,24 +327,34 @@ int export_spool_mark_load(struct export_spool *s, const char *key, struct expor
 
 int export_spool_mark_store(struct export_spool *s, const char *key, const struct export_mark *m)
 {
-	char name[320], tmp[340], buf[128];
+	char name[320], buf[128], why[512];
 	snprintf(name, sizeof(name), "cursor.%s", key);
-	snprintf(tmp, sizeof(tmp), ".tmp.%s", name);
 	int n = snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", m->next.seq,
 	                 m->next.off, m->resend.seq, m->resend.off);
-	return write_file_at(s->dirfd, tmp, name, buf, (size_t)n);
+	return replace(s, name, buf, (size_t)n, why, sizeof(why));
+}
+
+/* Segment g, a regular file of ours (as listed; checked again on the fd). */
+static int open_seg(struct export_spool *s, const struct seg *g, struct stat *st, char *why, size_t len)
+{
+	return safefile_open(s->dirfd, g->name, O_RDONLY, 0, st, why, len);
 }
 
 /* Lines in segment g at or after byte off. */
 static int64_t count_lines(struct export_spool *s, const struct seg *g, uint64_t off)
 {
-	int fd = openat(s->dirfd, g->name, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char why[160];
+	int fd = open_seg(s, g, &st, why, sizeof(why));
 	if (fd < 0)
 		return 0;
 	char buf[65536];
 	int64_t lines = 0;
 	ssize_t n;
-	while ((n = pread(fd, buf, sizeof(buf), (off_t)off)) > 0) {
+	/* no further than the size it had: a segment never grows */
+	while (off < (uint64_t)st.st_size && !past_deadline(s) &&
+	       (n = pread(fd, buf, (size_t)((uint64_t)st.st_size - off < sizeof(buf) ? (uint64_t)st.st_size - off :
+	                                    sizeof(buf)), (off_t)off)) > 0) {
 		for (ssize_t i = 0; i < n; i++)
 			lines += buf[i] == '\n';
 		off += (uint64_t)n;
@@ -397,9 +439,15 @@ int export_spool_read(struct export_spool *s, const struct export_cursor *from, 
 			if (until->off - off < want)
 				want = (size_t)(until->off - off);
 		}
+		if (past_deadline(s)) {
+			rc = -ETIMEDOUT;
+			break;
+		}
 		to->seq = g->seq;
 		to->off = off;
-		int fd = openat(s->dirfd, g->name, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		char why[160];
+		int fd = open_seg(s, g, &st, why, sizeof(why));
 		if (fd < 0)
 			continue;
 		/* read what fits, then keep whole lines only */
@@ -442,6 +490,10 @@ int export_spool_read(struct export_spool *s, const struct export_cursor *from, 
 			break;   /* the batch is full mid-segment */
 	}
 	free(segs);
+	if (rc < 0) {
+		free(out);
+		return rc;
+	}
 	out[olen] = '\0';
 	*buf = out;
 	*len = olen;
@@ -500,6 +552,7 @@ int export_spool_delivery_begin(struct export_spool *s, const char *key, struct 
 	d->key = key;
 	int rc = export_spool_mark_load(s, key, &d->mark);
 	d->start = d->mark.next;
+	d->resent = s->o.no_resend;   /* no window to lead the first batch */
 	return rc;
 }
 
@@ -585,6 +638,8 @@ int export_spool_ack(struct export_spool *s, struct export_delivery *d, const st
 		m.resend = m.next;   /* past expired lines only: still nothing to resend */
 	}
 	d->resent = 1;
+	if (s->o.no_resend)
+		m.resend = m.next;   /* nothing kept to send again: trim frees it at once */
 	if (same_pos(&m.next, &d->mark.next) && same_pos(&m.resend, &d->mark.resend))
 		return 0;
 	int rc = export_spool_mark_store(s, d->key, &m);

@@ -19,7 +19,9 @@
  * delivery (one run's new lines, at most EXPORT_SPOOL_RESEND_MAX bytes,
  * else that run's last batch) and the next run sends it again, once, at
  * the head of its first batch. Trim keeps that range until a later
- * delivery replaces it. Nothing older is ever resent.
+ * delivery replaces it. Nothing older is ever resent. With no_resend the
+ * window is always empty: for destinations that aggregate (carbon-aggregator,
+ * carbon-c-relay's aggregate), where a line sent twice is counted twice.
  */
 #ifndef LOOPSTAT_EXPORT_SPOOL_H
 #define LOOPSTAT_EXPORT_SPOOL_H
@@ -31,6 +33,7 @@ struct export_spool_opts {
 	int64_t max_bytes;   /* total size of the segments */
 	int64_t max_age_s;   /* lines older than this expire (whisper would reject them) */
 	int lock_wait_ms;    /* how long to wait for lock.send held by another run */
+	int no_resend;       /* keep no resend window (an aggregating destination would count it twice) */
 };
 
 struct export_spool {
@@ -38,6 +41,8 @@ struct export_spool {
 	int dirfd, append_fd, send_fd;
 	int have_send;               /* this run holds lock.send */
 	struct export_spool_opts o;
+	long long deadline_ms;       /* export_now_ms() past which reads give up (-ETIMEDOUT); 0: none */
+	char note[512];              /* what open did that the run should say: a stale lock taken over */
 };
 
 struct export_cursor {
@@ -74,9 +79,15 @@ struct export_batch {
 	uint64_t expired;            /* new lines skipped: older than min_ts */
 };
 
-/* Creates DIR (0700, parents too) and its lock files. Returns 0, or a
- * negative errno with "spool DIR: call: reason" in err (-EACCES, -EROFS,
- * -ENOTDIR, ...). */
+/* Opens DIR, creating it (0700, parents too), and its lock files. Every
+ * file is opened relative to DIR, never through a link nor blocking, and
+ * must be a regular file of ours (util/safefile.h). DIR itself and the
+ * directories above it must not let another user replace what is in them.
+ * Another user's lock file that no live process holds is taken over (said
+ * in s->note). Returns 0, or a negative errno with "spool DIR: reason" in
+ * err: -EPERM for a directory or file refused (the reason says how to fix
+ * it; also for a lock another user's live process holds), -EACCES, -EROFS,
+ * -ENOTDIR, ... */
 int export_spool_open(struct export_spool *s, const char *dir, const struct export_spool_opts *o,
                       char *err, size_t errlen);
 void export_spool_close(struct export_spool *s);
@@ -98,9 +109,11 @@ int export_spool_trim(struct export_spool *s, const char *const keys[], int nkey
                       uint64_t expired[]);
 
 /* A missing cursor file is {0, 0} with nothing to resend: the start of the
- * spool; a file of the older "seq off" form has nothing to resend either. */
+ * spool; a file of the older "seq off" form has nothing to resend either.
+ * -EPERM: DIR/cursor.<key> is no regular file of ours. */
 int export_spool_mark_load(struct export_spool *s, const char *key, struct export_mark *m);
-/* Atomically (temp file, fsync, rename). Needs lock.send. */
+/* Atomically (temp file, fsync, rename). Needs lock.send. -EPERM: what is
+ * at DIR/cursor.<key> is no regular file of ours, left as it is. */
 int export_spool_mark_store(struct export_spool *s, const char *key, const struct export_mark *m);
 
 /* Reads at most max bytes of whole lines from *from, stopping at *until
@@ -131,5 +144,9 @@ int export_spool_pending(struct export_spool *s, const struct export_cursor *c, 
                          int64_t *oldest_ts);
 /* Total bytes of the segments. */
 int64_t export_spool_bytes(struct export_spool *s);
+
+/* Names in DIR that look like segments but are no regular file of ours
+ * (someone else wrote them: never read): how many, the first said in why. */
+int export_spool_foreign(struct export_spool *s, char *why, size_t len);
 
 #endif /* LOOPSTAT_EXPORT_SPOOL_H */

@@ -140,6 +140,37 @@ void carbon_start(struct carbon_server *s, const char *dir, int port, const char
 	carbon_wait_port(s, "carbon-cache");
 }
 
+void carbon_aggregator_start(struct carbon_server *s, const char *dir, int port, int cache_port, const char *rules)
+{
+	char path[512], conf[2048];
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	s->port = port;
+	snprintf(path, sizeof(path), "%s/conf", dir);
+	mkdir(path, 0700);
+	snprintf(conf, sizeof(conf),
+	         "[aggregator]\nSTORAGE_DIR = %s/storage\nLOCAL_DATA_DIR = %s/storage/whisper\nCONF_DIR = %s/conf\n"
+	         "LOG_DIR = %s/log\nPID_DIR = %s\nUSER =\nENABLE_LOGROTATION = False\n"
+	         "LINE_RECEIVER_INTERFACE = 127.0.0.1\nLINE_RECEIVER_PORT = %d\nENABLE_UDP_LISTENER = False\n"
+	         "PICKLE_RECEIVER_INTERFACE = 127.0.0.1\nPICKLE_RECEIVER_PORT = 0\n"
+	         "DESTINATIONS = 127.0.0.1:%d\nDESTINATION_PROTOCOL = line\nFORWARD_ALL = False\n"
+	         "WRITE_BACK_FREQUENCY = 1\n",
+	         dir, dir, dir, dir, dir, port, cache_port);
+	snprintf(path, sizeof(path), "%s/conf/carbon.conf", dir);
+	carbon_write_text(path, conf);
+	snprintf(path, sizeof(path), "%s/conf/storage-schemas.conf", dir);
+	carbon_write_text(path, "[all]\npattern = .*\nretentions = 1s:2h\n");
+	snprintf(path, sizeof(path), "%s/conf/aggregation-rules.conf", dir);
+	carbon_write_text(path, rules);
+	char cfg[600], pid[600], logdir[600], rl[600];
+	snprintf(cfg, sizeof(cfg), "--config=%s/conf/carbon.conf", dir);
+	snprintf(pid, sizeof(pid), "--pidfile=%s/aggregator.pid", dir);
+	snprintf(logdir, sizeof(logdir), "--logdir=%s/log", dir);
+	snprintf(rl, sizeof(rl), "--rules=%s", path);
+	char *argv[] = { "carbon-aggregator", "--nodaemon", cfg, pid, logdir, rl, "start", NULL };
+	s->pid = carbon_spawn_cmd(dir, argv);
+	carbon_wait_port(s, "carbon-aggregator");
+}
+
 /* whisper-fetch of metric path a.b.c over (from, until]: got[k] is the value
  * at from + 1 + k, NAN where whisper has none. */
 void carbon_fetch_range(const char *dir, const char *metric, long long from, long long until, double *got)

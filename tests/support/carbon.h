@@ -31,6 +31,12 @@ void carbon_write_text(const char *path, const char *text);
 void carbon_spawn(struct carbon_server *s, const char *dir, int port, const char *retentions);
 void carbon_start(struct carbon_server *s, const char *dir, int port, const char *retentions);
 
+/* A carbon-aggregator in the foreground on port, with rules (the text of
+ * aggregation-rules.conf), sending only its aggregates, in the line
+ * protocol, to the carbon-cache on cache_port; computed every second.
+ * Waits for the port. */
+void carbon_aggregator_start(struct carbon_server *s, const char *dir, int port, int cache_port, const char *rules);
+
 /* whisper-fetch of metric path a.b.c over (from, until]: got[k] is the value
  * at from + 1 + k, NAN where whisper has none. */
 void carbon_fetch_range(const char *dir, const char *metric, long long from, long long until, double *got);
