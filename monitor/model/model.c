@@ -26,6 +26,19 @@ double model_ci95_pts(double p, uint64_t n)
 	return 100.0 * half;
 }
 
+double model_share_pct(uint64_t count, uint64_t basis, double *ci95)
+{
+	if (basis == 0) {
+		if (ci95)
+			*ci95 = NAN;
+		return NAN;
+	}
+	double p = (double)count / (double)basis;
+	if (ci95)
+		*ci95 = model_ci95_pts(p, basis);
+	return 100.0 * p;
+}
+
 double model_headroom(double ops_per_s, double idle_pct)
 {
 	if (isnan(ops_per_s) || isnan(idle_pct) || idle_pct >= 99.0)

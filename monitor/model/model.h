@@ -118,6 +118,10 @@ void model_worker_name(const struct worker_view *w, const char *sep, char *buf, 
 /* Wilson score interval half-width for a proportion p of n samples, in points (0..100). */
 double model_ci95_pts(double p, uint64_t n);
 
+/* count of basis samples as a percentage, its Wilson half-width in *ci95
+ * (may be NULL); NaN for both when basis is 0. profile's stacks use it. */
+double model_share_pct(uint64_t count, uint64_t basis, double *ci95);
+
 /* ops/s ÷ (1 − idle), NaN when idle ≥ 99% or ops unknown. */
 double model_headroom(double ops_per_s, double idle_pct);
 

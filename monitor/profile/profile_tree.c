@@ -233,14 +233,5 @@ uint64_t profile_node_basis(const struct profile_node *n)
 
 double profile_node_share(const struct profile_node *n, double *ci95)
 {
-	uint64_t basis = profile_node_basis(n);
-	if (basis == 0) {
-		if (ci95)
-			*ci95 = NAN;
-		return NAN;
-	}
-	double p = (double)n->count / (double)basis;
-	if (ci95)
-		*ci95 = model_ci95_pts(p, basis);
-	return 100.0 * p;
+	return model_share_pct(n->count, profile_node_basis(n), ci95);
 }
