@@ -47,7 +47,7 @@ endif
 DEPFLAGS     = -MMD -MP
 
 RT_LIBS     := -luring -lev -lpthread
-PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf
+PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf -liberty
 TUI_LIBS    := -lncursesw -ltinfo
 TEST_LIBS   := -lcriterion -ljson-c
 

@@ -15,6 +15,7 @@ libcriterion-dev:/usr/include/criterion/criterion.h
 libseccomp-dev:/usr/include/seccomp.h
 libjson-c-dev:/usr/include/json-c/json.h
 libdw-dev:/usr/include/elfutils/libdwfl.h
+libiberty-dev:/usr/include/libiberty/demangle.h
 python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py
 npm:npm
 pkg-config:pkg-config

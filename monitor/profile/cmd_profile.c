@@ -22,6 +22,7 @@ static const struct cli_option options[] = {
 	{ 'f', "format", "FORMAT", "text (default), folded, speedscope, svg or json", profile_cli_format },
 	{ 'o', "output", "FILE", "write the profile to FILE (default: stdout)", profile_cli_output },
 	{ 0, "record", "FILE", "also write the raw sample stream to FILE (see record)", profile_cli_record },
+	PROFILE_CLI_THREADS,
 	{ 0 },
 };
 
@@ -84,7 +85,8 @@ static int run(int argc, char **argv)
 	int verdict = profile_run_verdict(&ro, &res);
 	if (res.st.samples > 0) {
 		struct profile_tree *t = profile_acc_finish(acc);
-		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = dur };
+		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = dur,
+					     .threads = c.threads };
 		if (!t) {
 			cli_error("out of memory");
 			goto out_acc;

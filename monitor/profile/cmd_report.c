@@ -23,6 +23,7 @@ static int set_file(void *ctx, const char *arg, char *msg, size_t len)
 static const struct cli_option options[] = {
 	{ 'f', "format", "FORMAT", "text (default), folded, speedscope, svg or json", profile_cli_format },
 	{ 'o', "output", "FILE", "write the profile to FILE (default: stdout)", profile_cli_output },
+	PROFILE_CLI_THREADS,
 	{ 0 },
 };
 
@@ -66,7 +67,8 @@ static int run(int argc, char **argv)
 		cli_error("%s holds no samples", c.file);
 		rc = EXIT_NOTHING;
 	} else if (t) {
-		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s };
+		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s,
+					     .threads = c.threads };
 		rc = profile_emit(c.out, c.fmt, t, &meta, acc);
 	} else if (err == -EPROTO) {
 		rc = EXIT_USAGE;

@@ -3,6 +3,7 @@
  * the unwound stack and its re-check (rules in profile_live.h).
  */
 #include "profile/profile_live.h"
+#include "probe_stat.h"
 #include "probe_unwind.h"
 
 #include <errno.h>
@@ -14,7 +15,9 @@
 
 struct live_probe {
 	pid_t pid, tid;
-	struct probe_syscall sc;
+	struct probe_syscall sc;         /* opened on the first unwind (fd -1 until then) */
+	char  comm[PROBE_COMM_LEN];      /* the thread's own name: redis' bio_*, libuv's workers */
+	int   sc_tried;
 };
 
 struct profile_live {
@@ -58,19 +61,34 @@ void profile_live_stats(const struct profile_live *l, struct profile_live_stats 
 	*out = l->st;
 }
 
+/* The task's entry, made at its first sample with its name read once;
+ * NULL when the table is full. */
+static struct live_probe *task_of(struct profile_live *l, pid_t pid, pid_t tid)
+{
+	for (int i = 0; i < l->nprobes; i++)
+		if (l->probes[i].pid == pid && l->probes[i].tid == tid)
+			return &l->probes[i];
+	if (l->nprobes == LIVE_MAX_PROBES)
+		return NULL;
+	struct live_probe *p = &l->probes[l->nprobes++];
+	*p = (struct live_probe){ .pid = pid, .tid = tid, .sc = { .fd = -1 } };
+	struct probe_stat st;
+	if (probe_stat_read(pid, tid, &st) == 0)
+		snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
+	return p;
+}
+
 /* Our own open syscall file of the task, for the re-check; NULL when the
  * table is full (the stack is then kept unverified) or it cannot be opened. */
 static struct probe_syscall *probe_of(struct profile_live *l, pid_t pid, pid_t tid)
 {
-	for (int i = 0; i < l->nprobes; i++)
-		if (l->probes[i].pid == pid && l->probes[i].tid == tid)
-			return l->probes[i].sc.fd >= 0 ? &l->probes[i].sc : NULL;
-	if (l->nprobes == LIVE_MAX_PROBES)
+	struct live_probe *p = task_of(l, pid, tid);
+	if (!p)
 		return NULL;
-	struct live_probe *p = &l->probes[l->nprobes++];
-	p->pid = pid;
-	p->tid = tid;
-	probe_syscall_open(&p->sc, pid, tid);
+	if (p->sc.fd < 0 && !p->sc_tried) {
+		p->sc_tried = 1;
+		probe_syscall_open(&p->sc, pid, tid);
+	}
 	return p->sc.fd >= 0 ? &p->sc : NULL;
 }
 
@@ -111,7 +129,9 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 	if (v->cls != PROBE_POLL && v->cls != PROBE_RUNNING && v->cls != PROBE_BLOCKED && v->cls != PROBE_OTHER)
 		return;
 	char thread[PROBE_COMM_LEN + 32], sysbuf[32], target[PROBE_TARGET_LEN + 48];
-	snprintf(thread, sizeof(thread), "%d/%d %s", (int)ev->pid, (int)ev->tid, ev->name ? ev->name : "?");
+	const struct live_probe *task = task_of(l, ev->pid, ev->tid);
+	const char *name = task && task->comm[0] ? task->comm : ev->name ? ev->name : "?";
+	snprintf(thread, sizeof(thread), "%d/%d %s", (int)ev->pid, (int)ev->tid, name);
 	const char *sys = NULL, *tgt = NULL;
 	if (v->cls == PROBE_POLL || v->cls == PROBE_BLOCKED) {
 		sys = probe_syscall_name(v->nr);

@@ -27,6 +27,12 @@ int profile_format_parse(const char *name, enum profile_format *fmt)
 int profile_write(FILE *out, enum profile_format fmt, struct profile_tree *t,
 		  const struct profile_meta *meta, const struct profile_text_opts *opts)
 {
+	/* what a person reads shows identical threads once; the data formats keep each */
+	if ((fmt == PROFILE_FMT_TEXT || fmt == PROFILE_FMT_SVG) && !(meta && meta->threads)) {
+		int err = profile_tree_merge_threads(t);
+		if (err < 0)
+			return err;
+	}
 	switch (fmt) {
 	case PROFILE_FMT_TEXT: return profile_write_text(out, t, meta, opts);
 	case PROFILE_FMT_FOLDED: return profile_write_folded(out, t);

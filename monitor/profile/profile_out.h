@@ -26,6 +26,7 @@ struct profile_meta {
 	const char *title;     /* e.g. "pid 1234 (worker)"; NULL: "loopstat profile" */
 	double rate_hz;        /* target sampling rate */
 	double duration_s;     /* wall time sampled */
+	int    threads;        /* text and svg: every thread apart (--threads), not identical ones merged */
 };
 
 struct profile_text_opts {

@@ -208,3 +208,10 @@ int profile_cli_record(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
+
+int profile_cli_threads(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct profile_cli *)ctx)->threads = 1;
+	return 0;
+}

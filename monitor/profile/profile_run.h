@@ -66,6 +66,7 @@ struct profile_cli {
 	pid_t  pid, tid;
 	enum profile_format fmt;
 	const char *out, *record, *file;
+	int    threads;                  /* --threads */
 };
 int profile_cli_pid(void *ctx, const char *arg, char *msg, size_t len);      /* one pid */
 int profile_cli_tid(void *ctx, const char *arg, char *msg, size_t len);
@@ -73,5 +74,10 @@ int profile_cli_duration(void *ctx, const char *arg, char *msg, size_t len);
 int profile_cli_format(void *ctx, const char *arg, char *msg, size_t len);
 int profile_cli_output(void *ctx, const char *arg, char *msg, size_t len);
 int profile_cli_record(void *ctx, const char *arg, char *msg, size_t len);
+int profile_cli_threads(void *ctx, const char *arg, char *msg, size_t len);
+
+/* The --threads row of profile's and report's option tables. */
+#define PROFILE_CLI_THREADS \
+	{ 0, "threads", NULL, "text and svg: show every thread, not identical ones once", profile_cli_threads }
 
 #endif /* LOOPSTAT_PROFILE_RUN_H */

@@ -235,3 +235,161 @@ double profile_node_share(const struct profile_node *n, double *ci95)
 {
 	return model_share_pct(n->count, profile_node_basis(n), ci95);
 }
+
+/* ---- threads with the same tree ------------------------------------------ */
+
+static int same_shape(const struct profile_node *a, uint64_t ba, const struct profile_node *b, uint64_t bb);
+
+/* a's and b's children pair up by level and label, and each pair has the
+ * same shape. */
+static int same_children(const struct profile_node *a, uint64_t ba, const struct profile_node *b, uint64_t bb)
+{
+	size_t na = 0, nb = 0;
+	for (const struct profile_node *c = a->child; c; c = c->next)
+		na++;
+	for (const struct profile_node *c = b->child; c; c = c->next)
+		nb++;
+	if (na != nb)
+		return 0;
+	for (const struct profile_node *c = a->child; c; c = c->next) {
+		const struct profile_node *d = b->child;
+		while (d && (d->level != c->level || strcmp(d->label, c->label) != 0))
+			d = d->next;
+		if (!d || !same_shape(c, ba, d, bb))
+			return 0;
+	}
+	return 1;
+}
+
+/* a and b (same level and label) agree: their shares of their threads'
+ * samples differ by no more than sampling explains, and so do their
+ * children's, recursively. */
+static int same_shape(const struct profile_node *a, uint64_t ba, const struct profile_node *b, uint64_t bb)
+{
+	double ca, cb;
+	double pa = model_share_pct(a->count, ba, &ca), pb = model_share_pct(b->count, bb, &cb);
+	/* a 95% test of two proportions, with a floor for shares of 0 or 100 */
+	if (fabs(pa - pb) > fmax(1.0, sqrt(ca * ca + cb * cb)))
+		return 0;
+	return same_children(a, ba, b, bb);
+}
+
+/* Adds src's counts into dst and frees src; children pair up by label,
+ * the unpaired move over. */
+static void merge_into(struct profile_tree *t, struct profile_node *dst, struct profile_node *src)
+{
+	dst->count += src->count;
+	dst->self += src->self;
+	struct profile_node *c = src->child;
+	while (c) {
+		struct profile_node *next = c->next, **link = &dst->child;
+		while (*link && ((*link)->level != c->level || strcmp((*link)->label, c->label) != 0))
+			link = &(*link)->next;
+		if (*link) {
+			merge_into(t, *link, c);
+		} else {
+			c->next = NULL;
+			c->parent = dst;
+			*link = c;
+		}
+		c = next;
+	}
+	free(src->label);
+	free(src);
+	t->nodes--;
+}
+
+/* "PID/TID name" → its name part ("" when there is none). */
+static const char *thread_name(const char *label)
+{
+	const char *sp = strchr(label, ' ');
+	return sp ? sp + 1 : "";
+}
+
+/* "3 threads: bio_close_file, bio_aof_fsync (pid 12 tids 13 14 15)": the
+ * distinct names in the group, then its tids, cut at a character. */
+static char *group_label(struct profile_node *const *g, size_t n)
+{
+	char buf[4 * PROFILE_LABEL_MAX];
+	size_t len = 0;
+	len += (size_t)snprintf(buf, sizeof(buf), "%zu threads: ", n);
+	for (size_t i = 0; i < n && len < sizeof(buf); i++) {
+		const char *name = thread_name(g[i]->label);
+		size_t k = 0;
+		while (k < i && strcmp(thread_name(g[k]->label), name) != 0)
+			k++;
+		if (k == i)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? ", " : "", name);
+	}
+	for (size_t i = 0; i < n && len < sizeof(buf); i++) {
+		char id[64];
+		snprintf(id, sizeof(id), "%.*s", (int)strcspn(g[i]->label, " "), g[i]->label);
+		char *slash = strchr(id, '/');
+		if (i == 0)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, " (%s", id);
+		else
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, ", %s", slash ? slash + 1 : id);
+	}
+	if (len < sizeof(buf))
+		snprintf(buf + len, sizeof(buf) - len, ")");
+	char label[PROFILE_LABEL_MAX];
+	textsafe_label(label, sizeof(label), buf);
+	return strdup(label);
+}
+
+int profile_tree_merge_threads(struct profile_tree *t)
+{
+	size_t nthreads = 0;
+	for (struct profile_node *c = t->root.child; c; c = c->next)
+		nthreads++;
+	if (nthreads < 2)
+		return 0;
+	struct profile_node **th = malloc(nthreads * sizeof(*th)), **group = malloc(nthreads * sizeof(*group));
+	if (!th || !group) {
+		free(th);
+		free(group);
+		return -ENOMEM;
+	}
+	size_t n = 0;
+	for (struct profile_node *c = t->root.child; c; c = c->next)
+		th[n++] = c;
+	/* greedy: each thread joins the first earlier group it matches */
+	for (size_t i = 0; i < n; i++) {
+		if (!th[i])
+			continue;
+		size_t ng = 0;
+		group[ng++] = th[i];
+		for (size_t j = i + 1; j < n; j++) {
+			if (!th[j] || th[j]->count == 0 || th[i]->count == 0)
+				continue;
+			/* the threads' own labels differ (their tids): compare below them */
+			int same = same_children(th[i], th[i]->count, th[j], th[j]->count);
+			if (same) {
+				group[ng++] = th[j];
+				th[j] = NULL;
+			}
+		}
+		if (ng < 2)
+			continue;
+		char *label = group_label(group, ng);
+		if (!label) {
+			free(th);
+			free(group);
+			return -ENOMEM;
+		}
+		/* unlink the others, then fold them into the first */
+		for (size_t k = 1; k < ng; k++) {
+			struct profile_node **link = &t->root.child;
+			while (*link != group[k])
+				link = &(*link)->next;
+			*link = group[k]->next;
+			group[k]->next = NULL;
+			merge_into(t, group[0], group[k]);
+		}
+		free(group[0]->label);
+		group[0]->label = label;
+	}
+	free(th);
+	free(group);
+	return 0;
+}

@@ -96,6 +96,13 @@ uint64_t profile_node_basis(const struct profile_node *n);
  * its 95% Wilson interval in *ci95 (points; may be NULL). NaN on no samples. */
 double profile_node_share(const struct profile_node *n, double *ci95);
 
+/* Threads whose trees are the same (the same paths, shares within what
+ * sampling explains) become one node labelled "3 threads: name, ... (pid
+ * tids)", their counts summed, so its shares are the threads' mean. Redis'
+ * bio threads or a pool of workers then print once. 0 or -ENOMEM (the
+ * tree is unchanged then). */
+int profile_tree_merge_threads(struct profile_tree *t);
+
 /* "idle", "on cpu", "waiting for cpu", "blocked". Static. */
 const char *profile_state_name(enum profile_state s);
 /* "thread", "fiber", "state", "syscall", "target", "frame" ("all" for the root). */
