@@ -179,7 +179,7 @@ static void start_top(int cols, int lines, const char *args)
 	char script[8192], path[4096], cmd[4200], x[16], y[16];
 	snprintf(path, sizeof(path), "%s/run.sh", dir);
 	snprintf(script, sizeof(script),
-		 "export LOOPSTAT_SHM_DIR='%s' LANG=C.UTF-8 TERM=screen\n"
+		 "export LOOPSTAT_SHM_DIR='%s' LANG=C.UTF-8 TERM=screen TZ=UTC\n"
 		 "'%s' %s\n"
 		 "echo loopstat-exit=$?\n"
 		 "exec sleep 600\n", dir, ts_loopstat_bin(), args);
@@ -592,4 +592,37 @@ Test(tui_tmux, replays_a_recording)
 	keys("q");
 	cr_assert_eq(wait_exit(), 0);
 	assert_terminal_restored();
+}
+
+/* A replay that reaches its end says so and its clock stops at the
+ * recording's last second; one cut short (no trailer, a partial last
+ * line) plays its complete records and says so once the screen is back. */
+Test(tui_tmux, replay_end_is_marked_and_a_cut_recording_plays)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/cut.rec", dir);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	struct rec_meta meta = { .rate_hz = 1000, .start_unix = 1700000000 };   /* 22:13:20 UTC */
+	struct rec_writer *w = rec_writer_new(f, &meta);
+	for (int i = 0; i < 2000; i++) {   /* 2 s */
+		struct rec_event ev = { .t_ns = (uint64_t)i * 1000000, .pid = 4242, .tid = 4243, .instrumented = 0,
+					.thread = "4242/4243 cutshort", .cls = PROBE_POLL, .nr = 232, .fd = 3,
+					.target = "[idle] epoll_wait fd 3" };
+		cr_assert_eq(rec_write(w, &ev), 0);
+	}
+	cr_assert_eq(fflush(f), 0);
+	fputs("e 2000000000 4242 42", f);   /* a record cut mid-write, and no trailer */
+	cr_assert_eq(fclose(f), 0);
+	char args[4200];
+	snprintf(args, sizeof(args), "top --replay '%s' -d 0.5", path);
+	start_top(110, 30, args);
+	assert_shows("cutshort");
+	assert_shows("REPLAY ENDED");
+	assert_shows("22:13:21");   /* the recording's clock, stopped at its last sample */
+	sleep(2);
+	assert_shows("22:13:21");
+	keys("q");
+	cr_assert_eq(wait_exit(), 0);
+	assert_shows("was cut short");
 }

@@ -167,22 +167,26 @@ static int add_string(struct strtab *t, char *rest)
 	return 0;
 }
 
-static void read_meta(struct rec_meta *meta, char *rest)
+/* Returns 1 for the trailer (duration_s, written last). */
+static int read_meta(struct rec_meta *meta, char *rest)
 {
 	char *val = strchr(rest, ' ');
 	if (!val)
-		return;
+		return 0;
 	*val++ = '\0';
+	if (strcmp(rest, "duration_s") == 0) {
+		meta->duration_s = strtod(val, NULL);
+		return 1;
+	}
 	if (strcmp(rest, "rate_hz") == 0)
 		meta->rate_hz = strtod(val, NULL);
-	else if (strcmp(rest, "duration_s") == 0)
-		meta->duration_s = strtod(val, NULL);
 	else if (strcmp(rest, "start_unix") == 0)
 		meta->start_unix = strtod(val, NULL);
 	else if (strcmp(rest, "host") == 0)
 		snprintf(meta->host, sizeof(meta->host), "%s", val);
 	else if (strcmp(rest, "title") == 0)
 		snprintf(meta->title, sizeof(meta->title), "%s", val);
+	return 0;
 }
 
 /* Fields after "e": T PID TID INST CLS NR FD RUN WAIT SP PC SW THREAD SYSCALL TARGET FIBER NFRAMES FRAME... */
@@ -241,10 +245,16 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 	const char *frames[REC_MAX_FRAMES];
 	memset(meta, 0, sizeof(*meta));
 	*line = 0;
+	int trailer = 0;
 	while ((len = getline(&buf, &cap, f)) >= 0) {
 		++*line;
-		if (len > 0 && buf[len - 1] == '\n')
+		if (len > 0 && buf[len - 1] == '\n') {
 			buf[--len] = '\0';
+		} else if (*line > 1) {
+			/* no newline at the end of the file: a record cut mid-write */
+			meta->cut = 1;
+			break;
+		}
 		if (*line == 1) {
 			int major;
 			if (sscanf(buf, "loopstat-record %d", &major) != 1 || major != REC_VERSION) {
@@ -257,14 +267,18 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 		if (buf[0] == 's' && buf[1] == ' ')
 			err = add_string(&t, buf + 2);
 		else if (buf[0] == 'm' && buf[1] == ' ')
-			read_meta(meta, buf + 2);
-		else if (buf[0] == 'e' && buf[1] == ' ')
-			err = parse_event(&t, buf + 1, &ev, frames) ?: fn(arg, &ev);
+			trailer |= read_meta(meta, buf + 2);
+		else if (buf[0] == 'e' && buf[1] == ' ' && (err = parse_event(&t, buf + 1, &ev, frames)) == 0) {
+			meta->last_t_ns = ev.t_ns;
+			err = fn(arg, &ev);
+		}
 		if (err < 0)
 			break;
 	}
 	if (err == 0 && *line == 0)
 		err = -EPROTO;   /* empty: not a recording */
+	if (err == 0 && !trailer)
+		meta->cut = 1;
 	if (err == 0 && ferror(f))
 		err = -EIO;
 	for (size_t i = 1; i <= t.n; i++)

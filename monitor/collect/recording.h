@@ -62,6 +62,10 @@ struct rec_meta {
 	double   duration_s;         /* wall time sampled (written at the end; 0 if cut short) */
 	char     host[64];
 	char     title[128];
+	/* set by rec_read: the file ends without its trailer (a signal, a full
+	 * disk); its complete records were read, a partial last line skipped */
+	int      cut;
+	uint64_t last_t_ns;          /* the last event's time */
 };
 
 /* ---- writing ---- */
@@ -80,7 +84,8 @@ int  rec_writer_end(struct rec_writer *w, double duration_s);
 /* Calls fn for every event of the recording on f, in order, after filling
  * *meta from the header. Returns 0, -EPROTO (not a recording, a newer
  * major, a malformed line: *line says which), -ENOMEM, or what fn returned
- * when it was < 0 (which stops the read). */
+ * when it was < 0 (which stops the read). A recording cut short reads as
+ * far as its last complete line, with meta->cut set. */
 int  rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),
 		      void *arg, long *line);
 

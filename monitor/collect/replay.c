@@ -36,6 +36,8 @@ struct replay {
 	struct rp_worker **w;
 	size_t   nw;
 	double   rate_hz;
+	double   start_unix;         /* the recording's wall clock at t_ns 0 */
+	int      cut;                /* it ends without its trailer */
 	uint64_t first_ns, end_ns;
 	/* the replay clock: recording time base + (mono now - anchor), frozen while paused or pinned */
 	uint64_t base_ns, anchor_ns;
@@ -132,6 +134,8 @@ int replay_open(FILE *f, struct replay **out, long *line)
 		return err;
 	}
 	r->rate_hz = meta.rate_hz;
+	r->start_unix = meta.start_unix;
+	r->cut = meta.cut;
 	if (r->n) {
 		r->first_ns = r->ev[0].t_ns;
 		r->end_ns = r->ev[r->n - 1].t_ns;
@@ -156,6 +160,7 @@ void replay_delete(struct replay *r)
 uint64_t replay_end_ns(const struct replay *r) { return r->end_ns; }
 size_t replay_samples(const struct replay *r) { return r->n; }
 double replay_rate(const struct replay *r) { return r->rate_hz; }
+int replay_cut(const struct replay *r) { return r->cut; }
 
 /* The recording time the replay has reached, capped at its end. */
 static uint64_t clock_now(const struct replay *r)
@@ -252,8 +257,16 @@ static void rp_set_paused(void *impl, int paused)
 
 static void rp_set_all_threads(void *impl, int on) { ((struct replay *)impl)->all_threads = on; }
 
+static int rp_clock(void *impl, double *unix_s)
+{
+	const struct replay *r = impl;
+	uint64_t t = clock_now(r);
+	*unix_s = r->start_unix + (double)t / 1e9;
+	return t >= r->end_ns;
+}
+
 static const struct source_ops replay_ops = {
-	rp_snapshot, rp_rate, NULL, rp_set_paused, rp_set_all_threads,
+	rp_snapshot, rp_rate, NULL, rp_set_paused, rp_set_all_threads, rp_clock,
 };
 
 void replay_source(struct replay *r, struct source *src)

@@ -35,5 +35,7 @@ void replay_advance_to(struct replay *r, uint64_t t_ns);
 uint64_t replay_end_ns(const struct replay *r);
 size_t   replay_samples(const struct replay *r);
 double   replay_rate(const struct replay *r);
+/* The recording was cut short (no trailer): its complete records were read. */
+int      replay_cut(const struct replay *r);
 
 #endif /* LOOPSTAT_REPLAY_H */

@@ -17,6 +17,9 @@ struct source_ops {
 	void   (*set_rate)(void *impl, double hz);         /* NULL: the rate is fixed (a recording) */
 	void   (*set_paused)(void *impl, int paused);
 	void   (*set_all_threads)(void *impl, int on);     /* NULL: not supported */
+	/* NULL: live, the wall clock. A recording: its clock in *unix_s, which
+	 * stops at its end; returns 1 once the replay has reached it. */
+	int    (*clock)(void *impl, double *unix_s);
 };
 
 struct source {

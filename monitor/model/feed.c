@@ -8,6 +8,7 @@
 #include "model/model_build.h"
 
 #include <errno.h>
+#include <time.h>
 
 _Static_assert(MODEL_FEED_DEFAULT_HZ == SAMPLER_DEFAULT_HZ, "one default rate");
 
@@ -48,6 +49,16 @@ int model_feed_set_rate(const struct source *src, double hz)
 }
 
 void model_feed_set_paused(const struct source *src, int paused) { src->ops->set_paused(src->impl, paused); }
+
+int model_feed_clock(const struct source *src, double *unix_s)
+{
+	if (src->ops->clock)
+		return src->ops->clock(src->impl, unix_s);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*unix_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return 0;
+}
 
 int model_feed_set_all_threads(const struct source *src, int on)
 {

@@ -30,6 +30,9 @@ double model_feed_rate(const struct source *src);
 /* -ENOTSUP when the source's rate is fixed (a recording). */
 int    model_feed_set_rate(const struct source *src, double hz);
 void   model_feed_set_paused(const struct source *src, int paused);
+/* The wall clock the figures are at: now, or a replay's recording clock
+ * (stopped at its end). Returns 1 once a replay has reached its end. */
+int    model_feed_clock(const struct source *src, double *unix_s);
 /* -ENOTSUP when the source cannot show threads never seen polling. */
 int    model_feed_set_all_threads(const struct source *src, int on);
 

@@ -60,6 +60,12 @@ static int run(int argc, char **argv)
 		cli_error("%s:%ld: not a loopstat recording of version %d", c.file, line, REC_VERSION);
 	else if (err < 0)
 		cli_error("reading %s: %s", c.file, strerror(-err));
+	if (err == 0 && rm.cut) {
+		/* a signal or a full disk ended the writer: what it wrote is still samples */
+		cli_error("%s was cut short (no end record): the report covers its %.1f s of complete records",
+			  c.file, (double)rm.last_t_ns / 1e9);
+		rm.duration_s = (double)rm.last_t_ns / 1e9;
+	}
 	struct profile_tree *t = err == 0 ? profile_acc_finish(acc) : NULL;
 	if (err == 0 && !t)
 		cli_error("out of memory");

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +53,20 @@ static int target_gone(void *arg)
 	return st.state == 'Z' || st.state == 'X';
 }
 
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+/* Ends the wait: a signal, or the one target's exit. */
+static int stop_now(void *arg)
+{
+	const struct profile_run_opts *o = arg;
+	return stop_signal || (o->pid && target_gone(arg));
+}
+
 int profile_run(const struct profile_run_opts *o, struct profile_run_result *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -70,7 +85,20 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 		profile_live_delete(l);
 		return err;
 	}
-	res->gone = session_wait_unless(&se, o->duration_s, o->pid ? target_gone : NULL, (void *)o);
+	/* Ctrl-C or a TERM ends the sampling, not the program: the report of
+	 * what was measured and a recording's trailer are still written. Only
+	 * while sampling: a second one during the writing kills as usual. */
+	static const int sigs[] = { SIGINT, SIGTERM };
+	struct sigaction sa = { .sa_handler = on_stop }, old[2];
+	sigemptyset(&sa.sa_mask);
+	stop_signal = 0;
+	for (int i = 0; i < 2; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	int early = session_wait_unless(&se, o->duration_s, stop_now, (void *)o);
+	for (int i = 0; i < 2; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	res->signal = stop_signal;
+	res->gone = early && !res->signal;
 	session_stop(&se);
 	res->elapsed_s = (double)mono_ns() / 1e9 - se.started_s;
 	session_end(&se);
@@ -92,6 +120,12 @@ int profile_run_verdict(const struct profile_run_opts *o, const struct profile_r
 		probe_access_explain(o->pid, why, sizeof(why));
 		cli_error("every sample was refused: %s", why);
 		return EXIT_ACCESS;
+	}
+	if (res->signal) {
+		cli_error("interrupted by %s after %.1f s; what was measured is kept: %llu samples",
+			  res->signal == SIGINT ? "SIGINT" : "SIGTERM", res->elapsed_s,
+			  (unsigned long long)res->st.samples);
+		return 128 + res->signal;
 	}
 	if (res->gone) {
 		cli_error("%s %d exited after %.1f s; the report covers the %llu samples taken until then",

@@ -28,6 +28,7 @@ struct profile_run_opts {
 struct profile_run_result {
 	double elapsed_s;                /* wall time sampled */
 	int    gone;                     /* the target exited before the end */
+	int    signal;                   /* SIGINT or SIGTERM ended the run early, else 0 */
 	struct profile_live_stats st;
 };
 
@@ -36,13 +37,15 @@ struct profile_run_result {
  * -1 when it can. */
 int profile_check_target(pid_t pid, pid_t tid);
 
-/* Samples for duration_s (less when the one target exits). 0, or -errno
- * after a message on stderr. */
+/* Samples for duration_s (less when the one target exits, or SIGINT or
+ * SIGTERM arrives: the run then ends within a tick and what was measured
+ * is kept). 0, or -errno after a message on stderr. */
 int profile_run(const struct profile_run_opts *o, struct profile_run_result *res);
 
 /* The exit code after a run: EXIT_ACCESS when every sample was refused,
- * EXIT_NOTHING when there were none or the target exited (both said on
- * stderr), else EXIT_OK. */
+ * EXIT_NOTHING when there were none or the target exited, 128 + the signal
+ * when one interrupted it, as a shell reports it (all said on stderr), else
+ * EXIT_OK. */
 int profile_run_verdict(const struct profile_run_opts *o, const struct profile_run_result *res);
 
 /* Writes t as fmt to path (NULL or "-": stdout), and for text acc's stall

@@ -68,6 +68,8 @@ static int run_replay(struct top_ctx *c)
 	struct source src;
 	replay_source(r, &src);
 	int rc = tui_run(&src, &c->tui);
+	if (replay_cut(r))   /* said after the screen is given back, where it stays */
+		cli_error("%s was cut short (no end record): its complete records were replayed", c->replay);
 	replay_delete(r);
 	return exit_of(rc);
 }

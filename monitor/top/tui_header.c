@@ -20,6 +20,11 @@ int tui_draw_header(struct tui *t)
 	const struct fleet_view *f = &t->m.fleet;
 	char now[16], delay[16], win[16];
 	time_t tt = time(NULL);
+	double unix_s;
+	/* a replay shows its recording's clock, stopped at its end */
+	int ended = t->s ? model_feed_clock(t->s, &unix_s) : 0;
+	if (t->s)
+		tt = (time_t)unix_s;
 	struct tm tm;
 	localtime_r(&tt, &tm);
 	strftime(now, sizeof(now), "%H:%M:%S", &tm);
@@ -28,9 +33,9 @@ int tui_draw_header(struct tui *t)
 
 	mvprintw(0, 0, "loopstat  %s  %s  rate %.0f Hz  window %s s  refresh %s s", t->host, now,
 		 t->rate_hz, win, delay);
-	if (t->paused) {
+	if (t->paused || ended) {
 		attron(A_BOLD | A_REVERSE);
-		printw("  PAUSED ");
+		printw(ended ? "  REPLAY ENDED " : "  PAUSED ");
 		attroff(A_BOLD | A_REVERSE);
 	}
 
