@@ -153,6 +153,8 @@ static int add_string(struct strtab *t, char *rest)
 	unsigned long long id = strtoull(rest, &end, 10);
 	if (*end != ' ' || id != t->n + 1)
 		return -EPROTO;
+	if (id > REC_MAX_STRINGS)
+		return -E2BIG;
 	if (t->n + 2 > t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 1024;
 		char **s = realloc(t->s, cap * sizeof(*s));
@@ -175,13 +177,19 @@ static int read_meta(struct rec_meta *meta, char *rest)
 		return 0;
 	*val++ = '\0';
 	if (strcmp(rest, "duration_s") == 0) {
-		meta->duration_s = strtod(val, NULL);
+		double d = strtod(val, NULL);
+		meta->duration_s = d > 0 && d < 1e9 ? d : 0;
 		return 1;
 	}
-	if (strcmp(rest, "rate_hz") == 0)
-		meta->rate_hz = strtod(val, NULL);
-	else if (strcmp(rest, "start_unix") == 0)
-		meta->start_unix = strtod(val, NULL);
+	if (strcmp(rest, "rate_hz") == 0) {
+		/* anything but a sampler's rate is unknown (0), not a divisor */
+		double hz = strtod(val, NULL);
+		meta->rate_hz = hz > 0 && hz <= 1e6 ? hz : 0;
+	}
+	else if (strcmp(rest, "start_unix") == 0) {
+		double t = strtod(val, NULL);
+		meta->start_unix = t > 0 && t < 1e11 ? t : 0;
+	}
 	else if (strcmp(rest, "host") == 0)
 		snprintf(meta->host, sizeof(meta->host), "%s", val);
 	else if (strcmp(rest, "title") == 0)
@@ -234,20 +242,44 @@ static int parse_event(const struct strtab *t, char *p, struct rec_event *ev, co
 	return bad || !ev->thread || *p ? -EPROTO : 0;
 }
 
+/* One line into buf (REC_MAX_LINE + 2 bytes), its newline kept and a NUL
+ * after it: the length, 0 at the end of the file, -E2BIG for a longer
+ * line, -EPROTO for a NUL byte in it. getline would grow to whatever a
+ * file without newlines holds (/dev/zero). */
+static ssize_t read_line(FILE *f, char *buf)
+{
+	size_t len = 0;
+	int c;
+	while ((c = getc_unlocked(f)) != EOF) {
+		if (len == REC_MAX_LINE && c != '\n')
+			return -E2BIG;
+		if (c == '\0')
+			return -EPROTO;
+		buf[len++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
 int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),
 		     void *arg, long *line)
 {
 	struct strtab t = { 0 };
-	char *buf = NULL;
-	size_t cap = 0;
+	char *buf = malloc(REC_MAX_LINE + 2);
 	ssize_t len;
-	int err = 0;
+	int err = buf ? 0 : -ENOMEM;
 	const char *frames[REC_MAX_FRAMES];
 	memset(meta, 0, sizeof(*meta));
 	*line = 0;
 	int trailer = 0;
-	while ((len = getline(&buf, &cap, f)) >= 0) {
+	while (err == 0 && (len = read_line(f, buf)) != 0) {
 		++*line;
+		if (len < 0) {
+			err = (int)len;
+			break;
+		}
 		if (len > 0 && buf[len - 1] == '\n') {
 			buf[--len] = '\0';
 		} else if (*line > 1) {

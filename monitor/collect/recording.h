@@ -38,6 +38,13 @@
 #define REC_LABEL_MAX  256   /* a string is cut to this (at a character boundary), as tree labels */
 #define REC_MAX_FRAMES 128   /* frames kept per event */
 
+/* What a reader takes at most, so that a hostile or broken file costs
+ * memory and time linear in its size: beyond these, rec_read returns
+ * -E2BIG with the line. A written line is at most ~1.5 KB (128 frames of
+ * 10-digit ids), a string REC_LABEL_MAX bytes. */
+#define REC_MAX_LINE    8192
+#define REC_MAX_STRINGS (1u << 20)
+
 struct rec_event {
 	uint64_t t_ns;               /* since sampling started */
 	pid_t    pid, tid;
@@ -83,8 +90,9 @@ int  rec_writer_end(struct rec_writer *w, double duration_s);
 /* ---- reading ---- */
 /* Calls fn for every event of the recording on f, in order, after filling
  * *meta from the header. Returns 0, -EPROTO (not a recording, a newer
- * major, a malformed line: *line says which), -ENOMEM, or what fn returned
- * when it was < 0 (which stops the read). A recording cut short reads as
+ * major, a malformed line: *line says which), -E2BIG (past a REC_MAX_
+ * cap, *line says where), -ENOMEM, or what fn returned when it was < 0
+ * (which stops the read). A recording cut short reads as
  * far as its last complete line, with meta->cut set. */
 int  rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),
 		      void *arg, long *line);

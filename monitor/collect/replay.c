@@ -4,6 +4,8 @@
 #include "collect/replay.h"
 #include "util/clock.h"
 #include "collect/recording.h"
+#include "collect/sampler.h"
+#include "util/idmap.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -35,6 +37,7 @@ struct replay {
 	size_t   n, cap, cursor;     /* cursor: events fed so far */
 	struct rp_worker **w;
 	size_t   nw;
+	struct idmap by_tid;         /* (pid, tid) → w index */
 	double   rate_hz;
 	double   start_unix;         /* the recording's wall clock at t_ns 0 */
 	int      cut;                /* it ends without its trailer */
@@ -44,20 +47,34 @@ struct replay {
 	int      paused, pinned, all_threads;
 };
 
-static struct rp_worker *worker_of(struct replay *r, const struct rec_event *ev, uint32_t *idx)
+/* ev's worker, made at its first event: NULL with *err -ENOMEM, or -E2BIG
+ * past REPLAY_MAX_THREADS (each holds a whole series, ~80 KB). */
+static struct rp_worker *worker_of(struct replay *r, const struct rec_event *ev, uint32_t *idx, int *err)
 {
-	for (size_t i = 0; i < r->nw; i++)
-		if (r->w[i]->pid == ev->pid && r->w[i]->tid == ev->tid) {
-			*idx = (uint32_t)i;
-			return r->w[i];
-		}
-	struct rp_worker **w = realloc(r->w, (r->nw + 1) * sizeof(*w));
-	if (!w)
+	size_t i;
+	uint64_t key = idmap_pair(ev->pid, ev->tid);
+	if (idmap_get(&r->by_tid, key, &i)) {
+		*idx = (uint32_t)i;
+		return r->w[i];
+	}
+	if (r->nw == REPLAY_MAX_THREADS) {
+		*err = -E2BIG;
 		return NULL;
-	r->w = w;
+	}
+	*err = -ENOMEM;
+	if (!(r->nw & (r->nw - 1))) {   /* grown at powers of two */
+		struct rp_worker **w = realloc(r->w, (r->nw ? 2 * r->nw : 1) * sizeof(*w));
+		if (!w)
+			return NULL;
+		r->w = w;
+	}
 	struct rp_worker *k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
+	if (idmap_put(&r->by_tid, key, r->nw) < 0) {
+		free(k);
+		return NULL;
+	}
 	k->pid = ev->pid;
 	k->tid = ev->tid;
 	const char *sp = strchr(ev->thread, ' ');   /* "PID/TID name" */
@@ -101,9 +118,10 @@ static int add_event(void *arg, const struct rec_event *ev)
 {
 	struct replay *r = arg;
 	uint32_t idx;
-	struct rp_worker *k = worker_of(r, ev, &idx);
+	int err = 0;
+	struct rp_worker *k = worker_of(r, ev, &idx, &err);
 	if (!k)
-		return -ENOMEM;
+		return err;
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 4096;
 		struct rp_event *e = realloc(r->ev, cap * sizeof(*e));
@@ -127,6 +145,7 @@ int replay_open(FILE *f, struct replay **out, long *line)
 	struct replay *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	idmap_init(&r->by_tid);
 	struct rec_meta meta;
 	int err = rec_read(f, &meta, add_event, r, line);
 	if (err < 0) {
@@ -153,6 +172,7 @@ void replay_delete(struct replay *r)
 	for (size_t i = 0; i < r->nw; i++)
 		free(r->w[i]);
 	free(r->w);
+	idmap_done(&r->by_tid);
 	free(r->ev);
 	free(r);
 }

@@ -19,7 +19,12 @@
 
 struct replay;
 
+/* Threads one replay shows at most, as the live dashboard's default
+ * --max-workers: each keeps a whole series. */
+#define REPLAY_MAX_THREADS SAMPLER_MAX_WORKERS
+
 /* Reads the whole recording on f. Returns 0, or -EPROTO (not a recording,
+ * *line says where), -E2BIG (past REPLAY_MAX_THREADS or a reader's cap,
  * *line says where), -ENOMEM, -EIO; *out is set on 0 only. */
 int  replay_open(FILE *f, struct replay **out, long *line);
 void replay_delete(struct replay *r);

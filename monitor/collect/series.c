@@ -175,7 +175,10 @@ void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag)
  * seconds of history they span, in proportion to each second's part. */
 static void hist_add_runnable(struct series *a, uint64_t t0, uint64_t t1, double busy_ns)
 {
+	/* a runnable share above 1 (or NaN) is no thread's: a crafted
+	 * recording's; clamped, so the cast below stays in range */
 	double per_ns = busy_ns / (double)(t1 - t0);
+	per_ns = per_ns > 0 ? (per_ns < 1 ? per_ns : 1) : 0;
 	int64_t first = (int64_t)(t0 / NS), last = (int64_t)(t1 / NS);
 	if (last - first >= SERIES_HISTORY)
 		first = last - SERIES_HISTORY + 1;

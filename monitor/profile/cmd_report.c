@@ -58,6 +58,10 @@ static int run(int argc, char **argv)
 		fclose(f);
 	if (err == -EPROTO)
 		cli_error("%s:%ld: not a loopstat recording of version %d", c.file, line, REC_VERSION);
+	else if (err == -E2BIG)
+		cli_error("%s:%ld: past what a report reads (lines of %d bytes, %u strings, %u threads, %u tree "
+			  "nodes): refused", c.file, line, REC_MAX_LINE, REC_MAX_STRINGS, PROFILE_ACC_MAX_THREADS,
+			  PROFILE_TREE_MAX_NODES);
 	else if (err < 0)
 		cli_error("reading %s: %s", c.file, strerror(-err));
 	if (err == 0 && rm.cut) {
@@ -76,7 +80,7 @@ static int run(int argc, char **argv)
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s,
 					     .threads = c.threads };
 		rc = profile_emit(c.out, c.fmt, t, &meta, acc);
-	} else if (err == -EPROTO) {
+	} else if (err == -EPROTO || err == -E2BIG) {
 		rc = EXIT_USAGE;
 	}
 	profile_acc_delete(acc);

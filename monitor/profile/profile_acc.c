@@ -12,6 +12,7 @@
  * as the live run).
  */
 #include "profile/profile_acc.h"
+#include "util/idmap.h"
 #include "util/textsafe.h"
 
 #include <errno.h>
@@ -50,6 +51,7 @@ struct profile_acc {
 	unsigned flags;
 	struct acc_thread *th;
 	size_t   nth, capth;
+	struct idmap by_tid;         /* (pid, tid) → th index: a recording may name 262,144 threads */
 	uint64_t samples, first_ns, last_ns;
 };
 
@@ -59,6 +61,7 @@ struct profile_acc *profile_acc_new(unsigned flags)
 	if (!a)
 		return NULL;
 	a->flags = flags;
+	idmap_init(&a->by_tid);
 	return a;
 }
 
@@ -77,15 +80,24 @@ void profile_acc_delete(struct profile_acc *a)
 		free(a->th[i].stalls);
 	}
 	free(a->th);
+	idmap_done(&a->by_tid);
 	profile_tree_delete(a->tree);
 	free(a);
 }
 
-static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_event *ev)
+/* ev's thread, added at its first event; NULL with *err -ENOMEM, or
+ * -E2BIG past PROFILE_ACC_MAX_THREADS. */
+static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_event *ev, int *err)
 {
-	for (size_t i = 0; i < a->nth; i++)
-		if (a->th[i].pid == ev->pid && a->th[i].tid == ev->tid)
-			return &a->th[i];
+	size_t i;
+	uint64_t key = idmap_pair(ev->pid, ev->tid);
+	if (idmap_get(&a->by_tid, key, &i))
+		return &a->th[i];
+	if (a->nth == PROFILE_ACC_MAX_THREADS) {
+		*err = -E2BIG;
+		return NULL;
+	}
+	*err = -ENOMEM;
 	if (a->nth == a->capth) {
 		size_t cap = a->capth ? a->capth * 2 : 8;
 		struct acc_thread *th = realloc(a->th, cap * sizeof(*th));
@@ -100,6 +112,11 @@ static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_even
 	t->tid = ev->tid;
 	if (!(t->label = strdup(ev->thread)))
 		return NULL;
+	if (idmap_put(&a->by_tid, key, a->nth) < 0) {
+		free(t->label);
+		return NULL;
+	}
+	*err = 0;
 	a->nth++;
 	return t;
 }
@@ -216,10 +233,10 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 		tf |= PROFILE_TREE_BY_FIBER;
 	if (!a->tree && !(a->tree = profile_tree_new(tf)))
 		return -ENOMEM;
-	struct acc_thread *t = thread_of(a, ev);
-	if (!t)
-		return -ENOMEM;
 	int err = 0;
+	struct acc_thread *t = thread_of(a, ev, &err);
+	if (!t)
+		return err;
 	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns))
 		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
 	if (err == 0 && ev->instrumented)

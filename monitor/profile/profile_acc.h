@@ -22,6 +22,9 @@ struct profile_acc;
 /* The tree is split by fiber when the first event is of an instrumented worker. */
 #define PROFILE_ACC_AUTO_FIBER 0x100u
 
+/* Threads one accumulator takes: a recording naming more is refused (-E2BIG). */
+#define PROFILE_ACC_MAX_THREADS (1u << 18)
+
 /* flags as profile_tree_new's, or PROFILE_ACC_AUTO_FIBER. NULL with errno set. */
 struct profile_acc *profile_acc_new(unsigned flags);
 void profile_acc_delete(struct profile_acc *a);
@@ -31,7 +34,8 @@ void profile_acc_delete(struct profile_acc *a);
  * or waiting for one. A RUNNING sample is held until its thread's next
  * schedstat reading and then split between the two in the ratio of that
  * interval's Δrun_delay to Δsum_exec_runtime (spread evenly, deterministic).
- * 0, -EINVAL or -ENOMEM.
+ * 0, -EINVAL, -ENOMEM, or -E2BIG past PROFILE_ACC_MAX_THREADS threads or
+ * PROFILE_TREE_MAX_NODES nodes.
  */
 int  profile_acc_add(struct profile_acc *a, const struct rec_event *ev);
 

@@ -6,6 +6,7 @@
  * order stable and sorting cheap.
  */
 #include "profile/profile_tree.h"
+#include "util/idmap.h"
 #include "util/textsafe.h"
 #include "model/model.h"
 
@@ -17,6 +18,7 @@
 struct profile_tree {
 	struct profile_node root;
 	unsigned flags;
+	struct idmap threads;        /* hash of a thread's label → its node: a recording may hold 262,144 */
 	size_t   nodes;
 	size_t   next_id;    /* never reused, even after a failed insert is pruned */
 	int      depth;
@@ -54,6 +56,7 @@ struct profile_tree *profile_tree_new(unsigned flags)
 	}
 	t->root.level = PROFILE_L_ROOT;
 	t->flags = flags;
+	idmap_init(&t->threads);
 	t->nodes = 1;
 	return t;
 }
@@ -76,6 +79,7 @@ void profile_tree_delete(struct profile_tree *t)
 	if (!t)
 		return;
 	free_children(&t->root);
+	idmap_done(&t->threads);
 	free(t->root.label);
 	free(t);
 }
@@ -85,19 +89,53 @@ size_t profile_tree_nodes(const struct profile_tree *t) { return t->nodes; }
 unsigned profile_tree_flags(const struct profile_tree *t) { return t->flags; }
 int profile_tree_depth(const struct profile_tree *t) { return t->depth; }
 
+static uint64_t label_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
 /* The child of parent labelled label (sanitised already), created at the
- * end of the list if missing. NULL on ENOMEM. */
+ * end of the list if missing. NULL with *err -ENOMEM, or -E2BIG past
+ * PROFILE_TREE_MAX_NODES. Other levels fan out little and are searched in
+ * their list; threads are found by their label's hash. */
 static struct profile_node *child_of(struct profile_tree *t, struct profile_node *parent,
-				     enum profile_level level, const char *label)
+				     enum profile_level level, const char *label, int *err)
 {
 	struct profile_node **link = &parent->child;
-	for (; *link; link = &(*link)->next)
-		if ((*link)->level == level && strcmp((*link)->label, label) == 0)
-			return *link;
+	size_t v;
+	int indexed = level == PROFILE_L_THREAD && idmap_get(&t->threads, label_hash(label), &v);
+	if (indexed && strcmp(((struct profile_node *)(uintptr_t)v)->label, label) == 0)
+		return (struct profile_node *)(uintptr_t)v;
+	/* every thread's hash is indexed by its first holder: a miss is a new
+	 * thread, a hit of another label a collision, found in the list */
+	if (level == PROFILE_L_THREAD && !indexed) {
+		link = NULL;
+	} else {
+		for (; *link; link = &(*link)->next)
+			if ((*link)->level == level && strcmp((*link)->label, label) == 0)
+				return *link;
+	}
+	*err = -E2BIG;
+	if (t->nodes >= PROFILE_TREE_MAX_NODES)
+		return NULL;
+	*err = -ENOMEM;
 	struct profile_node *n = calloc(1, sizeof(*n));
 	if (!n || !(n->label = strdup(label))) {
 		free(n);
 		return NULL;
+	}
+	if (!link) {
+		if (idmap_put(&t->threads, label_hash(label), (uintptr_t)n) < 0) {
+			free(n->label);
+			free(n);
+			return NULL;
+		}
+		/* at the head: the writers sort threads, and the tail is a walk away */
+		n->next = parent->child;
+		link = &parent->child;
 	}
 	n->level = level;
 	n->parent = parent;
@@ -105,6 +143,17 @@ static struct profile_node *child_of(struct profile_tree *t, struct profile_node
 	t->nodes++;
 	*link = n;
 	return n;
+}
+
+/* The thread index anew, after nodes under the root were freed. */
+static void reindex_threads(struct profile_tree *t)
+{
+	idmap_clear(&t->threads);
+	for (struct profile_node *c = t->root.child; c; c = c->next) {
+		size_t v;
+		if (!idmap_get(&t->threads, label_hash(c->label), &v))
+			idmap_put(&t->threads, label_hash(c->label), (uintptr_t)c);   /* -ENOMEM: the list finds it */
+	}
 }
 
 /* Removes the nodes a failed insert created (they have count 0). */
@@ -135,15 +184,15 @@ int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uin
 	/* the path first, then the counts: a failed allocation leaves no
 	 * half-counted sample */
 	struct profile_node *path[PROFILE_MAX_PATH];
-	int np = 0;
+	int np = 0, err = 0;
 	char label[PROFILE_LABEL_MAX];
 	struct profile_node *n = &t->root;
 
 #define STEP(lvl, text)                                                   \
 	do {                                                              \
 		textsafe_label(label, sizeof(label), (text));           \
-		if (!(n = child_of(t, n, (lvl), label)))                  \
-			goto nomem;                                       \
+		if (!(n = child_of(t, n, (lvl), label, &err)))            \
+			goto fail;                                        \
 		path[np++] = n;                                           \
 	} while (0)
 
@@ -169,9 +218,10 @@ int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uin
 		t->depth = np;
 	return 0;
 
-nomem:
+fail:
 	prune_empty(t, &t->root);
-	return -ENOMEM;
+	reindex_threads(t);
+	return err;
 }
 
 static int node_before(const struct profile_node *a, const struct profile_node *b)
@@ -337,59 +387,113 @@ static char *group_label(struct profile_node *const *g, size_t n)
 	return strdup(label);
 }
 
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The paths below n as one number: the same for trees with the same
+ * labels whatever their counts or order (children's hashes are summed). */
+static uint64_t shape_hash(const struct profile_node *n)
+{
+	uint64_t h = 0;
+	for (const struct profile_node *c = n->child; c; c = c->next)
+		h += mix64(label_hash(c->label) * 31 + (uint64_t)c->level + shape_hash(c));
+	return h;
+}
+
+struct shaped {
+	struct profile_node *n;
+	uint64_t hash;
+	size_t   order;              /* the thread's creation order (its node's id) */
+	size_t   lead;               /* order of the group's first thread (its own when it leads) */
+};
+
+static int by_shape(const void *a, const void *b)
+{
+	const struct shaped *x = a, *y = b;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int by_group(const void *a, const void *b)
+{
+	const struct shaped *x = a, *y = b;
+	if (x->lead != y->lead)
+		return x->lead < y->lead ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* A thread is compared with at most this many groups of its shape: the
+ * merge stays linear in a recording of 262,144 look-alike threads. */
+#define MERGE_MAX_GROUPS 64
+
 int profile_tree_merge_threads(struct profile_tree *t)
 {
-	size_t nthreads = 0;
-	for (struct profile_node *c = t->root.child; c; c = c->next)
-		nthreads++;
-	if (nthreads < 2)
-		return 0;
-	struct profile_node **th = malloc(nthreads * sizeof(*th)), **group = malloc(nthreads * sizeof(*group));
-	if (!th || !group) {
-		free(th);
-		free(group);
-		return -ENOMEM;
-	}
 	size_t n = 0;
 	for (struct profile_node *c = t->root.child; c; c = c->next)
-		th[n++] = c;
-	/* greedy: each thread joins the first earlier group it matches */
-	for (size_t i = 0; i < n; i++) {
-		if (!th[i])
-			continue;
-		size_t ng = 0;
-		group[ng++] = th[i];
-		for (size_t j = i + 1; j < n; j++) {
-			if (!th[j] || th[j]->count == 0 || th[i]->count == 0)
-				continue;
-			/* the threads' own labels differ (their tids): compare below them */
-			int same = same_children(th[i], th[i]->count, th[j], th[j]->count);
-			if (same) {
-				group[ng++] = th[j];
-				th[j] = NULL;
+		n++;
+	if (n < 2)
+		return 0;
+	struct shaped *th = malloc(n * sizeof(*th));
+	struct profile_node **group = malloc(n * sizeof(*group));
+	size_t *leads = malloc(MERGE_MAX_GROUPS * sizeof(*leads));
+	if (!th || !group || !leads) {
+		free(th), free(group), free(leads);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (struct profile_node *c = t->root.child; c; c = c->next, n++)
+		th[n] = (struct shaped){ c, shape_hash(c), c->id, c->id };
+	/* threads of one shape hash, in their order: each joins the first of
+	 * the last groups whose first thread it matches, shares included */
+	qsort(th, n, sizeof(*th), by_shape);
+	for (size_t lo = 0, hi; lo < n; lo = hi) {
+		size_t ng = 0;   /* leads[] holds indices into th, a ring of the last groups */
+		for (hi = lo; hi < n && th[hi].hash == th[lo].hash; hi++) {
+			const struct profile_node *c = th[hi].n;
+			size_t k = 0, kmax = ng < MERGE_MAX_GROUPS ? ng : MERGE_MAX_GROUPS;
+			for (; k < kmax; k++) {
+				const struct shaped *l = &th[leads[k]];
+				if (l->n->count && c->count && same_children(l->n, l->n->count, c, c->count))
+					break;
 			}
+			if (k < kmax)
+				th[hi].lead = th[leads[k]].lead;
+			else
+				leads[ng++ % MERGE_MAX_GROUPS] = hi;
 		}
-		if (ng < 2)
-			continue;
-		char *label = group_label(group, ng);
-		if (!label) {
-			free(th);
-			free(group);
-			return -ENOMEM;
-		}
-		/* unlink the others, then fold them into the first */
-		for (size_t k = 1; k < ng; k++) {
-			struct profile_node **link = &t->root.child;
-			while (*link != group[k])
-				link = &(*link)->next;
-			*link = group[k]->next;
+	}
+	/* each group together, its first thread first; the root's list anew */
+	qsort(th, n, sizeof(*th), by_group);
+	struct profile_node **tail = &t->root.child;
+	int err = 0;
+	for (size_t lo = 0, hi; lo < n; lo = hi) {
+		size_t ng = 0;
+		for (hi = lo; hi < n && th[hi].lead == th[lo].lead; hi++)
+			group[ng++] = th[hi].n;
+		char *label = ng > 1 && !err ? group_label(group, ng) : NULL;
+		if (ng > 1 && !label)
+			err = -ENOMEM;   /* the rest stay apart: a report with every thread */
+		for (size_t k = 1; label && k < ng; k++) {
 			group[k]->next = NULL;
 			merge_into(t, group[0], group[k]);
 		}
-		free(group[0]->label);
-		group[0]->label = label;
+		if (label) {
+			free(group[0]->label);
+			group[0]->label = label;
+		}
+		for (size_t k = 0; k < (label ? 1 : ng); k++) {
+			*tail = group[k];
+			tail = &group[k]->next;
+		}
 	}
-	free(th);
-	free(group);
-	return 0;
+	*tail = NULL;
+	free(th), free(group), free(leads);
+	reindex_threads(t);
+	return err;
 }

@@ -45,6 +45,7 @@ enum profile_level {
 #define PROFILE_LABEL_MAX 256 /* longer labels are cut (at a character boundary) */
 #define PROFILE_MAX_FRAMES 128 /* frames kept per sample; deeper ones are dropped */
 #define PROFILE_MAX_PATH  (5 + PROFILE_MAX_FRAMES) /* nodes below the root on one path */
+#define PROFILE_TREE_MAX_NODES (1u << 20)          /* a tree refuses to grow past this (-E2BIG) */
 
 struct profile_sample {
 	const char *thread;          /* thread label, e.g. "1234/1240 worker"; required */
@@ -75,7 +76,8 @@ struct profile_tree *profile_tree_new(unsigned flags);
 void profile_tree_delete(struct profile_tree *t);
 
 /* Adds one sample of the given weight. Returns 0, -EINVAL (no thread,
- * bad state, weight 0) or -ENOMEM (the tree is unchanged then). */
+ * bad state, weight 0), -ENOMEM or -E2BIG (PROFILE_TREE_MAX_NODES
+ * reached); the tree is unchanged then. */
 int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uint64_t weight);
 
 /* The root (label "all"); its count is every sample. Borrowed. */

@@ -2,6 +2,7 @@
  * cmd_top.c — `loopstat top`: the live dashboard.
  */
 #include "cli.h"
+#include "collect/recording.h"
 #include "collect/replay.h"
 #include "collect/sampler.h"
 #include "top/tui.h"
@@ -59,6 +60,12 @@ static int run_replay(struct top_ctx *c)
 	fclose(f);
 	if (err == -EPROTO) {
 		cli_error("%s:%ld: not a loopstat recording of version 1", c->replay, line);
+		return EXIT_USAGE;
+	}
+	if (err == -E2BIG) {
+		cli_error("%s:%ld: past what a replay reads (lines of %d bytes, %u strings, %d threads; "
+			  "'loopstat report' takes more threads): refused", c->replay, line, REC_MAX_LINE,
+			  REC_MAX_STRINGS, REPLAY_MAX_THREADS);
 		return EXIT_USAGE;
 	}
 	if (err < 0) {
