@@ -44,6 +44,14 @@ for t in "$@"; do
 	esac
 done
 
+# the longest first (by the last run's times; unknown ones count as long),
+# so that no long suite starts last and runs alone
+par=$(for t in $par; do
+	n=$(basename "$t")   # the sanitizer build orders by the plain build's times, in CI too
+	tm=$(cat "$dir/.last/$n.time" "$build/../.suites/.last/$n.time" 2>/dev/null | head -n 1)
+	echo "${tm:-999} $t"
+done | sort -rn | cut -d' ' -f2)
+
 t_start=$(date +%s)
 [ -n "$par" ] && printf '%s\n' $par | xargs -P "${PAR:-2}" -I{} sh "$0" --one "$build" {}
 for t in $solo; do sh "$0" --one "$build" "$t"; done
@@ -71,6 +79,8 @@ for t in "$@"; do
 	passed=$((passed + p)); failed=$((failed + nf))
 done
 
+mkdir -p "$dir/.last"
+for t in "$@"; do cp "$dir/$(basename "$t").time" "$dir/.last/" 2>/dev/null; done
 echo "[$label] $# suites in $(($(date +%s) - t_start)) s; suites failing:${bad_suites:- none}"
 echo "$passed $failed" > "$build/.test-tally${TALLY:+.$TALLY}"
 echo "tests: $passed passed, $failed failed"
