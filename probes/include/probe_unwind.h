@@ -51,6 +51,8 @@ struct probe_unwind_frame {
 	uint64_t pc;       /* frame 0: the sampled pc; others: the return address */
 	uint64_t offset;   /* pc (return address - 1 for callers) minus symbol start */
 	int      unknown;  /* 1: unwinding failed here ("[unknown]"); other fields 0 */
+	int      unreadable; /* 1: the module's file was refused or over the caps
+			      * ("[unreadable object]"): no symbol */
 	char     module[PROBE_UNWIND_MODULE_LEN]; /* basename of the mapped file, "" if none */
 	char     symbol[PROBE_UNWIND_SYMBOL_LEN]; /* "" when the module has no symbol there */
 };

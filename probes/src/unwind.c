@@ -10,6 +10,7 @@
  */
 #include "probe_unwind.h"
 #include "probe_proc.h"
+#include "unwind_int.h"
 
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
@@ -115,19 +116,27 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The pid whose modules libdwfl may load now: find_elf has no argument
+ * of ours, and a struct probe_unwind belongs to one thread. */
+static __thread pid_t uw_loading_pid;
+
 /* Only files on disk: "[vdso]" would need /proc/PID/mem (not our access
  * rule) and no thread blocks in it. No separate debuginfo is looked up:
- * that may mean a network fetch (debuginfod) in the middle of a sample. */
+ * that may mean a network fetch (debuginfod) in the middle of a sample.
+ * The name is the target's to choose: unwind_elf.c opens the mapped file
+ * itself and hands libdwfl a sealed copy, or nothing. */
 static int uw_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		       char **file_name, Elf **elfp)
 {
-	(void)mod;
 	(void)userdata;
 	(void)base;
 	*elfp = NULL;
-	if (name[0] != '/')
+	if (name[0] != '/' || uw_loading_pid <= 0)
 		return -1;
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	Dwarf_Addr lo, hi;
+	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
+		return -1;
+	int fd = uw_elf_open(uw_loading_pid, name, lo, hi);
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(name);
@@ -337,6 +346,7 @@ static uint64_t fnv1a(const char *s, size_t len)
 static int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 {
 	uint64_t now = now_ns();
+	uw_loading_pid = e->pid;
 	if (e->dwfl && e->checked_ns && now - e->checked_ns < UW_MAPS_NS)
 		return 0;
 	ssize_t len = uw_read_maps(u, e->pid);
@@ -454,6 +464,12 @@ static void uw_resolve(struct probe_unwind *u, struct probe_unwind_frame *f, uin
 	if (path) {
 		const char *base = strrchr(path, '/');
 		copy_str(f->module, sizeof(f->module), base ? base + 1 : path);
+		Dwarf_Addr bias;
+		if (path[0] == '/' && !dwfl_module_getelf(mod, &bias)) {
+			f->unreadable = 1; /* refused or over the caps: no symbols */
+			f->offset = lookup - start;
+			return;
+		}
 	}
 	GElf_Off off = 0;
 	GElf_Sym sym;
@@ -475,6 +491,7 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 		memcpy(f->module, c->f.module, sizeof(f->module));
 		memcpy(f->symbol, c->f.symbol, sizeof(f->symbol));
 		f->offset = c->f.offset;
+		f->unreadable = c->f.unreadable;
 		return;
 	}
 	uw_resolve(u, f, lookup);
@@ -661,6 +678,8 @@ int probe_unwind_label(const struct probe_unwind_frame *f, char *buf, size_t len
 	int n;
 	if (f->unknown || !f->module[0])
 		n = snprintf(buf, len, "[unknown]");
+	else if (f->unreadable)
+		n = snprintf(buf, len, "[unreadable object]");
 	else if (f->symbol[0])
 		n = snprintf(buf, len, "%s`%s", f->module, f->symbol);
 	else
