@@ -356,8 +356,8 @@ static const char *thread_name(const char *label)
 	return sp ? sp + 1 : "";
 }
 
-/* "3 threads: bio_close_file, bio_aof_fsync (pid 12 tids 13 14 15)": the
- * distinct names in the group, then its tids, cut at a character. */
+/* "3 threads: bio_close_file, bio_aof_fsync (12/13, 14, 15)": the distinct
+ * names in the group, then its pid/tids, cut at a character. */
 static char *group_label(struct profile_node *const *g, size_t n)
 {
 	char buf[4 * PROFILE_LABEL_MAX];
