@@ -187,9 +187,10 @@ static int maps_lib(pid_t pid)
 	return yes;
 }
 
-/* Runs root's `loopstat profile -p PID --duration 1`, killed after 20 s;
- * truncate: cut the object once profile has it (or after 1 s). */
-static struct run profile(pid_t pid, int truncate_it)
+/* Runs root's (as_user: the target's owner's) `loopstat profile -p PID
+ * --duration 1`, killed after 20 s; truncate_it: cut the object once
+ * profile has it (or after 1 s). */
+static struct run profile_as(pid_t pid, int truncate_it, int as_user)
 {
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
@@ -201,6 +202,8 @@ static struct run profile(pid_t pid, int truncate_it)
 	if (c == 0) {
 		dup2(out[1], 1);
 		dup2(out[1], 2);
+		if (as_user && ts_become(&user) < 0)
+			_exit(126);
 		execl(ts_loopstat_bin(), "loopstat", "profile", "-p", pidarg, "--duration", "1", (char *)NULL);
 		_exit(127);
 	}
@@ -238,6 +241,11 @@ static struct run profile(pid_t pid, int truncate_it)
 	r.ms = ts_now_ms() - t0;
 	close(out[0]);
 	return r;
+}
+
+static struct run profile(pid_t pid, int truncate_it)
+{
+	return profile_as(pid, truncate_it, 0);
 }
 
 static void assert_bounded(const struct run *r, const char *what)
@@ -301,5 +309,24 @@ Test(profile_hostile, an_ordinary_object_keeps_its_symbols)
 	assert_bounded(&r, "plain");
 	cr_assert(strstr(r.out, "hostile_block"), "%s", r.out);
 	cr_assert_null(strstr(r.out, "[unreadable object]"), "%s", r.out);
+	free(r.out);
+}
+
+/* Without root there is no map_files: the maps path is opened inside the
+ * target's root and must still be the mapped file. */
+Test(profile_hostile, without_root_objects_open_by_name_and_fifos_still_never_hang)
+{
+	struct target t = start_target("plain", NULL);
+	struct run r = profile_as(t.pid, 0, 1);
+	stop_target(&t);
+	assert_bounded(&r, "plain, as the user");
+	cr_assert(strstr(r.out, "hostile_block"), "%s", r.out);
+	free(r.out);
+
+	t = start_target("fifo", NULL);
+	r = profile_as(t.pid, 0, 1);
+	stop_target(&t);
+	assert_bounded(&r, "fifo, as the user");
+	cr_assert(strstr(r.out, "[unreadable object]"), "%s", r.out);
 	free(r.out);
 }
