@@ -13,6 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "unwind_int.h"
+
+#include <sys/mman.h>
+
 #include "support/support.h"
 #include "support/users.h"
 
@@ -329,4 +333,54 @@ Test(profile_hostile, without_root_objects_open_by_name_and_fifos_still_never_ha
 	assert_bounded(&r, "fifo, as the user");
 	cr_assert(strstr(r.out, "[unreadable object]"), "%s", r.out);
 	free(r.out);
+}
+
+/* A 64-bit ELF header in a real (memory) file: e_shnum, e_phnum as given,
+ * section 0 holding sh_size/sh_info (extended numbering), sections at
+ * 4096, the file size_ bytes long. Returns the fd. */
+static int craft_elf(uint16_t shnum, uint16_t phnum, uint64_t s0_size, uint32_t s0_info, off_t size_)
+{
+	int fd = memfd_create("crafted-elf", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	Elf64_Ehdr e = { .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			 .e_phoff = sizeof(Elf64_Ehdr), .e_shoff = 4096, .e_ehsize = sizeof(Elf64_Ehdr),
+			 .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = phnum,
+			 .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = shnum };
+	memcpy(e.e_ident, ELFMAG, SELFMAG);
+	e.e_ident[EI_CLASS] = ELFCLASS64;
+	e.e_ident[EI_DATA] = ELFDATA2LSB;
+	e.e_ident[EI_VERSION] = EV_CURRENT;
+	Elf64_Shdr s0 = { .sh_size = s0_size, .sh_info = s0_info };
+	cr_assert_eq(ftruncate(fd, size_), 0);
+	cr_assert_eq(pwrite(fd, &e, sizeof(e), 0), (ssize_t)sizeof(e));
+	cr_assert_eq(pwrite(fd, &s0, sizeof(s0), 4096), (ssize_t)sizeof(s0));
+	return fd;
+}
+
+static int check_crafted(uint16_t shnum, uint16_t phnum, uint64_t s0_size, uint32_t s0_info, off_t size_)
+{
+	int fd = craft_elf(shnum, phnum, s0_size, s0_info, size_);
+	int r = uw_elf_check(fd, (uint64_t)size_);
+	close(fd);
+	return r;
+}
+
+Test(profile_hostile, object_caps_count_sections_and_headers_as_libelf_does)
+{
+	off_t big = 4096 + 70000 * (off_t)sizeof(Elf64_Shdr);
+	cr_assert_eq(check_crafted(8192, 10, 0, 0, big), 0);
+	cr_assert_eq(check_crafted(8193, 10, 0, 0, big), -EFBIG);
+	/* extended numbering: the counts live in section 0 */
+	cr_assert_eq(check_crafted(0, 10, 8000, 0, big), 0);
+	cr_assert_eq(check_crafted(0, 10, 16u << 20, 0, big), -EFBIG);
+	cr_assert_eq(check_crafted(20, PN_XNUM, 0, 1025, big), -EFBIG);
+	cr_assert_eq(check_crafted(20, PN_XNUM, 0, 60, big), 0);
+	/* headers past the end of the file */
+	cr_assert_eq(check_crafted(100, 10, 0, 0, 4096 + 99 * (off_t)sizeof(Elf64_Shdr)), -ENOEXEC);
+	cr_assert_eq(check_crafted(20, 10, 0, 0, 600), -ENOEXEC);
+
+	int fd = memfd_create("not-elf", MFD_CLOEXEC);
+	cr_assert_eq(pwrite(fd, "#!/bin/sh\n", 10, 0), 10);
+	cr_assert_eq(uw_elf_check(fd, 10), -ENOEXEC);
+	close(fd);
 }
