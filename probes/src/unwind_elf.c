@@ -13,7 +13,8 @@
  *   O_NOFOLLOW, and its dev/inode must be the mapping's;
  * - every open is O_NONBLOCK and the result must be a regular file;
  * - the content is copied (bounded) into a sealed memfd that nobody else
- *   can shrink, and libdwfl maps that copy;
+ *   can shrink, and libdwfl maps that copy — unless only root can write
+ *   the file, as with the system's libraries, which are mapped as they are;
  * - an object over UW_ELF_MAX_* is refused before libelf sees it.
  */
 #include "unwind_int.h"
@@ -222,6 +223,16 @@ int uw_elf_open(pid_t pid, const char *name, uint64_t lo, uint64_t hi)
 	if ((uint64_t)st.st_size > UW_ELF_MAX_SIZE) {
 		close(fd);
 		return -EFBIG;
+	}
+	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
+		/* only root can change it (the system's libraries): no copy,
+		 * libdwfl maps it from the page cache as before */
+		err = uw_elf_check(fd, (uint64_t)st.st_size);
+		if (err < 0) {
+			close(fd);
+			return err;
+		}
+		return fd;
 	}
 	int copy = memfd_create("loopstat-elf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (copy < 0) {
