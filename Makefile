@@ -255,3 +255,13 @@ $(FUZZ_BUILD)/%: fuzz/%.c fuzz/fuzz.h $(PROBE_SRC) $(wildcard probes/include/*.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(PROBE_SRC) $(PROBE_LIBS) -luring
+
+# The recording reader's harness also takes the monitor's sources (all but
+# main, which libFuzzer brings): report's and top --replay's readers.
+FUZZ_MON_SRC := $(filter-out monitor/main.c,$(MON_SRC))
+$(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(FUZZ_MON_SRC) \
+		$(wildcard probes/include/*.h probes/src/*.h monitor/*.h monitor/*/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PROBE_LIBS) -luring \
+	  $(TUI_LIBS) -ljson-c -lpthread -lm

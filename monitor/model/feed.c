@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <time.h>
 
-_Static_assert(MODEL_FEED_DEFAULT_HZ == SAMPLER_DEFAULT_HZ, "one default rate");
+_Static_assert((long)MODEL_FEED_DEFAULT_HZ == (long)SAMPLER_DEFAULT_HZ, "one default rate");  /* whole Hz: clang takes no double here */
 
 static int from_snapshot(int err, struct snapshot *snap, double window_s, struct model *m)
 {

@@ -1,0 +1,52 @@
+/* libFuzzer: the recording reader (collect/recording.c) and both of its
+ * consumers, report's accumulator and tree (profile/) and top --replay's
+ * series (collect/replay.c): a recording is anyone's file. */
+#include "fuzz.h"
+#include "collect/recording.h"
+#include "collect/replay.h"
+#include "profile/profile_acc.h"
+#include "profile/profile_out.h"
+
+static int add(void *arg, const struct rec_event *ev)
+{
+	return profile_acc_add(arg, ev);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* report: every event into the accumulator, the text and svg written */
+	FILE *f = fmemopen((void *)data, size, "r");
+	if (!f)
+		return 0;
+	struct profile_acc *acc = profile_acc_new(PROFILE_ACC_AUTO_FIBER);
+	struct rec_meta meta;
+	long line;
+	int err = acc ? rec_read(f, &meta, add, acc, &line) : -1;
+	fclose(f);
+	struct profile_tree *t = err == 0 ? profile_acc_finish(acc) : NULL;
+	if (t) {
+		FILE *null = fopen("/dev/null", "w");
+		struct profile_meta pm = { .title = meta.title, .rate_hz = meta.rate_hz, .duration_s = meta.duration_s };
+		profile_write(null, PROFILE_FMT_TEXT, t, &pm, NULL);
+		profile_write(null, PROFILE_FMT_SVG, t, &pm, NULL);
+		fclose(null);
+	}
+	profile_acc_delete(acc);
+
+	/* top --replay: the whole recording fed into the series, a snapshot taken */
+	f = fmemopen((void *)data, size, "r");
+	if (!f)
+		return 0;
+	struct replay *r = NULL;
+	if (replay_open(f, &r, &line) == 0) {
+		replay_advance_to(r, replay_end_ns(r));
+		struct source src;
+		replay_source(r, &src);
+		struct snapshot snap = { 0 };
+		if (src.ops->snapshot(src.impl, 10, 1, &snap) == 0)
+			snapshot_done(&snap);
+		replay_delete(r);
+	}
+	fclose(f);
+	return 0;
+}
