@@ -1,0 +1,196 @@
+/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 40,000 threads replayed, 2^20 strings and a crafted schedstat jump cost time and memory linear in the file, or are refused with one line and exit 2. */
+#include <criterion/criterion.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collect/recording.h"
+#include "collect/replay.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void) { dir = ts_tmpdir("reclim"); }
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(recording_limits, .init = setup, .fini = teardown, .timeout = 60);
+
+struct outcome {
+	int  rc;            /* exit status, -1 when killed */
+	long ms;            /* wall time */
+	long rss_mb;        /* peak RSS */
+	char err[4096];     /* stderr, cut */
+};
+
+/* Runs loopstat with args, stdout to /dev/null; bounded by 30 s. */
+static struct outcome run(char *const args[])
+{
+	char *argv[16] = { (char *)ts_loopstat_bin() };
+	for (int i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	int e[2];
+	cr_assert_eq(pipe(e), 0);
+	long long t0 = ts_now_ms();
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(e[1], 2);
+		close(e[0]);
+		alarm(30);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(e[1]);
+	struct outcome o = { 0 };
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(e[0], o.err + len, sizeof(o.err) - 1 - len)) > 0 && len + (size_t)n < sizeof(o.err) - 1)
+		len += (size_t)n;
+	close(e[0]);
+	int st;
+	struct rusage ru;
+	cr_assert_eq(wait4(pid, &st, 0, &ru), pid);
+	o.ms = (long)(ts_now_ms() - t0);
+	o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	o.rss_mb = ru.ru_maxrss / 1024;
+	return o;
+}
+
+static char *path(const char *name)
+{
+	char *p;
+	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+	return p;
+}
+
+static FILE *create(const char *p)
+{
+	FILE *f = fopen(p, "w");
+	cr_assert(f, "%s", p);
+	fputs("loopstat-record 1\nm rate_hz 1000.000\n", f);
+	return f;
+}
+
+Test(recording_limits, dev_zero_and_an_endless_line_are_refused_at_once)
+{
+	char *zero[] = { "report", "/dev/zero", NULL };
+	struct outcome o = run(zero);
+	cr_expect_eq(o.rc, 2, "report /dev/zero exited %d: %s", o.rc, o.err);
+	cr_expect_lt(o.ms, 5000);
+	cr_expect_lt(o.rss_mb, 64, "report /dev/zero peaked at %ld MB", o.rss_mb);
+
+	char *p = path("long.rec");
+	FILE *f = create(p);
+	for (int i = 0; i < 4 << 20; i++)   /* a 4 MB line */
+		fputc('a', f);
+	fclose(f);
+	char *lng[] = { "report", p, NULL };
+	o = run(lng);
+	cr_expect_eq(o.rc, 2, "an endless line: exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "past what a report reads") && strstr(o.err, ":3:"), "%s", o.err);
+	cr_expect_lt(o.rss_mb, 64, "an endless line peaked at %ld MB", o.rss_mb);
+	free(p);
+}
+
+/* One sample each of n threads, one string each. */
+static char *many_threads(const char *name, int n)
+{
+	char *p = path(name);
+	FILE *f = create(p);
+	for (int i = 1; i <= n; i++)
+		fprintf(f, "s %d %d/%d t\n", i, 100000 + i, 100000 + i);
+	for (int i = 1; i <= n; i++)
+		fprintf(f, "e %d %d %d 0 1 232 3 0 0 0 0 0 %d 0 0 0 0\n", i * 1000, 100000 + i, 100000 + i, i);
+	fputs("m duration_s 1.000\n", f);
+	fclose(f);
+	return p;
+}
+
+Test(recording_limits, eighty_thousand_threads_report_in_linear_time)
+{
+	char *p = many_threads("80k.rec", 80000);
+	char *folded[] = { "report", p, "-f", "folded", NULL };
+	struct outcome o = run(folded);
+	cr_expect_eq(o.rc, 0, "exit %d: %s", o.rc, o.err);
+	cr_expect_lt(o.ms, 10000, "80k threads took %ld ms (58 s when quadratic)", o.ms);
+	cr_expect_lt(o.rss_mb, 512, "80k threads peaked at %ld MB", o.rss_mb);
+	char *text[] = { "report", p, NULL };   /* the identical threads merged */
+	o = run(text);
+	cr_expect_eq(o.rc, 0, "exit %d: %s", o.rc, o.err);
+	cr_expect_lt(o.ms, 10000, "80k threads merged in %ld ms", o.ms);
+	free(p);
+}
+
+Test(recording_limits, a_replay_of_forty_thousand_threads_is_refused)
+{
+	char *p = many_threads("40k.rec", 40000);
+	char *replay[] = { "top", "--replay", p, NULL };
+	struct outcome o = run(replay);
+	cr_expect_eq(o.rc, 2, "exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "past what a replay reads"), "%s", o.err);
+	cr_expect_lt(o.rss_mb, 1024, "40k threads peaked at %ld MB (3.3 GB unbounded)", o.rss_mb);
+	free(p);
+}
+
+Test(recording_limits, more_strings_than_the_cap_are_refused)
+{
+	char *p = path("strings.rec");
+	FILE *f = create(p);
+	for (unsigned i = 1; i <= REC_MAX_STRINGS + 1; i++)
+		fprintf(f, "s %u x\n", i);
+	fclose(f);
+	char *rep[] = { "report", p, NULL };
+	struct outcome o = run(rep);
+	cr_expect_eq(o.rc, 2, "exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "past what a report reads"), "%s", o.err);
+	free(p);
+}
+
+static int keep(void *arg, const struct rec_event *ev)
+{
+	(void)arg, (void)ev;
+	return 0;
+}
+
+/* A runnable time far beyond the wall time between two readings (a crafted
+ * file: no thread runs more than it lives) stays within each second. */
+Test(recording_limits, a_crafted_schedstat_jump_stays_within_the_second)
+{
+	char *p = path("jump.rec");
+	FILE *f = create(p);
+	fputs("m rate_hz 1e300\ns 1 7/7 j\n", f);
+	fputs("e 1000000 7 7 0 2 -1 -1 1 1 0 0 0 1 0 0 0 0\n", f);
+	fputs("e 2000000 7 7 0 2 -1 -1 9000000000000000000 1 0 0 0 1 0 0 0 0\n", f);
+	fputs("e 3000000 7 7 0 2 -1 -1 9000000000000000001 1 0 0 0 1 0 0 0 0\n", f);
+	fclose(f);
+	f = fopen(p, "r");
+	struct rec_meta meta;
+	long line;
+	cr_assert_eq(rec_read(f, &meta, keep, NULL, &line), 0);
+	cr_expect_eq(meta.rate_hz, 0, "a rate of 1e300 reads as unknown");
+	rewind(f);
+	struct replay *r;
+	cr_assert_eq(replay_open(f, &r, &line), 0);
+	fclose(f);
+	replay_advance_to(r, replay_end_ns(r));
+	struct source src;
+	replay_source(r, &src);
+	src.ops->set_all_threads(src.impl, 1);   /* it never polls: a thread, not a loop */
+	struct snapshot snap = { 0 };
+	cr_assert_eq(src.ops->snapshot(src.impl, 10, 1, &snap), 0);
+	cr_assert_eq(snap.n, 1);
+	for (int i = 0; i < SERIES_HISTORY; i++)
+		cr_expect_leq(snap.w[0].series.hist[i].busy_us, snap.w[0].series.hist[i].span_us,
+			      "second %d: %u µs runnable of %u", i, snap.w[0].series.hist[i].busy_us,
+			      snap.w[0].series.hist[i].span_us);
+	snapshot_done(&snap);
+	replay_delete(r);
+	free(p);
+}
