@@ -68,12 +68,20 @@ static int count_of(const char *text, const char *needle)
 	return n;
 }
 
+/* A child blocked in read(2) until wr closes; its pid as text in spid. */
+static pid_t blocked_target(char spid[16], int *wr)
+{
+	int fd;
+	pid_t child = tc_spawn_blocked_read(&fd, wr);
+	snprintf(spid, 16, "%d", (int)child);
+	return child;
+}
+
 static void profile_interrupted(int sig, const char *name, int want_rc)
 {
-	int wr, fd;
-	pid_t child = tc_spawn_blocked_read(&fd, &wr);
+	int wr;
 	char spid[16];
-	snprintf(spid, sizeof(spid), "%d", (int)child);
+	pid_t child = blocked_target(spid, &wr);
 	char *out = path("p.txt"), *err = path("p.err"), *rec = path("p.rec");
 	char *args[] = { "profile", "-p", spid, "--duration", "60", "--record", rec, NULL };
 	long long t0 = ts_now_ms();
@@ -110,10 +118,9 @@ Test(recording_cut, profile_sigterm_writes_the_report_and_exits_143)
 
 Test(recording_cut, record_sigterm_ends_the_file_cleanly)
 {
-	int wr, fd;
-	pid_t child = tc_spawn_blocked_read(&fd, &wr);
+	int wr;
 	char spid[16];
-	snprintf(spid, sizeof(spid), "%d", (int)child);
+	pid_t child = blocked_target(spid, &wr);
 	char *rec = path("t.rec"), *out = path("t.out"), *err = path("t.err");
 	char *args[] = { "record", "-o", rec, "-p", spid, "--duration", "60", NULL };
 	cr_expect_eq(run_signalled(args, out, err, SIGTERM, 1200), 143);
@@ -131,10 +138,9 @@ Test(recording_cut, record_sigterm_ends_the_file_cleanly)
  * whole record, says so once, and reports the samples before the cut. */
 Test(recording_cut, a_cut_recording_is_read_up_to_its_last_record)
 {
-	int wr, fd;
-	pid_t child = tc_spawn_blocked_read(&fd, &wr);
+	int wr;
 	char spid[16];
-	snprintf(spid, sizeof(spid), "%d", (int)child);
+	pid_t child = blocked_target(spid, &wr);
 	char *rec = path("full.rec"), *out = path("f.out"), *err = path("f.err");
 	char *args[] = { "record", "-o", rec, "-p", spid, "--duration", "1", "--rate", "200", NULL };
 	cr_assert_eq(run_signalled(args, out, err, 0, 0), 0);
