@@ -58,6 +58,8 @@ static void add_worker(struct model *m, pid_t pid, pid_t tid, const char *name, 
 	w->other_pct = 0;
 	w->cpu_pct = w->running_pct;
 	w->cpu_wait_pct = 1;
+	w->quota_cpus = NAN;   /* no quota: not throttled */
+	w->throttled_pct = 0;
 	w->ops_per_s = ops;
 	w->headroom_ops_per_s = NAN;
 	w->self_idle_pct = NAN;

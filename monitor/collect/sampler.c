@@ -327,6 +327,10 @@ void sampler_step(struct sampler *s)
 		read_sched_all(s, now);
 		s->next_sched = now + NS / 4;
 	}
+	if (now >= s->next_cgroup) {
+		sampler_read_cgroups(s, now);
+		s->next_cgroup = now + NS;
+	}
 	sampler_drop_gone(s, now);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -394,6 +398,7 @@ void sampler_delete(struct sampler *s)
 		return;
 	sampler_stop(s);
 	sampler_free_workers(s);
+	sampler_free_cgroups(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	free(s->w);

@@ -68,6 +68,7 @@ struct sworker {
 	enum probe_loop_basis basis;  /* how, as of the last sample */
 	int      loop_fd;
 	uint64_t gone_ns;             /* 0 while alive */
+	int      cg;                  /* its cgroup: index + 1 in s->cg, 0 not looked up yet, -1 none */
 	int      no_access;
 	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
 	int      seen;                /* mark for discovery sweeps */
@@ -116,7 +117,9 @@ struct sampler {
 	struct idmap by_pid;             /* pid -> index in seg */
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
-	uint64_t next_discover, next_shm, next_sched;
+	uint64_t next_discover, next_shm, next_sched, next_cgroup;
+	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_cgroup.c) */
+	size_t   ncg;
 	uint64_t total_samples;
 	uint64_t ticks;                  /* sample_all calls */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
@@ -146,6 +149,11 @@ void sampler_read_segments(struct sampler *s, uint64_t now);
 uint64_t sampler_read_hot(struct sampler *s, struct sworker *w);
 void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
 void sampler_free_workers(struct sampler *s);
+
+/* sampler_cgroup.c, on the sampling thread with s->lock held: once a
+ * second, each worker's cgroup's quota and throttled time into its series */
+void sampler_read_cgroups(struct sampler *s, uint64_t now);
+void sampler_free_cgroups(struct sampler *s);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
 struct sampler_cost {

@@ -44,6 +44,13 @@ struct series_sched {           /* schedstat at one instant */
 	uint64_t run_ns, wait_ns;
 };
 
+struct series_cgroup {          /* the worker's cgroup's cpu controller at one instant */
+	int      valid;
+	uint64_t t_ns;
+	uint64_t throttled_ns;   /* the group's, since it was made */
+	double   quota_cpus;     /* NaN: no quota */
+};
+
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
 	uint32_t n[SERIES_NCLASS];               /* samples by class */
@@ -53,6 +60,7 @@ struct series_bucket {
 	uint64_t runq_max;                    /* max runqueue_len read in this second */
 	uint64_t stall_max_ns;                /* the longest stall seen at this second's shm readings */
 	struct series_sched sched;               /* last schedstat in this second */
+	struct series_cgroup cg;                 /* last cgroup reading in this second */
 };
 
 /*
@@ -87,6 +95,7 @@ struct series_totals {                       /* since the worker was first seen 
 	uint64_t stall_max_ns;                /* the longest stall seen at any shm reading */
 	struct series_reading shm_first;
 	struct series_sched sched_first;
+	struct series_cgroup cg_first;
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -114,6 +123,7 @@ struct series {
 	struct series_totals total;
 	struct series_reading shm_last;
 	struct series_sched sched_last;
+	struct series_cgroup cg_last;
 	uint64_t self_disagreements;             /* cross-checks where /proc contradicted the slot's poll */
 	/* stall tracking: the switch counter and when it last moved */
 	uint64_t last_switches;
@@ -138,6 +148,9 @@ void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag);
 
 /* A schedstat reading at t_ns. */
 void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);
+
+/* A reading of the worker's cgroup at t_ns (read once a second per group). */
+void series_add_cgroup(struct series *a, uint64_t t_ns, uint64_t throttled_ns, double quota_cpus);
 
 /* Stall: how long (ns) the switch counter has not moved while the thread was
  * seen running or blocked and never in its poll; 0 if not stalled. */

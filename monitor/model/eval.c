@@ -21,6 +21,7 @@ enum stream {
 	S_CLASS,     /* samples of a class over the off-CPU samples, or over all (basis_all) */
 	S_BUSY,      /* runnable ns (run + wait) over elapsed ns */
 	S_SCHED,     /* run (arg RUN) or wait (arg WAIT) ns over elapsed ns */
+	S_THROTTLE,  /* the cgroup's throttled ns over elapsed ns */
 	S_COUNTER,   /* counter arg's growth over elapsed seconds */
 	S_POLLNS,    /* poll time over elapsed ns, a poll in progress included */
 	S_RUNQMAX,   /* the runqueue's largest reading in the period */
@@ -69,6 +70,7 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 {
 	struct series_sched ps = t->sched_base;
 	struct series_reading pr = t->shm_base;
+	struct series_cgroup pc = t->cg_base;
 	for (size_t i = 0; i < t->n; i++) {
 		struct est_sec *o = &out[i];
 		*o = (struct est_sec){ 0, 0 };
@@ -96,6 +98,15 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 				o->den = (double)(b->sched.t_ns - ps.t_ns);
 			}
 			ps = b->sched;
+			break;
+		case S_THROTTLE:
+			if (!b->cg.valid)
+				break;
+			if (pc.valid && b->cg.t_ns > pc.t_ns && b->cg.throttled_ns >= pc.throttled_ns) {
+				o->num = (double)(b->cg.throttled_ns - pc.throttled_ns);
+				o->den = (double)(b->cg.t_ns - pc.t_ns);
+			}
+			pc = b->cg;
 			break;
 		case S_COUNTER:
 		case S_POLLNS:
@@ -162,7 +173,8 @@ static int fill(const struct eval_track *const *ts, size_t nt, const struct stre
 /* Time-based streams need RATE_MIN_NS of readings (their den is ns, or s). */
 static int too_short(const struct stream_spec *sp, const struct est_sec *v, size_t m, int summed)
 {
-	if (summed || (sp->st != S_BUSY && sp->st != S_SCHED && sp->st != S_COUNTER && sp->st != S_POLLNS))
+	if (summed || (sp->st != S_BUSY && sp->st != S_SCHED && sp->st != S_THROTTLE && sp->st != S_COUNTER &&
+		       sp->st != S_POLLNS))
 		return 0;
 	double den = 0;
 	for (size_t i = 0; i < m; i++)
@@ -329,8 +341,12 @@ static void level(const struct eval_track *const *ts, size_t nt, int arg, struct
 	for (size_t w = 0; w < nt; w++)
 		for (size_t i = ts[w]->n; i-- > 0;) {
 			const struct series_bucket *b = ts[w]->p[i].b;
-			if (b && b->shm.valid) {
-				sum += (double)b->shm.v[arg];
+			if (arg == METRIC_ARG_QUOTA ? b && b->cg.valid : b && b->shm.valid) {
+				/* a group without a quota has none to show: unknown */
+				double v = arg == METRIC_ARG_QUOTA ? b->cg.quota_cpus : (double)b->shm.v[arg];
+				if (isnan(v))
+					break;
+				sum += v;
 				out->ok = 1;
 				out->n++;
 				break;
@@ -385,7 +401,7 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 		kind = EST_RATE;
 		break;
 	case METRIC_RATIO:
-		sp.st = m->arg == METRIC_ARG_POLL_NS ? S_POLLNS : S_SCHED;
+		sp.st = m->arg == METRIC_ARG_POLL_NS ? S_POLLNS : m->arg == METRIC_ARG_THROTTLED ? S_THROTTLE : S_SCHED;
 		how = C_POOL;
 		scale = 100;
 		break;
@@ -487,6 +503,10 @@ void eval_track_seconds(struct eval_track *t, struct eval_period *p, const struc
 		t->sched_base = before->sched;
 	else if (a->total.sched_first.valid && a->total.sched_first.t_ns >= lo_ns)
 		t->sched_base = a->total.sched_first;
+	if (have_before && before->cg.valid)
+		t->cg_base = before->cg;
+	else if (a->total.cg_first.valid && a->total.cg_first.t_ns >= lo_ns)
+		t->cg_base = a->total.cg_first;
 }
 
 void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_bucket *b, const struct series *a)
@@ -496,9 +516,10 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->sec = a->first_sec;
 	b->shm = a->shm_last;
 	b->sched = a->sched_last;
+	b->cg = a->cg_last;
 	b->runq_max = a->total.runq_max;
 	b->stall_max_ns = a->total.stall_max_ns;
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
-				  .disagreements = a->self_disagreements };
+				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements };
 }

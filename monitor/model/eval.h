@@ -50,6 +50,7 @@ struct eval_track {
 	size_t   n;
 	struct series_reading shm_base;      /* valid 0: none (rates start at the first period's reading) */
 	struct series_sched sched_base;
+	struct series_cgroup cg_base;
 	uint64_t disagreements;              /* run total of /proc contradicting the slot (a TALLY) */
 };
 

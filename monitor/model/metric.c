@@ -23,7 +23,7 @@ const char *metric_unit_name(enum metric_unit u)
 {
 	static const char *const names[] = {
 		[METRIC_PCT] = "%", [METRIC_POINTS] = "points", [METRIC_PER_S] = "1/s",
-		[METRIC_MS] = "ms", [METRIC_COUNT] = "count",
+		[METRIC_MS] = "ms", [METRIC_COUNT] = "count", [METRIC_CPUS] = "cpus",
 	};
 	return names[u];
 }
@@ -119,6 +119,12 @@ void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int com
 	case METRIC_POINTS: format_pct(buf, n, v); return;
 	case METRIC_PER_S:  format_rate(buf, n, v); return;
 	case METRIC_MS:     format_ms(buf, n, v); return;
+	case METRIC_CPUS:
+		if (isnan(v))
+			snprintf(buf, n, "-");
+		else
+			snprintf(buf, n, "%.2f", v);
+		return;
 	case METRIC_COUNT:
 		if (isnan(v))
 			snprintf(buf, n, "-");

@@ -20,6 +20,7 @@ enum metric_unit {
 	METRIC_PER_S,    /* "1/s" */
 	METRIC_MS,       /* "ms" */
 	METRIC_COUNT,    /* "count": a number of things */
+	METRIC_CPUS,     /* "cpus": CPU time per second of wall time, e.g. a quota */
 };
 
 /*
@@ -50,6 +51,8 @@ enum metric_arg {
 	METRIC_ARG_STALL,                   /* the time the switch counter stood still, the loop busy */
 	METRIC_ARG_SAMPLES,                 /* samples taken */
 	METRIC_ARG_DISAGREE,                /* cross-checks where /proc contradicted the slot (run total) */
+	METRIC_ARG_THROTTLED,               /* the cgroup's throttled time (a RATIO's clock) */
+	METRIC_ARG_QUOTA,                   /* the cgroup's CPU quota (a LEVEL) */
 };
 
 /* Where a worker's figure comes from; JSON nests COUNTERS under
@@ -161,7 +164,13 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	  "the longest time in the window the loop ran without switching fibers (from 250 ms on), 0 when none") \
 	X(headroom_ops_per_s, PER_S,  HEADROOM, PROBE_SHM_ops, COUNTERS, DOUBLE, 2, 0, SELF, "headroom %s ops/s", NULL, \
 	  NONE, NULL, 0, 0, \
-	  "sustainable rate: ops/s over (1 - idle), unknown when idle >= 99%")
+	  "sustainable rate: ops/s over (1 - idle), unknown when idle >= 99%") \
+	X(quota_cpus,         CPUS,   LEVEL,    METRIC_ARG_QUOTA, SCHED, DOUBLE, 2, 0, CPU,  "quota %s cpus", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "the CPU quota of the worker's cgroup in CPUs (quota over period), as last read; unknown without one") \
+	X(throttled_pct,      PCT,    RATIO,    METRIC_ARG_THROTTLED, SCHED, DOUBLE, 2, 1, CPU, "throttled %s%%", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "time the worker's cgroup was held back by its CPU quota, over wall time")
 
 /*
  * X(name, unit, reduce, of, type, json_decimals, sort_desc, detail, description): a

@@ -98,6 +98,8 @@ int tracks_update(struct tracks *ts, const struct snapshot *snap)
 			tr->shm_first = w->series.total.shm_first;
 		if (!tr->sched_first.valid)
 			tr->sched_first = w->series.total.sched_first;
+		if (!tr->cg_first.valid)
+			tr->cg_first = w->series.total.cg_first;
 	}
 	for (size_t i = 0; i < ts->n; i++)
 		if (!ts->v[i].present)
@@ -137,6 +139,10 @@ static void track_of(const struct track *tr, int64_t lo, int64_t hi, struct eval
 		t->sched_base = base->b.sched;
 	else if (tr->sched_first.valid && tr->sched_first.t_ns >= lo_ns)
 		t->sched_base = tr->sched_first;
+	if (base && base->b.cg.valid)
+		t->cg_base = base->b.cg;
+	else if (tr->cg_first.valid && tr->cg_first.t_ns >= lo_ns)
+		t->cg_base = tr->cg_first;
 }
 
 int track_eval(const struct metric *m, const struct eval_filter *filter, const struct track *const *trs, size_t ntr,

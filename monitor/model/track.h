@@ -33,6 +33,7 @@ struct track {
 	size_t   n, cap;
 	struct series_reading shm_first;   /* the worker's first readings: the baseline of its first second */
 	struct series_sched sched_first;
+	struct series_cgroup cg_first;
 	uint64_t disagreements;   /* run total, as the series counts it */
 };
 

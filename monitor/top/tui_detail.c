@@ -47,6 +47,9 @@ static const char *metric_line(const struct worker_view *w, enum metric_line lin
 		char val[32], part[96];
 		if (m->line != line || len >= sizeof(buf))
 			continue;
+		/* the cpu line leaves out what this worker has not: a quota, a cgroup */
+		if (line == METRIC_LINE_CPU && isnan(metric_value(m, w)))
+			continue;
 		tui_fmt_metric(val, sizeof(val), m, w, 0);
 		snprintf(part, sizeof(part), m->detail, val);
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len && part[0] != ' ' ? "  " : "", part);

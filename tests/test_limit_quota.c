@@ -1,0 +1,122 @@
+/* A real loop that wants half a CPU, in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled), reads its quota and throttled_pct >= 20 in list's JSON and fails check's 'throttled_pct<10'; a loop outside any quota reads none. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/children.h"
+#include "support/support.h"
+
+static char group[256];
+static int version;
+
+/* A fresh group with a 0.2-CPU quota, on the v1 cpu controller or on a
+ * v2 root that delegates cpu; 0 when this host has neither (or we are not root). */
+static int make_group(void)
+{
+	snprintf(group, sizeof(group), "/sys/fs/cgroup/cpu/loopstat-test-%d", (int)getpid());
+	if (access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", W_OK) == 0 && mkdir(group, 0755) == 0) {
+		char p[320];
+		snprintf(p, sizeof(p), "%s/cpu.cfs_period_us", group);
+		cr_assert_eq(ts_write_file(p, "100000", 6), 0);
+		snprintf(p, sizeof(p), "%s/cpu.cfs_quota_us", group);
+		cr_assert_eq(ts_write_file(p, "20000", 5), 0);
+		return version = 1;
+	}
+	char *ctl = access("/sys/fs/cgroup/cgroup.subtree_control", R_OK) == 0 ?
+			    ts_read_file("/sys/fs/cgroup/cgroup.subtree_control") : NULL;
+	int v2 = ctl && strstr(ctl, "cpu");
+	free(ctl);
+	snprintf(group, sizeof(group), "/sys/fs/cgroup/loopstat-test-%d", (int)getpid());
+	if (v2 && mkdir(group, 0755) == 0) {
+		char p[320];
+		snprintf(p, sizeof(p), "%s/cpu.max", group);
+		cr_assert_eq(ts_write_file(p, "20000 100000", 12), 0);
+		return version = 2;
+	}
+	return 0;
+}
+
+static void join(pid_t pid)
+{
+	char p[320], s[32];
+	snprintf(p, sizeof(p), "%s/cgroup.procs", group);
+	int n = snprintf(s, sizeof(s), "%d", (int)pid);
+	cr_assert_eq(ts_write_file(p, s, (size_t)n), 0, "moving %d into %s", (int)pid, group);
+}
+
+static void remove_group(void)
+{
+	if (version)
+		for (int i = 0; i < 50 && rmdir(group) < 0 && errno == EBUSY; i++)
+			usleep(100 * 1000);   /* its killed member is reaped first */
+}
+
+static json_object *worker_of(json_object *doc, pid_t pid)
+{
+	json_object *ws, *v;
+	cr_assert(json_object_object_get_ex(doc, "workers", &ws));
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		json_object *w = json_object_array_get_idx(ws, i);
+		if (json_object_object_get_ex(w, "pid", &v) && json_object_get_int(v) == pid)
+			return w;
+	}
+	cr_assert_fail("no worker %d", (int)pid);
+	return NULL;
+}
+
+static double num(json_object *w, const char *key)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(w, key, &v) || !v)
+		return NAN;
+	return json_object_get_double(v);
+}
+
+Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60, .fini = remove_group)
+{
+	if (!make_group())
+		cr_skip_test("no writable cpu controller (v1 cpu/ or v2 with cpu delegated): needs root");
+	/* wants 0.5 CPU: 50% busy in 20-ms periods */
+	const char *busy_args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	const char *free_args[] = { "--idle", "0.9", "--seconds", "20", "--plain", NULL };
+	pid_t held = tc_spawn_example("duty_cycle", busy_args, NULL);
+	pid_t free_loop = tc_spawn_example("duty_cycle", free_args, NULL);
+	join(held);
+	usleep(300 * 1000);
+	char cmd[512], *out = NULL;
+	snprintf(cmd, sizeof(cmd), "%d,%d", (int)held, (int)free_loop);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "-p", cmd, "--duration", "3", "--json", NULL };
+	cr_assert_eq(ts_run(argv, &out, 20000), 0, "list: %s", out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "list's JSON does not parse: %s", out);
+	json_object *h = worker_of(doc, held), *f = worker_of(doc, free_loop);
+	cr_log_info("v%d: held quota %.2f throttled %.1f%% cpu %.1f%% wait %.1f%%; free quota %g throttled %.1f%%", version,
+		    num(h, "quota_cpus"), num(h, "throttled_pct"), num(h, "cpu_pct"), num(h, "cpu_wait_pct"),
+		    num(f, "quota_cpus"), num(f, "throttled_pct"));
+	cr_expect_float_eq(num(h, "quota_cpus"), 0.2, 1e-6);
+	cr_expect_geq(num(h, "throttled_pct"), 20, "throttled %.1f%%", num(h, "throttled_pct"));
+	cr_expect(isnan(num(f, "quota_cpus")), "a loop without a quota shows one: %g", num(f, "quota_cpus"));
+	cr_expect_leq(num(f, "throttled_pct"), 1, "the free loop throttled %.1f%%", num(f, "throttled_pct"));
+	json_object_put(doc);
+	free(out);
+
+	/* check takes a threshold on it: the held loop fails 'throttled_pct<10' */
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)held);
+	char *chk[] = { (char *)ts_loopstat_bin(), "check", "-p", pid, "--duration", "5", "throttled_pct<10", NULL };
+	out = NULL;
+	int rc = ts_run(chk, &out, 20000);
+	cr_expect_eq(rc, 1, "check 'throttled_pct<10' on a throttled loop exited %d: %s", rc, out ? out : "");
+	free(out);
+	tc_kill(held);
+	tc_kill(free_loop);
+}
