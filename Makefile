@@ -111,20 +111,23 @@ test: deps
 IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo nice -n 19)
 
 # The sanitizer build compiles at the lowest priority while the first
-# build's suites run; test_accuracy (TIMED_TESTS) measures timing, so it runs
-# alone once that compile is over, and not under the sanitizers, which only
-# distort timing (every path it runs is run under them by test_sampler,
-# test_list_workers and test_loop_poll_cli). `make check` runs everything.
-TIMED_TESTS = $(filter %/test_accuracy,$(TESTS))
+# build's suites run; TIMED_TESTS judge timing or shares of real loads, so
+# they run alone once that compile is over, and not under the sanitizers,
+# which only distort timing: every path test_accuracy runs is run under them
+# by test_sampler, test_list_workers and test_loop_poll_cli; test_check_ci's
+# by test_check_cmd and test_check_verdicts; test_limit_quota's by
+# test_probe_cgroup, test_limit_rules and test_list_json. `make check` runs
+# everything.
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota,$(TESTS))
 CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
-# alone; the rest two at a time (scripts/run-tests.sh): they mostly wait on
+# alone; the rest PAR at a time (scripts/run-tests.sh): they mostly wait on
 # the children they sample and assert nothing about speed.
 SOLO_TESTS = test_accuracy test_list_workers test_sampler test_sampler_shortcut test_sampler_unchanged \
-             test_check_verdicts test_check_ci test_check_cmd test_loop_poll_cli test_probe_loop test_stall \
+             test_check_verdicts test_check_cmd test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
-             test_interleave test_stats test_limit_quota
+             test_interleave test_stats test_check_ci test_limit_quota
 
 # Three at a time in the plain build, whose suites mostly wait (60 s against
 # 73 s for two); two under the sanitizers, which keep both CPUs busy.

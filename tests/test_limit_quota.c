@@ -1,7 +1,8 @@
-/* A real loop that wants half a CPU, in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled), reads its quota and throttled_pct >= 20 in list's JSON and fails check's 'throttled_pct<10'; a loop outside any quota reads none. */
+/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; one sharing its CPU with three spinners reads limit "cpu". */
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <signal.h>
@@ -73,6 +74,12 @@ static json_object *worker_of(json_object *doc, pid_t pid)
 	return NULL;
 }
 
+static const char *str(json_object *w, const char *key)
+{
+	json_object *v;
+	return json_object_object_get_ex(w, key, &v) && v ? json_object_get_string(v) : "(null)";
+}
+
 static double num(json_object *w, const char *key)
 {
 	json_object *v;
@@ -106,6 +113,10 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	cr_expect_geq(num(h, "throttled_pct"), 20, "throttled %.1f%%", num(h, "throttled_pct"));
 	cr_expect(isnan(num(f, "quota_cpus")), "a loop without a quota shows one: %g", num(f, "quota_cpus"));
 	cr_expect_leq(num(f, "throttled_pct"), 1, "the free loop throttled %.1f%%", num(f, "throttled_pct"));
+	cr_expect_str_eq(str(h, "limit"), "quota", "%s", str(h, "limit_reason"));
+	cr_expect_eq(num(h, "limit_quota"), 1);
+	cr_expect_str_eq(str(f, "limit"), "none", "%s", str(f, "limit_reason"));
+	cr_expect_eq(num(f, "limit_quota"), 0);
 	json_object_put(doc);
 	free(out);
 
@@ -119,4 +130,38 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	free(out);
 	tc_kill(held);
 	tc_kill(free_loop);
+}
+
+/* Three spinners and a loop on one CPU: the loop waits for it. */
+Test(limit_quota, a_loop_sharing_its_cpu_is_limited_by_the_cpu, .timeout = 60)
+{
+	cpu_set_t one, all;
+	cr_assert_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);   /* the children inherit it */
+	const char *loop_args[] = { "--idle", "0.6", "--seconds", "20", "--plain", NULL };
+	const char *spin_args[] = { "--idle", "0", "--seconds", "20", "--plain", NULL };
+	pid_t loop = tc_spawn_example("duty_cycle", loop_args, NULL);
+	pid_t s1 = tc_spawn_example("duty_cycle", spin_args, NULL), s2 = tc_spawn_example("duty_cycle", spin_args, NULL),
+	      s3 = tc_spawn_example("duty_cycle", spin_args, NULL);
+	cr_assert_eq(sched_setaffinity(0, sizeof(all), &all), 0);   /* loopstat samples from anywhere */
+	char pid[16], *out = NULL;
+	snprintf(pid, sizeof(pid), "%d", (int)loop);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "-p", pid, "--duration", "3", "--json", NULL };
+	cr_assert_eq(ts_run(argv, &out, 20000), 0, "list: %s", out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc);
+	json_object *w = worker_of(doc, loop);
+	cr_log_info("shared cpu: idle %.1f%% cpu %.1f%% wait %.1f%% limit %s (%s)", num(w, "idle_pct"), num(w, "cpu_pct"),
+		    num(w, "cpu_wait_pct"), str(w, "limit"), str(w, "limit_reason"));
+	cr_expect_geq(num(w, "cpu_wait_pct"), 20);
+	cr_expect_str_eq(str(w, "limit"), "cpu", "%s", str(w, "limit_reason"));
+	cr_expect_eq(num(w, "limit_cpu"), 1);
+	json_object_put(doc);
+	free(out);
+	tc_kill(loop);
+	tc_kill(s1);
+	tc_kill(s2);
+	tc_kill(s3);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/limit.h"
 #include "support/support.h"
 #include "top/tui_int.h"
 
@@ -60,6 +61,7 @@ static void add_worker(struct model *m, pid_t pid, pid_t tid, const char *name, 
 	w->cpu_wait_pct = 1;
 	w->quota_cpus = NAN;   /* no quota: not throttled */
 	w->throttled_pct = 0;
+	w->limit_loop = model_limit_of(w, NULL, 0) == METRIC_LIMIT_LOOP;   /* as the model sets it */
 	w->ops_per_s = ops;
 	w->headroom_ops_per_s = NAN;
 	w->self_idle_pct = NAN;

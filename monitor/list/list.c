@@ -3,6 +3,7 @@
  * the metric table.
  */
 #include "list/list.h"
+#include "model/limit.h"
 #include "util/json.h"
 #include "model/metric.h"
 #include "probe_shm.h"
@@ -81,6 +82,15 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_source(j, w, METRIC_SAMPLED);
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
+	char why[128];
+	int l = model_limit_of(w, why, sizeof(why));
+	json_key(j, "limit");   /* the verdict of the limit_* rows, as a word */
+	if (l < 0)
+		json_null(j);
+	else
+		json_string(j, model_limit_name((enum metric_limit)l));
+	json_key(j, "limit_reason");
+	json_string(j, why);
 	if (w->instrumented) {
 		json_key(j, "fiber_tag");
 		json_string(j, w->fiber_tag);

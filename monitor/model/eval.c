@@ -3,6 +3,7 @@
  * estimates (eval.h says how each rule becomes per-period sums).
  */
 #include "model/eval.h"
+#include "model/limit.h"
 
 #include <errno.h>
 #include <math.h>
@@ -369,6 +370,32 @@ static void run_total(const struct eval_track *const *ts, size_t nt, struct esti
 	out->n = out->n_eff = (double)nt;
 }
 
+/* The verdict over the periods: each rule's figure evaluated there (values
+ * only), then the rules; a 0/1 figure for the row's kind. */
+static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct estimate *out)
+{
+	double fig[METRIC_NLIMITS] = { 0 };
+	struct estimate e;
+	int err = 0;
+#define LIMIT_X_EVAL(k, metric, op, threshold, reason)                                      \
+	if (err == 0) {                                                                     \
+		err = model_eval(&metric_worker[METRIC_W_##metric], ts, nt, NULL, 0, &e);    \
+		fig[METRIC_LIMIT_##k] = e.ok && isfinite(e.est) ? e.est : NAN;              \
+	}
+	LIMIT_RULES(LIMIT_X_EVAL)
+#undef LIMIT_X_EVAL
+	if (err < 0)
+		return err;
+	int v = model_limit_verdict(fig, NULL, 0);
+	memset(out, 0, sizeof(*out));
+	out->kind = EST_MAX;
+	out->df = INFINITY;
+	out->ok = v >= 0;
+	out->est = out->lo = out->hi = v < 0 ? NAN : v == kind;
+	out->n = out->n_eff = (double)nt;
+	return 0;
+}
+
 int model_eval(const struct metric *m, const struct eval_track *const *ts, size_t nt,
 	       const struct eval_filter *filter, unsigned flags, struct estimate *out)
 {
@@ -390,6 +417,8 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 	case METRIC_LEVEL:
 		level(ts, nt, m->arg, out);
 		return 0;
+	case METRIC_LIMIT:
+		return limit(ts, nt, m->arg, out);
 	case METRIC_INTERVAL:
 		return share_ci95(ts, nt, m->arg, out);
 	case METRIC_TALLY:

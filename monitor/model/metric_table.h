@@ -38,7 +38,11 @@ enum metric_kind {
 	METRIC_PEAK,     /* the largest value seen: METRIC_ARG_RUNQ, METRIC_ARG_STALL */
 	METRIC_HEADROOM, /* counter arg's rate over the loop's busy share (1 − idle): the sustainable rate */
 	METRIC_TALLY,    /* how many of something: METRIC_ARG_SAMPLES in the periods, else a run total */
+	METRIC_LIMIT,    /* 1 when the limit verdict (model/limit.h) over the periods is arg (enum metric_limit), else 0 */
 };
+
+/* What limits a worker (model/limit.h decides). */
+enum metric_limit { METRIC_LIMIT_NONE, METRIC_LIMIT_LOOP, METRIC_LIMIT_QUOTA, METRIC_LIMIT_CPU, METRIC_NLIMITS };
 
 /* The rule's argument where it is not a SERIES_ class or a PROBE_SHM_ counter. */
 enum metric_arg {
@@ -76,6 +80,7 @@ enum metric_line {
 	METRIC_LINE_QUEUES,   /* runtime: runqueue, pending ops, fibers */
 	METRIC_LINE_SELF,     /* runtime: self-measured idle, headroom */
 	METRIC_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
+	METRIC_LINE_LIMIT,    /* under the cpu line: the limit that holds (1), with its reason */
 };
 
 /* Which worker tables show the figure as a column, in the table's row order. */
@@ -170,7 +175,16 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	  "the CPU quota of the worker's cgroup in CPUs (quota over period), as last read; unknown without one") \
 	X(throttled_pct,      PCT,    RATIO,    METRIC_ARG_THROTTLED, SCHED, DOUBLE, 2, 1, CPU, "throttled %s%%", NULL, \
 	  NONE, NULL, 0, 0, \
-	  "time the worker's cgroup was held back by its CPU quota, over wall time")
+	  "time the worker's cgroup was held back by its CPU quota, over wall time") \
+	X(limit_loop,         COUNT,  LIMIT,    METRIC_LIMIT_LOOP, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by the loop", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "1 when the loop itself limits the worker (busy or blocked: docs/usage.md's rules), else 0") \
+	X(limit_quota,        COUNT,  LIMIT,    METRIC_LIMIT_QUOTA, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by its CPU quota", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "1 when the cgroup's CPU quota limits the worker, else 0") \
+	X(limit_cpu,          COUNT,  LIMIT,    METRIC_LIMIT_CPU, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by waiting for a CPU", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "1 when waiting for a CPU (contention) limits the worker, else 0")
 
 /*
  * X(name, unit, reduce, of, type, json_decimals, sort_desc, detail, description): a

@@ -6,6 +6,7 @@
  * fibers' shares — what `loopstat profile` splits further by stack.
  */
 #include "top/tui_int.h"
+#include "model/limit.h"
 #include "util/textsafe.h"
 
 #include <math.h>
@@ -47,8 +48,10 @@ static const char *metric_line(const struct worker_view *w, enum metric_line lin
 		char val[32], part[96];
 		if (m->line != line || len >= sizeof(buf))
 			continue;
-		/* the cpu line leaves out what this worker has not: a quota, a cgroup */
-		if (line == METRIC_LINE_CPU && isnan(metric_value(m, w)))
+		/* the cpu line leaves out what this worker has not (a quota, a
+		 * cgroup), the limit line the limits that do not hold */
+		double v = metric_value(m, w);
+		if ((line == METRIC_LINE_CPU && isnan(v)) || (line == METRIC_LINE_LIMIT && !(v > 0)))
 			continue;
 		tui_fmt_metric(val, sizeof(val), m, w, 0);
 		snprintf(part, sizeof(part), m->detail, val);
@@ -100,6 +103,10 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 		bar_line(t, y++, m->detail, metric_value(m, w), ci, bar_attr(t, w, i));
 	}
 	mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_CPU));
+	char why[128];
+	const char *limit = metric_line(w, METRIC_LINE_LIMIT);
+	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */
+		mvprintw(y++, 2, "%s: %s", limit, why);
 	return y;
 }
 

@@ -1,0 +1,39 @@
+/*
+ * limit.h — what limits a worker, as one verdict from its figures: the
+ * rules of LIMIT_RULES, tried in order, the first that holds decides
+ * (docs/usage.md lists them; a test holds the docs to this table).
+ *
+ * The order matters: a throttled thread is runnable, so the quota's time
+ * also reads as waiting for a CPU; and a loop that waits for a CPU reads
+ * busy. The helper pool and the listen backlog join as their figures do.
+ */
+#ifndef LOOPSTAT_LIMIT_H
+#define LOOPSTAT_LIMIT_H
+
+#include <stddef.h>
+
+#include "model/metric_table.h"
+
+/*
+ * X(kind, metric, op, threshold, reason): the worker is limited by kind
+ * when metric op threshold; reason is said with the figure ("%.0f").
+ */
+#define LIMIT_RULES(X) \
+	X(QUOTA, throttled_pct, >=, 10, "its cgroup's CPU quota held it back %.0f%% of the time") \
+	X(CPU,   cpu_wait_pct,  >=, 20, "it waited for a CPU %.0f%% of the time") \
+	X(LOOP,  idle_pct,      <,  20, "its loop was idle only %.0f%% of the time")
+
+/* "none", "loop", "quota", "cpu". Static. */
+const char *model_limit_name(enum metric_limit l);
+
+/* The verdict from fig[kind], each rule's figure (NaN: unknown, never
+ * trips its rule), and why in why (may be NULL); -1 when the loop's own
+ * figure (idle_pct) is unknown. */
+int model_limit_verdict(const double fig[METRIC_NLIMITS], char *why, size_t len);
+
+struct worker_view;
+
+/* The verdict of a worker's view, from the same figures. */
+int model_limit_of(const struct worker_view *w, char *why, size_t len);
+
+#endif /* LOOPSTAT_LIMIT_H */

@@ -1,0 +1,69 @@
+/* The limit verdict: each rule at its threshold, their order, unknown figures, and docs/usage.md's rule table held to LIMIT_RULES. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/limit.h"
+#include "support/support.h"
+
+static int verdict(double idle, double wait, double throttled, char *why)
+{
+	double fig[METRIC_NLIMITS] = { [METRIC_LIMIT_LOOP] = idle, [METRIC_LIMIT_CPU] = wait,
+				       [METRIC_LIMIT_QUOTA] = throttled };
+	return model_limit_verdict(fig, why, 128);
+}
+
+Test(limit_rules, each_rule_at_its_threshold)
+{
+	char why[128];
+	cr_expect_eq(verdict(50, 0, 0, why), METRIC_LIMIT_NONE);
+	cr_expect_str_empty(why);
+	cr_expect_eq(verdict(19.9, 0, 0, why), METRIC_LIMIT_LOOP);
+	cr_expect(strstr(why, "idle only 20%"), "%s", why);
+	cr_expect_eq(verdict(20, 0, 0, why), METRIC_LIMIT_NONE);
+	cr_expect_eq(verdict(50, 20, 0, why), METRIC_LIMIT_CPU);
+	cr_expect_eq(verdict(50, 19.9, 0, why), METRIC_LIMIT_NONE);
+	cr_expect_eq(verdict(50, 0, 10, why), METRIC_LIMIT_QUOTA);
+	cr_expect(strstr(why, "quota held it back 10%"), "%s", why);
+	cr_expect_eq(verdict(50, 0, 9.9, why), METRIC_LIMIT_NONE);
+}
+
+Test(limit_rules, quota_before_cpu_before_loop)
+{
+	/* a throttled loop also waits for a CPU and reads busy: the quota is the cause */
+	cr_expect_eq(verdict(5, 60, 55, NULL), METRIC_LIMIT_QUOTA);
+	cr_expect_eq(verdict(5, 60, 0, NULL), METRIC_LIMIT_CPU);
+	cr_expect_eq(verdict(5, 1, 0, NULL), METRIC_LIMIT_LOOP);
+}
+
+Test(limit_rules, unknown_figures_trip_nothing)
+{
+	cr_expect_eq(verdict(NAN, 90, 90, NULL), -1, "no idle figure: no verdict");
+	cr_expect_eq(verdict(50, NAN, NAN, NULL), METRIC_LIMIT_NONE);
+	cr_expect_eq(verdict(5, NAN, NAN, NULL), METRIC_LIMIT_LOOP);
+	cr_expect_str_eq(model_limit_name(METRIC_LIMIT_QUOTA), "quota");
+}
+
+Test(limit_rules, docs_list_every_rule_in_order)
+{
+	char *doc = ts_read_file("docs/usage.md");
+	const char *at = strstr(doc, "### What limits a worker");
+	cr_assert(at, "docs/usage.md has no 'What limits a worker'");
+	char row[128];
+#define DOC_X(kind, metric, op, threshold, reason)                                              \
+	do {                                                                                   \
+		char lower[16];                                                                \
+		snprintf(lower, sizeof(lower), "%s", model_limit_name(METRIC_LIMIT_##kind));   \
+		snprintf(row, sizeof(row), "| `%s` | `%s %s %s` |", lower, #metric, #op, #threshold); \
+		const char *p = strstr(at, row);                                               \
+		cr_expect(p, "docs/usage.md lacks the rule row %s", row);                      \
+		if (p)                                                                         \
+			at = p;   /* in the table's order */                                   \
+	} while (0);
+	LIMIT_RULES(DOC_X)
+#undef DOC_X
+	free(doc);
+}
