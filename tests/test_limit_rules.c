@@ -9,11 +9,16 @@
 #include "model/limit.h"
 #include "support/support.h"
 
-static int verdict(double idle, double wait, double throttled, char *why)
+static int verdict4(double idle, double wait, double throttled, double acceptq, char *why)
 {
 	double fig[METRIC_NLIMITS] = { [METRIC_LIMIT_LOOP] = idle, [METRIC_LIMIT_CPU] = wait,
-				       [METRIC_LIMIT_QUOTA] = throttled };
+				       [METRIC_LIMIT_QUOTA] = throttled, [METRIC_LIMIT_BACKLOG] = acceptq };
 	return model_limit_verdict(fig, why, 128);
+}
+
+static int verdict(double idle, double wait, double throttled, char *why)
+{
+	return verdict4(idle, wait, throttled, NAN, why);
 }
 
 Test(limit_rules, each_rule_at_its_threshold)
@@ -37,6 +42,16 @@ Test(limit_rules, quota_before_cpu_before_loop)
 	cr_expect_eq(verdict(5, 60, 55, NULL), METRIC_LIMIT_QUOTA);
 	cr_expect_eq(verdict(5, 60, 0, NULL), METRIC_LIMIT_CPU);
 	cr_expect_eq(verdict(5, 1, 0, NULL), METRIC_LIMIT_LOOP);
+}
+
+Test(limit_rules, connections_waiting_on_an_idle_loop_are_the_backlog)
+{
+	char why[128];
+	cr_expect_eq(verdict4(80, 0, 0, 20, why), METRIC_LIMIT_BACKLOG);
+	cr_expect(strstr(why, "20 connections waited"), "%s", why);
+	cr_expect_eq(verdict4(80, 0, 0, 19, why), METRIC_LIMIT_NONE);
+	cr_expect_eq(verdict4(5, 0, 0, 40, why), METRIC_LIMIT_LOOP, "a busy loop is why they wait");
+	cr_expect_str_eq(model_limit_name(METRIC_LIMIT_BACKLOG), "backlog");
 }
 
 Test(limit_rules, unknown_figures_trip_nothing)

@@ -47,6 +47,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
 	idmap_init(&s->by_tid);
+	idmap_init(&s->by_listener);
 	idmap_init(&s->by_pid);
 	/* t0 one second back: bucket 0 never starts at a partial instant */
 	s->t0 = mono_ns() - NS;
@@ -328,7 +329,7 @@ void sampler_step(struct sampler *s)
 		s->next_sched = now + NS / 4;
 	}
 	if (now >= s->next_cgroup) {
-		sampler_read_cgroups(s, now);
+		sampler_read_limits(s, now);
 		s->next_cgroup = now + NS;
 	}
 	sampler_drop_gone(s, now);
@@ -398,7 +399,7 @@ void sampler_delete(struct sampler *s)
 		return;
 	sampler_stop(s);
 	sampler_free_workers(s);
-	sampler_free_cgroups(s);
+	sampler_free_limits(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	free(s->w);

@@ -118,8 +118,12 @@ struct sampler {
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
 	uint64_t next_discover, next_shm, next_sched, next_cgroup;
-	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_cgroup.c) */
+	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_limits.c) */
 	size_t   ncg;
+	struct sampler_listener *lis;    /* the workers' processes' listening sockets */
+	size_t   nlis;
+	struct idmap by_listener;        /* pid -> index in lis */
+	struct probe_listen_row *listen_rows;   /* scratch: one namespace's LISTEN rows */
 	uint64_t total_samples;
 	uint64_t ticks;                  /* sample_all calls */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
@@ -150,10 +154,11 @@ uint64_t sampler_read_hot(struct sampler *s, struct sworker *w);
 void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
 void sampler_free_workers(struct sampler *s);
 
-/* sampler_cgroup.c, on the sampling thread with s->lock held: once a
- * second, each worker's cgroup's quota and throttled time into its series */
-void sampler_read_cgroups(struct sampler *s, uint64_t now);
-void sampler_free_cgroups(struct sampler *s);
+/* sampler_limits.c, on the sampling thread with s->lock held: once a
+ * second, each worker's cgroup's quota and throttled time and its process's
+ * fullest accept queue into its series */
+void sampler_read_limits(struct sampler *s, uint64_t now);
+void sampler_free_limits(struct sampler *s);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
 struct sampler_cost {

@@ -217,6 +217,18 @@ void series_add_cgroup(struct series *a, uint64_t t_ns, uint64_t throttled_ns, d
 		a->total.cg_first = c;
 }
 
+void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit)
+{
+	struct series_listen *l = &bucket(a, (int64_t)(t_ns / NS))->listen;
+	l->queue_max = l->valid && l->queue_max > queue ? l->queue_max : queue;
+	l->valid = 1;
+	l->queue = queue;
+	l->limit = limit;
+	a->listen_last = *l;
+	if (queue > a->total.accept_max)
+		a->total.accept_max = queue;
+}
+
 uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)
 {
 	if (!a->shm_last.valid || a->polled_since_change || !a->busy_since_change || now_ns < a->last_change_ns)

@@ -51,6 +51,12 @@ struct series_cgroup {          /* the worker's cgroup's cpu controller at one i
 	double   quota_cpus;     /* NaN: no quota */
 };
 
+struct series_listen {          /* the process's fullest listening socket, this second */
+	int      valid;          /* it has one */
+	uint32_t queue, limit;   /* its accept queue and backlog at the last reading */
+	uint32_t queue_max;      /* the longest queue read in the second */
+};
+
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
 	uint32_t n[SERIES_NCLASS];               /* samples by class */
@@ -61,6 +67,7 @@ struct series_bucket {
 	uint64_t stall_max_ns;                /* the longest stall seen at this second's shm readings */
 	struct series_sched sched;               /* last schedstat in this second */
 	struct series_cgroup cg;                 /* last cgroup reading in this second */
+	struct series_listen listen;
 };
 
 /*
@@ -96,6 +103,7 @@ struct series_totals {                       /* since the worker was first seen 
 	struct series_reading shm_first;
 	struct series_sched sched_first;
 	struct series_cgroup cg_first;
+	uint32_t accept_max;                  /* the longest accept queue read */
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -124,6 +132,7 @@ struct series {
 	struct series_reading shm_last;
 	struct series_sched sched_last;
 	struct series_cgroup cg_last;
+	struct series_listen listen_last;
 	uint64_t self_disagreements;             /* cross-checks where /proc contradicted the slot's poll */
 	/* stall tracking: the switch counter and when it last moved */
 	uint64_t last_switches;
@@ -151,6 +160,9 @@ void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t
 
 /* A reading of the worker's cgroup at t_ns (read once a second per group). */
 void series_add_cgroup(struct series *a, uint64_t t_ns, uint64_t throttled_ns, double quota_cpus);
+
+/* A reading of the worker's process's fullest listening socket at t_ns. */
+void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);
 
 /* Stall: how long (ns) the switch counter has not moved while the thread was
  * seen running or blocked and never in its poll; 0 if not stalled. */

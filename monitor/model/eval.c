@@ -27,6 +27,7 @@ enum stream {
 	S_POLLNS,    /* poll time over elapsed ns, a poll in progress included */
 	S_RUNQMAX,   /* the runqueue's largest reading in the period */
 	S_STALL,     /* the longest stall seen in the period, ms */
+	S_ACCEPTQ,   /* the longest accept queue read in the period */
 	S_SAMPLES,   /* samples taken (a tally) */
 };
 
@@ -132,6 +133,10 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 		case S_STALL:
 			if (b->shm.valid)
 				*o = (struct est_sec){ (double)b->stall_max_ns / 1e6, 1 };
+			break;
+		case S_ACCEPTQ:
+			if (b->listen.valid)
+				*o = (struct est_sec){ (double)b->listen.queue_max, 1 };
 			break;
 		}
 	}
@@ -342,9 +347,13 @@ static void level(const struct eval_track *const *ts, size_t nt, int arg, struct
 	for (size_t w = 0; w < nt; w++)
 		for (size_t i = ts[w]->n; i-- > 0;) {
 			const struct series_bucket *b = ts[w]->p[i].b;
-			if (arg == METRIC_ARG_QUOTA ? b && b->cg.valid : b && b->shm.valid) {
+			int acc = arg == METRIC_ARG_ACCEPTQ || arg == METRIC_ARG_BACKLOG;
+			if (arg == METRIC_ARG_QUOTA ? b && b->cg.valid : acc ? b && b->listen.valid : b && b->shm.valid) {
 				/* a group without a quota has none to show: unknown */
-				double v = arg == METRIC_ARG_QUOTA ? b->cg.quota_cpus : (double)b->shm.v[arg];
+				double v = arg == METRIC_ARG_QUOTA      ? b->cg.quota_cpus
+					   : arg == METRIC_ARG_ACCEPTQ  ? (double)b->listen.queue
+					   : arg == METRIC_ARG_BACKLOG  ? (b->listen.limit ? (double)b->listen.limit : NAN)
+								        : (double)b->shm.v[arg];
 				if (isnan(v))
 					break;
 				sum += v;
@@ -438,7 +447,7 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 		sp.st = S_COUNTER;
 		break;
 	case METRIC_PEAK:
-		sp.st = m->arg == METRIC_ARG_STALL ? S_STALL : S_RUNQMAX;
+		sp.st = m->arg == METRIC_ARG_STALL ? S_STALL : m->arg == METRIC_ARG_ACCEPTQ ? S_ACCEPTQ : S_RUNQMAX;
 		how = C_MAX;
 		kind = EST_MAX;
 		break;
@@ -546,6 +555,8 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->shm = a->shm_last;
 	b->sched = a->sched_last;
 	b->cg = a->cg_last;
+	b->listen = a->listen_last;
+	b->listen.queue_max = a->total.accept_max;
 	b->runq_max = a->total.runq_max;
 	b->stall_max_ns = a->total.stall_max_ns;
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow };

@@ -11,7 +11,7 @@ const char *model_limit_name(enum metric_limit l)
 {
 	static const char *const names[] = {
 		[METRIC_LIMIT_NONE] = "none", [METRIC_LIMIT_LOOP] = "loop",
-		[METRIC_LIMIT_QUOTA] = "quota", [METRIC_LIMIT_CPU] = "cpu",
+		[METRIC_LIMIT_QUOTA] = "quota", [METRIC_LIMIT_CPU] = "cpu", [METRIC_LIMIT_BACKLOG] = "backlog",
 	};
 	return (unsigned)l < sizeof(names) / sizeof(names[0]) ? names[l] : "?";
 }

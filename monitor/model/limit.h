@@ -4,8 +4,10 @@
  * (docs/usage.md lists them; a test holds the docs to this table).
  *
  * The order matters: a throttled thread is runnable, so the quota's time
- * also reads as waiting for a CPU; and a loop that waits for a CPU reads
- * busy. The helper pool and the listen backlog join as their figures do.
+ * also reads as waiting for a CPU; a loop that waits for a CPU reads busy;
+ * and a busy loop is why connections wait, where an idle one that leaves
+ * them waiting is held back by its accepting. The helper pool joins as its
+ * figures do.
  */
 #ifndef LOOPSTAT_LIMIT_H
 #define LOOPSTAT_LIMIT_H
@@ -21,9 +23,10 @@
 #define LIMIT_RULES(X) \
 	X(QUOTA, throttled_pct, >=, 10, "its cgroup's CPU quota held it back %.0f%% of the time") \
 	X(CPU,   cpu_wait_pct,  >=, 20, "it waited for a CPU %.0f%% of the time") \
-	X(LOOP,  idle_pct,      <,  20, "its loop was idle only %.0f%% of the time")
+	X(LOOP,  idle_pct,      <,  20, "its loop was idle only %.0f%% of the time") \
+	X(BACKLOG, accept_queue_max, >=, 20, "%.0f connections waited in its accept queue at once")
 
-/* "none", "loop", "quota", "cpu". Static. */
+/* "none", "loop", "quota", "cpu", "backlog". Static. */
 const char *model_limit_name(enum metric_limit l);
 
 /* The verdict from fig[kind], each rule's figure (NaN: unknown, never

@@ -42,13 +42,17 @@ enum metric_kind {
 };
 
 /* What limits a worker (model/limit.h decides). */
-enum metric_limit { METRIC_LIMIT_NONE, METRIC_LIMIT_LOOP, METRIC_LIMIT_QUOTA, METRIC_LIMIT_CPU, METRIC_NLIMITS };
+enum metric_limit {
+	METRIC_LIMIT_NONE, METRIC_LIMIT_LOOP, METRIC_LIMIT_QUOTA, METRIC_LIMIT_CPU, METRIC_LIMIT_BACKLOG, METRIC_NLIMITS
+};
 
 /* The rule's argument where it is not a SERIES_ class or a PROBE_SHM_ counter. */
 enum metric_arg {
 	METRIC_ARG_NONE = -1,
 	METRIC_ARG_UNKEYED = SERIES_NCLASS, /* blocked samples beyond the (syscall, fd) key table */
-	METRIC_ARG_RUN,                     /* schedstat: on a CPU */
+	/* apart from every SERIES_ class and PROBE_SHM_ counter, which a LEVEL's
+	 * or a RATE's arg may also be */
+	METRIC_ARG_RUN = 64,                /* schedstat: on a CPU */
 	METRIC_ARG_WAIT,                    /* schedstat: runnable, waiting for a CPU */
 	METRIC_ARG_POLL_NS,                 /* the slot's poll_time_ns, a poll in progress included */
 	METRIC_ARG_RUNQ,                    /* the runqueue's length */
@@ -57,7 +61,11 @@ enum metric_arg {
 	METRIC_ARG_DISAGREE,                /* cross-checks where /proc contradicted the slot (run total) */
 	METRIC_ARG_THROTTLED,               /* the cgroup's throttled time (a RATIO's clock) */
 	METRIC_ARG_QUOTA,                   /* the cgroup's CPU quota (a LEVEL) */
+	METRIC_ARG_ACCEPTQ,                 /* the fullest listening socket's accept queue (a LEVEL, a PEAK) */
+	METRIC_ARG_BACKLOG,                 /* and its backlog (a LEVEL) */
 };
+_Static_assert((int)PROBE_SHM_NVALUES < (int)METRIC_ARG_RUN && (int)SERIES_NCLASS < (int)METRIC_ARG_RUN,
+	       "the arg spaces overlap");
 
 /* Where a worker's figure comes from; JSON nests COUNTERS under
  * "counters", present for instrumented workers only. */
@@ -80,7 +88,8 @@ enum metric_line {
 	METRIC_LINE_QUEUES,   /* runtime: runqueue, pending ops, fibers */
 	METRIC_LINE_SELF,     /* runtime: self-measured idle, headroom */
 	METRIC_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
-	METRIC_LINE_LIMIT,    /* under the cpu line: the limit that holds (1), with its reason */
+	METRIC_LINE_LISTEN,   /* under the cpu line: the listen backlog, for a worker that listens */
+	METRIC_LINE_LIMIT,    /* under those: the limit that holds (1), with its reason */
 };
 
 /* Which worker tables show the figure as a column, in the table's row order. */
@@ -176,6 +185,15 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	X(throttled_pct,      PCT,    RATIO,    METRIC_ARG_THROTTLED, SCHED, DOUBLE, 2, 1, CPU, "throttled %s%%", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "time the worker's cgroup was held back by its CPU quota, over wall time") \
+	X(accept_queue,       COUNT,  LEVEL,    METRIC_ARG_ACCEPTQ, SCHED, DOUBLE, 0, 1, LISTEN, "accept queue %s", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "connections waiting in the fullest listening socket's accept queue, as last read; unknown without one") \
+	X(accept_queue_max,   COUNT,  PEAK,     METRIC_ARG_ACCEPTQ, SCHED, DOUBLE, 0, 1, LISTEN, " (max %s)", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "the longest accept queue read in the window (once a second)") \
+	X(accept_queue_limit, COUNT,  LEVEL,    METRIC_ARG_BACKLOG, SCHED, DOUBLE, 0, 1, LISTEN, " of %s", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "that socket's listen backlog: the queue's limit") \
 	X(limit_loop,         COUNT,  LIMIT,    METRIC_LIMIT_LOOP, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by the loop", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "1 when the loop itself limits the worker (busy or blocked: docs/usage.md's rules), else 0") \
@@ -184,7 +202,10 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	  "1 when the cgroup's CPU quota limits the worker, else 0") \
 	X(limit_cpu,          COUNT,  LIMIT,    METRIC_LIMIT_CPU, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by waiting for a CPU", NULL, \
 	  NONE, NULL, 0, 0, \
-	  "1 when waiting for a CPU (contention) limits the worker, else 0")
+	  "1 when waiting for a CPU (contention) limits the worker, else 0") \
+	X(limit_backlog,      COUNT,  LIMIT,    METRIC_LIMIT_BACKLOG, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by its listen backlog", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "1 when connections wait in the accept queue of a loop that is not busy, else 0")
 
 /*
  * X(name, unit, reduce, of, type, json_decimals, sort_desc, detail, description): a

@@ -1,0 +1,170 @@
+/*
+ * sampler_limits.c — what may limit a worker besides its loop, read once a
+ * second into every worker's series: its cgroup's CPU quota and throttling
+ * (once per cgroup, however many workers share it: a pod's threads all
+ * do), and its process's listening sockets' accept queues (the tables
+ * once per network namespace, the process's socket inodes every 10 s).
+ */
+#include "collect/sampler_int.h"
+#include "probe_cgroup.h"
+#include "probe_listen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Groups a sampler keeps at most: a worker of a further one has no quota
+ * figures (container churn must not grow a long run without bound). */
+#define SAMPLER_MAX_CGROUPS 1024
+
+struct sampler_cgroup {
+	char dir[PROBE_CGROUP_PATH_LEN];
+	int  version;
+	int  ok;                     /* this second's read worked */
+	struct probe_cgroup_cpu now;
+};
+
+/* w's group: its index + 1, found at its first pass (0 before, -1 none). */
+static int group_of(struct sampler *s, struct sworker *w, pid_t *last_pid, int *last_cg)
+{
+	if (w->cg)
+		return w->cg;
+	if (w->pid == *last_pid)   /* a process's threads come one after another */
+		return w->cg = *last_cg;
+	char dir[PROBE_CGROUP_PATH_LEN];
+	int version = probe_cgroup_cpu_dir(w->pid, dir, sizeof(dir));
+	w->cg = -1;
+	if (version > 0) {
+		size_t i = 0;
+		while (i < s->ncg && strcmp(s->cg[i].dir, dir) != 0)
+			i++;
+		if (i == s->ncg && s->ncg < SAMPLER_MAX_CGROUPS) {
+			struct sampler_cgroup *g = realloc(s->cg, (s->ncg + 1) * sizeof(*g));
+			if (g) {
+				s->cg = g;
+				memset(&g[i], 0, sizeof(g[i]));
+				memcpy(g[i].dir, dir, sizeof(dir));
+				g[i].version = version;
+				s->ncg++;
+			}
+		}
+		if (i < s->ncg)
+			w->cg = (int)i + 1;
+	}
+	*last_pid = w->pid;
+	*last_cg = w->cg;
+	return w->cg;
+}
+
+static void read_cgroups(struct sampler *s, uint64_t now)
+{
+	pid_t last_pid = 0;
+	int last_cg = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->w[i]->gone_ns)
+			group_of(s, s->w[i], &last_pid, &last_cg);
+	for (size_t i = 0; i < s->ncg; i++)
+		s->cg[i].ok = probe_cgroup_cpu_read(s->cg[i].dir, s->cg[i].version, &s->cg[i].now) == 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (w->gone_ns || w->cg <= 0 || !s->cg[w->cg - 1].ok)
+			continue;
+		const struct probe_cgroup_cpu *c = &s->cg[w->cg - 1].now;
+		series_add_cgroup(&w->series, now, c->throttled_ns, c->quota_cpus);
+	}
+}
+
+/* ---- listening sockets ---- */
+
+#define LISTEN_RESCAN_NS (10 * NS)   /* a process's fds are walked this often */
+#define LISTEN_MAX_ROWS  4096        /* LISTEN rows kept per namespace */
+
+struct sampler_listener {
+	pid_t    pid;
+	int      seen;
+	uint64_t scanned_ns;
+	struct probe_listen_set set;
+	struct probe_listen now;
+};
+
+/* pid's entry, made (and its fds walked) at its first pass; NULL: no room. */
+static struct sampler_listener *listener_of(struct sampler *s, pid_t pid, uint64_t now)
+{
+	size_t i;
+	if (!idmap_get(&s->by_listener, (uint64_t)pid, &i)) {
+		struct sampler_listener *l = realloc(s->lis, (s->nlis + 1) * sizeof(*l));
+		if (!l)
+			return NULL;
+		s->lis = l;
+		i = s->nlis;
+		if (idmap_put(&s->by_listener, (uint64_t)pid, i) < 0)
+			return NULL;
+		s->lis[s->nlis++] = (struct sampler_listener){ .pid = pid };
+	}
+	struct sampler_listener *l = &s->lis[i];
+	if (!l->scanned_ns || now - l->scanned_ns >= LISTEN_RESCAN_NS) {
+		if (probe_listen_scan(pid, &l->set) < 0)
+			l->set.n = 0;
+		l->scanned_ns = now ? now : 1;
+	}
+	l->seen = 1;
+	return l;
+}
+
+static void read_listeners(struct sampler *s, uint64_t now)
+{
+	if (!s->listen_rows && !(s->listen_rows = malloc(LISTEN_MAX_ROWS * sizeof(*s->listen_rows))))
+		return;
+	for (size_t i = 0; i < s->nlis; i++)
+		s->lis[i].seen = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->w[i]->gone_ns)
+			listener_of(s, s->w[i]->pid, now);
+	/* the entries of processes gone, out; then each namespace's tables once */
+	size_t j = 0;
+	for (size_t i = 0; i < s->nlis; i++)
+		if (s->lis[i].seen)
+			s->lis[j++] = s->lis[i];
+	s->nlis = j;
+	idmap_clear(&s->by_listener);
+	for (size_t i = 0; i < s->nlis; i++) {
+		idmap_put(&s->by_listener, (uint64_t)s->lis[i].pid, i);
+		s->lis[i].now = (struct probe_listen){ 0 };
+	}
+	for (size_t i = 0; i < s->nlis; i++) {
+		struct sampler_listener *l = &s->lis[i];
+		if (l->set.n == 0 || l->now.sockets)
+			continue;
+		int n = probe_listen_table(l->pid, l->set.netns, s->listen_rows, LISTEN_MAX_ROWS);
+		if (n <= 0)
+			continue;
+		for (size_t k = i; k < s->nlis; k++)   /* every process of the namespace */
+			if (s->lis[k].set.n && s->lis[k].set.netns == l->set.netns)
+				probe_listen_match(&s->lis[k].set, s->listen_rows, n, &s->lis[k].now);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		size_t k;
+		if (w->gone_ns || !idmap_get(&s->by_listener, (uint64_t)w->pid, &k) || !s->lis[k].now.sockets)
+			continue;
+		series_add_listen(&w->series, now, s->lis[k].now.queue, s->lis[k].now.limit);
+	}
+}
+
+void sampler_read_limits(struct sampler *s, uint64_t now)
+{
+	read_cgroups(s, now);
+	read_listeners(s, now);
+}
+
+void sampler_free_limits(struct sampler *s)
+{
+	free(s->cg);
+	s->cg = NULL;
+	s->ncg = 0;
+	free(s->lis);
+	s->lis = NULL;
+	s->nlis = 0;
+	idmap_done(&s->by_listener);
+	free(s->listen_rows);
+	s->listen_rows = NULL;
+}
