@@ -81,6 +81,7 @@ static void read_cgroups(struct sampler *s, uint64_t now)
 struct sampler_listener {
 	pid_t    pid;
 	int      seen;
+	int      matched;            /* its namespace's table was read this pass */
 	uint64_t scanned_ns;
 	struct probe_listen_set set;
 	struct probe_listen now;
@@ -129,17 +130,21 @@ static void read_listeners(struct sampler *s, uint64_t now)
 	for (size_t i = 0; i < s->nlis; i++) {
 		idmap_put(&s->by_listener, (uint64_t)s->lis[i].pid, i);
 		s->lis[i].now = (struct probe_listen){ 0 };
+		s->lis[i].matched = 0;
 	}
 	for (size_t i = 0; i < s->nlis; i++) {
 		struct sampler_listener *l = &s->lis[i];
-		if (l->set.n == 0 || l->now.sockets)
-			continue;
+		if (l->set.n == 0 || l->matched)
+			continue;   /* no socket at all, or its namespace was read */
 		int n = probe_listen_table(l->pid, l->set.netns, s->listen_rows, LISTEN_MAX_ROWS);
-		if (n <= 0)
-			continue;
-		for (size_t k = i; k < s->nlis; k++)   /* every process of the namespace */
-			if (s->lis[k].set.n && s->lis[k].set.netns == l->set.netns)
-				probe_listen_match(&s->lis[k].set, s->listen_rows, n, &s->lis[k].now);
+		for (size_t k = i; k < s->nlis; k++) {   /* every process of the namespace */
+			struct sampler_listener *o = &s->lis[k];
+			if (o->set.n && o->set.netns == l->set.netns && (k == i || l->set.netns)) {
+				o->matched = 1;
+				if (n > 0)
+					probe_listen_match(&o->set, s->listen_rows, n, &o->now);
+			}
+		}
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
