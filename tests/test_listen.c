@@ -21,6 +21,21 @@
 #define BACKLOG 128
 #define WAITING 40
 
+/* A child asleep in epoll_wait for good: a loop with nothing to do. */
+static pid_t spawn_idle_loop(void)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int ep = epoll_create1(0);
+		struct epoll_event ev;
+		for (;;)
+			epoll_wait(ep, &ev, 1, -1);
+	}
+	return pid;
+}
+
 /* A child with a listening socket on 127.0.0.1 it never accepts from,
  * asleep in epoll_wait; its port in *port. */
 static pid_t spawn_deaf_listener(int *port)
@@ -33,15 +48,7 @@ static pid_t spawn_deaf_listener(int *port)
 	socklen_t len = sizeof(a);
 	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
 	*port = ntohs(a.sin_port);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int ep = epoll_create1(0);
-		struct epoll_event ev;
-		for (;;)
-			epoll_wait(ep, &ev, 1, -1);
-	}
+	pid_t pid = spawn_idle_loop();   /* inherits the socket */
 	close(s);
 	return pid;
 }
@@ -118,15 +125,7 @@ Test(listen, waiting_connections_fill_the_accept_queue, .timeout = 60)
 
 Test(listen, a_loop_without_a_listening_socket_reads_none, .timeout = 30)
 {
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int ep = epoll_create1(0);
-		struct epoll_event ev;
-		for (;;)
-			epoll_wait(ep, &ev, 1, -1);
-	}
+	pid_t pid = spawn_idle_loop();
 	json_object *w = list_json(pid);
 	cr_expect(isnan(num(w, "accept_queue")) && isnan(num(w, "accept_queue_limit")), "%s",
 		  json_object_to_json_string(w));

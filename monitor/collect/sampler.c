@@ -328,9 +328,9 @@ void sampler_step(struct sampler *s)
 		read_sched_all(s, now);
 		s->next_sched = now + NS / 4;
 	}
-	if (now >= s->next_cgroup) {
+	if (now >= s->next_limits) {
 		sampler_read_limits(s, now);
-		s->next_cgroup = now + NS;
+		s->next_limits = now + NS;
 	}
 	sampler_drop_gone(s, now);
 	pthread_mutex_unlock(&s->lock);

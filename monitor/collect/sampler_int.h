@@ -117,7 +117,7 @@ struct sampler {
 	struct idmap by_pid;             /* pid -> index in seg */
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
-	uint64_t next_discover, next_shm, next_sched, next_cgroup;
+	uint64_t next_discover, next_shm, next_sched, next_limits;
 	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_limits.c) */
 	size_t   ncg;
 	struct sampler_listener *lis;    /* the workers' processes' listening sockets */

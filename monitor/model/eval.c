@@ -336,8 +336,30 @@ static int headroom(const struct eval_track *const *ts, size_t nt, int counter, 
 	return 0;
 }
 
-/* The last reading of counter arg in the range, summed over the workers:
- * an observed fact, no interval. */
+/* Bucket b's reading of a LEVEL's arg into *v: 1 when b has that reading
+ * (its value may still be NaN: unknown, as a group without a quota). */
+static int level_value(const struct series_bucket *b, int arg, double *v)
+{
+	if (!b)
+		return 0;
+	switch (arg) {
+	case METRIC_ARG_QUOTA:
+		*v = b->cg.quota_cpus;
+		return b->cg.valid;
+	case METRIC_ARG_ACCEPTQ:
+		*v = (double)b->listen.queue;
+		return b->listen.valid;
+	case METRIC_ARG_BACKLOG:
+		*v = b->listen.limit ? (double)b->listen.limit : NAN;   /* 0: not shown (another namespace) */
+		return b->listen.valid;
+	default:
+		*v = (double)b->shm.v[arg];
+		return b->shm.valid;
+	}
+}
+
+/* The last reading of arg in the range, summed over the workers: an
+ * observed fact, no interval. */
 static void level(const struct eval_track *const *ts, size_t nt, int arg, struct estimate *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -346,14 +368,8 @@ static void level(const struct eval_track *const *ts, size_t nt, int arg, struct
 	double sum = 0;
 	for (size_t w = 0; w < nt; w++)
 		for (size_t i = ts[w]->n; i-- > 0;) {
-			const struct series_bucket *b = ts[w]->p[i].b;
-			int acc = arg == METRIC_ARG_ACCEPTQ || arg == METRIC_ARG_BACKLOG;
-			if (arg == METRIC_ARG_QUOTA ? b && b->cg.valid : acc ? b && b->listen.valid : b && b->shm.valid) {
-				/* a group without a quota has none to show: unknown */
-				double v = arg == METRIC_ARG_QUOTA      ? b->cg.quota_cpus
-					   : arg == METRIC_ARG_ACCEPTQ  ? (double)b->listen.queue
-					   : arg == METRIC_ARG_BACKLOG  ? (b->listen.limit ? (double)b->listen.limit : NAN)
-								        : (double)b->shm.v[arg];
+			double v;
+			if (level_value(ts[w]->p[i].b, arg, &v)) {
 				if (isnan(v))
 					break;
 				sum += v;

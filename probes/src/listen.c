@@ -17,19 +17,26 @@
 #include <string.h>
 #include <unistd.h>
 
-int probe_listen_scan(pid_t pid, struct probe_listen_set *set)
+/* The inode of the network namespace at path ("net:[4026531992]"), 0 unknown. */
+static uint64_t netns_at(const char *path)
 {
-	char path[64], link[64];
-	int err = probe_proc_path(path, sizeof(path), "%d/ns/net", (int)pid);
-	if (err < 0)
-		return err;
+	char link[64];
 	ssize_t l = readlink(path, link, sizeof(link) - 1);
 	unsigned long long ns = 0;
 	if (l > 0) {
 		link[l] = '\0';
 		sscanf(link, "net:[%llu]", &ns);
 	}
-	set->netns = ns;
+	return ns;
+}
+
+int probe_listen_scan(pid_t pid, struct probe_listen_set *set)
+{
+	char path[64], link[64];
+	int err = probe_proc_path(path, sizeof(path), "%d/ns/net", (int)pid);
+	if (err < 0)
+		return err;
+	set->netns = netns_at(path);
 	if ((err = probe_proc_path(path, sizeof(path), "%d/fd", (int)pid)) < 0)
 		return err;
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -43,7 +50,7 @@ int probe_listen_scan(pid_t pid, struct probe_listen_set *set)
 	set->n = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) && set->n < PROBE_LISTEN_MAX_SOCKETS) {
-		l = readlinkat(dfd, e->d_name, link, sizeof(link) - 1);
+		ssize_t l = readlinkat(dfd, e->d_name, link, sizeof(link) - 1);
 		if (l <= 0)
 			continue;
 		link[l] = '\0';
@@ -123,24 +130,11 @@ static int diag_family(int af, struct probe_listen_row *rows, int cap, int *n)
 	return err;
 }
 
-/* Our network namespace's inode (0 when unknown). */
-static uint64_t own_netns(void)
-{
-	char link[64];
-	ssize_t l = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
-	unsigned long long ns = 0;
-	if (l > 0) {
-		link[l] = '\0';
-		sscanf(link, "net:[%llu]", &ns);
-	}
-	return ns;
-}
-
 int probe_listen_table(pid_t pid, uint64_t netns, struct probe_listen_row *rows, int cap)
 {
 	int n = 0;
 	/* our namespace: sock_diag, with the backlog; another: its /proc tables, without */
-	if (netns && netns == own_netns() && diag_family(AF_INET, rows, cap, &n) == 0 &&
+	if (netns && netns == netns_at("/proc/self/ns/net") && diag_family(AF_INET, rows, cap, &n) == 0 &&
 	    diag_family(AF_INET6, rows, cap, &n) == 0)
 		return n;
 	n = 0;
