@@ -135,12 +135,23 @@ struct forged {
 	struct loopstat_shm_slot *slot;
 };
 
+/* Minor 1's slot size: a slot of a size that does not divide a page, so
+ * that some slot's hot fields straddle one (minor 2's 1024 bytes never do). */
+#define SLOT_SIZE_V1 832u
+
+/* The slot stride of a forged segment of minor `minor`. */
+static size_t stride_of(uint16_t minor)
+{
+	return minor < 2 ? SLOT_SIZE_V1 : sizeof(struct loopstat_shm_slot);
+}
+
 static void forge(struct forged *f, uint16_t minor, uint32_t slots, uint32_t active)
 {
+	size_t stride = stride_of(minor);
 	struct probe_stat st;
 	cr_assert_eq(probe_stat_read(getpid(), 0, &st), 0);
 	snprintf(f->path, sizeof(f->path), "%s/loopstat.%d", dir, (int)getpid());
-	f->size = sizeof(struct loopstat_shm_header) + (size_t)slots * sizeof(struct loopstat_shm_slot);
+	f->size = sizeof(struct loopstat_shm_header) + (size_t)slots * stride;
 	f->fd = open(f->path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	cr_assert_geq(f->fd, 0);
 	cr_assert_eq(ftruncate(f->fd, (off_t)f->size), 0);
@@ -150,13 +161,13 @@ static void forge(struct forged *f, uint16_t minor, uint32_t slots, uint32_t act
 	*h = (struct loopstat_shm_header){
 		.magic = LOOPSTAT_SHM_MAGIC, .abi_major = LOOPSTAT_SHM_ABI_MAJOR, .abi_minor = minor,
 		.byte_order = LOOPSTAT_SHM_BYTE_ORDER, .header_size = sizeof(*h),
-		.slot_size = sizeof(struct loopstat_shm_slot), .slot_count = slots, .pid = getpid(),
+		.slot_size = (uint32_t)stride, .slot_count = slots, .pid = getpid(),
 		.start_time = st.start_time, .ready = 1,
 	};
-	struct loopstat_shm_slot *s = (void *)(f->map + sizeof(*h));
+	char *s0 = f->map + sizeof(*h);
 	for (uint32_t i = 0; i < active; i++)
-		s[i].state = LOOPSTAT_SLOT_EXITED;
-	f->slot = &s[active];
+		((struct loopstat_shm_slot *)(s0 + i * stride))->state = LOOPSTAT_SLOT_EXITED;
+	f->slot = (struct loopstat_shm_slot *)(s0 + active * stride);
 	f->slot->state = LOOPSTAT_SLOT_ACTIVE;
 	f->slot->tid = gettid();
 	f->slot->generation = 3;
@@ -176,7 +187,7 @@ static uint32_t straddling_slot(uint32_t slots, size_t *page_end)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	for (uint32_t i = 0; i < slots; i++) {
-		size_t off = sizeof(struct loopstat_shm_header) + (size_t)i * sizeof(struct loopstat_shm_slot);
+		size_t off = sizeof(struct loopstat_shm_header) + (size_t)i * SLOT_SIZE_V1;
 		size_t last = off + offsetof(struct loopstat_shm_slot, poll_since_ns);
 		if (off / page != last / page) {
 			*page_end = (last / page) * page;
@@ -207,7 +218,7 @@ static void cut_then_grow(uint32_t active, off_t cut)
 	struct forged f;
 	struct probe_shm_worker w;
 	struct probe_shm_hot hot;
-	forge(&f, LOOPSTAT_SHM_ABI_MINOR, 64, active);
+	forge(&f, 1, 64, active);
 	struct probe_shm *shm = open_forged(&f, &w);
 	cr_assert_eq(ftruncate(f.fd, cut), 0);
 	cr_assert_eq(probe_shm_read_hot(shm, &w, &hot), -EBADMSG, "cut at %ld", (long)cut);
@@ -241,7 +252,7 @@ Test(shm_hot, truncated_mid_slot_while_mapped)
 {
 	size_t page_end;
 	uint32_t k = straddling_slot(64, &page_end);
-	size_t off = sizeof(struct loopstat_shm_header) + (size_t)k * sizeof(struct loopstat_shm_slot);
+	size_t off = sizeof(struct loopstat_shm_header) + (size_t)k * SLOT_SIZE_V1;
 	cut_then_grow(k, (off_t)page_end);              /* at the page boundary inside the slot */
 	cut_then_grow(k, (off_t)off + 40);              /* inside the slot's first page, after its head */
 }
@@ -319,6 +330,25 @@ Test(shm_hot, minor_0_writer_has_no_poll_since)
 	cr_assert_eq(shm_hot_map_state(shm), SHM_MAP_ON);
 	cr_assert_eq(hot.current_fiber, 11);
 	cr_assert_eq(hot.poll_since_ns, 0, "its padding there means nothing");
+	probe_shm_close(shm);
+	unforge(&f);
+}
+
+/* A minor-1 writer's 832-byte slots are read, their lack of the span
+ * histogram as zeros: its padding where span_h0 now lies means nothing. */
+Test(shm_hot, minor_1_writer_has_no_span_histogram)
+{
+	struct forged f;
+	struct probe_shm_worker w[3];
+	forge(&f, 1, 8, 2);
+	uint64_t junk = 99;
+	memcpy((char *)f.slot + offsetof(struct loopstat_shm_slot, span_h0), &junk, sizeof(junk));
+	struct probe_shm *shm = open_path(f.path);
+	cr_assert_eq(probe_shm_read(shm, w, 3, 1), 3);
+	cr_assert_eq(w[2].values[PROBE_SHM_current_fiber], 11);
+	cr_assert_eq(w[2].values[PROBE_SHM_poll_since_ns], 777);
+	for (int k = 0; k < LOOPSTAT_SPAN_BUCKETS; k++)
+		cr_assert_eq(w[2].values[PROBE_SHM_span_h0 + k], 0, "span_h%d", k);
 	probe_shm_close(shm);
 	unforge(&f);
 }

@@ -28,9 +28,11 @@ const struct probe_shm_value_info probe_shm_values[PROBE_SHM_NVALUES] = {
 #undef PROBE_X_INFO
 };
 
-/* The smallest header and slot that ABI major 1 can have (minor 0). */
+/* The smallest header and slot that ABI major 1 can have: minor 0's (the
+ * slot grew at minor 2; what an older writer's slot lacks reads as 0). */
 #define MIN_HEADER_SIZE offsetof(struct loopstat_shm_header, reserved)
-#define MIN_SLOT_SIZE   sizeof(struct loopstat_shm_slot)
+#define MIN_SLOT_SIZE   ((offsetof(struct loopstat_shm_slot, span_h0) + 63) / 64 * 64)
+_Static_assert(MIN_SLOT_SIZE == 832, "minors 0 and 1 have 832-byte slots");
 /* Bounds that keep a hostile header from making us allocate or read much. */
 #define MAX_HEADER_SIZE (64u * 1024)
 #define MAX_SLOT_SIZE   (64u * 1024)
@@ -367,6 +369,8 @@ static void copy_worker(const struct probe_shm *shm, const struct loopstat_shm_s
 	/* an older minor's writer left what is now its later fields as padding */
 	if (shm->abi_minor < 1)
 		w->values[PROBE_SHM_poll_since_ns] = 0;
+	if (shm->abi_minor < 2)
+		memset(&w->values[PROBE_SHM_span_h0], 0, LOOPSTAT_SPAN_BUCKETS * sizeof(w->values[0]));
 	uint64_t ti = s->current_tag;
 	if (ti >= 1 && ti <= LOOPSTAT_TAG_MAX)
 		copy_tag(w->fiber_tag, &s->tags[ti - 1]);
@@ -432,11 +436,15 @@ static int read_pass(struct probe_shm *shm, struct probe_shm_worker *out, size_t
 		}
 		shm->last.bytes += len;
 		for (size_t j = 0; j < n; j++) {
-			/* slot_size may exceed our struct (newer minor): copy our part only */
+			/* slot_size may exceed our struct (newer minor): copy our
+			 * part only; or fall short of it (older minor): the rest is 0 */
 			struct loopstat_shm_slot sl;
+			size_t part = shm->slot_size < sizeof(sl) ? shm->slot_size : sizeof(sl);
+			if (part < sizeof(sl))
+				memset((char *)&sl + part, 0, sizeof(sl) - part);
 			if (!mapped)
-				memcpy(&sl, shm->chunk + head + j * shm->slot_size, sizeof(sl));
-			else if ((err = shm_map_copy(&shm->map, run + j * shm->slot_size, sizeof(sl), &sl)) < 0)
+				memcpy(&sl, shm->chunk + head + j * shm->slot_size, part);
+			else if ((err = shm_map_copy(&shm->map, run + j * shm->slot_size, part, &sl)) < 0)
 				return err;
 			if (sl.state == LOOPSTAT_SLOT_FREE)
 				return 0;
@@ -636,7 +644,7 @@ int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, 
 {
 	if (w->slot >= shm->slot_count || w->pid != shm->pid)
 		return -ESTALE;
-	/* inside the validated size: slot_size >= sizeof(struct loopstat_shm_slot) */
+	/* inside the validated size: slot_size >= MIN_SLOT_SIZE, past poll_since_ns */
 	size_t off = shm->header_size + (size_t)w->slot * shm->slot_size;
 	struct shm_hot_raw r;
 	int err = hot_mapped(shm) ? shm_map_read_hot(&shm->map, off, shm->abi_minor >= 1, &r)

@@ -36,7 +36,7 @@
 
 #define LOOPSTAT_SHM_MAGIC       0x54415453504f4f4cULL /* "LOOPSTAT" read as LE u64 */
 #define LOOPSTAT_SHM_ABI_MAJOR   1
-#define LOOPSTAT_SHM_ABI_MINOR   1
+#define LOOPSTAT_SHM_ABI_MINOR   2
 /* Stored in the writer's byte order; a reader of the other order sees it swapped. */
 #define LOOPSTAT_SHM_BYTE_ORDER  0x01020304u
 #define LOOPSTAT_SHM_PREFIX      "loopstat."
@@ -81,7 +81,35 @@ enum loopstat_value_kind {
 #define LOOPSTAT_SLOT_VALUES_1(X) \
 	X(poll_since_ns,   LOOPSTAT_GAUGE,   "ns",          "CLOCK_MONOTONIC when the current blocking poll began, 0 when not in one")
 
-#define LOOPSTAT_SLOT_VALUES(X) LOOPSTAT_SLOT_VALUES_0(X) LOOPSTAT_SLOT_VALUES_1(X)
+/* minor 2: the busy spans' log2 histogram. A busy span is the time from
+ * the end of one blocking poll to the start of the next: the delay an event
+ * arriving then could suffer. span_h<k> counts spans of 2^(11+k) to
+ * 2^(12+k) ns; the first and last are open-ended. */
+#define LOOPSTAT_SPAN_BUCKETS 20
+#define LOOPSTAT_SPAN_SHIFT   11   /* span_h<k> (0 < k < 19) starts at 2^(LOOPSTAT_SPAN_SHIFT + k) ns */
+#define LOOPSTAT_SLOT_VALUES_2(X) \
+	X(span_h0,        LOOPSTAT_COUNTER, "spans",       "busy spans shorter than 2^12 ns (4.10 us)") \
+	X(span_h1,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^12 to 2^13 ns") \
+	X(span_h2,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^13 to 2^14 ns") \
+	X(span_h3,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^14 to 2^15 ns") \
+	X(span_h4,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^15 to 2^16 ns") \
+	X(span_h5,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^16 to 2^17 ns") \
+	X(span_h6,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^17 to 2^18 ns") \
+	X(span_h7,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^18 to 2^19 ns") \
+	X(span_h8,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^19 to 2^20 ns") \
+	X(span_h9,        LOOPSTAT_COUNTER, "spans",       "busy spans of 2^20 to 2^21 ns") \
+	X(span_h10,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^21 to 2^22 ns") \
+	X(span_h11,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^22 to 2^23 ns") \
+	X(span_h12,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^23 to 2^24 ns") \
+	X(span_h13,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^24 to 2^25 ns") \
+	X(span_h14,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^25 to 2^26 ns") \
+	X(span_h15,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^26 to 2^27 ns") \
+	X(span_h16,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^27 to 2^28 ns") \
+	X(span_h17,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^28 to 2^29 ns") \
+	X(span_h18,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^29 to 2^30 ns") \
+	X(span_h19,       LOOPSTAT_COUNTER, "spans",       "busy spans of 2^30 ns (1.07 s) or more")
+
+#define LOOPSTAT_SLOT_VALUES(X) LOOPSTAT_SLOT_VALUES_0(X) LOOPSTAT_SLOT_VALUES_1(X) LOOPSTAT_SLOT_VALUES_2(X)
 
 enum loopstat_slot_state {
 	LOOPSTAT_SLOT_FREE   = 0,  /* never used; contents meaningless */
@@ -130,6 +158,8 @@ struct loopstat_shm_slot {
 	struct loopstat_shm_tag tags[LOOPSTAT_TAG_MAX]; /* fiber tags, see current_tag */
 	/* minor >= 1 (in what was padding of minor 0: slot_size is unchanged) */
 	LOOPSTAT_SLOT_VALUES_1(LOOPSTAT_X_FIELD)
+	/* minor >= 2 (the slot grows: readers take slot_size from the header) */
+	LOOPSTAT_SLOT_VALUES_2(LOOPSTAT_X_FIELD)
 #undef LOOPSTAT_X_FIELD
 } __attribute__((aligned(64)));
 

@@ -287,6 +287,7 @@ struct fl_loop {
 	void                     *be_data;   /* owned by the backend */
 	unsigned                  pending;   /* ops the loop waits for (switch rule) */
 	uint64_t                  switches_at_poll; /* fl__switches() at the last poll */
+	uint64_t                  poll_left_ns; /* CLOCK_MONOTONIC at the end of the last blocking poll, 0: none yet */
 #ifdef FL_NO_STATS
 	uint64_t                  switches;  /* switches done (with stats: the slot's `switches`) */
 #endif

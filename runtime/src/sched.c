@@ -38,6 +38,22 @@ void fl__pending_dec(struct fl_loop *l)
 	FL__STAT_SET(l, pending_ops, l->pending);
 }
 
+#ifndef FL_NO_STATS
+_Static_assert(offsetof(struct loopstat_shm_slot, span_h19) ==
+		       offsetof(struct loopstat_shm_slot, span_h0) + (LOOPSTAT_SPAN_BUCKETS - 1) * sizeof(uint64_t),
+	       "the span histogram is one array of counters");
+
+/* One busy span (the end of the last blocking poll to the start of this
+ * one) into the slot's log2 histogram: from the two clock reads the poll
+ * makes anyway. */
+static void count_span(struct fl_loop *l, uint64_t ns)
+{
+	int k = ns ? 63 - __builtin_clzll(ns) - LOOPSTAT_SPAN_SHIFT : 0;
+	k = k < 0 ? 0 : k >= LOOPSTAT_SPAN_BUCKETS ? LOOPSTAT_SPAN_BUCKETS - 1 : k;
+	fl__stat_add((uint64_t *)((char *)l->slot + offsetof(struct loopstat_shm_slot, span_h0)) + k, 1);
+}
+#endif
+
 static void poll_backend(struct fl_loop *l, int blocking)
 {
 	int64_t timeout = 0;
@@ -62,10 +78,13 @@ static void poll_backend(struct fl_loop *l, int blocking)
 		/* a reader counts a poll still in progress from here; cleared
 		 * first so that a torn read never counts the poll twice */
 		FL__STAT_SET(l, poll_since_ns, t0);
+		if (l->poll_left_ns)
+			count_span(l, t0 - l->poll_left_ns);
 		l->be->poll(l, timeout);
 		uint64_t t1 = fl__now_ns();
 		FL__STAT_SET(l, poll_since_ns, 0);
 		FL__STAT_ADD(l, poll_time_ns, t1 - t0);
+		l->poll_left_ns = t1;
 #else
 		l->be->poll(l, timeout);
 #endif
