@@ -19,6 +19,13 @@
  *               on (its own timerfd) and closed
  *   plain       poll() over a timerfd and a socketpair, no epoll anywhere;
  *               B must be 0 (its poll is the loop's)
+ * With --spans SPEC (and --idle-ms I, default 20) it runs known busy spans
+ * instead: SPEC is a list of MSxCOUNT (e.g. 1x49,40x1: 49 spans of 1 ms,
+ * then one of 40 ms, over and over), each span spinning, then I ms in the
+ * loop's wait (B must be 0). It then also prints its own measure of its
+ * spans (the end of one loop wait to the start of the next), in ms:
+ *   spans n N p50 X p99 Y max Z
+ * the ground truth for bench/lag_truth and tests/test_lag.
  * It prints, once its time is up (or on SIGTERM):
  *   self idle_pct X blocked_pct Y wall_s Z
  * idle = time inside the loop's wait, blocked = time inside the synchronous
@@ -206,10 +213,92 @@ static void setup(struct loop *l)
 		die("loop_truth: epoll");
 }
 
+/* --spans: the schedule, and the spans measured */
+#define MAX_STEPS 16
+struct spans {
+	int    nsteps;
+	double ms[MAX_STEPS];
+	int    count[MAX_STEPS];
+	double idle;            /* seconds in the loop's wait after each span */
+	double *seen;           /* measured spans, s */
+	size_t n, cap;
+};
+
+static int parse_spans(struct spans *sp, const char *spec)
+{
+	const char *p = spec;
+	while (*p && sp->nsteps < MAX_STEPS) {
+		char *end;
+		double ms = strtod(p, &end);
+		if (end == p || *end != 'x' || !(ms > 0))
+			return -1;
+		long count = strtol(end + 1, &end, 10);
+		if (count <= 0 || (*end && *end != ','))
+			return -1;
+		sp->ms[sp->nsteps] = ms;
+		sp->count[sp->nsteps++] = (int)count;
+		p = *end ? end + 1 : end;
+	}
+	return *p || !sp->nsteps ? -1 : 0;
+}
+
+static void note_span(struct spans *sp, double s)
+{
+	if (sp->n == sp->cap) {
+		size_t cap = sp->cap ? 2 * sp->cap : 4096;
+		double *v = realloc(sp->seen, cap * sizeof(*v));
+		if (!v)
+			return;
+		sp->seen = v;
+		sp->cap = cap;
+	}
+	sp->seen[sp->n++] = s;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The p-th percentile of the spans (the smallest with at least p % of them
+ * at or below it), ms. */
+static double span_pct(const struct spans *sp, double p)
+{
+	size_t k = (size_t)ceil(p / 100 * (double)sp->n);
+	return sp->n ? 1e3 * sp->seen[k ? k - 1 : 0] : 0;
+}
+
+/* Known spans, each followed by the loop's wait, until `end`. */
+static double run_spans(struct loop *l, struct spans *sp, double end)
+{
+	double idle = 0, left = 0;
+	for (int step = 0, k = 0; !stop && now_s() < end;) {
+		double t = now_s();
+		if (left > 0)
+			note_span(sp, t - left);   /* the last wait's end to this one's start */
+		loop_wait(l, t + sp->idle);
+		left = now_s();
+		idle += left - t;
+		double until = left + sp->ms[step] / 1e3;
+		while (now_s() < until)
+			; /* the span's work */
+		if (++k == sp->count[step]) {
+			k = 0;
+			step = (step + 1) % sp->nsteps;
+		}
+	}
+	qsort(sp->seen, sp->n, sizeof(*sp->seen), by_value);
+	printf("spans n %zu p50 %.3f p99 %.3f max %.3f\n", sp->n, span_pct(sp, 50), span_pct(sp, 99),
+	       span_pct(sp, 100));
+	return idle;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: loop_truth --case sync_poll|em_select|ppoll|nested|plain [--block B] [--work W]\n"
-			"                  [--seconds S] [--period-ms P]   (B + W <= 1; plain: B = 0)\n");
+			"                  [--seconds S] [--period-ms P]   (B + W <= 1; plain: B = 0)\n"
+			"       loop_truth --case CASE --spans MSxN[,MSxN...] [--idle-ms I] [--seconds S]\n");
 	return 2;
 }
 
@@ -218,10 +307,13 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "case", required_argument, NULL, 'c' },  { "block", required_argument, NULL, 'b' },
 		{ "work", required_argument, NULL, 'w' },  { "seconds", required_argument, NULL, 's' },
-		{ "period-ms", required_argument, NULL, 'p' }, { 0 },
+		{ "period-ms", required_argument, NULL, 'p' }, { "spans", required_argument, NULL, 'S' },
+		{ "idle-ms", required_argument, NULL, 'I' }, { 0 },
 	};
 	static const char *const names[] = { "sync_poll", "em_select", "ppoll", "nested", "plain" };
 	struct loop l = { .kase = (enum kase)-1, .work = 0.1, .period = 0.010 };
+	struct spans sp = { .idle = 0.020 };
+	const char *spans = NULL;
 	double seconds = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "c:b:w:s:p:", opts, NULL)) != -1) {
@@ -235,11 +327,13 @@ int main(int argc, char **argv)
 		case 'w': l.work = atof(optarg); break;
 		case 's': seconds = atof(optarg); break;
 		case 'p': l.period = atof(optarg) / 1000; break;
+		case 'S': spans = optarg; break;
+		case 'I': sp.idle = atof(optarg) / 1000; break;
 		default: return usage();
 		}
 	}
 	if ((int)l.kase < 0 || l.block < 0 || l.work < 0 || l.block + l.work > 1 || l.period <= 0 || seconds < 0 ||
-	    (l.kase == PLAIN && l.block > 0))
+	    (l.kase == PLAIN && l.block > 0) || (spans && (parse_spans(&sp, spans) < 0 || l.block > 0 || sp.idle < 0)))
 		return usage();
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -249,7 +343,9 @@ int main(int argc, char **argv)
 
 	double start = now_s(), next = start, idle = 0, blocked = 0;
 	double end = seconds > 0 ? start + seconds : INFINITY;
-	while (!stop && now_s() < end) {
+	if (spans)
+		idle = run_spans(&l, &sp, end);
+	while (!spans && !stop && now_s() < end) {
 		double t = now_s();
 		while (now_s() < t + l.work * l.period)
 			; /* work */

@@ -74,6 +74,13 @@ static void add_worker(struct model *m, pid_t pid, pid_t tid, const char *name, 
 	for (int i = 0; i < 10; i++)
 		w->idle_history[i] = (float)(i * 10);
 	w->nhistory = 10;
+	/* busy spans of about 1 ms, one in fifty of about 40 ms */
+	w->lag_p50_ms = 1.1;
+	w->lag_p99_ms = 41;
+	w->lag_max_ms = 44;
+	w->lag_octaves[3] = 49;
+	w->lag_octaves[8] = 1;
+	w->lag_exact = w->instrumented;
 }
 
 static void setup(void)
@@ -149,9 +156,10 @@ Test(tui_draw, layout_fits_every_width_and_drops_top_blocker_first)
 		if (shown < TUI_NCOLS)
 			cr_assert_eq(w[TUI_COL_BLOCKER], 0, "%d cols: TOP-BLOCKER goes first", cols);
 	}
+	/* the lag column goes with TOP-BLOCKER: 80 cells hold the rest */
 	tui_layout(80, w);
 	for (int c = 0; c < TUI_NCOLS; c++)
-		if (c != TUI_COL_BLOCKER)
+		if (c != TUI_COL_BLOCKER && c != TUI_COL_LAG)
 			cr_assert_gt(w[c], 0, "80 cols keep %s", tui_columns[c].title);
 	tui_layout(100, w);
 	for (int c = 0; c < TUI_NCOLS; c++)
@@ -329,9 +337,11 @@ Test(tui_draw, table_at_80x24)
 	cr_assert(mvinch(title + 1, 2) & A_REVERSE);
 }
 
-Test(tui_draw, table_at_120_shows_the_top_blocker_and_colours_idle)
+/* 128 cells: the columns' widths (the lag column's included) and the
+ * blocker's 31 characters */
+Test(tui_draw, table_at_128_shows_the_top_blocker_and_colours_idle)
 {
-	open_screen(30, 120);
+	open_screen(30, 128);
 	tui_handle_key(&t, KEY_DOWN);   /* keep the colour check off the selected row */
 	tui_handle_key(&t, KEY_DOWN);
 	tui_draw(&t);

@@ -92,16 +92,81 @@ static void add_key(struct series_totals *t, int c, const struct probe_verdict *
 	t->keys_overflow++;
 }
 
+int series_lag_bin(uint64_t ns)
+{
+	if (ns < (1ull << SERIES_LAG_SHIFT))
+		return 0;
+	int e = 63 - __builtin_clzll(ns);   /* 2^e <= ns < 2^(e+1) */
+	int bin = (e - SERIES_LAG_SHIFT) * 4 + (int)((ns >> (e - 2)) & 3);
+	return bin < SERIES_LAG_BINS ? bin : SERIES_LAG_BINS - 1;
+}
+
+void series_lag_edges(int bin, double *lo, double *hi)
+{
+	int e = SERIES_LAG_SHIFT + bin / 4;
+	double quarter = ldexp(1, e - 2);
+	*lo = ldexp(1, e) + (bin % 4) * quarter;
+	*hi = *lo + quarter;
+	if (bin == 0)
+		*lo = 0;
+}
+
+/* A busy span seen, or one in progress, as long as ns so far. */
+static void lag_note_max(struct series *a, struct series_bucket *b, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	if (us > b->lag_max_us)
+		b->lag_max_us = us < UINT32_MAX ? (uint32_t)us : UINT32_MAX;
+	if (ns > a->total.lag_max_ns)
+		a->total.lag_max_ns = ns;
+}
+
+/* A wait longer than this between two samples is the sampler's (paused,
+ * held up), not a rate's: no span is measured across it. */
+#define SPAN_GAP_MAX_NS (2 * NS)
+
+/* The busy-span estimate (series.h): a span starts midway between a sample
+ * in the poll and the next one out of it, and ends midway between the
+ * last one out of it and the next one in it. */
+static void track_span(struct series *a, struct series_bucket *b, uint64_t t, int busy)
+{
+	uint64_t prev = a->span_prev_ns;
+	if (prev && (t <= prev || t - prev > SPAN_GAP_MAX_NS))
+		prev = a->span_start_ns = 0;
+	if (!busy && a->span_start_ns) {
+		uint64_t end = prev + (t - prev) / 2;
+		uint64_t ns = end > a->span_start_ns ? end - a->span_start_ns : 0;
+		int bin = series_lag_bin(ns);
+		if (b->lag_n[bin] < UINT16_MAX)
+			b->lag_n[bin]++;
+		a->total.lag_n[bin]++;
+		lag_note_max(a, b, ns);
+		a->span_start_ns = 0;
+	} else if (busy) {
+		if (!a->span_start_ns && prev && !a->span_prev_busy)
+			a->span_start_ns = prev + (t - prev) / 2;
+		if (a->span_start_ns)
+			lag_note_max(a, b, t - a->span_start_ns);
+	}
+	a->span_prev_ns = t;
+	a->span_prev_busy = (uint8_t)busy;
+}
+
 void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
 {
 	int c = class_index(v->cls);
-	if (c < 0)
-		return; /* GONE / NO_ACCESS are not time the worker spent anywhere */
+	if (c < 0) {
+		/* GONE / NO_ACCESS are not time the worker spent anywhere, and
+		 * no span is measured across them */
+		a->span_prev_ns = a->span_start_ns = 0;
+		return;
+	}
 	add_key(&a->total, c, v, ctx);
 	int64_t sec = (int64_t)(t_ns / NS);
 	struct series_bucket *b = bucket(a, sec);
 	b->n[c]++;
 	a->total.n[c]++;
+	track_span(a, b, t_ns, c != SERIES_POLL);
 	if (c == SERIES_BLOCKED) {
 		series_add_block(b->blocks, SERIES_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, 1);
 		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);

@@ -57,6 +57,23 @@ struct series_listen {          /* the process's fullest listening socket, this 
 	uint32_t queue_max;      /* the longest queue read in the second */
 };
 
+/*
+ * Busy spans (leaving the poll to re-entering it) as the samples see them:
+ * a run of samples out of the poll between two samples in it. Its ends are
+ * taken at the midpoints of the gaps around it, so a span is resolved to
+ * about a sampling period: spans much shorter are seen by chance (one
+ * sample, read as about a period) or not at all, and two spans whose idle
+ * gap no sample fell in read as one. Lengths go into bins of a quarter
+ * octave from 2^SERIES_LAG_SHIFT ns (bin 0 also holds every shorter one,
+ * the last every longer one).
+ */
+#define SERIES_LAG_BINS  64
+#define SERIES_LAG_SHIFT 17           /* 131 us */
+
+/* The bin of a span of ns, and a bin's edges in ns. */
+int series_lag_bin(uint64_t ns);
+void series_lag_edges(int bin, double *lo, double *hi);
+
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
 	uint32_t n[SERIES_NCLASS];               /* samples by class */
@@ -68,6 +85,8 @@ struct series_bucket {
 	struct series_sched sched;               /* last schedstat in this second */
 	struct series_cgroup cg;                 /* last cgroup reading in this second */
 	struct series_listen listen;
+	uint16_t lag_n[SERIES_LAG_BINS];      /* busy spans that ended in this second, by bin */
+	uint32_t lag_max_us;                  /* the longest span seen in it, one in progress included */
 };
 
 /*
@@ -104,6 +123,8 @@ struct series_totals {                       /* since the worker was first seen 
 	struct series_sched sched_first;
 	struct series_cgroup cg_first;
 	uint32_t accept_max;                  /* the longest accept queue read */
+	uint32_t lag_n[SERIES_LAG_BINS];      /* busy spans, by bin */
+	uint64_t lag_max_ns;                  /* the longest span, one in progress included */
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -128,6 +149,9 @@ struct series {
 	int      polled_since_change;            /* stall tracking: see last_change_ns */
 	int      busy_since_change;
 	uint8_t  fiber_now;                      /* series_key.fiber of the running fiber, last reading */
+	uint8_t  span_prev_busy;                 /* the previous sample was out of the poll */
+	uint64_t span_prev_ns;                   /* when that sample was taken, 0: none to go on */
+	uint64_t span_start_ns;                  /* the estimated start of the span in progress, 0: none */
 	struct series_totals total;
 	struct series_reading shm_last;
 	struct series_sched sched_last;

@@ -3,6 +3,7 @@
  * estimates (eval.h says how each rule becomes per-period sums).
  */
 #include "model/eval.h"
+#include "model/lag.h"
 #include "model/limit.h"
 
 #include <errno.h>
@@ -444,6 +445,9 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 		return 0;
 	case METRIC_LIMIT:
 		return limit(ts, nt, m->arg, out);
+	case METRIC_LAG:
+		lag_eval(ts, nt, m->arg, out);
+		return 0;
 	case METRIC_INTERVAL:
 		return share_ci95(ts, nt, m->arg, out);
 	case METRIC_TALLY:
@@ -575,7 +579,8 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->listen.queue_max = a->total.accept_max;
 	b->runq_max = a->total.runq_max;
 	b->stall_max_ns = a->total.stall_max_ns;
-	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow };
+	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
+				   a->total.lag_max_ns };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
 				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements };
 }

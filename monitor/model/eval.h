@@ -42,6 +42,8 @@ struct eval_period {
 	const struct series_block *blocks;   /* nblocks keys */
 	int      nblocks;
 	uint32_t blocks_overflow;
+	const uint32_t *lag_total;           /* a run's period: the run's busy-span bins (else b's own) */
+	uint64_t lag_max_ns;                 /* and its longest span */
 };
 
 /* A worker's consecutive periods, and the readings before the first. */

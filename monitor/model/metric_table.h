@@ -39,6 +39,8 @@ enum metric_kind {
 	METRIC_HEADROOM, /* counter arg's rate over the loop's busy share (1 − idle): the sustainable rate */
 	METRIC_TALLY,    /* how many of something: METRIC_ARG_SAMPLES in the periods, else a run total */
 	METRIC_LIMIT,    /* 1 when the limit verdict (model/limit.h) over the periods is arg (enum metric_limit), else 0 */
+	METRIC_LAG,      /* the arg-th percentile of the busy spans (100: the longest, one in progress included),
+	                  * from the slot's histogram where it has one, else from the samples (model/lag.h) */
 };
 
 /* What limits a worker (model/limit.h decides). */
@@ -90,6 +92,7 @@ enum metric_line {
 	METRIC_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
 	METRIC_LINE_LISTEN,   /* under the cpu line: the listen backlog, for a worker that listens */
 	METRIC_LINE_LIMIT,    /* under those: the limit that holds (1), with its reason */
+	METRIC_LINE_LAG,      /* "Busy spans", above their histogram */
 };
 
 /* Which worker tables show the figure as a column, in the table's row order. */
@@ -176,6 +179,15 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	X(stall_ms,           MS,     PEAK,     METRIC_ARG_STALL, COUNTERS, DOUBLE, 2, 1, NONE, NULL, NULL, \
 	  ALL, "STALL", 6, 9, \
 	  "the longest time in the window the loop ran without switching fibers (from 250 ms on), 0 when none") \
+	X(lag_p50_ms,         MS,     LAG,      50, SAMPLED, DOUBLE, 2, 1, LAG, "p50 %s", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "the median busy span (leaving the poll to re-entering it): exact from the runtime's histogram, else sampled") \
+	X(lag_p99_ms,         MS,     LAG,      99, SAMPLED, DOUBLE, 2, 1, LAG, "p99 %s", NULL, \
+	  ALL, "LAG99", 6, 1, \
+	  "the 99th percentile of the busy spans: the delay 1 % of them exceed") \
+	X(lag_max_ms,         MS,     LAG,      100, SAMPLED, DOUBLE, 2, 1, LAG, "max %s", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "the longest busy span, one still in progress included") \
 	X(headroom_ops_per_s, PER_S,  HEADROOM, PROBE_SHM_ops, COUNTERS, DOUBLE, 2, 0, SELF, "headroom %s ops/s", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "sustainable rate: ops/s over (1 - idle), unknown when idle >= 99%") \

@@ -25,6 +25,8 @@
 #define MODEL_HISTORY     300  /* seconds of per-second idle history */
 #define MODEL_TARGET_LEN  PROBE_TARGET_LEN
 #define MODEL_REFUSED     16   /* refused processes named in the model */
+#define MODEL_LAG_OCTAVES 16   /* the busy-span histogram's octaves, from 2^MODEL_LAG_SHIFT ns */
+#define MODEL_LAG_SHIFT   17
 
 struct blocker_view {
 	long   nr;                        /* syscall number */
@@ -74,6 +76,12 @@ struct worker_view {
 
 	float    idle_history[MODEL_HISTORY]; /* per-second idle%, oldest first; NaN = no samples */
 	int      nhistory;
+
+	/* the busy spans' histogram (model/lag.h): octave i counts spans of
+	 * 2^(MODEL_LAG_SHIFT + i) ns up to twice that, the first also every
+	 * shorter one, the last every longer one */
+	double   lag_octaves[MODEL_LAG_OCTAVES];
+	int      lag_exact;               /* from the runtime's slot, else sampled */
 
 	struct key_view keys[MODEL_KEYS];  /* the run's largest keys, largest first */
 	int      nkeys;

@@ -5,6 +5,7 @@
  */
 #include "model/model_window.h"
 #include "model/eval.h"
+#include "model/lag.h"
 #include "model/metric.h"
 
 #include <math.h>
@@ -182,6 +183,10 @@ static void fill_worker(const struct series *a, const struct eval_track *t, int6
 	instrumented = instrumented && a->shm_last.valid;
 	fill_rows(t, instrumented, w);
 	fill_blockers(w, t);
+	struct lag_hist lag;
+	lag_collect(&t, 1, &lag);
+	lag_octaves(&lag, MODEL_LAG_SHIFT, w->lag_octaves, MODEL_LAG_OCTAVES);
+	w->lag_exact = lag.exact;
 	memset(w->totals, 0, sizeof(w->totals));
 	w->fiber_tag[0] = '\0';
 	w->shortcut_samples = 0;

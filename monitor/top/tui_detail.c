@@ -146,6 +146,26 @@ static int draw_history(const struct tui *t, const struct worker_view *w, int y)
 	return y + 1;
 }
 
+/* The busy spans' figures and their histogram, one cell per octave. */
+static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int end)
+{
+	float cells[MODEL_LAG_OCTAVES];
+	double top = 0;
+	for (int i = 0; i < MODEL_LAG_OCTAVES; i++)
+		top = w->lag_octaves[i] > top ? w->lag_octaves[i] : top;
+	for (int i = 0; i < MODEL_LAG_OCTAVES; i++)   /* an octave with any span shows */
+		cells[i] = w->lag_octaves[i] > 0 ? (float)(100 * w->lag_octaves[i] / top) : NAN;
+	section(y++, "Busy spans ");
+	printw("lag %s  (%s)", metric_line(w, METRIC_LINE_LAG), w->lag_exact ? "exact: the runtime's" : "sampled");
+	if (y < end) {
+		char spark[4 * MODEL_LAG_OCTAVES + 1];
+		tui_sparkline(spark, sizeof(spark), cells, MODEL_LAG_OCTAVES, MODEL_LAG_OCTAVES, t->utf8);
+		mvprintw(y++, 2, "%.2fms |%s| %.1fs+", ldexp(1, MODEL_LAG_SHIFT) / 1e6, top > 0 ? spark : "",
+			 ldexp(1, MODEL_LAG_SHIFT + MODEL_LAG_OCTAVES - 1) / 1e9);
+	}
+	return y;
+}
+
 static int draw_runtime(const struct worker_view *w, int y, int end)
 {
 	static const enum metric_line lines[] = { METRIC_LINE_RATES, METRIC_LINE_QUEUES, METRIC_LINE_SELF };
@@ -228,6 +248,8 @@ void tui_draw_detail(struct tui *t, int y, int h)
 	y = draw_breakdown(t, w, y);
 	if (y < end)
 		y = draw_history(t, w, y);
+	if (y < end)
+		y = draw_lag(t, w, y, end);
 	if (y < end)
 		y = draw_runtime(w, y, end);
 	if (y < end - 1)

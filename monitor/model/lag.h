@@ -1,0 +1,42 @@
+/*
+ * lag.h — a worker's busy spans (leaving the loop's poll to re-entering
+ * it) over a range of periods: their histogram, exact from the runtime's
+ * slot (shm ABI minor 2) where every worker of the range publishes one,
+ * else estimated from the samples (series.h says how, and what it cannot
+ * resolve); its percentiles and the longest span. METRIC_LAG's rule.
+ */
+#ifndef LOOPSTAT_LAG_H
+#define LOOPSTAT_LAG_H
+
+#include <stddef.h>
+
+#include "model/eval.h"
+
+#define LAG_BINS SERIES_LAG_BINS   /* >= LOOPSTAT_SPAN_BUCKETS */
+
+struct lag_hist {
+	int    exact;                /* bins are the runtime's log2 buckets, else the sampled quarter octaves */
+	int    nbins;
+	double n[LAG_BINS];          /* spans per bin */
+	double lo[LAG_BINS], hi[LAG_BINS]; /* bin edges, ns */
+	double total;                /* spans */
+	double max_ns;               /* the longest span seen (sampled, one in progress included); 0: none */
+	int    samples;              /* the periods had samples at all */
+};
+
+/* The spans of tracks ts[0..nt) pooled. */
+void lag_collect(const struct eval_track *const *ts, size_t nt, struct lag_hist *h);
+
+/* The p-th percentile (0 < p < 100) of h's spans in ns, interpolated in its
+ * bin; p >= 100: the longest. 0 with no span; NaN without samples. */
+double lag_quantile(const struct lag_hist *h, double p);
+
+/* h by octave into out[0..n): octave i holds the bins starting in
+ * [2^(shift + i), 2^(shift + i + 1)) ns, the first also those below, the
+ * last those above. */
+void lag_octaves(const struct lag_hist *h, int shift, double *out, int n);
+
+/* METRIC_LAG: percentile pct of the spans over ts, in ms, as an observed fact. */
+void lag_eval(const struct eval_track *const *ts, size_t nt, int pct, struct estimate *out);
+
+#endif /* LOOPSTAT_LAG_H */
