@@ -20,9 +20,10 @@
  *   plain       poll() over a timerfd and a socketpair, no epoll anywhere;
  *               B must be 0 (its poll is the loop's)
  * With --spans SPEC (and --idle-ms I, default 20) it runs known busy spans
- * instead: SPEC is a list of MSxCOUNT (e.g. 1x49,40x1: 49 spans of 1 ms,
+ * instead: SPEC is a list of LENxCOUNT (e.g. 1x49,40x1: 49 spans of 1 ms,
  * then one of 40 ms, over and over), each span spinning, then I ms in the
- * loop's wait (B must be 0). It then also prints its own measure of its
+ * loop's wait (B must be 0). LEN is MS (fixed), uLO-HI (uniform between
+ * LO and HI ms) or eMEAN (exponential of that mean, ms). It then also prints its own measure of its
  * spans (the end of one loop wait to the start of the next), in ms:
  *   spans n N p50 X p99 Y max Z
  * the ground truth for bench/lag_truth and tests/test_lag.
@@ -217,7 +218,8 @@ static void setup(struct loop *l)
 #define MAX_STEPS 16
 struct spans {
 	int    nsteps;
-	double ms[MAX_STEPS];
+	char   kind[MAX_STEPS];  /* 'f'ixed, 'u'niform, 'e'xponential */
+	double ms[MAX_STEPS], hi[MAX_STEPS];
 	int    count[MAX_STEPS];
 	double idle;            /* seconds in the loop's wait after each span */
 	double *seen;           /* measured spans, s */
@@ -228,10 +230,14 @@ static int parse_spans(struct spans *sp, const char *spec)
 {
 	const char *p = spec;
 	while (*p && sp->nsteps < MAX_STEPS) {
-		char *end;
-		double ms = strtod(p, &end);
-		if (end == p || *end != 'x' || !(ms > 0))
+		char *end, kind = *p == 'u' || *p == 'e' ? *p++ : 'f';
+		double ms = strtod(p, &end), hi = ms;
+		if (kind == 'u' && end > p && *end == '-')
+			hi = strtod(end + 1, &end);
+		if (end == p || *end != 'x' || !(ms > 0) || !(hi >= ms))
 			return -1;
+		sp->kind[sp->nsteps] = kind;
+		sp->hi[sp->nsteps] = hi;
 		long count = strtol(end + 1, &end, 10);
 		if (count <= 0 || (*end && *end != ','))
 			return -1;
@@ -280,7 +286,12 @@ static double run_spans(struct loop *l, struct spans *sp, double end)
 		loop_wait(l, t + sp->idle);
 		left = now_s();
 		idle += left - t;
-		double until = left + sp->ms[step] / 1e3;
+		double ms = sp->ms[step];
+		if (sp->kind[step] == 'u')
+			ms += drand48() * (sp->hi[step] - ms);
+		else if (sp->kind[step] == 'e')
+			ms = -ms * log(1 - drand48());
+		double until = left + ms / 1e3;
 		while (now_s() < until)
 			; /* the span's work */
 		if (++k == sp->count[step]) {
@@ -343,6 +354,7 @@ int main(int argc, char **argv)
 
 	double start = now_s(), next = start, idle = 0, blocked = 0;
 	double end = seconds > 0 ? start + seconds : INFINITY;
+	srand48((long)getpid());
 	if (spans)
 		idle = run_spans(&l, &sp, end);
 	while (!spans && !stop && now_s() < end) {
