@@ -187,6 +187,15 @@ int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len)
 	return -1;
 }
 
+int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len)
+{
+	struct cli_common *c = ctx;
+	if (cli_parse_number(arg, 1, 3600000, &c->stall_ms) == 0)
+		return 0;
+	snprintf(msg, len, "invalid --stall-ms '%s': expected milliseconds from 1 to 3600000", arg);
+	return -1;
+}
+
 static const struct cli_option help_option = { 'h', "help", NULL, "this help", NULL };
 
 void cli_print_help(const struct cli_command *cmd)

@@ -23,6 +23,7 @@ struct cli_common {
 	double duration_s;
 	int    json;
 	size_t max_workers;          /* 0: the sampler's default */
+	double stall_ms;             /* the stall threshold, ms; 0: the sampler's default */
 };
 
 /*
@@ -74,11 +75,13 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
+#define CLI_OPT_STALL_MS { 0, "stall-ms", "MS", "capture a worker out of its poll longer than MS ms: state, syscall, fd, stack, fiber (default 100)", cli_set_stall_ms }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_name(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_json(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len);
 
 void cli_common_init(struct cli_common *c);
 void cli_common_done(struct cli_common *c);

@@ -392,6 +392,27 @@ Test(tui_draw, detail_view_shows_breakdown_blockers_and_stall)
 	cr_assert(strstr(all, "pid 200 tid 201 is gone"), "%s", all);
 }
 
+/* A captured stall is listed with where it was, its innermost frames first. */
+Test(tui_draw, detail_view_lists_the_stalls)
+{
+	open_screen(40, 100);
+	struct worker_view *w = &t.m.workers[1];
+	struct stall_view *s = &w->stall_log[0];
+	*s = (struct stall_view){ .t_s = 12.5, .dur_ms = 230, .ended = 1, .state = "blocked", .fd = 7,
+				  .stack_from = "syscall", .nframes = 2 };
+	snprintf(s->syscall, sizeof(s->syscall), "fsync");
+	snprintf(s->target, sizeof(s->target), "/var/lib/data.db");
+	snprintf(s->frames[0], sizeof(s->frames[0]), "libc.so.6`fsync");
+	snprintf(s->frames[1], sizeof(s->frames[1]), "db`flush_wal");
+	w->nstall_log = 1;
+	tui_handle_key(&t, '\r');
+	tui_draw(&t);
+	const char *all = screen_text();
+	cr_assert(strstr(all, "Stalls"), "%s", all);
+	cr_assert(strstr(all, "230 ms  blocked  fsync fd 7 /var/lib/data.db"), "%s", all);
+	cr_assert(strstr(all, "db`flush_wal"), "%s", all);
+}
+
 Test(tui_draw, help_lists_every_key_and_scrolls)
 {
 	open_screen(24, 80);

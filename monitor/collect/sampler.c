@@ -52,8 +52,10 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	/* t0 one second back: bucket 0 never starts at a partial instant */
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
+	s->stall_ns = o->stall_ms < 0 ? 0 : (uint64_t)((o->stall_ms > 0 ? o->stall_ms : SAMPLER_STALL_MS) * 1e6);
 	s->fds = probe_fd_cache_new(1024);
-	if (!s->fds || sample_batch_new(&s->batch) < 0) {
+	if (!s->fds || sample_batch_new(&s->batch) < 0 || sampler_stall_init(s) < 0) {
+		sample_batch_delete(s->batch);
 		probe_fd_cache_delete(s->fds);
 		free(s);
 		return -ENOMEM;
@@ -324,6 +326,7 @@ void sampler_step(struct sampler *s)
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
 	}
 	sample_all(s, now);
+	sampler_check_stalls(s, now);
 	if (now >= s->next_sched) {
 		read_sched_all(s, now);
 		s->next_sched = now + NS / 4;
@@ -400,6 +403,7 @@ void sampler_delete(struct sampler *s)
 	sampler_stop(s);
 	sampler_free_workers(s);
 	sampler_free_limits(s);
+	sampler_stall_free(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	free(s->w);

@@ -21,6 +21,7 @@
  * number of threads, and a root monitor must not follow them into the
  * ground. Those turned away are counted and shown. */
 #define SAMPLER_MAX_WORKERS    4096
+#define SAMPLER_STALL_MS       100.0 /* the default stall threshold */
 /* One shortcut tick in this many (at random) reads /proc all the same:
  * the cross-checks are most of what an idle instrumented fleet costs
  * (one schedstat read each against a few loads per shortcut tick), and
@@ -60,6 +61,8 @@ struct sampler_opts {
 	 * is the fiber running at the sample's tick. */
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;
+	double stall_ms;                 /* capture a worker out of its poll this long (sampler_stall.c);
+	                                  * 0: SAMPLER_STALL_MS, < 0: never */
 };
 
 struct sampler;

@@ -5,6 +5,7 @@
  *   sampler.c          the thread, tick timing, controls, the snapshot
  *   sampler_workers.c  worker and segment tables, discovery, shm reads
  *   sampler_cost.c     the sampler's own CPU cost and real-time policy
+ *   sampler_stall.c    stall capture
  */
 #ifndef LOOPSTAT_SAMPLER_INT_H
 #define LOOPSTAT_SAMPLER_INT_H
@@ -30,6 +31,7 @@
 #define SAMPLER_MAX_PROCS   4096
 #define SAMPLER_MAX_THREADS 4096
 #define SAMPLER_MAX_SLOTS   1024
+#define SAMPLER_STALL_BURST 5      /* stalls captured per worker a minute at most */
 
 struct sworker {
 	pid_t    pid, tid;
@@ -72,6 +74,9 @@ struct sworker {
 	int      no_access;
 	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
 	int      seen;                /* mark for discovery sweeps */
+	uint64_t stall_span;          /* the busy span last captured as a stall (its start) */
+	uint64_t stall_times[SAMPLER_STALL_BURST]; /* the last captures, for the rate limit */
+	unsigned nstall_times;
 	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
 	int      ntargets;
 	struct series series;
@@ -131,6 +136,8 @@ struct sampler {
 	uint64_t check_ns, read_ns;
 	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
 	unsigned rng;
+	uint64_t stall_ns;               /* the stall threshold, 0: no capture */
+	struct sampler_stall *stall;     /* owned: the capture's unwinders (sampler_stall.c) */
 
 	/* scratch for discovery and shm reads, too big for the stack */
 	struct probe_proc_info procs[SAMPLER_MAX_PROCS];
@@ -159,6 +166,12 @@ void sampler_free_workers(struct sampler *s);
  * fullest accept queue into its series */
 void sampler_read_limits(struct sampler *s, uint64_t now);
 void sampler_free_limits(struct sampler *s);
+
+/* sampler_stall.c, on the sampling thread with s->lock held: each tick,
+ * the workers out of their poll past the threshold are captured */
+int  sampler_stall_init(struct sampler *s);
+void sampler_stall_free(struct sampler *s);
+void sampler_check_stalls(struct sampler *s, uint64_t now);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
 struct sampler_cost {

@@ -141,6 +141,14 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 			b->lag_n[bin]++;
 		a->total.lag_n[bin]++;
 		lag_note_max(a, b, ns);
+		/* a stall captured in this span gets the span's whole length */
+		for (int i = 0; i < SERIES_STALLS; i++) {
+			struct series_stall *st = &a->stalls[i];
+			if (st->t_ns && !st->ended && st->span_start_ns == a->span_start_ns) {
+				st->dur_ms = (uint32_t)(ns / 1000000);
+				st->ended = 1;
+			}
+		}
 		a->span_start_ns = 0;
 	} else if (busy) {
 		if (!a->span_start_ns && prev && !a->span_prev_busy)
@@ -292,6 +300,19 @@ void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t
 	a->listen_last = *l;
 	if (queue > a->total.accept_max)
 		a->total.accept_max = queue;
+}
+
+void series_add_stall(struct series *a, const struct series_stall *st)
+{
+	a->stalls[a->total.stalls % SERIES_STALLS] = *st;
+	a->total.stalls++;
+	bucket(a, (int64_t)(st->t_ns / NS))->stalls++;
+}
+
+uint64_t series_span_open_ns(const struct series *a, uint64_t now_ns, uint64_t *start_ns)
+{
+	*start_ns = a->span_start_ns;
+	return a->span_start_ns && now_ns > a->span_start_ns ? now_ns - a->span_start_ns : 0;
 }
 
 uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)

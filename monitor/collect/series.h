@@ -16,6 +16,7 @@
 
 #include "loopstat_shm.h"
 #include "probe_classify.h"
+#include "probe_fd.h"
 #include "probe_shm.h"
 
 #define SERIES_DETAIL_S   64
@@ -74,6 +75,38 @@ struct series_listen {          /* the process's fullest listening socket, this 
 int series_lag_bin(uint64_t ns);
 void series_lag_edges(int bin, double *lo, double *hi);
 
+/*
+ * A stall: a worker found out of its poll longer than the stall threshold,
+ * captured at that moment (collect/sampler_stall.c): where it was, with
+ * the user stack and the running fiber. A worker keeps its last
+ * SERIES_STALLS; each second counts its own.
+ */
+#define SERIES_STALLS       4
+#define SERIES_STALL_FRAMES 16
+#define SERIES_FRAME_LEN    96
+#define SERIES_STALL_WHY    160
+
+enum series_stack_from {
+	SERIES_STACK_NONE,               /* no stack: why says why */
+	SERIES_STACK_SYSCALL,            /* unwound from the syscall file's sp and pc */
+	SERIES_STACK_PERF,               /* unwound from one perf_event cpu-clock sample */
+};
+
+struct series_stall {
+	uint64_t t_ns;                   /* captured at (the series' clock) */
+	uint64_t span_start_ns;          /* the busy span it is in (series.h's estimate) */
+	uint32_t dur_ms;                 /* out of the poll so far when captured; the span's whole length once it ended */
+	uint8_t  ended;                  /* the span ended: dur_ms is its length */
+	uint8_t  cls;                    /* SERIES_RUNNING, SERIES_BLOCKED or SERIES_OTHER */
+	uint8_t  stack_from;             /* enum series_stack_from */
+	int32_t  nr, fd;                 /* the syscall and its fd argument, -1 when none */
+	char     target[PROBE_TARGET_LEN]; /* what the fd is, "" when unknown */
+	char     fiber[LOOPSTAT_TAG_LEN]; /* the running fiber's tag (instrumented), "" when none */
+	char     why[SERIES_STALL_WHY];  /* why the stack is missing or short, "" when none */
+	int      nframes;
+	char     frames[SERIES_STALL_FRAMES][SERIES_FRAME_LEN]; /* innermost first, "module`symbol" */
+};
+
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
 	uint32_t n[SERIES_NCLASS];               /* samples by class */
@@ -87,6 +120,7 @@ struct series_bucket {
 	struct series_listen listen;
 	uint16_t lag_n[SERIES_LAG_BINS];      /* busy spans that ended in this second, by bin */
 	uint32_t lag_max_us;                  /* the longest span seen in it, one in progress included */
+	uint32_t stalls;                      /* stalls captured in it */
 };
 
 /*
@@ -125,6 +159,7 @@ struct series_totals {                       /* since the worker was first seen 
 	uint32_t accept_max;                  /* the longest accept queue read */
 	uint32_t lag_n[SERIES_LAG_BINS];      /* busy spans, by bin */
 	uint64_t lag_max_ns;                  /* the longest span, one in progress included */
+	uint32_t stalls;                      /* stalls captured */
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -163,6 +198,7 @@ struct series {
 	uint64_t last_change_ns;
 	char     fiber_tag[LOOPSTAT_TAG_LEN];    /* at the last shm reading */
 	char     fiber_names[LOOPSTAT_TAG_MAX + 1][LOOPSTAT_TAG_LEN]; /* [series_key.fiber]: as readings named it */
+	struct series_stall stalls[SERIES_STALLS]; /* the last ones: stall i lives at i % SERIES_STALLS */
 };
 
 void series_init(struct series *a);
@@ -187,6 +223,13 @@ void series_add_cgroup(struct series *a, uint64_t t_ns, uint64_t throttled_ns, d
 
 /* A reading of the worker's process's fullest listening socket at t_ns. */
 void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);
+
+/* A stall captured at st->t_ns (its span_start_ns the span in progress). */
+void series_add_stall(struct series *a, const struct series_stall *st);
+
+/* The span in progress: how long (ns) the worker has been out of its poll
+ * at now_ns, and when it left it; 0 when in it or unknown. */
+uint64_t series_span_open_ns(const struct series *a, uint64_t now_ns, uint64_t *start_ns);
 
 /* Stall: how long (ns) the switch counter has not moved while the thread was
  * seen running or blocked and never in its poll; 0 if not stalled. */

@@ -16,6 +16,7 @@ struct session_opts {
 	double rate_hz;                  /* 0: the sampler's default */
 	int    all_threads;              /* also threads never seen polling */
 	size_t max_workers;              /* 0: the sampler's default */
+	double stall_ms;                 /* sampler_opts.stall_ms */
 	/* sampler_opts.on_sample: profile and record keep their own record */
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;

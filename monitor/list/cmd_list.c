@@ -20,6 +20,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_RATE,
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,
+	CLI_OPT_STALL_MS,
 	{ 0, "duration", "DURATION", "how long to sample: 2, 1.5, 30s, 2m (default 2 s)", set_duration },
 	{ 0 },
 };
@@ -32,7 +33,8 @@ static int run(int argc, char **argv)
 	int rc = cli_parse(&cmd_list, argc, argv, &c);
 	if (rc >= 0 || (rc = cli_check_pids(&c.targets)) >= 0)
 		goto out;
-	struct session_opts so = { .targets = &c.targets, .rate_hz = c.rate_hz, .max_workers = c.max_workers };
+	struct session_opts so = { .targets = &c.targets, .rate_hz = c.rate_hz, .max_workers = c.max_workers,
+				   .stall_ms = c.stall_ms };
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err == 0) {

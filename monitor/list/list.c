@@ -49,6 +49,47 @@ static void json_blockers(struct json *j, const struct worker_view *w)
 	json_array_end(j);
 }
 
+/* The stalls captured (model/stall.h), newest first. */
+static void json_stalls(struct json *j, const struct worker_view *w)
+{
+	json_key(j, "stalls");
+	json_array_begin(j);
+	for (int i = 0; i < w->nstall_log; i++) {
+		const struct stall_view *s = &w->stall_log[i];
+		json_object_begin(j);
+		json_key(j, "time_s");
+		json_double(j, s->t_s, 3);
+		json_key(j, "duration_ms");
+		json_double(j, s->dur_ms, 0);
+		json_key(j, "ended");
+		json_boolean(j, s->ended);
+		json_key(j, "state");
+		json_string(j, s->state);
+		json_key(j, "syscall");
+		if (s->syscall[0])
+			json_string(j, s->syscall);
+		else
+			json_null(j);
+		json_key(j, "fd");
+		json_i64(j, s->fd);
+		json_key(j, "target");
+		json_string(j, s->target);
+		json_key(j, "fiber");
+		json_string(j, s->fiber);
+		json_key(j, "stack_from");
+		json_string(j, s->stack_from);
+		json_key(j, "stack_missing");
+		json_string(j, s->why);
+		json_key(j, "frames");
+		json_array_begin(j);
+		for (int f = 0; f < s->nframes; f++)
+			json_string(j, s->frames[f]);
+		json_array_end(j);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 static void json_totals(struct json *j, const struct worker_view *w)
 {
 	json_key(j, "totals");
@@ -91,6 +132,7 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 		json_string(j, model_limit_name((enum metric_limit)l));
 	json_key(j, "limit_reason");
 	json_string(j, why);
+	json_stalls(j, w);
 	if (w->instrumented) {
 		json_key(j, "fiber_tag");
 		json_string(j, w->fiber_tag);

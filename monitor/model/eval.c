@@ -30,6 +30,7 @@ enum stream {
 	S_STALL,     /* the longest stall seen in the period, ms */
 	S_ACCEPTQ,   /* the longest accept queue read in the period */
 	S_SAMPLES,   /* samples taken (a tally) */
+	S_STALLS,    /* stalls captured (a tally) */
 };
 
 /* How several workers' periods combine. */
@@ -89,6 +90,9 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 			break;
 		case S_SAMPLES:
 			*o = (struct est_sec){ (double)(off + b->n[SERIES_RUNNING]), 1 };
+			break;
+		case S_STALLS:
+			*o = (struct est_sec){ (double)b->stalls, 1 };
 			break;
 		case S_BUSY:
 		case S_SCHED:
@@ -451,11 +455,11 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 	case METRIC_INTERVAL:
 		return share_ci95(ts, nt, m->arg, out);
 	case METRIC_TALLY:
-		if (m->arg != METRIC_ARG_SAMPLES) {
+		if (m->arg != METRIC_ARG_SAMPLES && m->arg != METRIC_ARG_STALLS) {
 			run_total(ts, nt, out);
 			return 0;
 		}
-		sp.st = S_SAMPLES;
+		sp.st = m->arg == METRIC_ARG_STALLS ? S_STALLS : S_SAMPLES;
 		kind = EST_RATE;
 		break;
 	case METRIC_RATIO:
@@ -473,7 +477,7 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 		break;
 	}
 	err = stream_estimate(ts, nt, &sp, how, kind, scale, flags, out);
-	if (err == 0 && sp.st == S_SAMPLES && out->ok)
+	if (err == 0 && (sp.st == S_SAMPLES || sp.st == S_STALLS) && out->ok)
 		out->est = out->lo = out->hi = out->est * out->n;   /* a count, not a mean per period */
 	if (err == 0 && sp.st == S_POLLNS && out->ok) {   /* a poll in progress can outrun the readings */
 		out->est = fmin(out->est, 100);
@@ -579,6 +583,7 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->listen.queue_max = a->total.accept_max;
 	b->runq_max = a->total.runq_max;
 	b->stall_max_ns = a->total.stall_max_ns;
+	b->stalls = a->total.stalls;
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
 				   a->total.lag_max_ns };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,

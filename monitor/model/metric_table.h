@@ -37,7 +37,7 @@ enum metric_kind {
 	METRIC_LEVEL,    /* counter arg as last read */
 	METRIC_PEAK,     /* the largest value seen: METRIC_ARG_RUNQ, METRIC_ARG_STALL */
 	METRIC_HEADROOM, /* counter arg's rate over the loop's busy share (1 − idle): the sustainable rate */
-	METRIC_TALLY,    /* how many of something: METRIC_ARG_SAMPLES in the periods, else a run total */
+	METRIC_TALLY,    /* how many of something: METRIC_ARG_SAMPLES or _STALLS in the periods, else a run total */
 	METRIC_LIMIT,    /* 1 when the limit verdict (model/limit.h) over the periods is arg (enum metric_limit), else 0 */
 	METRIC_LAG,      /* the arg-th percentile of the busy spans (100: the longest, one in progress included),
 	                  * from the slot's histogram where it has one, else from the samples (model/lag.h) */
@@ -65,6 +65,7 @@ enum metric_arg {
 	METRIC_ARG_QUOTA,                   /* the cgroup's CPU quota (a LEVEL) */
 	METRIC_ARG_ACCEPTQ,                 /* the fullest listening socket's accept queue (a LEVEL, a PEAK) */
 	METRIC_ARG_BACKLOG,                 /* and its backlog (a LEVEL) */
+	METRIC_ARG_STALLS,                  /* stalls captured (a TALLY over the periods) */
 };
 _Static_assert((int)PROBE_SHM_NVALUES < (int)METRIC_ARG_RUN && (int)SERIES_NCLASS < (int)METRIC_ARG_RUN,
 	       "the arg spaces overlap");
@@ -188,6 +189,9 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	X(lag_max_ms,         MS,     LAG,      100, SAMPLED, DOUBLE, 2, 1, LAG, "max %s", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "the longest busy span, one still in progress included") \
+	X(stalls_captured,    COUNT,  TALLY,    METRIC_ARG_STALLS, SAMPLED, U64, 0, 1, LAG, "stalls %s", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "stalls captured: times the worker was found out of its poll longer than --stall-ms (default 100 ms)") \
 	X(headroom_ops_per_s, PER_S,  HEADROOM, PROBE_SHM_ops, COUNTERS, DOUBLE, 2, 0, SELF, "headroom %s ops/s", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "sustainable rate: ops/s over (1 - idle), unknown when idle >= 99%") \

@@ -51,6 +51,22 @@ struct key_view {
 
 #define MODEL_KEYS 16
 
+/* A stall as views show it (collect/series.h's struct series_stall). */
+struct stall_view {
+	double   t_s;                     /* when captured, seconds since sampling began */
+	double   dur_ms;                  /* out of the poll when captured; the span's length once it ended */
+	int      ended;                   /* the span ended: dur_ms is its whole length */
+	const char *state;                /* "running", "blocked", "other" (static) */
+	char     syscall[32];             /* its name, "" when not in one */
+	int      fd;                      /* the syscall's fd argument, -1 when none */
+	char     target[MODEL_TARGET_LEN]; /* what the fd is, "" when unknown */
+	char     fiber[LOOPSTAT_TAG_LEN]; /* the running fiber's tag, "" when none */
+	const char *stack_from;           /* "syscall" (sp/pc of the syscall file), "perf" (a cpu-clock sample), "none" (static) */
+	char     why[SERIES_STALL_WHY];   /* why there is no stack, "" when there is */
+	int      nframes;
+	char     frames[SERIES_STALL_FRAMES][SERIES_FRAME_LEN]; /* innermost first */
+};
+
 struct worker_view {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
@@ -82,6 +98,9 @@ struct worker_view {
 	 * shorter one, the last every longer one */
 	double   lag_octaves[MODEL_LAG_OCTAVES];
 	int      lag_exact;               /* from the runtime's slot, else sampled */
+
+	struct stall_view stall_log[SERIES_STALLS]; /* the last stalls captured, newest first */
+	int      nstall_log;
 
 	struct key_view keys[MODEL_KEYS];  /* the run's largest keys, largest first */
 	int      nkeys;

@@ -7,6 +7,7 @@
 #include "model/eval.h"
 #include "model/lag.h"
 #include "model/metric.h"
+#include "model/stall.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +199,7 @@ static void fill_worker(const struct series *a, const struct eval_track *t, int6
 	}
 	view_history(a, now_sec, w);
 	view_keys(a, w);
+	model_stalls(a, w);
 }
 
 void model_window_range(const struct series *a, int64_t lo, int64_t hi, int instrumented, struct worker_view *w)

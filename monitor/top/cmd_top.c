@@ -86,6 +86,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_NAME,
 	CLI_OPT_RATE,
 	CLI_OPT_MAX_WORKERS,
+	CLI_OPT_STALL_MS,
 	{ 'd', "delay", "DURATION", "time between screen refreshes: 1, 0.5, 2s (default 1 s)", set_delay },
 	{ 0, "no-color", NULL, "no colours (also when NO_COLOR is set)", set_no_color },
 	{ 0, "replay", "FILE", "replay a recording (loopstat record) at its recorded pace instead of sampling", set_replay },
@@ -107,7 +108,7 @@ static int run(int argc, char **argv)
 	if ((rc = cli_check_pids(&c.common.targets)) >= 0 || (rc = cli_check_access(&c.common.targets)) >= 0)
 		goto out;
 	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets,
-				   .max_workers = c.common.max_workers };
+				   .max_workers = c.common.max_workers, .stall_ms = c.common.stall_ms };
 	struct sampler *s = NULL;
 	int err = sampler_new(&so, &s);
 	if (err == 0 && (err = sampler_start(s)) < 0)

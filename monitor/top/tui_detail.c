@@ -166,6 +166,31 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
 	return y;
 }
 
+/* The stalls captured, newest first: one line each, and the innermost
+ * frames of the newest. */
+static int draw_stalls(const struct worker_view *w, int y, int end)
+{
+	section(y++, "Stalls");
+	for (int i = 0; i < w->nstall_log && y < end; i++) {
+		const struct stall_view *s = &w->stall_log[i];
+		char fiber[LOOPSTAT_TAG_LEN], where[MODEL_TARGET_LEN + 48];
+		snprintf(fiber, sizeof(fiber), "%s", s->fiber);
+		if (s->syscall[0])
+			snprintf(where, sizeof(where), "%s fd %d %s", s->syscall, s->fd, s->target);
+		else
+			snprintf(where, sizeof(where), "%s", s->state);
+		mvprintw(y++, 2, "%8.1fs  %s%.0f ms  %-8s %s%s%s", s->t_s, s->ended ? "" : ">", s->dur_ms, s->state,
+			 textsafe(where), fiber[0] ? "  fiber " : "", textsafe(fiber));
+		if (i == 0) {
+			for (int f = 0; f < s->nframes && f < 4 && y < end; f++)
+				mvprintw(y++, 4, "%s", s->frames[f]);
+			if (s->why[0] && y < end)
+				mvprintw(y++, 4, "no stack: %.*s", COLS > 16 ? COLS - 16 : 0, s->why);
+		}
+	}
+	return y;
+}
+
 static int draw_runtime(const struct worker_view *w, int y, int end)
 {
 	static const enum metric_line lines[] = { METRIC_LINE_RATES, METRIC_LINE_QUEUES, METRIC_LINE_SELF };
@@ -254,6 +279,8 @@ void tui_draw_detail(struct tui *t, int y, int h)
 		y = draw_runtime(w, y, end);
 	if (y < end - 1)
 		y = draw_blockers(w, y, end);
+	if (w->nstall_log > 0 && y < end - 1)
+		y = draw_stalls(w, y, end);
 	if (w->nkeys > 0 && y < end - 1)
 		y = draw_keys(w, y, end);
 }

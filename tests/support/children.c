@@ -248,6 +248,39 @@ pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_t
 	return pid;
 }
 
+/* The burner's own function: spins until `until`, the clock read only
+ * once in many iterations so that its samples land here, not in the vDSO. */
+__attribute__((noinline)) double tc_stall_burn(double until);
+__attribute__((noinline)) double tc_stall_burn(double until)
+{
+	volatile double x = 1;
+	for (;;) {
+		for (int i = 0; i < 1 << 16; i++)
+			x = x * 1.0000001 + 1e-9;
+		if (mono_s() >= until)
+			return x;
+	}
+}
+
+pid_t tc_spawn_burner(double idle_s, double burn_s)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		die_with_parent(parent);
+		int ep = epoll_create1(0), p[2];
+		struct epoll_event ev = { .events = EPOLLIN };
+		if (ep < 0 || pipe(p) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) < 0)
+			_exit(1);
+		for (;;) {
+			epoll_wait(ep, &ev, 1, (int)(idle_s * 1000));
+			tc_stall_burn(mono_s() + burn_s);
+		}
+	}
+	return pid;
+}
+
 void tc_kill(pid_t pid)
 {
 	kill(pid, SIGKILL);

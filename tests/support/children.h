@@ -33,6 +33,11 @@ pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds);
  * running. Returns once the fiber runs (its segment is published). */
 pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_tag);
 
+/* Forks a plain epoll loop (no runtime) that waits idle_s in epoll_wait,
+ * then burns burn_s of CPU in a function of its own, tc_stall_burn, over
+ * and over. Returns the pid. */
+pid_t tc_spawn_burner(double idle_s, double burn_s);
+
 /* Kills and reaps a child. */
 void tc_kill(pid_t pid);
 

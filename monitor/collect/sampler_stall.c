@@ -1,0 +1,169 @@
+/*
+ * sampler_stall.c — stall capture: a worker out of its poll longer than
+ * the stall threshold is captured at that moment, once per busy span and
+ * at most SAMPLER_STALL_BURST times a minute: its state, its syscall and
+ * fd with the fd's target, its running fiber, and its user stack. Blocked
+ * in a syscall, the stack is unwound from the syscall file's sp and pc
+ * (probe_unwind.h, as profile does); on a CPU, from one perf_event
+ * cpu-clock sample of that thread (probe_perf.h). Neither stops it.
+ */
+#include "collect/sampler_int.h"
+#include "probe_perf.h"
+#include "probe_unwind.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MINUTE_NS (60 * NS)
+#define PERF_PERIOD_US 1000   /* a sample after 1 ms of the thread's CPU time */
+#define PERF_WAIT_MS   20     /* and no longer than this for it: it may have left the CPU */
+
+struct sampler_stall {
+	struct probe_unwind *uw;             /* syscall stacks: process_vm_readv */
+	struct probe_unwind *uw_perf;        /* perf samples: their stack copy, then process_vm_readv */
+	const struct probe_perf_sample *cur; /* the sample uw_perf unwinds */
+	struct probe_perf_sample perf;
+	struct probe_unwind_frame frames[SERIES_STALL_FRAMES];
+};
+
+int sampler_stall_init(struct sampler *s)
+{
+	if (!s->stall_ns)
+		return 0;
+	struct sampler_stall *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->uw = probe_unwind_new(NULL, NULL);
+	st->uw_perf = probe_unwind_new(probe_perf_mem, &st->cur);
+	if (!st->uw || !st->uw_perf) {
+		probe_unwind_delete(st->uw);
+		probe_unwind_delete(st->uw_perf);
+		free(st);
+		return -ENOMEM;
+	}
+	s->stall = st;
+	return 0;
+}
+
+void sampler_stall_free(struct sampler *s)
+{
+	if (!s->stall)
+		return;
+	probe_unwind_delete(s->stall->uw);
+	probe_unwind_delete(s->stall->uw_perf);
+	free(s->stall);
+	s->stall = NULL;
+}
+
+/* Room for one more capture of w in the last minute. */
+static int within_rate(struct sworker *w, uint64_t now)
+{
+	uint64_t oldest = w->stall_times[w->nstall_times % SAMPLER_STALL_BURST];
+	if (w->nstall_times >= SAMPLER_STALL_BURST && now - oldest < MINUTE_NS)
+		return 0;
+	w->stall_times[w->nstall_times++ % SAMPLER_STALL_BURST] = now;
+	return 1;
+}
+
+static void copy_frames(struct series_stall *rec, const struct probe_unwind_frame *f, int n)
+{
+	rec->nframes = n < SERIES_STALL_FRAMES ? n : SERIES_STALL_FRAMES;
+	for (int i = 0; i < rec->nframes; i++)
+		probe_unwind_label(&f[i], rec->frames[i], sizeof(rec->frames[i]));
+}
+
+static void why_errno(struct series_stall *rec, const char *what, int err)
+{
+	snprintf(rec->why, sizeof(rec->why), "%s: %s", what, strerror(-err));
+}
+
+/* Blocked in a syscall: the stack from its sp and pc, kept only when the
+ * thread is still in that syscall afterwards. */
+static void stack_in_syscall(struct sampler_stall *st, struct sworker *w, struct series_stall *rec)
+{
+	const struct probe_sc_sample *smp = &w->last_smp;
+	if (!smp->pc) {
+		snprintf(rec->why, sizeof(rec->why), "no pc in the syscall file");
+		return;
+	}
+	int n = probe_unwind_stack(st->uw, w->pid, w->tid, smp->sp, smp->pc, st->frames, SERIES_STALL_FRAMES);
+	if (n < 0) {
+		why_errno(rec, "unwind", n);
+		return;
+	}
+	if (probe_unwind_unchanged(&w->sc, smp) == 0) {
+		snprintf(rec->why, sizeof(rec->why), "it left the syscall during the unwind");
+		return;
+	}
+	copy_frames(rec, st->frames, n);
+	rec->stack_from = SERIES_STACK_SYSCALL;
+}
+
+/* On a CPU: one perf sample of the thread, unwound from its stack copy. */
+static void stack_on_cpu(struct sampler *s, struct sworker *w, struct series_stall *rec)
+{
+	struct sampler_stall *st = s->stall;
+	int err = probe_perf_sample_thread(w->pid, w->tid, PERF_PERIOD_US, PERF_WAIT_MS, &st->perf);
+	if (err == -EACCES || err == -EPERM) {
+		probe_perf_explain(rec->why, sizeof(rec->why));
+		return;
+	}
+	if (err == -EAGAIN) {
+		snprintf(rec->why, sizeof(rec->why), "it left the CPU before a perf sample");
+		return;
+	}
+	if (err < 0) {
+		why_errno(rec, "perf_event_open", err);
+		return;
+	}
+	st->cur = &st->perf;
+	int n = probe_unwind_stack(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->frames, SERIES_STALL_FRAMES);
+	st->cur = NULL;
+	if (n < 0) {
+		why_errno(rec, "unwind", n);
+		return;
+	}
+	copy_frames(rec, st->frames, n);
+	rec->stack_from = SERIES_STACK_PERF;
+}
+
+static void capture(struct sampler *s, struct sworker *w, uint64_t now, uint64_t start, uint64_t open_ns)
+{
+	struct series_stall rec = { .t_ns = now, .span_start_ns = start, .dur_ms = (uint32_t)(open_ns / 1000000),
+				    .nr = -1, .fd = -1 };
+	const struct probe_verdict *v = &w->last_v;
+	rec.cls = v->cls == PROBE_RUNNING ? SERIES_RUNNING : v->cls == PROBE_BLOCKED ? SERIES_BLOCKED : SERIES_OTHER;
+	if (v->cls == PROBE_BLOCKED) {
+		rec.nr = (int32_t)v->nr;
+		rec.fd = v->fd;
+		for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
+			if (w->targets[i].fd == v->fd)
+				snprintf(rec.target, sizeof(rec.target), "%s", w->targets[i].text);
+	}
+	if (w->instrumented)
+		snprintf(rec.fiber, sizeof(rec.fiber), "%s", w->series.fiber_tag);
+	if (v->cls == PROBE_BLOCKED)
+		stack_in_syscall(s->stall, w, &rec);
+	else if (v->cls == PROBE_RUNNING)
+		stack_on_cpu(s, w, &rec);
+	else
+		snprintf(rec.why, sizeof(rec.why), "neither in a syscall nor on a CPU (stopped or traced)");
+	series_add_stall(&w->series, &rec);
+}
+
+void sampler_check_stalls(struct sampler *s, uint64_t now)
+{
+	if (!s->stall)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		uint64_t start, open = series_span_open_ns(&w->series, now, &start);
+		if (w->gone_ns || w->no_access || open < s->stall_ns || start == w->stall_span)
+			continue;
+		w->stall_span = start;   /* one capture per span */
+		if (within_rate(w, now))
+			capture(s, w, now, start, open);
+	}
+}

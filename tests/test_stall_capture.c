@@ -1,0 +1,110 @@
+/* A worker out of its poll past --stall-ms is captured with where it is: on a CPU with its function, or in read(2) with the fd. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loopstat_shm.h"
+#include "support/children.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("stallcap");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(stall_capture, .init = setup, .fini = teardown, .timeout = 40);
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "missing key '%s'", key);
+	return v;
+}
+
+static const char *str(json_object *o, const char *key) { return json_object_get_string(get(o, key)); }
+
+/* `loopstat list --json` of pid for 3.5 s; its one worker's stalls, and the document in *doc. */
+static json_object *stalls_of(pid_t pid, json_object **doc, char **text)
+{
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3.5", "-p", p, NULL };
+	int rc = ts_run(argv, text, 20000);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, *text);
+	*doc = json_tokener_parse(*text);
+	cr_assert(*doc, "not JSON: %s", *text);
+	json_object *ws = get(*doc, "workers");
+	cr_assert_eq(json_object_array_length(ws), 1, "one worker: %s", *text);
+	json_object *w = json_object_array_get_idx(ws, 0);
+	json_object *st = get(w, "stalls");
+	cr_assert_gt(json_object_array_length(st), 0, "no stall captured: %s", *text);
+	cr_assert_eq(json_object_get_int(get(w, "stalls_captured")), (int)json_object_array_length(st),
+		     "stalls_captured counts them: %s", *text);
+	return st;
+}
+
+static int has_frame(json_object *stall, const char *needle)
+{
+	json_object *fr = get(stall, "frames");
+	for (size_t i = 0; i < json_object_array_length(fr); i++)
+		if (strstr(json_object_get_string(json_object_array_get_idx(fr, i)), needle))
+			return 1;
+	return 0;
+}
+
+/* 200 ms on the CPU once a second in tc_stall_burn: each capture is a perf
+ * sample of the running thread, unwound to that function. */
+Test(stall_capture, cpu_burner_has_its_function_in_the_stack)
+{
+	pid_t pid = tc_spawn_burner(0.8, 0.2);
+	json_object *doc;
+	char *text = NULL;
+	json_object *st = stalls_of(pid, &doc, &text);
+	tc_kill(pid);
+	int found = 0;
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		json_object *s = json_object_array_get_idx(st, i);
+		cr_expect_str_eq(str(s, "state"), "running", "%s", text);
+		cr_expect_str_eq(str(s, "stack_from"), "perf", "%s", text);
+		cr_expect_geq(json_object_get_double(get(s, "duration_ms")), 100, "%s", text);
+		found += has_frame(s, "tc_stall_burn");
+	}
+	cr_expect_geq(found * 2, (int)json_object_array_length(st), "tc_stall_burn in most stalls' stacks: %s", text);
+	json_object_put(doc);
+	free(text);
+}
+
+/* 200 ms blocked in read(2) on a pipe once a second (duty_cycle --block):
+ * captured with the syscall, the fd and what it is, and its stack. */
+Test(stall_capture, blocking_read_has_its_syscall_and_fd)
+{
+	const char *args[] = { "--plain", "--idle", "0.75", "--block", "0.2", "--period-ms", "1000", "--seconds", "30", NULL };
+	pid_t pid = tc_spawn_example("duty_cycle", args, NULL);
+	json_object *doc;
+	char *text = NULL;
+	json_object *st = stalls_of(pid, &doc, &text);
+	tc_kill(pid);
+	int found = 0;
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		json_object *s = json_object_array_get_idx(st, i);
+		if (strcmp(str(s, "state"), "blocked") != 0)
+			continue;
+		cr_expect_str_eq(str(s, "syscall"), "read", "%s", text);
+		cr_expect_geq(json_object_get_int(get(s, "fd")), 0, "%s", text);
+		cr_expect(strncmp(str(s, "target"), "pipe:[", 6) == 0, "the fd's target: %s", text);
+		cr_expect_str_eq(str(s, "stack_from"), "syscall", "%s", text);
+		cr_expect_gt(json_object_array_length(get(s, "frames")), 1, "%s", text);
+		found++;
+	}
+	cr_expect_gt(found, 0, "a stall blocked in read: %s", text);
+	json_object_put(doc);
+	free(text);
+}
