@@ -93,6 +93,8 @@ static int run(int argc, char **argv)
 		}
 		rc = profile_emit_to(out, c.out, c.fmt, t, &meta, acc);
 		out = NULL;
+		if (res.st.perf_why[0])   /* the profile stands; its on-CPU samples have no stack */
+			cli_error("on-CPU samples without stacks: %s", res.st.perf_why);
 		if (rc == EXIT_OK && res.st.moved + res.st.unwind_failed > 0 && isatty(STDERR_FILENO))
 			cli_error("%llu stacks changed while read, %llu could not be unwound",
 				  (unsigned long long)res.st.moved, (unsigned long long)res.st.unwind_failed);

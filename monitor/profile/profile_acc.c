@@ -22,7 +22,17 @@
 struct held {
 	char *fiber;                 /* owned; NULL: none */
 	int   has_fiber;
+	char **frames;               /* owned: the on-CPU stack (a perf sample's), NULL: none */
+	int   nframes;
 };
+
+static void held_free(struct held *h)
+{
+	free(h->fiber);
+	for (int i = 0; i < h->nframes; i++)
+		free(h->frames[i]);
+	free(h->frames);
+}
 
 struct stall {
 	char    *fiber;              /* owned; "" untagged */
@@ -71,7 +81,7 @@ void profile_acc_delete(struct profile_acc *a)
 		return;
 	for (size_t i = 0; i < a->nth; i++) {
 		for (size_t k = 0; k < a->th[i].nheld; k++)
-			free(a->th[i].held[k].fiber);
+			held_free(&a->th[i].held[k]);
 		free(a->th[i].held);
 		free(a->th[i].label);
 		free(a->th[i].run_fiber);
@@ -121,25 +131,45 @@ static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_even
 	return t;
 }
 
-/* Settles t's held samples at its current wait_frac. */
+/*
+ * Settles t's held samples at its current wait_frac: that share of them
+ * is waiting for a CPU, the rest on one. Which ones wait: first those
+ * without a perf stack (a cpu-clock sample comes only while the thread
+ * runs, so a runnable sample without a fresh one most likely waited),
+ * then the last ones. The counts are the same either way.
+ */
 static int settle(struct profile_acc *a, struct acc_thread *t)
 {
+	size_t waits = 0, bare = 0;
 	for (size_t k = 0; k < t->nheld; k++) {
-		struct held *h = &t->held[k];
 		t->carry += t->wait_frac;
-		enum profile_state st = PROFILE_ON_CPU;
 		if (t->carry >= 0.5) {   /* rounds: 1 sample at 50% waiting goes to waiting */
-			st = PROFILE_CPU_WAIT;
+			waits++;
 			t->carry -= 1.0;
 		}
+		bare += t->held[k].nframes == 0;
+	}
+	size_t stacked_waits = waits > bare ? waits - bare : 0, bare_waits = waits - stacked_waits, seen = 0;
+	for (size_t k = 0; k < t->nheld; k++) {
+		struct held *h = &t->held[k];
+		enum profile_state st = PROFILE_ON_CPU;
+		if (h->nframes == 0 && bare_waits > 0) {
+			st = PROFILE_CPU_WAIT;
+			bare_waits--;
+		} else if (h->nframes > 0 && ++seen > (t->nheld - bare) - stacked_waits) {
+			st = PROFILE_CPU_WAIT;
+		}
+		/* the stack is where it ran: on cpu only */
 		struct profile_sample s = { .thread = t->label, .state = st,
-					    .fiber = h->has_fiber ? (h->fiber ? h->fiber : "") : NULL };
+					    .fiber = h->has_fiber ? (h->fiber ? h->fiber : "") : NULL,
+					    .frames = st == PROFILE_ON_CPU ? (const char *const *)h->frames : NULL,
+					    .nframes = st == PROFILE_ON_CPU ? h->nframes : 0 };
 		int err = profile_tree_add(a->tree, &s, 1);
 		if (err < 0)
 			return err;
 	}
 	for (size_t k = 0; k < t->nheld; k++)
-		free(t->held[k].fiber);
+		held_free(&t->held[k]);
 	t->nheld = 0;
 	return 0;
 }
@@ -172,10 +202,20 @@ static int hold(struct acc_thread *t, const struct rec_event *ev)
 		t->capheld = cap;
 	}
 	struct held *h = &t->held[t->nheld];
-	h->has_fiber = ev->fiber != NULL;
-	h->fiber = NULL;
+	*h = (struct held){ .has_fiber = ev->fiber != NULL };
 	if (ev->fiber && ev->fiber[0] && !(h->fiber = strdup(ev->fiber)))
 		return -ENOMEM;
+	if (ev->nframes > 0) {
+		if (!(h->frames = calloc((size_t)ev->nframes, sizeof(*h->frames)))) {
+			held_free(h);
+			return -ENOMEM;
+		}
+		for (; h->nframes < ev->nframes; h->nframes++)
+			if (!(h->frames[h->nframes] = strdup(ev->frames[h->nframes]))) {
+				held_free(h);
+				return -ENOMEM;
+			}
+	}
 	t->nheld++;
 	return 0;
 }

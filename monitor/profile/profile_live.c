@@ -3,6 +3,7 @@
  * the unwound stack and its re-check (rules in profile_live.h).
  */
 #include "profile/profile_live.h"
+#include "probe_perf.h"
 #include "probe_stat.h"
 #include "probe_unwind.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LIVE_MAX_PROBES 256   /* threads whose syscall file we re-read after an unwind */
 
@@ -18,11 +20,16 @@ struct live_probe {
 	struct probe_syscall sc;         /* opened on the first unwind (fd -1 until then) */
 	char  comm[PROBE_COMM_LEN];      /* the thread's own name: redis' bio_*, libuv's workers */
 	int   sc_tried;
+	struct probe_perf_stream *perf;  /* its cpu-clock samples, opened at its first on-CPU sample */
+	struct probe_perf_sample *last;  /* owned: its newest perf sample, time_ns 0: none yet */
+	int   perf_tried;
 };
 
 struct profile_live {
 	struct profile_live_opts o;
 	struct probe_unwind *u;
+	struct probe_unwind *u_perf;     /* perf samples: their stack copy, then process_vm_readv */
+	const struct probe_perf_sample *cur; /* the sample u_perf unwinds */
 	struct live_probe probes[LIVE_MAX_PROBES];
 	int   nprobes;
 	struct profile_live_stats st;
@@ -39,7 +46,11 @@ struct profile_live *profile_live_new(const struct profile_live_opts *o)
 	l->o = *o;
 	if (l->o.depth <= 0 || l->o.depth > PROFILE_LIVE_DEPTH)
 		l->o.depth = PROFILE_LIVE_DEPTH;
-	if (!(l->u = probe_unwind_new(NULL, NULL))) {
+	l->u = probe_unwind_new(NULL, NULL);
+	l->u_perf = probe_unwind_new(probe_perf_mem, &l->cur);
+	if (!l->u || !l->u_perf) {
+		probe_unwind_delete(l->u);
+		probe_unwind_delete(l->u_perf);
 		free(l);
 		return NULL;
 	}
@@ -50,9 +61,13 @@ void profile_live_delete(struct profile_live *l)
 {
 	if (!l)
 		return;
-	for (int i = 0; i < l->nprobes; i++)
+	for (int i = 0; i < l->nprobes; i++) {
 		probe_syscall_close(&l->probes[i].sc);
+		probe_perf_close(l->probes[i].perf);
+		free(l->probes[i].last);
+	}
 	probe_unwind_delete(l->u);
+	probe_unwind_delete(l->u_perf);
 	free(l);
 }
 
@@ -116,6 +131,54 @@ static int unwind(struct profile_live *l, const struct sampler_event *ev)
 	return n;
 }
 
+static uint64_t mono_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An on-CPU sample's stack, unwound into l->lp: the thread's newest perf
+ * sample, taken within two periods of its CPU time (one per period: the
+ * randomised ticks may come twice between two); 0 frames when there is
+ * none that fresh. */
+static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
+{
+	struct live_probe *p = task_of(l, ev->pid, ev->tid);
+	double hz = l->o.rate_hz > 0 ? l->o.rate_hz : 1000;
+	if (p && !p->perf_tried) {
+		p->perf_tried = 1;
+		if ((p->last = calloc(1, sizeof(*p->last))))
+			p->perf = probe_perf_open(ev->tid, (uint64_t)(1e9 / hz), 16);
+		if (!p->perf && (errno == EACCES || errno == EPERM) && !l->st.perf_why[0])
+			probe_perf_explain(l->st.perf_why, sizeof(l->st.perf_why));
+		else if (!p->perf && !l->st.perf_why[0])
+			snprintf(l->st.perf_why, sizeof(l->st.perf_why), "perf_event_open: %s", strerror(errno));
+	}
+	if (!p || !p->perf) {
+		l->st.cpu_bare++;
+		return 0;
+	}
+	probe_perf_latest(p->perf, p->last);   /* or the last one stays */
+	if (!p->last->time_ns || mono_now_ns() - p->last->time_ns > (uint64_t)(2e9 / hz)) {
+		l->st.cpu_bare++;
+		return 0;
+	}
+	l->cur = p->last;
+	int n = probe_unwind_stack(l->u_perf, ev->pid, ev->tid, p->last->sp, p->last->pc, l->frames, l->o.depth);
+	l->cur = NULL;
+	if (n <= 0) {
+		l->st.cpu_bare++;
+		return 0;
+	}
+	l->st.cpu_stacks++;
+	for (int i = 0; i < n; i++) {
+		probe_unwind_label(&l->frames[i], l->labels[i], sizeof(l->labels[i]));
+		l->lp[i] = l->labels[i];
+	}
+	return n;
+}
+
 void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 {
 	struct profile_live *l = arg;
@@ -155,6 +218,9 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 		else
 			snprintf(target, sizeof(target), "[idle] %s", sys);
 		tgt = target;
+	} else if (v->cls == PROBE_RUNNING) {
+		pe.nframes = cpu_stack(l, ev);
+		pe.frames = pe.nframes ? l->lp : NULL;
 	} else if (v->cls == PROBE_BLOCKED || v->cls == PROBE_OTHER) {
 		if (v->cls == PROBE_OTHER)
 			sys = "[not in a syscall]";

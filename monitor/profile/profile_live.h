@@ -11,7 +11,10 @@
  *
  * Which samples go where (also docs/profile.md):
  *   poll (the loop's own wait)  idle, target "[idle] epoll_wait fd 7"; not unwound
- *   running                     on cpu / waiting for cpu (profile_acc)
+ *   running                     on cpu / waiting for cpu (profile_acc); on cpu with
+ *                               the stack of the thread's newest perf_event cpu-clock
+ *                               sample (one per 1/rate of its CPU time, taken since
+ *                               the last one used) where perf events are allowed
  *   in another syscall          blocked: syscall → "fd N <target>" → stack
  *   -1 (not in a syscall, not   blocked, syscall "[not in a syscall]" → stack:
  *     runnable: page fault,       it is wall time the thread could not run
@@ -38,6 +41,7 @@ struct profile_live_opts {
 	struct profile_acc *acc;           /* borrowed, may be NULL */
 	struct rec_writer *rec;    /* borrowed, may be NULL */
 	int   depth;                       /* 0: PROFILE_LIVE_DEPTH */
+	double rate_hz;                    /* the sampling rate: perf samples each 1/rate of CPU time; 0: 1000 */
 };
 
 struct profile_live_stats {
@@ -46,6 +50,9 @@ struct profile_live_stats {
 	uint64_t moved;                    /* stacks that changed while read ("[stack changed]") */
 	uint64_t unwind_failed;            /* unwinds that returned an error ("[unknown]") */
 	uint64_t no_access;                /* samples /proc refused */
+	uint64_t cpu_stacks;               /* on-CPU samples given a perf sample's stack */
+	uint64_t cpu_bare;                 /* on-CPU samples without one (none fresh, or perf refused) */
+	char     perf_why[160];            /* why perf_event_open was refused, "" when it was not */
 	int      err;                      /* first -errno of the accumulator or the recording */
 };
 

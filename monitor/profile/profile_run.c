@@ -70,7 +70,8 @@ static int stop_now(void *arg)
 int profile_run(const struct profile_run_opts *o, struct profile_run_result *res)
 {
 	memset(res, 0, sizeof(*res));
-	struct profile_live_opts lo = { .pid = o->pid, .tid = o->tid, .acc = o->acc, .rec = o->rec };
+	struct profile_live_opts lo = { .pid = o->pid, .tid = o->tid, .acc = o->acc, .rec = o->rec,
+					.rate_hz = o->rate_hz };
 	struct profile_live *l = profile_live_new(&lo);
 	if (!l) {
 		cli_error("starting the unwinder: %s", strerror(errno));

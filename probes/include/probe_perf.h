@@ -18,6 +18,7 @@
 #define PROBE_PERF_STACK 8192   /* bytes of user stack copied per sample */
 
 struct probe_perf_sample {
+	uint64_t time_ns;               /* when taken, CLOCK_MONOTONIC */
 	uint64_t pc, sp, fp;            /* user registers at the sample */
 	uint64_t stack_len;             /* bytes of stack valid from sp */
 	unsigned char stack[PROBE_PERF_STACK];
@@ -30,6 +31,20 @@ struct probe_perf_sample {
  * (gone), -ENOSYS/-ENOENT (no perf events here), or another -errno.
  */
 int probe_perf_sample_thread(pid_t pid, pid_t tid, unsigned period_us, int timeout_ms, struct probe_perf_sample *out);
+
+/*
+ * A stream of such samples, one per period_ns of the thread's CPU time
+ * (a profile's rate), kept in a ring the caller drains. NULL with errno
+ * set (as probe_perf_sample_thread's errors).
+ */
+struct probe_perf_stream;
+struct probe_perf_stream *probe_perf_open(pid_t tid, uint64_t period_ns, unsigned ring_pages);
+void probe_perf_close(struct probe_perf_stream *ps);
+/* Drains the ring; the newest user-space sample into out. 0, or -EAGAIN
+ * when there was none since the last drain. */
+int probe_perf_latest(struct probe_perf_stream *ps, struct probe_perf_sample *out);
+/* Its fd, to poll for a first sample. */
+int probe_perf_fd(const struct probe_perf_stream *ps);
 
 /* One line on why perf_event_open is refused for another process and how
  * to allow it (the current perf_event_paranoid level named). */
