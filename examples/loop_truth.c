@@ -375,5 +375,6 @@ int main(int argc, char **argv)
 	}
 	double wall = now_s() - start;
 	printf("self idle_pct %.3f blocked_pct %.3f wall_s %.3f\n", 100 * idle / wall, 100 * blocked / wall, wall);
+	free(sp.seen);
 	return 0;
 }
