@@ -1,7 +1,8 @@
 #!/bin/sh
-# Profile impact: what `loopstat profile` at 1 kHz costs an echo worker,
-# against the same worker without a profiler and with `strace -c -f -p`
-# attached, in one run.
+# Profile impact: what `loopstat profile` at 1 kHz (its on-CPU perf
+# sampling included) costs an echo worker, against the same worker without
+# a profiler, with `strace -c -f -p` attached and, where linux-perf is
+# installed, under `perf record -F 1000 --call-graph dwarf`, in one run.
 #
 # One echo_server (BACKEND, default libev) pinned to CPU 0 for the whole run; the load
 # generator (examples/load, closed loop: CONNS connections x 64 B, one
@@ -13,6 +14,8 @@
 #
 #   profiler_impact_pct  messages/s lost while loopstat profile runs (goal <= 1)
 #   strace_impact_pct    messages/s lost under strace -c -f (for comparison)
+#   perf_record_impact_pct  messages/s lost under perf record -F 1000 --call-graph dwarf
+#                        (for comparison; goal: profiler_impact_pct at or below it)
 #   profiler_cpu_pct     the profiler's own CPU (utime + stime) over its wall time (goal <= 5)
 #
 #   BUILD=build ROUNDS=5 DURATION=2 CONNS=50 BACKEND=libev sh bench/profile_impact.sh
@@ -89,9 +92,20 @@ for r in $(seq 1 "$ROUNDS"); do
 	kill -INT "$stpid" 2>/dev/null || true
 	wait "$stpid" 2>/dev/null || true
 
-	awk -v r="$r" -v n="$none" -v p="$prof" -v s="$st" -v t="$pticks" -v tck="$tck" -v d="$pdur" 'BEGIN {
-		printf "raw round %d none_msgs_per_sec %d profiled %d straced %d profiler_cpu_pct %.2f\n",
-			r, n, p, s, 100 * t / tck / d
+	pr=0
+	if command -v perf >/dev/null; then
+		perf record -q -F "$RATE" --call-graph dwarf -p "$spid" -o "$tmp/perf.data" -- sleep "$pdur" \
+			>/dev/null 2>&1 &
+		prpid=$!
+		sleep 0.3
+		pr=$(run_load)
+		wait "$prpid" 2>/dev/null || true
+		rm -f "$tmp/perf.data"
+	fi
+
+	awk -v r="$r" -v n="$none" -v p="$prof" -v s="$st" -v t="$pticks" -v tck="$tck" -v d="$pdur" -v pr="$pr" 'BEGIN {
+		printf "raw round %d none_msgs_per_sec %d profiled %d straced %d profiler_cpu_pct %.2f perf_recorded %d\n",
+			r, n, p, s, 100 * t / tck / d, pr
 	}' | tee -a "$raw"
 done
 
@@ -106,11 +120,16 @@ function add(name, v) { val[name, ++cnt[name]] = v }
 $5 > 0 {
 	add("p", 100 * (1 - $7 / $5)); add("s", 100 * (1 - $9 / $5)); add("c", $11)
 	add("none", $5); add("prof", $7); add("st", $9)
+	if ($13 > 0) { add("r", 100 * (1 - $13 / $5)); add("pr", $13) }
 }
 END {
 	printf "median msgs/s none %d profiled %d straced %d\n", median("none"), median("prof"), median("st")
 	printf "figure profiler_impact_pct %.2f %%\n", median("p")
 	printf "figure strace_impact_pct %.2f %%\n", median("s")
 	printf "figure profiler_cpu_pct %.2f %%\n", median("c")
+	if (cnt["r"]) {
+		printf "median msgs/s perf recorded %d\n", median("pr")
+		printf "figure perf_record_impact_pct %.2f %%\n", median("r")
+	}
 }' "$raw"
 echo "# load avg after: $(cut -d' ' -f1-3 /proc/loadavg), cpu pressure $(pressure)"
