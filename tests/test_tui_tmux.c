@@ -272,7 +272,7 @@ static void assert_terminal_restored(void)
 Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 {
 	pid_t a = start_worker(10), b = start_worker(20);
-	start_top(100, 30, "top");
+	start_top(108, 30, "top");   /* every column, TOP-BLOCKER's title whole */
 	assert_shows("IDLE%");
 	assert_shows(pid_text(a));
 	assert_shows(pid_text(b));
@@ -581,7 +581,7 @@ Test(tui_tmux, replays_a_recording)
 	cr_assert_eq(fclose(f), 0);
 	char args[4200];
 	snprintf(args, sizeof(args), "top --replay '%s' -d 0.5", path);
-	start_top(110, 30, args);
+	start_top(118, 30, args);   /* room for the blocker's 23 characters beside LAG99 */
 	assert_shows("replayed");
 	assert_shows(pid_text(4242));
 	assert_shows("read 50% fd 6 pipe:[77]");
