@@ -108,3 +108,26 @@ Test(stall_capture, blocking_read_has_its_syscall_and_fd)
 	json_object_put(doc);
 	free(text);
 }
+
+/* record keeps the stalls in its stream ("k" records) and report lists
+ * them with their stacks. */
+Test(stall_capture, record_and_report_keep_the_stalls)
+{
+	pid_t pid = tc_spawn_burner(0.8, 0.2);
+	char p[16], path[700];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	snprintf(path, sizeof(path), "%s/stalls.rec", dir);
+	char *rec[] = { (char *)ts_loopstat_bin(), "record", "-p", p, "--duration", "3", "-o", path, NULL };
+	char *out = NULL;
+	int rc = ts_run(rec, &out, 20000);
+	tc_kill(pid);
+	cr_assert_eq(rc, 0, "record: exit %d: %s", rc, out);
+	free(out);
+	char *rep[] = { (char *)ts_loopstat_bin(), "report", path, NULL };
+	rc = ts_run(rep, &out, 20000);
+	cr_assert_eq(rc, 0, "report: exit %d: %s", rc, out);
+	const char *sec = strstr(out, "stalls captured");
+	cr_assert(sec, "no stalls in the report: %s", out);
+	cr_expect(strstr(sec, "running") && strstr(sec, "tc_stall_burn"), "%s", out);
+	free(out);
+}

@@ -103,7 +103,9 @@ int rec_write(struct rec_writer *w, const struct rec_event *ev)
 	for (int i = 0; i < 4 + nf; i++)
 		if ((ids[i] = intern(w, i < 4 ? strs[i] : ev->frames[i - 4])) < 0)
 			return -ENOMEM;
-	int r = fprintf(w->f, "e %" PRIu64 " %d %d %d %d %ld %d %" PRIu64 " %" PRIu64 " %" PRIx64 " %" PRIx64
+	int r = ev->stall_ms ? fprintf(w->f, "k %" PRIu32 " ", ev->stall_ms) : fprintf(w->f, "e ");
+	if (r >= 0)
+		r = fprintf(w->f, "%" PRIu64 " %d %d %d %d %ld %d %" PRIu64 " %" PRIu64 " %" PRIx64 " %" PRIx64
 			" %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d",
 			ev->t_ns, (int)ev->pid, (int)ev->tid, ev->instrumented ? 1 : 0, (int)ev->cls, ev->nr, ev->fd,
 			ev->run_ns, ev->wait_ns, ev->sp, ev->pc, ev->switches, ids[0], ids[1], ids[2], ids[3], nf);
@@ -303,6 +305,15 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 		else if (buf[0] == 'e' && buf[1] == ' ' && (err = parse_event(&t, buf + 1, &ev, frames)) == 0) {
 			meta->last_t_ns = ev.t_ns;
 			err = fn(arg, &ev);
+		} else if (buf[0] == 'k' && buf[1] == ' ') {
+			unsigned long long dur;
+			char *p = buf + 1;
+			err = next_field(&p, 10, 0, &dur) < 0 || !dur || dur > UINT32_MAX ? -EPROTO
+											  : parse_event(&t, p, &ev, frames);
+			if (err == 0) {
+				ev.stall_ms = (uint32_t)dur;
+				err = fn(arg, &ev);
+			}
 		}
 		if (err < 0)
 			break;

@@ -14,6 +14,9 @@
  *                                           duration_s comes last, after the events
  *   s ID TEXT                               string ID (1, 2, ... in order) is TEXT to the end of the line
  *   e T PID TID INST CLS NR FD RUN WAIT SP PC SW THREAD SYSCALL TARGET FIBER NFRAMES FRAME...
+ *   k DUR T PID TID INST CLS ...            a stall caught (collect/sampler_stall.c): DUR ms out
+ *                                           of the poll, then an e record's fields (CLS its state,
+ *                                           FRAMES its stack); readers older than it skip it
  *
  * e is one sample: T ns since the recording started, INST 1 for an
  * instrumented worker, CLS the sampler's class (enum probe_class, 1..4),
@@ -61,6 +64,7 @@ struct rec_event {
 	const char *fiber;           /* NULL: not instrumented */
 	const char *const *frames;
 	int      nframes;
+	uint32_t stall_ms;           /* > 0: not a sample but a stall captured ("k"), this long out of the poll */
 };
 
 struct rec_meta {

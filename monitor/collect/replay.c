@@ -119,6 +119,8 @@ static int add_event(void *arg, const struct rec_event *ev)
 	struct replay *r = arg;
 	uint32_t idx;
 	int err = 0;
+	if (ev->stall_ms)
+		return 0;   /* a stall captured, not a sample: the replay's series are the samples' */
 	struct rp_worker *k = worker_of(r, ev, &idx, &err);
 	if (!k)
 		return err;

@@ -44,6 +44,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->no_shortcuts = o->no_shortcuts;
 	s->always_check_schedstat = o->always_check_schedstat;
 	s->on_sample = o->on_sample;
+	s->on_stall = o->on_stall;
 	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
 	idmap_init(&s->by_tid);

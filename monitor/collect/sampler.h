@@ -45,6 +45,15 @@ struct sampler_event {
 	uint64_t switches;               /* the slot's switch counter at its last reading, 0 if not instrumented */
 };
 
+/* A stall as it is captured (sampler_stall.c), for views that keep their
+ * own record (record): all borrowed, valid during the call only. */
+struct sampler_stall_event {
+	pid_t    pid, tid;
+	const char *name;                /* process name (comm) */
+	int      instrumented;
+	const struct series_stall *stall;
+};
+
 struct sampler_opts {
 	double rate_hz;                  /* target samples per second per thread; 0: default */
 	const struct targets *targets;   /* borrowed; must outlive the sampler */
@@ -63,6 +72,8 @@ struct sampler_opts {
 	void  *on_sample_arg;
 	double stall_ms;                 /* capture a worker out of its poll this long (sampler_stall.c);
 	                                  * 0: SAMPLER_STALL_MS, < 0: never */
+	/* called like on_sample (same arg) for every stall captured */
+	void (*on_stall)(void *arg, const struct sampler_stall_event *ev);
 };
 
 struct sampler;

@@ -107,6 +107,7 @@ struct sampler {
 	double   rate_hz;
 	const struct targets *targets;   /* borrowed */
 	void   (*on_sample)(void *arg, const struct sampler_event *ev);
+	void   (*on_stall)(void *arg, const struct sampler_stall_event *ev);
 	void    *on_sample_arg;
 	struct probe_fd_cache *fds;      /* blocker fd targets, forgotten each discovery sweep */
 	struct sample_batch *batch;      /* owned: how each tick's syscall files are read */

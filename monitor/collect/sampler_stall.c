@@ -151,6 +151,10 @@ static void capture(struct sampler *s, struct sworker *w, uint64_t now, uint64_t
 	else
 		snprintf(rec.why, sizeof(rec.why), "neither in a syscall nor on a CPU (stopped or traced)");
 	series_add_stall(&w->series, &rec);
+	if (s->on_stall) {
+		struct sampler_stall_event ev = { w->pid, w->tid, w->name, w->instrumented, &rec };
+		s->on_stall(s->on_sample_arg, &ev);
+	}
 }
 
 void sampler_check_stalls(struct sampler *s, uint64_t now)

@@ -20,6 +20,7 @@ struct session_opts {
 	/* sampler_opts.on_sample: profile and record keep their own record */
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;
+	void (*on_stall)(void *arg, const struct sampler_stall_event *ev);   /* sampler_opts.on_stall */
 };
 
 struct session {

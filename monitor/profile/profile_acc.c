@@ -16,8 +16,13 @@
 #include "util/textsafe.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define ACC_CAPTURED 16      /* stalls captured kept for the report */
+#define ACC_CAPTURED_FRAMES 6 /* and the innermost frames of each */
 
 struct held {
 	char *fiber;                 /* owned; NULL: none */
@@ -63,6 +68,8 @@ struct profile_acc {
 	size_t   nth, capth;
 	struct idmap by_tid;         /* (pid, tid) → th index: a recording may name 262,144 threads */
 	uint64_t samples, first_ns, last_ns;
+	char    *captured[ACC_CAPTURED]; /* owned: the first stalls captured, each as its report lines */
+	uint64_t ncaptured;
 };
 
 struct profile_acc *profile_acc_new(unsigned flags)
@@ -90,6 +97,8 @@ void profile_acc_delete(struct profile_acc *a)
 		free(a->th[i].stalls);
 	}
 	free(a->th);
+	for (uint64_t i = 0; i < a->ncaptured && i < ACC_CAPTURED; i++)
+		free(a->captured[i]);
 	idmap_done(&a->by_tid);
 	profile_tree_delete(a->tree);
 	free(a);
@@ -264,10 +273,45 @@ static int track_run(struct acc_thread *t, const struct rec_event *ev)
 	return 0;
 }
 
+/* A stall captured: its report lines, kept for the first ACC_CAPTURED. */
+static int add_captured(struct profile_acc *a, const struct rec_event *ev)
+{
+	if (a->ncaptured++ >= ACC_CAPTURED)
+		return 0;
+	static const char *const states[] = { [PROBE_RUNNING] = "running", [PROBE_BLOCKED] = "blocked" };
+	char thread[PROFILE_LABEL_MAX], label[PROFILE_LABEL_MAX], *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	textsafe_label(thread, sizeof(thread), ev->thread);
+	fprintf(f, "  %9.3f s  %6" PRIu32 " ms  %-8s %s", (double)ev->t_ns / 1e9, ev->stall_ms,
+		ev->cls == PROBE_RUNNING || ev->cls == PROBE_BLOCKED ? states[ev->cls] : "other", thread);
+	const char *parts[] = { ev->syscall, ev->target, ev->fiber && ev->fiber[0] ? ev->fiber : NULL };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (parts[i]) {
+			textsafe_label(label, sizeof(label), parts[i]);
+			fprintf(f, "  %s%s", i == 2 ? "fiber " : "", label);
+		}
+	fputc('\n', f);
+	for (int i = 0; i < ev->nframes && i < ACC_CAPTURED_FRAMES; i++) {
+		textsafe_label(label, sizeof(label), ev->frames[i]);
+		fprintf(f, "      %s\n", label);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	a->captured[a->ncaptured - 1] = buf;
+	return 0;
+}
+
 int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 {
 	if (!ev->thread || ev->cls < PROBE_POLL || ev->cls > PROBE_OTHER)
 		return -EINVAL;
+	if (ev->stall_ms)
+		return add_captured(a, ev);
 	unsigned tf = a->flags & ~PROFILE_ACC_AUTO_FIBER;
 	if (a->flags & PROFILE_ACC_AUTO_FIBER && ev->instrumented)
 		tf |= PROFILE_TREE_BY_FIBER;
@@ -342,8 +386,13 @@ int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
 {
 	struct profile_stall st[64];
 	int n = profile_acc_stalls(a, st, 64);
+	if (a->ncaptured)
+		fprintf(f, "\nstalls captured (out of the poll past --stall-ms), %llu, the first %d:\n",
+			(unsigned long long)a->ncaptured, (int)(a->ncaptured < ACC_CAPTURED ? a->ncaptured : ACC_CAPTURED));
+	for (uint64_t i = 0; i < a->ncaptured && i < ACC_CAPTURED; i++)
+		fputs(a->captured[i], f);
 	if (n == 0)
-		return 0;
+		return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 	fprintf(f, "\nlongest run without a switch (the stall lint), by fiber:\n");
 	for (int i = 0; i < n && i < 64; i++) {
 		char fiber[PROFILE_LABEL_MAX], thread[PROFILE_LABEL_MAX];

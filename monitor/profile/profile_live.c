@@ -247,3 +247,35 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 	if (err < 0 && !l->st.err)
 		l->st.err = err;
 }
+
+void profile_live_on_stall(void *arg, const struct sampler_stall_event *ev)
+{
+	struct profile_live *l = arg;
+	const struct series_stall *st = ev->stall;
+	if ((l->o.pid && ev->pid != l->o.pid) || (l->o.tid && ev->tid != l->o.tid))
+		return;
+	char thread[PROBE_COMM_LEN + 32], target[PROBE_TARGET_LEN + 48];
+	const struct live_probe *task = task_of(l, ev->pid, ev->tid);
+	snprintf(thread, sizeof(thread), "%d/%d %s", (int)ev->pid, (int)ev->tid,
+		 task && task->comm[0] ? task->comm : ev->name ? ev->name : "?");
+	const char *frames[SERIES_STALL_FRAMES];
+	for (int i = 0; i < st->nframes && i < SERIES_STALL_FRAMES; i++)
+		frames[i] = st->frames[i];
+	if (st->fd >= 0)
+		snprintf(target, sizeof(target), st->target[0] ? "fd %d %s" : "fd %d", st->fd, st->target);
+	struct rec_event pe = {
+		.t_ns = st->t_ns, .pid = ev->pid, .tid = ev->tid, .instrumented = ev->instrumented,
+		.cls = st->cls == SERIES_RUNNING ? PROBE_RUNNING : st->cls == SERIES_BLOCKED ? PROBE_BLOCKED : PROBE_OTHER,
+		.nr = st->nr, .fd = st->fd, .thread = thread, .syscall = st->nr >= 0 ? probe_syscall_name(st->nr) : NULL,
+		.target = st->fd >= 0 ? target : NULL, .fiber = ev->instrumented ? st->fiber : NULL,
+		.frames = frames, .nframes = st->nframes < SERIES_STALL_FRAMES ? st->nframes : SERIES_STALL_FRAMES,
+		.stall_ms = st->dur_ms ? st->dur_ms : 1,
+	};
+	int err = 0;
+	if (l->o.rec)
+		err = rec_write(l->o.rec, &pe);
+	if (err == 0 && l->o.acc)
+		err = profile_acc_add(l->o.acc, &pe);
+	if (err < 0 && !l->st.err)
+		l->st.err = err;
+}

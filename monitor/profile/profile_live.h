@@ -64,6 +64,11 @@ void profile_live_delete(struct profile_live *l);
 /* The sampler hook (sampler_opts.on_sample, arg = the profile_live). */
 void profile_live_on_sample(void *arg, const struct sampler_event *ev);
 
+/* The stall hook (sampler_opts.on_stall, same arg): a stall captured of
+ * the chosen threads goes to the recording and the accumulator as a
+ * stall event (rec_event.stall_ms). */
+void profile_live_on_stall(void *arg, const struct sampler_stall_event *ev);
+
 /* Read after the sampler stopped (or under its lock). */
 void profile_live_stats(const struct profile_live *l, struct profile_live_stats *out);
 

@@ -78,7 +78,7 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 		return -errno;
 	}
 	struct session_opts so = { .targets = o->targets, .rate_hz = o->rate_hz, .all_threads = 1,
-				   .on_sample = profile_live_on_sample, .on_sample_arg = l };
+				   .on_sample = profile_live_on_sample, .on_sample_arg = l, .on_stall = profile_live_on_stall };
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err < 0) {
