@@ -224,7 +224,7 @@ int profile_cli_format(void *ctx, const char *arg, char *msg, size_t len)
 {
 	if (profile_format_parse(arg, &((struct profile_cli *)ctx)->fmt) == 0)
 		return 0;
-	snprintf(msg, len, "unknown format '%s': expected text, folded, speedscope, svg or json", arg);
+	snprintf(msg, len, "unknown format '%s': expected " PROFILE_FORMAT_LIST, arg);
 	return -1;
 }
 
