@@ -2,7 +2,6 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,10 +67,10 @@ __attribute__((noinline)) static char *protoc_decode(const char *dir, const char
 {
 	size_t len;
 	unsigned char *raw = gunzip_file(path, &len);
-	char *bin = NULL, *out = NULL;
-	cr_assert(asprintf(&bin, "%s/raw.pb", dir) > 0);
+	char *bin = ts_path_in(dir, "raw.pb"), *out = NULL;
 	cr_assert_eq(ts_write_file(bin, raw, len), 0);
-	int rc = sh("command -v protoc >/dev/null || { echo 'protoc missing: scripts/deps.sh installs protobuf-compiler'; exit 99; }\n"
+	int rc = sh("command -v protoc >/dev/null ||\n"
+		    "{ echo 'protoc missing: scripts/deps.sh installs protobuf-compiler'; exit 99; }\n"
 		    "exec protoc --proto_path=" SCHEMA_DIR " --decode perftools.profiles.Profile " SCHEMA " <\"$2\" 2>&1",
 		    dir, bin, &out);
 	cr_assert_eq(rc, 0, "protoc --decode exited %d:\n%s", rc, out);
@@ -299,29 +298,6 @@ Test(profile_pprof, known_tree_read_by_go_pprof_and_protoc, .timeout = PROBE_TES
 
 /* ---- a real child ---- */
 
-static int loopstat(char **out, const char *a0, ...)
-{
-	char *argv[24] = { (char *)ts_loopstat_bin() };
-	int n = 1;
-	va_list ap;
-	va_start(ap, a0);
-	for (const char *a = a0; a && n < 23; a = va_arg(ap, const char *))
-		argv[n++] = (char *)a;
-	va_end(ap);
-	argv[n] = NULL;
-	char *tmp = NULL;
-	int rc = ts_run(argv, out ? out : &tmp, 20000);
-	free(tmp);
-	return rc;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = NULL;
-	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
-	return p;
-}
-
 /* Waits for "ready" on an example's stdout. */
 static void wait_ready(int fd)
 {
@@ -374,14 +350,14 @@ Test(profile_pprof, real_child_profile_and_report_match_the_text, .timeout = PRO
 	char spid[16], thread[32];
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	snprintf(thread, sizeof(thread), "%d/%d profile_mix", (int)pid, (int)pid);
-	char *live = path_in(dir, "live.pb.gz"), *rec = path_in(dir, "run.rec"), *rep = path_in(dir, "report.pb.gz");
-	cr_assert_eq(loopstat(NULL, "profile", "-p", spid, "--duration", "1.5", "-f", "pprof", "-o", live, "--record", rec,
-			      NULL), 0);
+	char *live = ts_path_in(dir, "live.pb.gz"), *rec = ts_path_in(dir, "run.rec"), *rep = ts_path_in(dir, "report.pb.gz");
+	cr_assert_eq(ts_loopstat(NULL, 20000, "profile", "-p", spid, "--duration", "1.5", "-f", "pprof", "-o", live,
+				 "--record", rec, NULL), 0);
 	tc_kill(pid);
 	close(fd);
 	char *text = NULL;
-	cr_assert_eq(loopstat(&text, "report", rec, "--threads", NULL), 0);
-	cr_assert_eq(loopstat(NULL, "report", rec, "--format", "pprof", "-o", rep, NULL), 0);
+	cr_assert_eq(ts_loopstat(&text, 20000, "report", rec, "--threads", NULL), 0);
+	cr_assert_eq(ts_loopstat(NULL, 20000, "report", rec, "--format", "pprof", "-o", rep, NULL), 0);
 	/* the report of the recording is the live profile, byte for byte */
 	size_t nl, nr;
 	unsigned char *bl = gunzip_file(live, &nl), *br = gunzip_file(rep, &nr);
@@ -450,9 +426,9 @@ Test(profile_pprof, unwritable_output_exits_1_with_the_cause, .timeout = PROBE_T
 	int rfd, wfd;
 	pid_t pid = tc_spawn_blocked_read(&rfd, &wfd);
 	char *dir = ts_tmpdir("pprof-err");
-	char spid[16], *rec = path_in(dir, "run.rec"), *out = NULL;
+	char spid[16], *rec = ts_path_in(dir, "run.rec"), *out = NULL;
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	cr_assert_eq(loopstat(NULL, "record", "-o", rec, "-p", spid, "--duration", "0.3", NULL), 0);
+	cr_assert_eq(ts_loopstat(NULL, 20000, "record", "-o", rec, "-p", spid, "--duration", "0.3", NULL), 0);
 	/* stderr through sh: the message names the call and the cause */
 	static const char report_full[] = "exec \"$1\" report \"$2\" -f pprof -o /dev/full 2>&1";
 	static const char report_nodir[] = "exec \"$1\" report \"$2\" -f pprof -o \"$2.d/none/p.pb.gz\" 2>&1";
@@ -483,7 +459,7 @@ Test(profile_pprof, format_table_help_and_docs_agree, .timeout = PROBE_TEST_TIME
 	cr_assert(row, "docs/usage.md has no --format row");
 	char *row_end = strchr(row, '\n');
 	*row_end = '\0';
-	cr_assert_eq(loopstat(&help, "report", "--help", NULL), 0);
+	cr_assert_eq(ts_loopstat(&help, 20000, "report", "--help", NULL), 0);
 	for (int i = 0; i < PROFILE_NFORMATS; i++) {
 		const char *name = profile_format_name(i);
 		enum profile_format f;
