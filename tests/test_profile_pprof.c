@@ -2,9 +2,12 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -421,7 +424,36 @@ Test(profile_pprof, real_child_profile_and_report_match_the_text, .timeout = PRO
 
 /* ---- errors ---- */
 
-Test(profile_pprof, unwritable_output_exits_1_with_the_cause, .timeout = PROBE_TEST_TIMEOUT)
+/* `loopstat report rec -f pprof` with a terminal as stdout and stderr:
+ * its exit status, and what it wrote in buf. */
+static int on_a_tty(const char *rec, char *buf, size_t len)
+{
+	int master;
+	pid_t pid = forkpty(&master, NULL, NULL, NULL);
+	cr_assert_geq(pid, 0, "forkpty");
+	if (pid == 0) {
+		execl(ts_loopstat_bin(), "loopstat", "report", rec, "-f", "pprof", (char *)NULL);
+		_exit(127);
+	}
+	size_t n = 0;
+	long long end = ts_now_ms() + 10000;
+	for (;;) {
+		struct pollfd p = { .fd = master, .events = POLLIN };
+		if (ts_now_ms() > end || poll(&p, 1, 100) < 0)
+			break;
+		ssize_t r = p.revents ? read(master, buf + n, len - 1 - n) : 0;
+		if (p.revents && r <= 0)
+			break;   /* EIO: the child and its terminal are gone */
+		n += r > 0 ? (size_t)r : 0;
+	}
+	buf[n] = '\0';
+	close(master);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(profile_pprof, unwritable_output_or_a_terminal_refused, .timeout = PROBE_TEST_TIMEOUT)
 {
 	int rfd, wfd;
 	pid_t pid = tc_spawn_blocked_read(&rfd, &wfd);
@@ -444,6 +476,13 @@ Test(profile_pprof, unwritable_output_exits_1_with_the_cause, .timeout = PROBE_T
 	cr_assert_eq(sh(profile_full, bin, spid, &out), 1, "%s", out);
 	cr_assert(strstr(out, "loopstat profile: ") && strstr(out, "No space left on device"), "%s", out);
 	free(out);
+	/* to a pipe it is written; to a terminal it is refused, as gzip does */
+	cr_assert_eq(ts_loopstat(&out, 20000, "report", rec, "-f", "pprof", NULL), 0);
+	cr_assert((unsigned char)out[0] == 0x1f && (unsigned char)out[1] == 0x8b, "no gzip magic on the pipe");
+	free(out);
+	char tty_out[4096];
+	cr_assert_eq(on_a_tty(rec, tty_out, sizeof(tty_out)), 2, "%s", tty_out);
+	cr_assert(strstr(tty_out, "loopstat report: pprof is gzipped binary: not written to a terminal"), "%s", tty_out);
 	tc_kill(pid);
 	close(wfd);
 	free(rec);

@@ -49,7 +49,7 @@ static int run(int argc, char **argv)
 		rc = cli_usage_error("profile", "needs -p PID");
 		goto out;
 	}
-	if ((rc = profile_check_target(c.pid, c.tid)) >= 0)
+	if ((rc = profile_check_output("profile", c.fmt, c.out)) >= 0 || (rc = profile_check_target(c.pid, c.tid)) >= 0)
 		goto out;
 	struct rec_meta rm = { .rate_hz = c.common.rate_hz ? c.common.rate_hz : PROFILE_DEFAULT_HZ,
 				       .start_unix = (double)time(NULL) };

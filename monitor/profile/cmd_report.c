@@ -43,6 +43,8 @@ static int run(int argc, char **argv)
 		rc = cli_usage_error("report", "needs a recording: loopstat report FILE");
 		goto out;
 	}
+	if ((rc = profile_check_output("report", c.fmt, c.out)) >= 0)
+		goto out;
 	rc = EXIT_FAIL;
 	FILE *f = strcmp(c.file, "-") == 0 ? stdin : fopen(c.file, "r");
 	if (!f) {

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int profile_check_target(pid_t pid, pid_t tid)
 {
@@ -143,6 +144,13 @@ int profile_run_verdict(const struct profile_run_opts *o, const struct profile_r
 static int to_stdout(const char *path)
 {
 	return !path || strcmp(path, "-") == 0;
+}
+
+int profile_check_output(const char *cmd, enum profile_format fmt, const char *path)
+{
+	if (fmt != PROFILE_FMT_PPROF || !to_stdout(path) || !isatty(STDOUT_FILENO))
+		return -1;
+	return cli_usage_error(cmd, "pprof is gzipped binary: not written to a terminal; use -o FILE or a pipe");
 }
 
 FILE *profile_open_out(const char *path)
