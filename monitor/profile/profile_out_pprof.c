@@ -20,6 +20,7 @@
 #include "profile/profile_out.h"
 #include "profile/profile_labels.h"
 #include "profile/pprof/profile.pb-c.h"
+#include "util/escape.h"
 
 #include <errno.h>
 #include <math.h>
@@ -171,11 +172,15 @@ static void build_done(struct pprof_build *b)
 static int pack_and_write(FILE *out, struct pprof_build *b, const struct profile_meta *meta)
 {
 	size_t nfn = b->labels.n;
+	/* the title holds a comm, anyone's bytes; labels are clean already.
+	 * Readers of proto3 may refuse a string that is not UTF-8. */
+	char title[2 * PROFILE_LABEL_MAX];
+	esc_copy(title, sizeof(title), &esc_term, meta && meta->title ? meta->title : "loopstat profile", SIZE_MAX, NULL);
 	const char *fixed[S_NFIXED] = {
 		[S_EMPTY] = "", [S_SAMPLES] = "samples", [S_COUNT] = "count", [S_WALL] = "wall",
 		[S_NANOSECONDS] = "nanoseconds", [S_THREAD] = "thread", [S_STATE] = "state", [S_FIBER] = "fiber",
 		[S_MAPPING] = "[loopstat]",
-		[S_TITLE] = meta && meta->title ? meta->title : "loopstat profile",
+		[S_TITLE] = title,
 	};
 	char **strings = malloc((S_NFIXED + nfn) * sizeof(*strings));
 	Perftools__Profiles__Function *fns = malloc((nfn ? nfn : 1) * sizeof(*fns));
