@@ -300,6 +300,45 @@ Test(profile_pprof, known_tree_read_by_go_pprof_and_protoc, .timeout = PROBE_TES
 	ts_rmtree_free(dir);
 }
 
+/* The deepest stack a tree keeps (PROFILE_MAX_FRAMES frames under a syscall
+ * and target), beside a shallow one: every frame in order, once. */
+Test(profile_pprof, deepest_stack_kept_whole, .timeout = PROBE_TEST_TIMEOUT)
+{
+	char *dir = ts_tmpdir("pprof-deep");
+	struct profile_tree *t = profile_tree_new(0);
+	cr_assert(t);
+	static char names[PROFILE_MAX_FRAMES][16];
+	const char *frames[PROFILE_MAX_FRAMES];
+	for (int i = 0; i < PROFILE_MAX_FRAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "app`f%d", i);
+		frames[i] = names[i];
+	}
+	struct profile_sample deep = { "1/1 deep", PROFILE_BLOCKED, "read", "fd 0 /dev/null", frames, PROFILE_MAX_FRAMES,
+				       NULL };
+	struct profile_sample shallow = { "1/1 deep", PROFILE_BLOCKED, "read", "fd 0 /dev/null", frames, 1, NULL };
+	cr_assert_eq(profile_tree_add(t, &deep, 3), 0);
+	cr_assert_eq(profile_tree_add(t, &shallow, 2), 0);
+	char *path = write_pprof(dir, "deep.pb.gz", t);
+	char *text = go_pprof_raw(dir, path);
+	struct raw *r = malloc(sizeof(*r));
+	parse_raw(text, r);
+	char want[4096] = "fd 0 /dev/null;read";
+	size_t len = strlen(want);
+	for (int i = 0; i < PROFILE_MAX_FRAMES; i++)
+		len += (size_t)snprintf(want + len, sizeof(want) - len, ";app`f%d", i);
+	snprintf(want + len, sizeof(want) - len, ";blocked;1/1 deep");
+	const struct raw_sample *s = find_stack(r, want);
+	cr_assert(s && s->count == 3, "no deep stack of 3 samples in:\n%s", text);
+	s = find_stack(r, "fd 0 /dev/null;read;app`f0;blocked;1/1 deep");
+	cr_assert(s && s->count == 2, "no shallow stack of 2 samples in:\n%s", text);
+	cr_assert_eq(r->nsamples, 2);
+	free(r);
+	free(text);
+	free(path);
+	profile_tree_delete(t);
+	ts_rmtree_free(dir);
+}
+
 /* ---- a real child ---- */
 
 /* Waits for "ready" on an example's stdout. */
