@@ -266,8 +266,9 @@ int profile_write_pprof(FILE *out, struct profile_tree *t, const struct profile_
 	for (size_t i = 0; i < labels.n && !g->err; i++)
 		put_label(g, i, labels.label[i]);
 	samples_below(&w, root);
+	static const uint8_t nothing[1];   /* not NULL: NULL + 0 is undefined */
 	if (!g->err)
-		sink_deflate(g, NULL, 0, Z_FINISH);
+		sink_deflate(g, nothing, 0, Z_FINISH);
 	deflateEnd(&g->z);
 	int err = g->err ? g->err : profile_out_result(out);
 	free(g);
