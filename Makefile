@@ -49,6 +49,7 @@ DEPFLAGS     = -MMD -MP
 RT_LIBS     := -luring -lev -lpthread
 PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf -liberty
 TUI_LIBS    := -lncursesw -ltinfo
+HTTP_LIBS   := -lmicrohttpd
 TEST_LIBS   := -lcriterion -ljson-c
 
 RT_SRC      := $(wildcard runtime/src/*.c)
@@ -179,7 +180,7 @@ $(LIBPROBES_A): $(PROBE_OBJ)
 
 # loopstat calls no fl_ function: it links the probes and what they need.
 $(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A)
-	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) -ljson-c -lpthread -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c -lpthread -lm
 
 # Tests link the monitor's objects too (all but main.o), so views and the
 # model are testable in-process.
@@ -188,7 +189,7 @@ MON_LIB_OBJ := $(filter-out $(BUILD)/obj/monitor/main.o,$(MON_OBJ))
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) \
-	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
+	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(HTTP_LIBS) $(RT_LIBS) -lm
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBFL_A)
 	@mkdir -p $(@D)
