@@ -27,17 +27,6 @@ static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(serve, .init = setup, .fini = teardown, .timeout = 30);
 
-/* An example worker, returned once its segment is published. */
-static pid_t spawn_published(const char *name, const char *const args[])
-{
-	pid_t pid = tc_spawn_example(name, args, NULL);
-	char seg[600];
-	for (int i = 0; i < 300 && ts_shm_segment(dir, pid, seg, sizeof(seg)) != 0; i++)
-		usleep(10000);
-	cr_assert_eq(ts_shm_segment(dir, pid, seg, sizeof(seg)), 0, "%s %d never published in %s", name, (int)pid, dir);
-	return pid;
-}
-
 /* Scrapes /metrics until its body holds needle (the figures of a window
  * that saw the workers); fails after timeout_ms. */
 static void scrape_until(int port, const char *needle, int timeout_ms, struct http_response *r)
@@ -80,7 +69,7 @@ static void promtool_check(const char *body, size_t len)
 Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
 {
 	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
-	pid_t inst = spawn_published("counters", cargs);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	const char *dargs[] = { "--idle", "0.5", "--seconds", "30", "--plain", NULL };
 	pid_t plain = tc_spawn_example("duty_cycle", dargs, NULL);
 	char pids[64];
@@ -157,7 +146,7 @@ Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
 Test(serve, a_scrape_reads_what_was_published)
 {
 	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
-	pid_t inst = spawn_published("counters", cargs);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)inst);
 	struct serve_child c;
@@ -198,7 +187,7 @@ Test(serve, abusive_clients_block_nobody, .timeout = 60)
 	cr_assert_geq(rl.rlim_cur, 1100, "the open-file limit (%llu) leaves no room for 1000 clients",
 	              (unsigned long long)rl.rlim_cur);
 	const char *cargs[] = { "-s", "40", "-b", "20", NULL };
-	pid_t inst = spawn_published("counters", cargs);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)inst);
 	struct serve_child c;
@@ -258,7 +247,7 @@ Test(serve, abusive_clients_block_nobody, .timeout = 60)
 Test(serve, idle_clients_time_out_and_the_limit_holds)
 {
 	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
-	pid_t inst = spawn_published("counters", cargs);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)inst);
 	struct serve_child c;
