@@ -44,6 +44,30 @@ static void scrape_until(int port, const char *needle, int timeout_ms, struct ht
 	}
 }
 
+/* A counters worker and `loopstat serve ... -p` it; returns the worker's
+ * pid, once /metrics has its figures when wait is 1. */
+static pid_t serve_a_worker(struct serve_child *c, const char *const extra[], int wait)
+{
+	const char *cargs[] = { "-s", "40", "-b", "20", NULL };
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
+	static char pid[32];
+	snprintf(pid, sizeof(pid), "%d", (int)inst);
+	const char *args[24];
+	int n = 0;
+	for (; extra[n] && n < 21; n++)
+		args[n] = extra[n];
+	args[n++] = "-p";
+	args[n++] = pid;
+	args[n] = NULL;
+	sc_start(c, args);
+	if (wait) {
+		struct http_response r;
+		scrape_until(c->port, "loopstat_worker_ops_total{", 6000, &r);
+		http_response_free(&r);
+	}
+	return inst;
+}
+
 /* The value of the first sample line starting with prefix. */
 static double sample_value(const char *body, const char *prefix)
 {
@@ -145,13 +169,9 @@ Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
  * are the same bytes (nothing is sampled or rendered at scrape time). */
 Test(serve, a_scrape_reads_what_was_published)
 {
-	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
-	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
-	char pid[32];
-	snprintf(pid, sizeof(pid), "%d", (int)inst);
 	struct serve_child c;
-	const char *args[] = { "--interval", "2", "-p", pid, NULL };
-	sc_start(&c, args);
+	const char *args[] = { "--interval", "2", NULL };
+	pid_t inst = serve_a_worker(&c, args, 0);
 	struct http_response r, r2, r3;
 	cr_assert_eq(http_get(c.port, "/metrics", NULL, 2000, &r), 0);
 	cr_assert_eq(r.status, 503, "%d: %s", r.status, r.body);
@@ -186,16 +206,10 @@ Test(serve, abusive_clients_block_nobody, .timeout = 60)
 	}
 	cr_assert_geq(rl.rlim_cur, 1100, "the open-file limit (%llu) leaves no room for 1000 clients",
 	              (unsigned long long)rl.rlim_cur);
-	const char *cargs[] = { "-s", "40", "-b", "20", NULL };
-	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
-	char pid[32];
-	snprintf(pid, sizeof(pid), "%d", (int)inst);
 	struct serve_child c;
-	const char *args[] = { "--interval", "0.5", "--timeout", "60", "-p", pid, NULL };
-	sc_start(&c, args);
+	const char *args[] = { "--interval", "0.5", "--timeout", "60", NULL };
+	pid_t inst = serve_a_worker(&c, args, 1);
 	struct http_response r;
-	scrape_until(c.port, "loopstat_worker_ops_total{", 6000, &r);
-	http_response_free(&r);
 
 	enum { SILENT = 500, DEAF = 500 };
 	static int fds[SILENT + DEAF];
@@ -246,16 +260,10 @@ Test(serve, abusive_clients_block_nobody, .timeout = 60)
  * the rest out (closed, or left waiting unanswered) until slots free up. */
 Test(serve, idle_clients_time_out_and_the_limit_holds)
 {
-	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
-	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
-	char pid[32];
-	snprintf(pid, sizeof(pid), "%d", (int)inst);
 	struct serve_child c;
-	const char *args[] = { "--interval", "0.2", "--timeout", "1", "--max-connections", "8", "-p", pid, NULL };
-	sc_start(&c, args);
+	const char *args[] = { "--interval", "0.2", "--timeout", "1", "--max-connections", "8", NULL };
+	pid_t inst = serve_a_worker(&c, args, 1);
 	struct http_response r;
-	scrape_until(c.port, "loopstat_worker_ops_total{", 6000, &r);
-	http_response_free(&r);
 	int fds[8];
 	for (int i = 0; i < 8; i++)
 		cr_assert_geq(fds[i] = http_connect(c.port), 0);
