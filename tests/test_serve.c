@@ -1,4 +1,4 @@
-/* `loopstat serve` against real workers over real sockets: /metrics passes promtool, Accept picks OpenMetrics, a scrape reads the published figures, 1000 silent or non-reading clients and a slowloris leave it answering within 1 s, idle clients time out, SIGTERM and SIGINT exit 0. */
+/* `loopstat serve` against real workers over real sockets: /metrics passes promtool, Accept picks OpenMetrics, a scrape reads the published figures, 1000 silent or non-reading clients and a slowloris leave it answering within 1 s, idle clients time out, a connection is kept alive, SIGTERM and SIGINT exit 0. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
@@ -321,4 +321,40 @@ Test(serve, listen_errors)
 	cr_assert(strstr(out, want), "%s", out);
 	free(out);
 	cr_assert_eq(sc_stop(&c, SIGTERM, 3000, NULL), EXIT_OK);
+}
+
+/* HTTP/1.1 keep-alive: Prometheus scrapes over one connection, so two
+ * requests on one connection get two answers. */
+Test(serve, two_requests_on_one_connection)
+{
+	struct serve_child c;
+	const char *args[] = { "--interval", "0.2", NULL };
+	pid_t inst = serve_a_worker(&c, args, 1);
+	int fd = http_connect(c.port);
+	cr_assert_geq(fd, 0);
+	struct timeval tv = { 3, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	char buf[4096];
+	size_t len = 0;
+	for (int i = 0; i < 2; i++) {
+		const char *req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+		cr_assert_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+		/* the whole answer before the next request: its body ends it */
+		while (len < sizeof(buf) - 1) {
+			ssize_t k = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+			cr_assert_gt(k, 0, "answer %d: the connection closed or timed out after: %.*s", i + 1, (int)len, buf);
+			len += (size_t)k;
+			buf[len] = '\0';
+			char *at = buf, *last = NULL;
+			int answers = 0;
+			while ((at = strstr(at, "\r\n\r\nok\n")))
+				answers++, last = at, at += 4;
+			if (answers == i + 1 && last)
+				break;
+		}
+	}
+	cr_assert_eq(strstr(buf, "Connection: close"), NULL, "%s", buf);
+	close(fd);
+	cr_assert_eq(sc_stop(&c, SIGTERM, 3000, NULL), EXIT_OK);
+	tc_kill(inst);
 }

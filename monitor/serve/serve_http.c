@@ -136,7 +136,18 @@ static enum MHD_Result answer_health(struct serve *s, struct MHD_Connection *c)
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_len, void **con_cls)
 {
-	(void)version, (void)upload, (void)upload_len, (void)con_cls;
+	(void)version, (void)upload;
+	static int seen;
+	/* answer once the whole request is in: a response queued on the first
+	 * call, before any body is read, makes MHD close the connection */
+	if (!*con_cls) {
+		*con_cls = &seen;
+		return MHD_YES;
+	}
+	if (*upload_len) {
+		*upload_len = 0;   /* a body is not for us: read and dropped */
+		return MHD_YES;
+	}
 	struct serve *s = cls;
 	int get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	int metrics = !strcmp(url, "/metrics"), health = !strcmp(url, "/healthz");
