@@ -48,6 +48,15 @@ PKGS="$PKGS
 util-linux:setpriv
 strace:strace
 "
+# profile --format pprof: profile.proto's C code from protoc-c, gzipped with
+# zlib; its tests read it back with go tool pprof and protoc --decode.
+PKGS="$PKGS
+protobuf-c-compiler:protoc-c
+libprotobuf-c-dev:/usr/include/protobuf-c/protobuf-c.h
+zlib1g-dev:/usr/include/zlib.h
+golang-go:go
+protobuf-compiler:protoc
+"
 
 missing=""
 for pair in $PKGS; do

@@ -130,6 +130,7 @@ struct sampler {
 	 * and a syscall file; whether the schedstat shortcut pays hangs on both */
 	uint64_t check_ns, read_ns;
 	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
+	uint64_t due_ns;                 /* CLOCK_MONOTONIC of the next tick; 0: no thread keeps the schedule */
 	unsigned rng;
 
 	/* scratch for discovery and shm reads, too big for the stack */
@@ -145,6 +146,9 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
 void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
+/* Called by a long discovery between its files: takes the tick that is
+ * due, if one is, so that a huge segment directory delays no sample. */
+void sampler_tick_if_due(void *sampler);
 void sampler_read_segments(struct sampler *s, uint64_t now);
 /* An instrumented worker's running fiber, read at this tick (one pread of
  * its slot) into its series; a slot that changed waits for the table. */

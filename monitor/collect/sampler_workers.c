@@ -158,7 +158,7 @@ static void discover_segments(struct sampler *s)
 	s->ignored_threads = 0;
 	for (size_t i = 0; i < s->nseg; i++)
 		s->seg[i].seen = 0;
-	probe_shm_scan(NULL, on_segment, s);
+	probe_shm_scan_mapped(NULL, on_segment, sampler_tick_if_due, s);
 	size_t j = 0;
 	for (size_t i = 0; i < s->nseg; i++) {
 		struct segment *g = &s->seg[i];
