@@ -49,6 +49,7 @@ DEPFLAGS     = -MMD -MP
 RT_LIBS     := -luring -lev -lpthread
 PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf -liberty
 TUI_LIBS    := -lncursesw -ltinfo
+HTTP_LIBS   := -lmicrohttpd
 TEST_LIBS   := -lcriterion -ljson-c
 
 RT_SRC      := $(wildcard runtime/src/*.c)
@@ -197,7 +198,7 @@ $(LIBPROBES_A): $(PROBE_OBJ)
 
 # loopstat calls no fl_ function: it links the probes and what they need.
 $(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A)
-	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm
 
 # Tests link the monitor's objects too (all but main.o), so views and the
 # model are testable in-process.
@@ -206,7 +207,7 @@ MON_LIB_OBJ := $(filter-out $(BUILD)/obj/monitor/main.o,$(MON_OBJ))
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) \
-	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
+	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBFL_A)
 	@mkdir -p $(@D)
@@ -242,7 +243,7 @@ $(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/su
 $(BUILD)/bench/probe_fleet: $(BUILD)/obj/bench/probe_fleet.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) -ljson-c \
-	      $(PPROF_LIBS) $(RT_LIBS) -lm
+	      $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
 
 # ---- make fuzz: libFuzzer harnesses (fuzz/fuzz_*.c), not part of make test --
 # Each harness links the probes' sources built with clang's fuzzer, ASan and
@@ -286,4 +287,4 @@ $(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(F
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -I$(BUILD)/gen -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \
-	  $(PROBE_LIBS) -luring $(TUI_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm
+	  $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm

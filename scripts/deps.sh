@@ -27,6 +27,11 @@ python3-whisper:whisper-fetch
 carbon-c-relay:carbon-c-relay
 prometheus:promtool
 "
+# loopstat serve: the exporter's HTTP server; its tests scrape it with a real Prometheus
+PKGS="$PKGS
+libmicrohttpd-dev:/usr/include/microhttpd.h
+prometheus:prometheus
+"
 # loopstat check's report tests: JUnit read back by junitparser (Debian's
 # /usr/bin/python3), TAP by Perl's TAP::Parser and prove.
 PKGS="$PKGS

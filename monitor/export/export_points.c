@@ -76,21 +76,32 @@ static int add(struct export_points *b, const struct export_point *p)
 	return 0;
 }
 
+const char *export_points_service(const struct worker_view *w)
+{
+	return *w->service ? w->service : w->name;
+}
+
 static int add_worker(struct export_points *b, const struct worker_view *w, const char *prefix, const char *host,
                       int64_t ts)
 {
 	struct export_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts };
-	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0)
+	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0 ||
+	    keep(b, export_points_service(w), &p.service) < 0)
 		return -ENOMEM;
 	if (!p.process)
 		p.process = "unknown";
+	if (!p.service)
+		p.service = p.process;
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
 		if (!metric_applies(m, w))
 			continue;   /* an uninstrumented worker has no counters: no series at all */
 		p.metric = export_points_metric(m);
 		p.value = metric_value(m, w);   /* NaN is counted and skipped by export_run */
-		p.help = m->desc;
+		p.help = metric_prom_help(m);
+		p.prom = metric_prom_name(m);
+		p.prom_value = metric_prom_value(m, w);
+		p.counter = metric_prom_counter(m);
 		if (add(b, &p) < 0)
 			return -ENOMEM;
 	}
@@ -108,6 +119,8 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 		p.metric = export_points_metric(&metric_fleet[i]);
 		p.value = metric_value(&metric_fleet[i], &m->fleet);
 		p.help = metric_fleet[i].desc;
+		p.prom = metric_prom_name(&metric_fleet[i]);
+		p.prom_value = metric_prom_value(&metric_fleet[i], &m->fleet);
 		if (add(b, &p) < 0)
 			return -ENOMEM;
 	}
