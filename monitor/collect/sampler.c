@@ -53,7 +53,9 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
 	s->fds = probe_fd_cache_new(1024);
-	if (!s->fds || sample_batch_new(&s->batch) < 0) {
+	if ((s->targets && targets_host(s->targets) && probe_sweep_new(&s->sweep) < 0) || !s->fds ||
+	    sample_batch_new(&s->batch) < 0) {
+		probe_sweep_delete(s->sweep);
 		probe_fd_cache_delete(s->fds);
 		free(s);
 		return -ENOMEM;
@@ -431,6 +433,7 @@ void sampler_delete(struct sampler *s)
 	sampler_free_limits(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
+	probe_sweep_delete(s->sweep);
 	free(s->w);
 	free(s->seg);
 	pthread_mutex_destroy(&s->lock);
@@ -494,6 +497,7 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	d->pid = w->pid;
 	d->tid = w->tid;
 	memcpy(d->name, w->name, sizeof(d->name));
+	memcpy(d->service, w->service, sizeof(d->service));
 	memcpy(d->tag, w->tag, sizeof(d->tag));
 	d->instrumented = w->instrumented;
 	d->backend = w->backend;
@@ -551,7 +555,9 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->rate_hz = s->rate_hz;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
-	snap->ignored = s->ignored_threads + s->ignored_slots;
+	snap->ignored = s->ignored_threads + s->ignored_slots + s->swept.ignored_limit;
+	snap->swept = s->sweep != NULL;
+	snap->sweep = s->swept;
 	snap->max_workers = s->max_workers;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
