@@ -11,6 +11,7 @@
 void model_done(struct model *m)
 {
 	free(m->workers);
+	free(m->services);
 	memset(m, 0, sizeof(*m));
 }
 

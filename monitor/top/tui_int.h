@@ -39,6 +39,7 @@
 	X(FILTER,     "/",          "filter by name, tag or pid (Enter keeps it, Esc clears it)", '/', 0, 0) \
 	X(CLEAR,      "Esc",        "clear the filter; in the detail or help view: back",   TUI_KEY_ESC, 0, 0) \
 	X(THREADS,    "t",          "show every thread, not only event-loop workers",       't', 0, 0) \
+	X(SERVICES,   "S",          "group by service: a row per service, its workers rolled up", 'S', 0, 0) \
 	X(DETAIL,     "Enter",      "open the selected worker's detail view",               '\n', '\r', KEY_ENTER) \
 	X(PAUSE,      "Space",      "pause or resume sampling",                             ' ', 0, 0) \
 	X(FASTER,     "+ or =",     "sample 1.5x faster (at most 2000 Hz)",                 '+', '=', 0) \
@@ -86,7 +87,8 @@ enum tui_action tui_key_action(int ch);
 	X(RUNQ,     NULL,           0,  0, 0, runqueue_len, NULL) \
 	X(PEND,     NULL,           0,  0, 0, pending_ops,  NULL) \
 	X(STALL,    NULL,           0,  0, 0, stall_ms,     NULL) \
-	X(LAG,      NULL,           0,  0, 0, lag_p99_ms,   NULL)
+	X(LAG,      NULL,           0,  0, 0, lag_p99_ms,   NULL) \
+	X(LIMIT,    "LIMIT",        7,  0, 0, NONE,         "what limits the worker: loop, quota, cpu, pool, backlog or none (the detail view says why)")
 
 enum tui_column {
 #define TUI_X_COL(id, title, width, min, drop, metric, desc) TUI_COL_##id,
@@ -123,6 +125,7 @@ struct tui {
 	int editing;                     /* typing a filter */
 	enum tui_mode mode;
 	int paused, all_threads;
+	int by_service;                  /* the table shows services (S) */
 	int targeted;                    /* the user named processes (-p, -n) */
 	double delay_s, window_s;
 	double rate_hz;                  /* as last set or read, for the header */
