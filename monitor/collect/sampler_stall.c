@@ -19,6 +19,10 @@
 #define MINUTE_NS (60 * NS)
 #define PERF_PERIOD_US 1000   /* a sample after 1 ms of the thread's CPU time */
 #define PERF_WAIT_MS   20     /* and no longer than this for it: it may have left the CPU */
+/* Captures a second over all workers at most: each may hold the tick up
+ * to PERF_WAIT_MS, and a host sweep can find hundreds of busy loops. A
+ * stall turned away here is tried again at the next tick while it lasts. */
+#define CAPTURES_PER_S 4
 
 struct sampler_stall {
 	struct probe_unwind *uw;             /* syscall stacks: process_vm_readv */
@@ -26,6 +30,8 @@ struct sampler_stall {
 	const struct probe_perf_sample *cur; /* the sample uw_perf unwinds */
 	struct probe_perf_sample perf;
 	struct probe_unwind_frame frames[SERIES_STALL_FRAMES];
+	uint64_t second;                     /* the second of the last capture (series clock) */
+	unsigned in_second;                  /* and how many it had */
 };
 
 int sampler_stall_init(struct sampler *s)
@@ -161,13 +167,20 @@ void sampler_check_stalls(struct sampler *s, uint64_t now)
 {
 	if (!s->stall)
 		return;
-	for (size_t i = 0; i < s->n; i++) {
+	struct sampler_stall *st = s->stall;
+	if (now / NS != st->second) {
+		st->second = now / NS;
+		st->in_second = 0;
+	}
+	for (size_t i = 0; i < s->n && st->in_second < CAPTURES_PER_S; i++) {
 		struct sworker *w = s->w[i];
 		uint64_t start, open = series_span_open_ns(&w->series, now, &start);
 		if (w->gone_ns || w->no_access || open < s->stall_ns || start == w->stall_span)
 			continue;
 		w->stall_span = start;   /* one capture per span */
-		if (within_rate(w, now))
+		if (within_rate(w, now)) {
+			st->in_second++;
 			capture(s, w, now, start, open);
+		}
 	}
 }
