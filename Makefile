@@ -135,9 +135,10 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # which only distort timing: every path test_accuracy runs is run under them
 # by test_sampler, test_list_workers and test_loop_poll_cli; test_check_ci's
 # by test_check_cmd and test_check_verdicts; test_limit_quota's by
-# test_probe_cgroup, test_limit_rules and test_list_json. `make check` runs
-# everything.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota,$(TESTS))
+# test_probe_cgroup, test_limit_rules and test_list_json; test_shm_flood's
+# (100,000 files: minutes under the sanitizers) by test_shm_owners. `make
+# check` runs everything.
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood,$(TESTS))
 CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
