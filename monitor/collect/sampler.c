@@ -324,12 +324,14 @@ void sampler_step(struct sampler *s)
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
 	}
 	sample_all(s, now);
+	sampler_sample_pools(s, now);
 	if (now >= s->next_sched) {
 		read_sched_all(s, now);
 		s->next_sched = now + NS / 4;
 	}
 	if (now >= s->next_limits) {
 		sampler_read_limits(s, now);
+		sampler_read_pools(s, now);
 		s->next_limits = now + NS;
 	}
 	sampler_drop_gone(s, now);
@@ -400,6 +402,7 @@ void sampler_delete(struct sampler *s)
 	sampler_stop(s);
 	sampler_free_workers(s);
 	sampler_free_limits(s);
+	sampler_free_pools(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	free(s->w);
@@ -524,6 +527,7 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
 	snap->ignored = s->ignored_threads + s->ignored_slots;
 	snap->max_workers = s->max_workers;
+	sampler_snapshot_pools(s, snap, window_s);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
