@@ -15,6 +15,7 @@
  * pool_busy_pct); the snapshot names every pool over the view's window.
  */
 #include "collect/sampler_int.h"
+#include "probe_proc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
  * (rate_hz), each read at most rate_hz / POOL_THREAD_DIV times a second:
  * 64 threads cost about one loop (bench/pool_cost). */
 #define POOL_THREAD_DIV  4
+#define RESCAN_S         10    /* a thread list whose length stands is listed again this often */
 #define HELPER_SPAN      5     /* seconds a busy helper is judged on, for the series */
 #define HELPER_MIN_N     5     /* samples it needs for that */
 #define HELPER_BUSY_PCT  90
@@ -53,6 +55,8 @@ struct pool_thread {
 struct pool_proc {
 	pid_t    pid;
 	int      seen;
+	int      nthreads;           /* at the last listing */
+	uint64_t listed_ns;          /* when, 0: never */
 	struct pool_thread *t;       /* owned */
 	size_t   nt;
 };
@@ -77,10 +81,26 @@ static int is_loop(const struct sampler *s, pid_t pid, pid_t tid)
 	return tid == s->self_tid || (w && (w->instrumented || w->series.polls_seen));
 }
 
-/* p's thread list, as /proc lists it now: new ones opened, gone ones closed. */
-static void rescan(struct sampler *s, struct pool_proc *p)
+/* p's thread list, as /proc lists it now: new ones opened, gone ones
+ * closed. Listed when its length changes (one stat(2) a second), and every
+ * RESCAN_S for a thread that took another's place; a loop may have become
+ * one since the last pass, so the loops are marked at every pass. */
+static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 {
-	int n = probe_discover_threads(p->pid, s->tids, SAMPLER_MAX_THREADS);
+	int n = probe_proc_nthreads(p->pid);
+	if (p->listed_ns && n == p->nthreads && now - p->listed_ns < RESCAN_S * NS) {
+		for (size_t i = 0; i < p->nt; i++) {
+			struct pool_thread *t = &p->t[i];
+			if (!t->loop && is_loop(s, p->pid, t->tid)) {
+				probe_syscall_close(&t->sc);
+				t->loop = 1;
+			}
+		}
+		return;
+	}
+	p->nthreads = n;
+	p->listed_ns = now ? now : 1;
+	n = probe_discover_threads(p->pid, s->tids, SAMPLER_MAX_THREADS);
 	if (n < 0)
 		return;
 	if (n > SAMPLER_MAX_THREADS)
@@ -322,7 +342,7 @@ void sampler_read_pools(struct sampler *s, uint64_t now)
 	follow_processes(s, P);
 	for (size_t i = 0; i < P->np; i++) {
 		flush_second(s, P, &P->p[i], now);
-		rescan(s, &P->p[i]);
+		rescan(s, &P->p[i], now);
 	}
 	P->span_i = (P->span_i + 1) % HELPER_SPAN;
 }
