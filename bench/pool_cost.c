@@ -7,13 +7,15 @@
  * from getrusage over SECONDS after a warm-up, REPS times interleaved so
  * that the host's load hits all alike, medians kept:
  *   none      a -p target that does not exist: the sampler's own ticks
- *   loop      a plain epoll loop (uninstrumented): one loop thread
+ *   loops     LOOP_N plain epoll loop threads in one process (uninstrumented,
+ *             each a worker sampled at the loop rate): LOOP_N times the
+ *             cost of one, so that one stands out of the noise
  *   instr     a libfiberloop loop, no other thread
  *   instr+64  the same loop beside 64 pthreads waiting on one condvar, a
  *             pool (sampler_pools.c samples them at its lower rate; an
  *             instrumented process's other threads are not loop workers,
  *             so the pool module is all that reads them)
- * One loop thread costs loop − none; the pool costs (instr+64) − instr.
+ * One loop thread costs (loops − none) / LOOP_N; the pool (instr+64) − instr.
  * Headline: figure pool64_cost_vs_one_loop (issue 27: at most 2 x).
  */
 #include <pthread.h>
@@ -33,13 +35,14 @@
 #include "collect/targets.h"
 
 #define HZ        100
-#define SECONDS   3
+#define SECONDS   4
 #define WARMUP_S  2
 #define REPS      5
 #define POOL_N    64
+#define LOOP_N    16
 
-enum { NONE, LOOP, INSTR, INSTR_POOL, NCASES };
-static const char *const names[NCASES] = { "none", "loop", "instr", "instr+64" };
+enum { NONE, LOOPS, INSTR, INSTR_POOL, NCASES };
+static const char *const names[NCASES] = { "none", "loops", "instr", "instr+64" };
 
 static double now_s(void)
 {
@@ -68,6 +71,16 @@ static void *pool_thread(void *arg)
 	return NULL;
 }
 
+static void *epoll_thread(void *arg)
+{
+	(void)arg;
+	int ep = epoll_create1(0);
+	struct epoll_event ev;
+	for (;;)
+		epoll_wait(ep, &ev, 1, -1);
+	return NULL;
+}
+
 static void *idle_main(void *arg)
 {
 	(void)arg;
@@ -75,8 +88,8 @@ static void *idle_main(void *arg)
 	return NULL;
 }
 
-/* A child: a plain epoll loop, or a libfiberloop loop with npool pool threads. */
-static pid_t spawn(int instrumented, int npool)
+/* A child: nloops plain epoll loops, or a libfiberloop loop with npool pool threads. */
+static pid_t spawn(int instrumented, int n)
 {
 	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
@@ -88,20 +101,16 @@ static pid_t spawn(int instrumented, int npool)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
-	if (!instrumented) {
-		int ep = epoll_create1(0);
-		struct epoll_event ev;
-		for (;;)
-			epoll_wait(ep, &ev, 1, -1);
-	}
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, 64 * 1024);
-	for (int i = 0; i < npool; i++) {
+	for (int i = instrumented ? 0 : 1; i < n; i++) {
 		pthread_t t;
-		if (pthread_create(&t, &a, pool_thread, NULL) != 0)
+		if (pthread_create(&t, &a, instrumented ? pool_thread : epoll_thread, NULL) != 0)
 			_exit(1);
 	}
+	if (!instrumented)
+		epoll_thread(NULL);
 	_exit(fl_run(idle_main, NULL, NULL, NULL) == 0 ? 0 : 1);
 }
 
@@ -134,7 +143,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(void)
 {
-	pid_t pid[NCASES] = { 0x3fffffff, spawn(0, 0), spawn(1, 0), spawn(1, POOL_N) };
+	pid_t pid[NCASES] = { 0x3fffffff, spawn(0, LOOP_N), spawn(1, 0), spawn(1, POOL_N) };
 	double v[NCASES][REPS], med[NCASES];
 	sleep(1);   /* the loops up, their segments published */
 	for (int r = 0; r < REPS; r++)
@@ -152,7 +161,7 @@ int main(void)
 		kill(pid[c], SIGKILL);
 	while (wait(NULL) > 0)
 		;
-	double loop = med[LOOP] - med[NONE], pool = med[INSTR_POOL] - med[INSTR];
+	double loop = (med[LOOPS] - med[NONE]) / LOOP_N, pool = med[INSTR_POOL] - med[INSTR];
 	printf("one loop thread %.3f %%, a pool of %d threads %.3f %%\n", loop, POOL_N, pool);
 	printf("figure pool64_cpu_pct_100hz %.3f %%\n", pool);
 	printf("figure one_loop_cpu_pct_100hz %.3f %%\n", loop);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "support/children.h"
+#include "support/list_json.h"
 #include "support/support.h"
 
 #define MAX_TIDS 16
@@ -54,42 +55,15 @@ static void spawn_pool(const char *const args[], struct pool_child *c)
 
 static json_object *list_json(pid_t pid, const char *duration)
 {
-	char p[16], *out = NULL;
+	char p[16];
 	snprintf(p, sizeof(p), "%d", (int)pid);
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "-p", p, "--duration", (char *)duration, "--json", NULL };
-	cr_assert_eq(ts_run(argv, &out, 30000), 0, "list: %s", out ? out : "");
-	json_object *doc = json_tokener_parse(out);
-	cr_assert(doc, "list's JSON does not parse: %s", out);
-	free(out);
-	return doc;
+	return tj_list(p, duration);
 }
 
 /* The worker whose tid is the process's (the examples' loop is their main thread). */
 static json_object *main_worker(json_object *doc, pid_t pid)
 {
-	json_object *ws, *v;
-	cr_assert(json_object_object_get_ex(doc, "workers", &ws));
-	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		json_object *w = json_object_array_get_idx(ws, i);
-		if (json_object_object_get_ex(w, "tid", &v) && json_object_get_int(v) == pid)
-			return w;
-	}
-	cr_assert_fail("no worker %d", (int)pid);
-	return NULL;
-}
-
-static const char *str(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : "(null)";
-}
-
-static double num(json_object *o, const char *key)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(o, key, &v) || !v)
-		return NAN;
-	return json_object_get_double(v);
+	return tj_worker(doc, pid, pid);
 }
 
 /* The worker's pool of kind, or NULL. */
@@ -99,7 +73,7 @@ static json_object *pool_of(json_object *w, const char *kind)
 	cr_assert(json_object_object_get_ex(w, "pools", &ps), "no pools array");
 	for (size_t i = 0; i < json_object_array_length(ps); i++) {
 		json_object *p = json_object_array_get_idx(ps, i);
-		if (!strcmp(str(p, "kind"), kind))
+		if (!strcmp(tj_str(p, "kind"), kind))
 			return p;
 	}
 	return NULL;
@@ -110,7 +84,7 @@ static void expect_threads(json_object *pool, const struct pool_child *c)
 {
 	json_object *ts;
 	cr_assert(json_object_object_get_ex(pool, "threads", &ts));
-	cr_expect_eq(num(pool, "nthreads"), c->ntids);
+	cr_expect_eq(tj_num(pool, "nthreads"), c->ntids);
 	cr_assert_eq(json_object_array_length(ts), (size_t)c->ntids);
 	for (int i = 0; i < c->ntids; i++) {
 		int found = 0;
@@ -123,8 +97,8 @@ static void expect_threads(json_object *pool, const struct pool_child *c)
 static void log_worker(const char *what, json_object *w)
 {
 	cr_log_info("%s: idle %.1f%% wait %.1f%% pool %g threads busy %.1f%% limit %s (%s) pools %s", what,
-		    num(w, "idle_pct"), num(w, "cpu_wait_pct"), num(w, "pool_threads"), num(w, "pool_busy_pct"),
-		    str(w, "limit"), str(w, "limit_reason"), json_object_to_json_string(json_object_object_get(w, "pools")));
+		    tj_num(w, "idle_pct"), tj_num(w, "cpu_wait_pct"), tj_num(w, "pool_threads"), tj_num(w, "pool_busy_pct"),
+		    tj_str(w, "limit"), tj_str(w, "limit_reason"), json_object_to_json_string(json_object_object_get(w, "pools")));
 }
 
 Test(pools, four_busy_condvar_threads_beside_an_idle_loop_limit_it, .timeout = 60)
@@ -137,16 +111,16 @@ Test(pools, four_busy_condvar_threads_beside_an_idle_loop_limit_it, .timeout = 6
 	json_object *doc = list_json(c.pid, "5");
 	json_object *w = main_worker(doc, c.pid);
 	log_worker("busy pool", w);
-	cr_expect_geq(num(w, "idle_pct"), 80);
-	cr_expect_eq(num(w, "pool_threads"), 4);
-	cr_expect_geq(num(w, "pool_busy_pct"), 80);
-	cr_expect_str_eq(str(w, "limit"), "pool", "%s", str(w, "limit_reason"));
-	cr_expect_eq(num(w, "limit_pool"), 1);
+	cr_expect_geq(tj_num(w, "idle_pct"), 80);
+	cr_expect_eq(tj_num(w, "pool_threads"), 4);
+	cr_expect_geq(tj_num(w, "pool_busy_pct"), 80);
+	cr_expect_str_eq(tj_str(w, "limit"), "pool", "%s", tj_str(w, "limit_reason"));
+	cr_expect_eq(tj_num(w, "limit_pool"), 1);
 	json_object *p = pool_of(w, "condvar");
 	cr_assert(p, "no condvar pool");
 	expect_threads(p, &c);
-	cr_expect_geq(num(p, "busy_pct"), 80);
-	cr_expect_neq(strcmp(str(p, "key"), "(null)"), 0, "a condvar pool has its key");
+	cr_expect_geq(tj_num(p, "busy_pct"), 80);
+	cr_expect_neq(strcmp(tj_str(p, "key"), "(null)"), 0, "a condvar pool has its key");
 	json_object_put(doc);
 
 	/* check takes the threshold: the pool fails 'pool_busy_pct<80' */
@@ -172,11 +146,11 @@ Test(pools, a_pool_saturated_from_its_start_is_caught_as_busy_helpers, .timeout 
 	cr_assert(p, "the saturated pool was not caught");
 	cr_expect(!pool_of(w, "condvar"), "a pool that never waits has no condvar");
 	expect_threads(p, &c);
-	cr_expect_geq(num(p, "busy_pct"), 90);
-	cr_expect_str_eq(str(p, "key"), "(null)");
-	cr_expect_eq(num(w, "pool_threads"), 2);
-	cr_expect_geq(num(w, "pool_busy_pct"), 90);
-	cr_expect_str_eq(str(w, "limit"), "pool", "%s", str(w, "limit_reason"));
+	cr_expect_geq(tj_num(p, "busy_pct"), 90);
+	cr_expect_str_eq(tj_str(p, "key"), "(null)");
+	cr_expect_eq(tj_num(w, "pool_threads"), 2);
+	cr_expect_geq(tj_num(w, "pool_busy_pct"), 90);
+	cr_expect_str_eq(tj_str(w, "limit"), "pool", "%s", tj_str(w, "limit_reason"));
 	json_object_put(doc);
 	tc_kill(c.pid);
 }
@@ -193,11 +167,11 @@ Test(pools, a_half_busy_pool_reads_its_share_and_no_limit, .timeout = 60)
 	cr_assert(p, "no condvar pool");
 	expect_threads(p, &c);
 	/* 10 ms jobs every 20 ms, and the wake-up after each: 50% and a little */
-	cr_expect(fabs(num(w, "pool_busy_pct") - 50) <= 12, "busy %.1f%%, want 50 +- 12", num(w, "pool_busy_pct"));
-	cr_expect(fabs(num(p, "busy_pct") - 50) <= 12, "pool busy %.1f%%", num(p, "busy_pct"));
-	cr_expect_eq(num(w, "pool_threads"), 4);
-	cr_expect_str_eq(str(w, "limit"), "none", "%s", str(w, "limit_reason"));
-	cr_expect_eq(num(w, "limit_pool"), 0);
+	cr_expect(fabs(tj_num(w, "pool_busy_pct") - 50) <= 12, "busy %.1f%%, want 50 +- 12", tj_num(w, "pool_busy_pct"));
+	cr_expect(fabs(tj_num(p, "busy_pct") - 50) <= 12, "pool busy %.1f%%", tj_num(p, "busy_pct"));
+	cr_expect_eq(tj_num(w, "pool_threads"), 4);
+	cr_expect_str_eq(tj_str(w, "limit"), "none", "%s", tj_str(w, "limit_reason"));
+	cr_expect_eq(tj_num(w, "limit_pool"), 0);
 	json_object_put(doc);
 	tc_kill(c.pid);
 }
@@ -211,9 +185,9 @@ Test(pools, a_loop_without_helpers_reads_as_before, .timeout = 60)
 	log_worker("plain loop", w);
 	cr_assert(json_object_object_get_ex(w, "pools", &ps));
 	cr_expect_eq(json_object_array_length(ps), 0);
-	cr_expect(isnan(num(w, "pool_threads")) && isnan(num(w, "pool_busy_pct")));
-	cr_expect_eq(num(w, "limit_pool"), 0);
-	cr_expect_str_neq(str(w, "limit"), "pool");
+	cr_expect(isnan(tj_num(w, "pool_threads")) && isnan(tj_num(w, "pool_busy_pct")));
+	cr_expect_eq(tj_num(w, "limit_pool"), 0);
+	cr_expect_str_neq(tj_str(w, "limit"), "pool");
 	json_object_put(doc);
 	tc_kill(pid);
 }
@@ -247,15 +221,15 @@ Test(pools, node_threadpool_under_pbkdf2_is_found, .timeout = 60)
 	json_object *found = NULL;
 	for (size_t i = 0; i < json_object_array_length(ps); i++) {
 		json_object *p = json_object_array_get_idx(ps, i);
-		if (num(p, "nthreads") == 2 && num(p, "busy_pct") >= 80)
+		if (tj_num(p, "nthreads") == 2 && tj_num(p, "busy_pct") >= 80)
 			found = p;
 	}
 	cr_expect(found, "node's threadpool of 2 was not found");
 	if (found)
 		cr_log_info("node's pool: %s", json_object_to_json_string(found));
-	cr_expect_eq(num(w, "pool_threads"), 2);
-	cr_expect_geq(num(w, "pool_busy_pct"), 80);
-	cr_expect_str_eq(str(w, "limit"), "pool", "%s", str(w, "limit_reason"));
+	cr_expect_eq(tj_num(w, "pool_threads"), 2);
+	cr_expect_geq(tj_num(w, "pool_busy_pct"), 80);
+	cr_expect_str_eq(tj_str(w, "limit"), "pool", "%s", tj_str(w, "limit_reason"));
 	json_object_put(doc);
 	tc_kill(pid);
 }

@@ -28,6 +28,11 @@
  * 64 threads cost about one loop (bench/pool_cost). */
 #define POOL_THREAD_DIV  4
 #define RESCAN_S         10    /* a thread list whose length stands is listed again this often */
+/* A process's thread count is checked every second for its first
+ * YOUNG_S seconds followed, or while it has threads besides its loops;
+ * else every QUIET_S (a fleet of single-threaded loops pays little). */
+#define YOUNG_S          10
+#define QUIET_S          5
 #define HELPER_SPAN      5     /* seconds a busy helper is judged on, for the series */
 #define HELPER_MIN_N     5     /* samples it needs for that */
 #define HELPER_BUSY_PCT  90
@@ -57,6 +62,8 @@ struct pool_proc {
 	int      seen;
 	int      nthreads;           /* at the last listing */
 	uint64_t listed_ns;          /* when, 0: never */
+	uint64_t first_ns;           /* when it was first followed */
+	uint64_t checked_ns;         /* its thread count's last check */
 	struct pool_thread *t;       /* owned */
 	size_t   nt;
 };
@@ -64,6 +71,7 @@ struct pool_proc {
 struct sampler_pools {
 	struct pool_proc *p;         /* owned */
 	size_t   np;
+	struct idmap by_pid;         /* pid -> index in p */
 	unsigned span_i;             /* the helpers' ring position */
 };
 
@@ -87,6 +95,12 @@ static int is_loop(const struct sampler *s, pid_t pid, pid_t tid)
  * one since the last pass, so the loops are marked at every pass. */
 static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 {
+	size_t helpers = 0;
+	for (size_t i = 0; i < p->nt; i++)
+		helpers += !p->t[i].loop;
+	if (p->listed_ns && !helpers && now - p->first_ns >= YOUNG_S * NS && now - p->checked_ns < QUIET_S * NS)
+		return;
+	p->checked_ns = now;
 	int n = probe_proc_nthreads(p->pid);
 	if (p->listed_ns && n == p->nthreads && now - p->listed_ns < RESCAN_S * NS) {
 		for (size_t i = 0; i < p->nt; i++) {
@@ -145,25 +159,27 @@ static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 }
 
 /* The processes with a live loop, each listed once; the others' dropped. */
-static void follow_processes(struct sampler *s, struct sampler_pools *P)
+static void follow_processes(struct sampler *s, struct sampler_pools *P, uint64_t now)
 {
 	for (size_t i = 0; i < P->np; i++)
 		P->p[i].seen = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct sworker *w = s->w[i];
+		size_t k;
 		if (w->gone_ns || !(w->instrumented || w->series.polls_seen))
 			continue;
-		size_t k = 0;
-		while (k < P->np && P->p[k].pid != w->pid)
-			k++;
-		if (k == P->np) {
+		if (!idmap_get(&P->by_pid, (uint64_t)w->pid, &k)) {
 			if (P->np >= POOL_MAX_PROCS)
 				continue;
 			struct pool_proc *np = realloc(P->p, (P->np + 1) * sizeof(*np));
-			if (!np)
+			if (!np || idmap_put(&P->by_pid, (uint64_t)w->pid, P->np) < 0) {
+				if (np)
+					P->p = np;
 				continue;
+			}
 			P->p = np;
-			P->p[P->np++] = (struct pool_proc){ .pid = w->pid };
+			k = P->np;
+			P->p[P->np++] = (struct pool_proc){ .pid = w->pid, .first_ns = now };
 		}
 		P->p[k].seen = 1;
 	}
@@ -177,7 +193,12 @@ static void follow_processes(struct sampler *s, struct sampler_pools *P)
 			thread_close(&P->p[i].t[k]);
 		free(P->p[i].t);
 	}
-	P->np = j;
+	if (j != P->np) {
+		P->np = j;
+		idmap_clear(&P->by_pid);
+		for (size_t i = 0; i < P->np; i++)
+			idmap_put(&P->by_pid, (uint64_t)P->p[i].pid, i);
+	}
 }
 
 /* ---- sampling ---- */
@@ -336,10 +357,13 @@ static void flush_second(struct sampler *s, struct sampler_pools *P, struct pool
 
 void sampler_read_pools(struct sampler *s, uint64_t now)
 {
-	if (!s->pools && !(s->pools = calloc(1, sizeof(*s->pools))))
-		return;
+	if (!s->pools) {
+		if (!(s->pools = calloc(1, sizeof(*s->pools))))
+			return;
+		idmap_init(&s->pools->by_pid);
+	}
 	struct sampler_pools *P = s->pools;
-	follow_processes(s, P);
+	follow_processes(s, P, now);
 	for (size_t i = 0; i < P->np; i++) {
 		flush_second(s, P, &P->p[i], now);
 		rescan(s, &P->p[i], now);
@@ -433,6 +457,7 @@ void sampler_free_pools(struct sampler *s)
 		free(P->p[i].t);
 	}
 	free(P->p);
+	idmap_done(&P->by_pid);
 	free(P);
 	s->pools = NULL;
 }
