@@ -10,12 +10,14 @@
  *   loops     LOOP_N plain epoll loop threads in one process (uninstrumented,
  *             each a worker sampled at the loop rate): LOOP_N times the
  *             cost of one, so that one stands out of the noise
- *   instr     a libfiberloop loop, no other thread
- *   instr+64  the same loop beside 64 pthreads waiting on one condvar, a
+ *   instr     POOL_PROCS libfiberloop loops, one a process, no other thread
+ *   instr+64  the same beside 64 pthreads each waiting on one condvar, a
  *             pool (sampler_pools.c samples them at its lower rate; an
  *             instrumented process's other threads are not loop workers,
  *             so the pool module is all that reads them)
- * One loop thread costs (loops − none) / LOOP_N; the pool (instr+64) − instr.
+ * One loop thread costs (loops − none) / LOOP_N; a pool ((instr+64) −
+ * instr) / POOL_PROCS; each the median of the differences within a rep
+ * (the cases of a rep run one after another, so they share its load).
  * Headline: figure pool64_cost_vs_one_loop (issue 27: at most 2 x).
  */
 #include <pthread.h>
@@ -40,6 +42,7 @@
 #define REPS      5
 #define POOL_N    64
 #define LOOP_N    16
+#define POOL_PROCS 4
 
 enum { NONE, LOOPS, INSTR, INSTR_POOL, NCASES };
 static const char *const names[NCASES] = { "none", "loops", "instr", "instr+64" };
@@ -114,12 +117,13 @@ static pid_t spawn(int instrumented, int n)
 	_exit(fl_run(idle_main, NULL, NULL, NULL) == 0 ? 0 : 1);
 }
 
-/* The sampler on target pid: its CPU% of a core. */
-static double measure(pid_t pid)
+/* The sampler on n target pids: its CPU% of a core. */
+static double measure(const pid_t *pid, int n)
 {
 	static struct targets t;
 	targets_init(&t);
-	t.pids[t.npids++] = pid;
+	for (int i = 0; i < n; i++)
+		t.pids[t.npids++] = pid[i];
 	struct sampler_opts o = { .rate_hz = HZ, .targets = &t };
 	struct sampler *s;
 	if (sampler_new(&o, &s) < 0 || sampler_start(s) < 0) {
@@ -143,25 +147,35 @@ static int cmp_double(const void *a, const void *b)
 
 int main(void)
 {
-	pid_t pid[NCASES] = { 0x3fffffff, spawn(0, LOOP_N), spawn(1, 0), spawn(1, POOL_N) };
-	double v[NCASES][REPS], med[NCASES];
+	pid_t pid[NCASES][POOL_PROCS] = { { 0x3fffffff }, { spawn(0, LOOP_N) } };
+	int npid[NCASES] = { 1, 1, POOL_PROCS, POOL_PROCS };
+	for (int i = 0; i < POOL_PROCS; i++) {
+		pid[INSTR][i] = spawn(1, 0);
+		pid[INSTR_POOL][i] = spawn(1, POOL_N);
+	}
+	double v[NCASES][REPS], loop_d[REPS], pool_d[REPS];
 	sleep(1);   /* the loops up, their segments published */
-	for (int r = 0; r < REPS; r++)
+	for (int r = 0; r < REPS; r++) {
 		for (int c = 0; c < NCASES; c++) {
-			v[c][r] = measure(pid[c]);
+			v[c][r] = measure(pid[c], npid[c]);
 			printf("rep %d %-9s %.3f %%\n", r, names[c], v[c][r]);
 			fflush(stdout);
 		}
+		loop_d[r] = (v[LOOPS][r] - v[NONE][r]) / LOOP_N;
+		pool_d[r] = (v[INSTR_POOL][r] - v[INSTR][r]) / POOL_PROCS;
+	}
 	for (int c = 0; c < NCASES; c++) {
 		qsort(v[c], REPS, sizeof(double), cmp_double);
-		med[c] = v[c][REPS / 2];
-		printf("median %-9s %.3f %% of a core\n", names[c], med[c]);
+		printf("median %-9s %.3f %% of a core\n", names[c], v[c][REPS / 2]);
 	}
 	for (int c = 1; c < NCASES; c++)
-		kill(pid[c], SIGKILL);
+		for (int i = 0; i < npid[c]; i++)
+			kill(pid[c][i], SIGKILL);
 	while (wait(NULL) > 0)
 		;
-	double loop = (med[LOOPS] - med[NONE]) / LOOP_N, pool = med[INSTR_POOL] - med[INSTR];
+	qsort(loop_d, REPS, sizeof(double), cmp_double);
+	qsort(pool_d, REPS, sizeof(double), cmp_double);
+	double loop = loop_d[REPS / 2], pool = pool_d[REPS / 2];
 	printf("one loop thread %.3f %%, a pool of %d threads %.3f %%\n", loop, POOL_N, pool);
 	printf("figure pool64_cpu_pct_100hz %.3f %%\n", pool);
 	printf("figure one_loop_cpu_pct_100hz %.3f %%\n", loop);

@@ -23,9 +23,12 @@
 #define POOL_KEYS        4     /* futex keys a thread's waits are counted on */
 #define POOL_MAX_THREADS 1024  /* threads followed per process */
 #define POOL_MAX_PROCS   1024  /* processes followed: churn must not grow a long run */
-/* A process's pool threads share one loop thread's reads per second
- * (rate_hz), each read at most rate_hz / POOL_THREAD_DIV times a second:
- * 64 threads cost about one loop (bench/pool_cost). */
+/* A process's pool threads share half a loop thread's reads per second
+ * (rate_hz / POOL_BUDGET_DIV), each read at most rate_hz / POOL_THREAD_DIV
+ * times a second: a read of a pool thread costs about three of an idle
+ * loop's samples (those often read schedstat alone), so a pool of any
+ * size costs under 2 loops (bench/pool_cost). */
+#define POOL_BUDGET_DIV  2
 #define POOL_THREAD_DIV  4
 #define RESCAN_S         10    /* a thread list whose length stands is listed again this often */
 /* A process's thread count is checked every second for its first
@@ -33,8 +36,12 @@
  * else every QUIET_S (a fleet of single-threaded loops pays little). */
 #define YOUNG_S          10
 #define QUIET_S          5
-#define HELPER_SPAN      5     /* seconds a busy helper is judged on, for the series */
-#define HELPER_MIN_N     5     /* samples it needs for that */
+/* A busy helper is judged on its last HELPER_RECENT_N samples, taken in
+ * at most HELPER_MAX_S seconds (a thread of a large pool is read less
+ * than once a second), and needs HELPER_MIN_N of them. */
+#define HELPER_RECENT_N  20
+#define HELPER_MAX_S     30
+#define HELPER_MIN_N     5
 #define HELPER_BUSY_PCT  90
 
 struct pool_sec {
@@ -52,7 +59,6 @@ struct pool_thread {
 	uint32_t key_n[POOL_KEYS];   /* waits seen on each key */
 	uint64_t member;             /* the key it waits on most, 0: never seen waiting */
 	uint32_t sec_n, sec_idle, sec_run;   /* since the last per-second pass */
-	uint16_t span_n[HELPER_SPAN], span_run[HELPER_SPAN];   /* the last passes', a ring */
 	struct pool_sec ring[SERIES_DETAIL_S];   /* second s at s % SERIES_DETAIL_S */
 	uint64_t tot_n, tot_idle, tot_run;
 };
@@ -72,7 +78,6 @@ struct sampler_pools {
 	struct pool_proc *p;         /* owned */
 	size_t   np;
 	struct idmap by_pid;         /* pid -> index in p */
-	unsigned span_i;             /* the helpers' ring position */
 };
 
 /* ---- following the threads ---- */
@@ -263,7 +268,7 @@ void sampler_sample_pools(struct sampler *s, uint64_t now)
 			nread += !p->t[k].loop;
 		if (!nread)
 			continue;
-		double hz = s->rate_hz / (double)nread;
+		double hz = s->rate_hz / POOL_BUDGET_DIV / (double)nread;
 		if (hz > s->rate_hz / POOL_THREAD_DIV)
 			hz = s->rate_hz / POOL_THREAD_DIV;
 		for (size_t k = 0; k < p->nt; k++) {
@@ -288,9 +293,20 @@ struct pool_fig {
 	uint64_t n, busy;
 };
 
-static int is_helper(const struct pool_thread *t, uint64_t n, uint64_t run)
+/* Never seen waiting, not a loop, and runnable in >= 90% of its recent samples. */
+static int is_helper(const struct pool_thread *t, int64_t now_sec)
 {
-	return !t->loop && !t->member && n >= HELPER_MIN_N && run * 100 >= n * HELPER_BUSY_PCT;
+	if (t->loop || t->member)
+		return 0;
+	uint64_t n = 0, run = 0;
+	for (int64_t sec = now_sec; sec >= 0 && sec > now_sec - HELPER_MAX_S && n < HELPER_RECENT_N; sec--) {
+		const struct pool_sec *r = &t->ring[sec % SERIES_DETAIL_S];
+		if (r->sec == sec) {
+			n += r->n;
+			run += r->run;
+		}
+	}
+	return n >= HELPER_MIN_N && run * 100 >= n * HELPER_BUSY_PCT;
 }
 
 /* Adds a thread's (n, busy) to key's entry of figs (at most cap). */
@@ -315,7 +331,7 @@ static int busier(const struct pool_fig *a, const struct pool_fig *b)
 }
 
 /* The last second's busiest pool of p into each of its loops' series. */
-static void flush_second(struct sampler *s, struct sampler_pools *P, struct pool_proc *p, uint64_t now)
+static void flush_second(struct sampler *s, struct pool_proc *p, uint64_t now)
 {
 	struct pool_fig figs[POOL_KEYS * 4];
 	size_t nf = 0;
@@ -323,17 +339,10 @@ static void flush_second(struct sampler *s, struct sampler_pools *P, struct pool
 		struct pool_thread *t = &p->t[k];
 		if (t->loop)
 			continue;
-		t->span_n[P->span_i] = (uint16_t)(t->sec_n > UINT16_MAX ? UINT16_MAX : t->sec_n);
-		t->span_run[P->span_i] = (uint16_t)(t->sec_run > UINT16_MAX ? UINT16_MAX : t->sec_run);
-		uint64_t n = 0, run = 0;
-		for (int i = 0; i < HELPER_SPAN; i++) {
-			n += t->span_n[i];
-			run += t->span_run[i];
-		}
 		struct pool_fig *f = NULL;
 		if (t->member)
 			f = fig_of(figs, &nf, sizeof(figs) / sizeof(figs[0]), t->member, SNAP_POOL_CONDVAR);
-		else if (is_helper(t, n, run))
+		else if (is_helper(t, (int64_t)(now / NS)))
 			f = fig_of(figs, &nf, sizeof(figs) / sizeof(figs[0]), 0, SNAP_POOL_HELPERS);
 		if (f) {
 			f->threads++;
@@ -365,10 +374,9 @@ void sampler_read_pools(struct sampler *s, uint64_t now)
 	struct sampler_pools *P = s->pools;
 	follow_processes(s, P, now);
 	for (size_t i = 0; i < P->np; i++) {
-		flush_second(s, P, &P->p[i], now);
+		flush_second(s, &P->p[i], now);
 		rescan(s, &P->p[i], now);
 	}
-	P->span_i = (P->span_i + 1) % HELPER_SPAN;
 }
 
 /* ---- the snapshot ---- */
@@ -433,7 +441,7 @@ void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double win
 			struct snap_pool *sp = NULL;
 			if (t->member)
 				sp = snap_pool_of(snap, p->pid, t->member, SNAP_POOL_CONDVAR, first);
-			else if (is_helper(t, c[0], c[2]))
+			else if (is_helper(t, now_sec))
 				sp = snap_pool_of(snap, p->pid, 0, SNAP_POOL_HELPERS, first);
 			if (!sp)
 				continue;
