@@ -54,6 +54,10 @@ struct pool_thread {
 	int      seen;               /* listed at the last rescan */
 	int      loop;               /* a loop (sampled as a worker): never a pool's */
 	struct probe_syscall sc;
+	struct probe_schedstat_file ss;
+	struct probe_schedstat ref;  /* read just before last, when last_off */
+	struct probe_sc_sample last; /* its last sample read */
+	int      last_off;           /* that sample found it off the CPU, ref before it */
 	uint64_t next_ns;            /* when it is read next */
 	uint64_t keys[POOL_KEYS];
 	uint32_t key_n[POOL_KEYS];   /* waits seen on each key */
@@ -82,10 +86,19 @@ struct sampler_pools {
 
 /* ---- following the threads ---- */
 
+static void thread_open(struct pool_thread *t, pid_t pid)
+{
+	probe_syscall_open(&t->sc, pid, t->tid);
+	probe_schedstat_open(&t->ss, pid, t->tid);
+	t->last_off = 0;
+}
+
 static void thread_close(struct pool_thread *t)
 {
-	if (!t->loop)
-		probe_syscall_close(&t->sc);
+	if (t->loop)
+		return;
+	probe_syscall_close(&t->sc);
+	probe_schedstat_close(&t->ss);
 }
 
 static int is_loop(const struct sampler *s, pid_t pid, pid_t tid)
@@ -111,7 +124,7 @@ static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 		for (size_t i = 0; i < p->nt; i++) {
 			struct pool_thread *t = &p->t[i];
 			if (!t->loop && is_loop(s, p->pid, t->tid)) {
-				probe_syscall_close(&t->sc);
+				thread_close(t);
 				t->loop = 1;
 			}
 		}
@@ -147,9 +160,9 @@ static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 		struct pool_thread *t = &p->t[i];
 		int loop = is_loop(s, p->pid, t->tid);
 		if (t->loop && !loop)
-			probe_syscall_open(&t->sc, p->pid, t->tid);
+			thread_open(t, p->pid);
 		else if (!t->loop && loop)
-			probe_syscall_close(&t->sc);
+			thread_close(t);
 		t->loop = loop;
 		t->seen = 1;
 	}
@@ -232,11 +245,38 @@ static void note_wait(struct pool_thread *t, uint64_t key)
 		}
 }
 
+/*
+ * t's sample now. Most pool threads wait most of the time, and a thread
+ * that was off the CPU at its last read and has not been put on one since
+ * (schedstat, read before that read) is still in that wait: the schedstat
+ * file costs a third of the syscall file (probe_schedstat_unchanged says
+ * why, and what it misses: a thread woken but not yet run). A thread found
+ * running is read directly, without a reference.
+ */
+static int thread_read(struct pool_thread *t, struct probe_sc_sample *smp)
+{
+	struct probe_schedstat now = { 0 };
+	int have_now = t->last_off && probe_schedstat_sample(&t->ss, &now) == 0;
+	if (have_now && probe_schedstat_unchanged(&t->ref, &now)) {
+		*smp = t->last;
+		return 0;
+	}
+	/* a reference for the next read, unless the thread was running: it likely still is */
+	if (!t->last_off && t->last.state != PROBE_SC_RUNNING)
+		have_now = probe_schedstat_sample(&t->ss, &now) == 0;
+	if (probe_syscall_sample(&t->sc, smp) < 0)
+		return -1;
+	t->last = *smp;
+	t->last_off = have_now && smp->state != PROBE_SC_RUNNING;
+	t->ref = now;
+	return 0;
+}
+
 static void sample_thread(struct pool_thread *t, uint64_t now)
 {
 	struct probe_sc_sample smp;
 	uint64_t key;
-	if (probe_syscall_sample(&t->sc, &smp) < 0 || smp.state == PROBE_SC_GONE || smp.state == PROBE_SC_NO_ACCESS)
+	if (thread_read(t, &smp) < 0 || smp.state == PROBE_SC_GONE || smp.state == PROBE_SC_NO_ACCESS)
 		return;
 	int waits = probe_sc_futex_wait(&smp, &key);
 	if (waits)
