@@ -49,6 +49,7 @@ DEPFLAGS     = -MMD -MP
 RT_LIBS     := -luring -lev -lpthread
 PROBE_LIBS  := -lproc2 -lseccomp -ldw -lelf -liberty
 TUI_LIBS    := -lncursesw -ltinfo
+HTTP_LIBS   := -lmicrohttpd
 TEST_LIBS   := -lcriterion -ljson-c
 
 RT_SRC      := $(wildcard runtime/src/*.c)
@@ -64,6 +65,24 @@ RT_OBJ      := $(RT_SRC:%.c=$(BUILD)/obj/%.o) $(RT_ASM:%.S=$(BUILD)/obj/%.o)
 PROBE_OBJ   := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o)
 MON_OBJ     := $(MON_SRC:%.c=$(BUILD)/obj/%.o)
 TSUP_OBJ    := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
+
+# profile --format pprof: protoc-c generates the C code of the shipped
+# profile.proto into the build directory; it links with protobuf-c and zlib.
+PPROF_PROTO := monitor/profile/pprof/profile.proto
+PPROF_GEN   := $(BUILD)/gen/profile/pprof/profile.pb-c
+PPROF_OBJ   := $(BUILD)/obj/gen/profile/pprof/profile.pb-c.o
+PPROF_LIBS  := -lprotobuf-c -lz
+MON_OBJ     += $(PPROF_OBJ)
+$(PPROF_GEN).c $(PPROF_GEN).h &: $(PPROF_PROTO)
+	@mkdir -p $(BUILD)/gen
+	@$(if $(Q),echo "  PROTOC  $(PPROF_GEN).c")
+	$(Q)protoc-c --proto_path=monitor --c_out=$(BUILD)/gen $(PPROF_PROTO)
+$(PPROF_OBJ): $(PPROF_GEN).c $(PPROF_GEN).h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen $(DEPFLAGS) -c $< -o $@
+$(BUILD)/obj/monitor/profile/profile_out_pprof.o: $(PPROF_GEN).h
+$(BUILD)/obj/monitor/profile/profile_out_pprof.o: MOD_INC := $(INC_MONITOR) -I$(BUILD)/gen
 
 LIBFL_A     := $(BUILD)/libfiberloop.a
 LIBFL_SO    := $(BUILD)/libfiberloop.so.$(ABI_SONAME)
@@ -179,7 +198,7 @@ $(LIBPROBES_A): $(PROBE_OBJ)
 
 # loopstat calls no fl_ function: it links the probes and what they need.
 $(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A)
-	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) -ljson-c -lpthread -lm
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(MON_OBJ) $(LIBPROBES_A) $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm
 
 # Tests link the monitor's objects too (all but main.o), so views and the
 # model are testable in-process.
@@ -188,7 +207,7 @@ MON_LIB_OBJ := $(filter-out $(BUILD)/obj/monitor/main.o,$(MON_OBJ))
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(TSUP_OBJ) $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) \
-	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(RT_LIBS) -lm
+	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBFL_A)
 	@mkdir -p $(@D)
@@ -229,7 +248,7 @@ $(BUILD)/bench/pool_cost: $(BUILD)/obj/bench/pool_cost.o $(MON_LIB_OBJ) $(LIBPRO
 $(BUILD)/bench/probe_fleet: $(BUILD)/obj/bench/probe_fleet.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) -ljson-c \
-	      $(RT_LIBS) -lm
+	      $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
 
 # ---- make fuzz: libFuzzer harnesses (fuzz/fuzz_*.c), not part of make test --
 # Each harness links the probes' sources built with clang's fuzzer, ASan and
@@ -268,9 +287,9 @@ $(FUZZ_BUILD)/%: fuzz/%.c fuzz/fuzz.h $(PROBE_SRC) $(wildcard probes/include/*.h
 # The recording reader's harness also takes the monitor's sources (all but
 # main, which libFuzzer brings): report's and top --replay's readers.
 FUZZ_MON_SRC := $(filter-out monitor/main.c,$(MON_SRC))
-$(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(FUZZ_MON_SRC) \
+$(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \
 		$(wildcard probes/include/*.h probes/src/*.h monitor/*.h monitor/*/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $@")
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PROBE_LIBS) -luring \
-	  $(TUI_LIBS) -ljson-c -lpthread -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -I$(BUILD)/gen -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \
+	  $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm

@@ -10,9 +10,15 @@
  * is a scan of the same directory holding only the real segment. Then the
  * cost of one probe_shm_read of a 1 GiB sparse segment and of a segment of
  * 1024 ACTIVE phantom slots, against a read of the real 64-slot segment.
+ * Last, a flood: FLOOD well-formed segment files naming OWNERS live
+ * processes that map none of them, scanned as the sampler scans
+ * (probe_shm_scan_mapped) and, renamed so that nothing remembers them, as
+ * a scan that validates every file does.
  */
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +30,10 @@
 #include "probe_shm.h"
 #include "probe_stat.h"
 
-#define JUNK  100000
-#define READS 2000
+#define JUNK   100000
+#define READS  2000
+#define FLOOD  100000
+#define OWNERS 20
 
 static double now(void)
 {
@@ -82,6 +90,80 @@ static void forge(const char *path, uint32_t slot_size, uint32_t slots, off_t fi
 	}
 	free(buf);
 	close(fd);
+}
+
+/* A well-formed one-slot segment of live process pid, which maps none. */
+static void forge_for(const char *path, pid_t pid)
+{
+	struct probe_stat st;
+	if (probe_stat_read(pid, 0, &st) < 0)
+		exit(1);
+	struct loopstat_shm_header h = {
+		.magic = LOOPSTAT_SHM_MAGIC, .abi_major = LOOPSTAT_SHM_ABI_MAJOR, .abi_minor = LOOPSTAT_SHM_ABI_MINOR,
+		.byte_order = LOOPSTAT_SHM_BYTE_ORDER, .header_size = sizeof(h),
+		.slot_size = sizeof(struct loopstat_shm_slot), .slot_count = 1, .pid = pid,
+		.start_time = st.start_time, .ready = 1,
+	};
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)(sizeof(h) + sizeof(struct loopstat_shm_slot))) < 0 ||
+	    pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		exit(1);
+	close(fd);
+}
+
+static double scan_mapped_ms(const char *dir, int *calls)
+{
+	*calls = 0;
+	double t = now();
+	probe_shm_scan_mapped(dir, open_each, NULL, calls);
+	return (now() - t) * 1e3;
+}
+
+/* The flood's figures: the sampler's scans, and a scan validating each file. */
+static void flood(void)
+{
+	char dir[] = "/dev/shm/loopstat-flood.XXXXXX", p[600], q[600];
+	if (!mkdtemp(dir))
+		exit(1);
+	pid_t owner[OWNERS];
+	for (int i = 0; i < OWNERS; i++)
+		if ((owner[i] = fork()) == 0) {
+			pause();
+			_exit(0);
+		}
+	for (int i = 0; i < FLOOD; i++) {
+		snprintf(p, sizeof(p), "%s/loopstat.%d.f%x", dir, (int)owner[i % OWNERS], i);
+		forge_for(p, owner[i % OWNERS]);
+	}
+	int c1, c2, c3, c4;
+	struct probe_shm_scan_counts counts;
+	double first = scan_mapped_ms(dir, &c1);
+	probe_shm_scan_counts(&counts);
+	double second = scan_mapped_ms(dir, &c2); /* the directory is new: listed again */
+	sleep(1); /* settled: the listing can be kept */
+	scan_mapped_ms(dir, &c3);
+	double steady = scan_mapped_ms(dir, &c3);
+	for (int i = 0; i < FLOOD; i++) {
+		snprintf(p, sizeof(p), "%s/loopstat.%d.f%x", dir, (int)owner[i % OWNERS], i);
+		snprintf(q, sizeof(q), "%s/loopstat.%d.g%x", dir, (int)owner[i % OWNERS], i);
+		if (rename(p, q) < 0)
+			exit(1);
+	}
+	double every = scan_ms(dir, &c4);
+	printf("flood of %d segments naming %d live processes that map none: sampler's scan first %.1f ms "
+	       "(%d validations, %zu refused, %zu unchecked), re-listed %.1f ms (%d), unchanged %.3f ms (%d); "
+	       "validating each file: %.1f ms (%d)\n",
+	       FLOOD, OWNERS, first, c1, counts.refused, counts.unchecked, second, c2, steady, c3, every, c4);
+	printf("figure shm_flood_100k_first_ms %.1f ms\n", first);
+	printf("figure shm_flood_100k_relist_ms %.1f ms\n", second);
+	printf("figure shm_flood_100k_steady_ms %.3f ms\n", steady);
+	printf("figure shm_flood_100k_validate_each_ms %.1f ms\n", every);
+	printf("figure shm_flood_100k_first_vs_validate_each %.3f x\n", first / every);
+	for (int i = 0; i < OWNERS; i++) {
+		kill(owner[i], SIGKILL);
+		waitpid(owner[i], NULL, 0);
+	}
+	nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static double read_us(const char *path, struct probe_shm_read_info *info)
@@ -163,5 +245,15 @@ int main(void)
 	printf("figure shm_read_phantom_1024_vs_real %.2f x\n", phantom / real);
 	fl_stats_close();
 	nftw(dir, rm, 16, FTW_DEPTH | FTW_PHYS);
-	return 0;
+	/* in a process of its own: nothing the scans above remember helps it */
+	fflush(stdout);
+	pid_t f = fork();
+	if (f == 0) {
+		flood();
+		fflush(stdout);
+		_exit(0);
+	}
+	int status;
+	waitpid(f, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

@@ -14,7 +14,7 @@ static int add(void *arg, const struct rec_event *ev)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* report: every event into the accumulator, the text and svg written */
+	/* report: every event into the accumulator, the text, svg and pprof written */
 	FILE *f = fmemopen((void *)data, size, "r");
 	if (!f)
 		return 0;
@@ -26,9 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct profile_tree *t = err == 0 ? profile_acc_finish(acc) : NULL;
 	if (t) {
 		FILE *null = fopen("/dev/null", "w");
-		struct profile_meta pm = { .title = meta.title, .rate_hz = meta.rate_hz, .duration_s = meta.duration_s };
+		struct profile_meta pm = { .title = meta.title, .rate_hz = meta.rate_hz, .duration_s = meta.duration_s,
+					   .start_unix = meta.start_unix };
 		profile_write(null, PROFILE_FMT_TEXT, t, &pm, NULL);
 		profile_write(null, PROFILE_FMT_SVG, t, &pm, NULL);
+		profile_write(null, PROFILE_FMT_PPROF, t, &pm, NULL);
 		fclose(null);
 	}
 	profile_acc_delete(acc);

@@ -163,6 +163,23 @@ int cli_set_name(void *ctx, const char *arg, char *msg, size_t len)
 	return targets_set_regex(&c->targets, arg, msg, len) < 0 ? -1 : 0;
 }
 
+int cli_set_user(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return targets_set_user(&((struct cli_common *)ctx)->targets, arg, msg, len) < 0 ? -1 : 0;
+}
+
+int cli_set_service(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return targets_set_service(&((struct cli_common *)ctx)->targets, arg, msg, len) < 0 ? -1 : 0;
+}
+
+int cli_set_instrumented(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct cli_common *)ctx)->targets.instrumented_only = 1;
+	return 0;
+}
+
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len)
 {
 	return cli_parse_rate(arg, &((struct cli_common *)ctx)->rate_hz, msg, len);
@@ -346,6 +363,11 @@ void cli_no_worker_why(const struct targets *t, char *buf, size_t len)
 {
 	if (!targets_all(t)) {
 		snprintf(buf, len, "no thread of the processes named waits in an event loop's poll");
+		return;
+	}
+	if (targets_host(t)) {
+		snprintf(buf, len, "no thread on this host%s was seen waiting in an event loop's poll",
+			 t->has_uid || t->has_service ? " that -u or -s selects" : "");
 		return;
 	}
 	unsigned n = unreadable_segments();

@@ -55,7 +55,7 @@ struct cli_command {
  * them: every cmd_<name>.c defines the row cmd_<name>, and both these
  * declarations and the table (commands.c) are made from this list.
  */
-#define CLI_COMMANDS(X) X(top) X(list) X(export) X(check) X(profile) X(record) X(report) X(gc)
+#define CLI_COMMANDS(X) X(top) X(list) X(export) X(serve) X(check) X(profile) X(record) X(report) X(gc)
 
 #define CLI_X_DECLARE(name) extern const struct cli_command cmd_##name;
 CLI_COMMANDS(CLI_X_DECLARE)
@@ -71,12 +71,18 @@ const struct cli_command *cli_find_command(const char *name);
 /* The shared option rows (each works on a struct cli_common at ctx). */
 #define CLI_OPT_PID      { 'p', "pid", "PID[,PID...]", "only these processes (uninstrumented ones too: every thread is sampled)", cli_set_pid }
 #define CLI_OPT_NAME     { 'n', "name", "REGEX", "only processes whose name matches the extended regex", cli_set_name }
+#define CLI_OPT_USER     { 'u', "user", "USER", "only processes of this user (name or uid)", cli_set_user }
+#define CLI_OPT_SERVICE  { 's', "service", "REGEX", "only processes whose service (systemd unit, container, else name) matches", cli_set_service }
+#define CLI_OPT_INSTRUMENTED { 0, "instrumented", NULL, "only workers that publish a segment: no sweep of the host's loops", cli_set_instrumented }
 #define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_name(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_user(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_service(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_instrumented(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_json(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len);
 

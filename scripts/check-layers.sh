@@ -14,6 +14,10 @@ VOCAB='loopstat_shm.h probe_shm.h probe_classify.h probe_stat.h'
 # not the model: the one view that does, named here so it stays the one.
 PROFILE_STREAM='monitor/profile/profile_live.c monitor/profile/profile_live.h monitor/profile/profile_run.c
 monitor/profile/profile_run.h monitor/profile/profile_acc.h'
+# serve is the Prometheus format served live: it renders through export's
+# points and writer (one spelling of every name) and takes its host name
+# the same way; nothing else of export's, and export nothing of serve's.
+SERVE_USES='export/export_points.h export/export_prom.h export/export_name.h export/export_config.h'
 
 bad=0
 fail() { echo "$1: $2"; bad=1; }
@@ -45,7 +49,7 @@ check_file() {
 			collect/*)
 				case "$layer" in
 				model) ;;
-				top|list|export|check|profile)
+				top|list|export|check|profile|serve)
 					case "$base" in cmd_*.c) ;;
 					*) in_list "$f" "$PROFILE_STREAM" ||
 						fail "$where" "a view includes \"$inc\": only its cmd_*.c opens a session or a source; the view reads the model (model/feed.h)" ;;
@@ -57,7 +61,8 @@ check_file() {
 				collect) fail "$where" "collect/ includes \"$inc\": collect never depends on the model" ;;
 				util) fail "$where" "util/ includes \"$inc\": util depends on nothing of the monitor's" ;;
 				esac ;;
-			top/*|list/*|export/*|check/*|profile/*)
+			top/*|list/*|export/*|check/*|profile/*|serve/*)
+				[ "$layer" = serve ] && in_list "$inc" "$SERVE_USES" ||
 				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
 			cli.h|exitcodes.h)
 				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;

@@ -27,6 +27,11 @@ python3-whisper:whisper-fetch
 carbon-c-relay:carbon-c-relay
 prometheus:promtool
 "
+# loopstat serve: the exporter's HTTP server; its tests scrape it with a real Prometheus
+PKGS="$PKGS
+libmicrohttpd-dev:/usr/include/microhttpd.h
+prometheus:prometheus
+"
 # loopstat check's report tests: JUnit read back by junitparser (Debian's
 # /usr/bin/python3), TAP by Perl's TAP::Parser and prove.
 PKGS="$PKGS
@@ -42,6 +47,22 @@ python3-yaml:/usr/lib/python3/dist-packages/yaml/__init__.py
 PKGS="$PKGS
 util-linux:setpriv
 strace:strace
+"
+# profile --format pprof: profile.proto's C code from protoc-c, gzipped with
+# zlib; its tests read it back with go tool pprof and protoc --decode.
+PKGS="$PKGS
+protobuf-c-compiler:protoc-c
+libprotobuf-c-dev:/usr/include/protobuf-c/protobuf-c.h
+zlib1g-dev:/usr/include/zlib.h
+golang-go:go
+protobuf-compiler:protoc
+"
+# discovery: real loops nobody instrumented (test_discover), beside python3's
+# asyncio and node, which the machine has.
+PKGS="$PKGS
+redis-server:/usr/bin/redis-server
+ruby-eventmachine:/usr/lib/ruby/vendor_ruby/eventmachine.rb
+python3:/usr/bin/python3
 "
 
 missing=""

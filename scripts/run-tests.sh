@@ -17,6 +17,10 @@ set -u
 # and leaks in forked test workers are still reported.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_stack_use_after_return=0:abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# The suites measure workers of their own among whatever else runs here:
+# loopstat's default sweep of the host would list every loop on it (the
+# tmux server, other suites' children). test_discover tests that default.
+export LOOPSTAT_DISCOVER="${LOOPSTAT_DISCOVER:-instrumented}"
 
 if [ "${1:-}" = "--one" ]; then
 	build=$2 t=$3

@@ -82,6 +82,8 @@ Test(cli, usage_errors_exit_2_and_every_line_names_the_command)
 		"list extra", "list --duration", "list --duration 30x", "list --duration -1",
 		"export --dry-run --timeout 0", "export --dry-run --duration 1y", "export --dry-run -r 100000",
 		"export", "export --config /nonexistent/export.conf", "export --dry-run --max-age 0",
+		"serve --listen nowhere", "serve --window 0", "serve --max-connections 0", "serve --interval 1x",
+		"serve extra",
 		"check", "check 'idel_pct>=30'", "check --duration 0 'idle_pct>=30'", "check --tap-version 12 'idle_pct>=1'",
 		"check --timeout 5 'idle_pct>=1'",
 		"profile", "profile -p 1 --duration 0", "profile -p 1 -f nope", "profile -p 1,2",
@@ -156,12 +158,14 @@ Test(cli, every_duration_option_takes_every_form, .timeout = 60)
 		{ "top", "-p 4194000", 4, "no process 4194000" },
 		{ "list", "-p 4194000", 4, "no process 4194000" },
 		{ "export", "-p 4194000", 2, "nothing to do" },
+		{ "serve", "-p 4194000", 4, "no process 4194000" },
 		{ "check", "-p 4194000 --duration 1 --wait-for-workers 1 'idle_pct>=1'", 4, "no process 4194000" },
 		{ "profile", "-p 4194000", 4, "no process 4194000" },
 		{ "record", "-o /dev/null -p 4194000", 4, "no process 4194000" },
 	};
 	/* options that take a time, by name: a new one must be a DURATION too */
-	static const char *const timed[] = { "duration", "delay", "warmup", "max-duration", "timeout", "lock-wait", "max-age" };
+	static const char *const timed[] = { "duration", "delay", "warmup", "max-duration", "timeout", "lock-wait", "max-age",
+	                                     "window", "interval" };
 	static const char *const forms[] = { "2", "1.5", "30s", "2m" };
 	size_t tried = 0;
 	for (size_t c = 0; c < cli_ncommands; c++) {

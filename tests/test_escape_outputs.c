@@ -51,7 +51,7 @@ static const struct row {
 	{ "export graphite tags", "%L export -p %P --duration 0.5 --dry-run --tags --prefix t", 0, P_GRAPHITE,
 	  ";process=_____________;" },
 	{ "prometheus", "%L export -p %P --duration 0.5 --prometheus-textfile %F", 1, P_PROM,
-	  "process=\"?\??\?\\\"\\\\&<'#;\\n?\"" },
+	  "name=\"?\??\?\\\"\\\\&<'#;\\n?\"" },
 	{ "profile text", "%L profile -p %P --duration 0.5", 0, P_TEXT, "loopstat profile: pid %P (?\??\?\"\\&<'#;?\?)" },
 	{ "profile folded", "%L profile -p %P --duration 0.5 -f folded", 0, P_FOLDED, "%P/%P ?\??\?\"\\&<'#,?\?" },
 	{ "profile svg", "%L profile -p %P --duration 0.5 -f svg -o %F", 1, P_XML,

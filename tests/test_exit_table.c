@@ -59,6 +59,16 @@ static const struct cell cells[] = {
 	{ "export", EXIT_DEFERRED, NULL, "export --graphite 127.0.0.1:1 --spool %D/spool --timeout 2 " W_ARGS, 0,
 	  "deferred to the next run" },
 
+	/* serve runs until a signal: SIGTERM is its clean exit */
+	{ "serve", EXIT_OK, NULL, "!%B serve --listen 127.0.0.1:0 -p %W & sleep 1; kill -TERM $!; wait $!", 0,
+	  "TERM: stopped" },
+	{ "serve", EXIT_FAIL, NULL, "serve --listen 192.0.2.1:9 -p %W", 0, "Cannot assign requested address" },
+	{ "serve", EXIT_USAGE, NULL, "serve --window 0", 0, "invalid window" },
+	{ "serve", EXIT_INCONCLUSIVE, .cannot = "only check judges thresholds" },
+	{ "serve", EXIT_NOTHING, NULL, "serve -p 4194000", 0, "no process 4194000" },
+	{ "serve", EXIT_ACCESS, NULL, "serve --listen 127.0.0.1:0 -p %R", NOBODY, "access to pid" },
+	{ "serve", EXIT_DEFERRED, .cannot = "only export spools points" },
+
 	/* one second of a share is inconclusive; a maximum decides on any amount */
 	{ "check", EXIT_OK, NULL, "check -p %W --duration 1 'runqueue_max<=1000'", 0, NULL, "1 passed" },
 	{ "check", EXIT_FAIL, NULL, "check -p %W --duration 1 'runqueue_max>=1000'", 0, NULL, "1 failed" },

@@ -426,9 +426,9 @@ Test(export_cmd, prometheus_textfile_from_real_workers_passes_promtool)
 	char *catv[] = { "/bin/cat", prom, NULL }, *text;
 	cr_assert_eq(ts_run(catv, &text, 5000), 0);
 	char want[128];
-	snprintf(want, sizeof(want), "loopstat_ops_per_second{host=\"h\",process=\"counters\",pid=\"%d\"", (int)inst);
+	snprintf(want, sizeof(want), "loopstat_worker_ops_total{host=\"h\",name=\"counters\",service=\"counters\",pid=\"%d\"", (int)inst);
 	cr_assert(strstr(text, want), "%s", text);
-	snprintf(want, sizeof(want), "loopstat_idle_pct{host=\"h\",process=\"duty_cycle\",pid=\"%d\"", (int)plain);
+	snprintf(want, sizeof(want), "loopstat_worker_idle_ratio{host=\"h\",name=\"duty_cycle\",service=\"duty_cycle\",pid=\"%d\"", (int)plain);
 	cr_assert(strstr(text, want), "%s", text);
 	cr_assert(strstr(text, "loopstat_fleet_workers{host=\"h\"} 2\n"), "%s", text);
 	free(text);

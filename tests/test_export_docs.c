@@ -1,4 +1,4 @@
-/* docs/export.md's metric list is the metric table: every row with its Graphite leaf, Prometheus name and unit, and no other row; its crontab lines run under cron's PATH. */
+/* docs/export.md's metric list is the metric table: every row with its Graphite leaf, unit, Prometheus name and type, the Prometheus name it had before, and no other row; its crontab lines run under cron's PATH. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,13 +38,17 @@ static void prom_name(const char *leaf, char *out, size_t len)
 	free(text);
 }
 
-/* The docs row of a table row, as the metric list spells it. */
+/* The docs row of a table row, as the metric list spells it: the
+ * Prometheus name in base units, its type, and the name it had before
+ * (the leaf with "_per_s" and "_ms" spelled out, which export_prom still
+ * gives a point that has no table name). */
 static void row_of(const struct metric *m, const char *scope, char *row, size_t len)
 {
-	char prom[256];
+	char old[256];
 	const char *leaf = export_points_metric(m);
-	prom_name(leaf, prom, sizeof(prom));
-	snprintf(row, len, "| `%s` | `%s` | %s | %s | %s |\n", leaf, prom, metric_unit_name(m->unit), scope, m->desc);
+	prom_name(leaf, old, sizeof(old));
+	snprintf(row, len, "| `%s` | %s | `loopstat_%s` | %s | `%s` | %s | %s |\n", leaf, metric_unit_name(m->unit),
+	         metric_prom_name(m), metric_prom_counter(m) ? "counter" : "gauge", old, scope, m->desc);
 }
 
 Test(export_docs, metric_list_is_the_metric_table, .timeout = 10)

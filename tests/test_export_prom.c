@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
+#include "export/export_points.h"
 #include "export/export_prom.h"
 #include "export/export_run.h"
 #include "support/support.h"
@@ -36,9 +37,9 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 	                       "# TYPE loopstat_idle_pct gauge\n"), "%s", text);
 	cr_assert(strstr(text, "# TYPE loopstat_ops_total counter\n"), "%s", text);
 	cr_assert(strstr(text, "# HELP loopstat_ops_total ops completed\\\\ever\n"), "%s", text);
-	cr_assert(strstr(text, "loopstat_idle_pct{host=\"web1\",process=\"nginx \\\"x\\\"\\nnext\",pid=\"1\",tid=\"2\"} 42.5\n"),
+	cr_assert(strstr(text, "loopstat_idle_pct{host=\"web1\",name=\"nginx \\\"x\\\"\\nnext\",pid=\"1\",tid=\"2\"} 42.5\n"),
 	          "%s", text);
-	cr_assert(strstr(text, "process=\"caf\xc3\xa9 ?\",pid=\"3\",tag=\"acc\"} 1000\n"), "%s", text);
+	cr_assert(strstr(text, "name=\"caf\xc3\xa9 ?\",pid=\"3\",tag=\"acc\"} 1000\n"), "%s", text);
 	cr_assert(strstr(text, "zone=\"eu\\\"1\\\\\\n\"} 10\n"), "%s", text);
 	cr_assert_null(strstr(text, "NaN"), "%s", text);
 	/* one HELP per family even though its samples were not adjacent */
@@ -145,4 +146,75 @@ Test(export_prom, never_replaces_what_is_not_a_regular_file_of_ours, .timeout = 
 		free(log);
 	}
 	ts_rmtree_free(dir);
+}
+
+/* The metric table's rows in base units: a percentage as a 0..1 _ratio, a
+ * rate of a slot counter as that counter (_total, the raw value, not a
+ * rate), ms as _seconds; names unique; OpenMetrics names a counter family
+ * without _total and ends in # EOF. */
+Test(export_prom, table_names_in_base_units, .timeout = 10)
+{
+	struct worker_view w;
+	memset(&w, 0, sizeof(w));
+	w.pid = 10, w.tid = 11, w.instrumented = 1;
+	snprintf(w.name, sizeof(w.name), "web");
+	for (int i = 0; i < METRIC_NWORKER; i++)
+		if (metric_worker[i].type == METRIC_DOUBLE)
+			*(double *)((char *)&w + metric_worker[i].offset) = 1;
+	w.samples = 100;
+	w.idle_pct = 42;
+	w.ops_per_s = 5;
+	w.stall_ms = 1500;
+	w.totals[PROBE_SHM_ops] = 123456789012ull;
+	struct model m;
+	memset(&m, 0, sizeof(m));
+	m.workers = &w, m.n = 1;
+	m.fleet.mean_idle_pct = 42;
+	struct export_points b;
+	export_points_init(&b);
+	cr_assert_eq(export_points_add_model(&b, &m, "loopstat", "h", 1), 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	export_prom_format(f, b.pts, b.n, NULL);
+	fclose(f);
+	const char *labels = "{host=\"h\",name=\"web\",service=\"web\",pid=\"10\",tid=\"11\"}";
+	char want[256];
+	snprintf(want, sizeof(want), "\nloopstat_worker_idle_ratio%s 0.42\n", labels);
+	cr_assert(strstr(text, want), "%s", text);
+	snprintf(want, sizeof(want), "# TYPE loopstat_worker_ops_total counter\nloopstat_worker_ops_total%s 123456789012\n",
+	         labels);
+	cr_assert(strstr(text, want), "the counter itself, not its rate: %s", text);
+	snprintf(want, sizeof(want), "\nloopstat_worker_stall_seconds%s 1.5\n", labels);
+	cr_assert(strstr(text, want), "%s", text);
+	cr_assert(strstr(text, "\nloopstat_fleet_mean_idle_ratio{host=\"h\"} 0.42\n"), "%s", text);
+	for (char *line = text, *eol; *line; line = eol + 1) {   /* the samples' names, not the HELP text */
+		eol = strchr(line, '\n');
+		*eol = '\0';
+		if (line[0] != '#') {
+			cr_assert_null(strstr(line, "_pct"), "%s", line);
+			cr_assert_null(strstr(line, "_per_s{"), "%s", line);
+			cr_assert_null(strstr(line, "worker_ops_per_second{"), "a counter row is not also a rate: %s", line);
+		}
+	}
+	free(text);
+
+	/* every row has its own name */
+	const struct metric *all[METRIC_NWORKER + METRIC_NFLEET];
+	for (int i = 0; i < METRIC_NWORKER; i++)
+		all[i] = &metric_worker[i];
+	for (int i = 0; i < METRIC_NFLEET; i++)
+		all[METRIC_NWORKER + i] = &metric_fleet[i];
+	for (int i = 0; i < METRIC_NWORKER + METRIC_NFLEET; i++)
+		for (int j = 0; j < i; j++)
+			cr_assert_str_neq(metric_prom_name(all[i]), metric_prom_name(all[j]));
+
+	text = NULL;
+	f = open_memstream(&text, &len);
+	export_prom_render(f, b.pts, b.n, EXPORT_PROM_OPENMETRICS, NULL);
+	fclose(f);
+	cr_assert(strstr(text, "# TYPE loopstat_worker_ops counter\nloopstat_worker_ops_total{"), "%s", text);
+	cr_assert(len > 6 && !strcmp(text + len - 6, "# EOF\n"), "%s", text);
+	free(text);
+	export_points_done(&b);
 }

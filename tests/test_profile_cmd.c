@@ -65,29 +65,6 @@ static char *stop_child(pid_t pid, int fd, const char *last)
 	return text;
 }
 
-static int loopstat(char **out, int timeout_ms, const char *a0, ...)
-{
-	char *argv[24] = { (char *)ts_loopstat_bin() };
-	int n = 1;
-	va_list ap;
-	va_start(ap, a0);
-	for (const char *a = a0; a && n < 23; a = va_arg(ap, const char *))
-		argv[n++] = (char *)a;
-	va_end(ap);
-	argv[n] = NULL;
-	char *tmp = NULL;
-	int rc = ts_run(argv, out ? out : &tmp, timeout_ms);
-	free(tmp);
-	return rc;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = NULL;
-	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
-	return p;
-}
-
 /* The samples of the node named name at level under the thread whose label
  * starts with thread, from a profile's JSON (0 if absent), and the thread's. */
 static uint64_t json_samples(json_object *doc, const char *thread, const char *level, const char *name,
@@ -122,10 +99,10 @@ static json_object *profile_json(pid_t pid, const char *dir, const char *duratio
 {
 	char spid[16];
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	char *path = path_in(dir, "p.json");
-	int rc = by_tid ? loopstat(NULL, 20000, "profile", "-p", spid, "--tid", spid, "--duration", duration, "-f", "json",
+	char *path = ts_path_in(dir, "p.json");
+	int rc = by_tid ? ts_loopstat(NULL, 20000, "profile", "-p", spid, "--tid", spid, "--duration", duration, "-f", "json",
 				   "-o", path, NULL)
-			: loopstat(NULL, 20000, "profile", "-p", spid, "--duration", duration, "-f", "json", "-o", path, NULL);
+			: ts_loopstat(NULL, 20000, "profile", "-p", spid, "--duration", duration, "-f", "json", "-o", path, NULL);
 	cr_assert_eq(rc, 0, "profile exited %d", rc);
 	json_object *doc = json_object_from_file(path);
 	cr_assert(doc, "profile JSON does not parse");
@@ -173,7 +150,7 @@ static int listener(uint16_t *port)
 Test(profile_cmd, fd_targets_and_call_sites_in_folded, .timeout = PROBE_TEST_TIMEOUT)
 {
 	char *dir = ts_tmpdir("ptargets");
-	char *lock = path_in(dir, "lock");
+	char *lock = ts_path_in(dir, "lock");
 	cr_assert_eq(ts_write_file(lock, "x", 1), 0);
 	int held = open(lock, O_RDWR);
 	cr_assert_eq(flock(held, LOCK_EX), 0);   /* the child's flock blocks on it */
@@ -190,7 +167,7 @@ Test(profile_cmd, fd_targets_and_call_sites_in_folded, .timeout = PROBE_TEST_TIM
 	usleep(200 * 1000);   /* the threads enter their calls */
 	char spid[16], *out = NULL;
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	int rc = loopstat(&out, 20000, "profile", "-p", spid, "--duration", "1", "-f", "folded", NULL);
+	int rc = ts_loopstat(&out, 20000, "profile", "-p", spid, "--duration", "1", "-f", "folded", NULL);
 	cr_assert_eq(rc, 0);
 	/* parse it back: "frame;frame;... count", integer counts summing to all samples */
 	int flock_ok = 0, tcp_ok = 0, pipe_ok = 0, lines = 0;
@@ -258,7 +235,7 @@ Test(profile_cmd, fibers_attributed_within_3_points, .timeout = PROBE_TEST_TIMEO
 	/* the stall lint: alpha spins 30 ms and beta 15 ms without a switch */
 	char spid[16], *text = NULL;
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	cr_assert_eq(loopstat(&text, 20000, "profile", "-p", spid, "--duration", "1", NULL), 0);
+	cr_assert_eq(ts_loopstat(&text, 20000, "profile", "-p", spid, "--duration", "1", NULL), 0);
 	const char *lint = strstr(text, "longest run without a switch");
 	cr_assert(lint, "%s", text);
 	double ms[2];
@@ -323,11 +300,11 @@ Test(profile_cmd, formats_and_record_report_equal_live, .timeout = PROBE_TEST_TI
 	char *dir = ts_tmpdir("pformats");
 	char spid[16];
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	char *live = path_in(dir, "live.txt"), *rec = path_in(dir, "run.rec"), *ss = path_in(dir, "p.speedscope.json"),
-	     *svg = path_in(dir, "p.svg"), *rec2 = path_in(dir, "rec2.rec");
-	cr_assert_eq(loopstat(NULL, 20000, "profile", "-p", spid, "--duration", "1", "-o", live, "--record", rec, NULL), 0);
+	char *live = ts_path_in(dir, "live.txt"), *rec = ts_path_in(dir, "run.rec"), *ss = ts_path_in(dir, "p.speedscope.json"),
+	     *svg = ts_path_in(dir, "p.svg"), *rec2 = ts_path_in(dir, "rec2.rec");
+	cr_assert_eq(ts_loopstat(NULL, 20000, "profile", "-p", spid, "--duration", "1", "-o", live, "--record", rec, NULL), 0);
 	char *report = NULL;
-	cr_assert_eq(loopstat(&report, 20000, "report", rec, NULL), 0);
+	cr_assert_eq(ts_loopstat(&report, 20000, "report", rec, NULL), 0);
 	char *want = ts_read_file(live);
 	cr_assert_str_eq(report, want, "report of the recording differs from the live profile");
 	/* the call site (in the ASan build libasan's read interceptor sits in
@@ -340,7 +317,7 @@ Test(profile_cmd, formats_and_record_report_equal_live, .timeout = PROBE_TEST_TI
 	free(want);
 
 	/* speedscope from the recording, validated against the npm package's schema */
-	cr_assert_eq(loopstat(NULL, 20000, "report", rec, "-f", "speedscope", "-o", ss, NULL), 0);
+	cr_assert_eq(ts_loopstat(NULL, 20000, "report", rec, "-f", "speedscope", "-o", ss, NULL), 0);
 	char *argv[] = { (char *)"/bin/sh", (char *)"scripts/speedscope-schema.sh", (char *)"build/npm", NULL };
 	char *schema = NULL, *out = NULL;
 	cr_assert_eq(ts_run(argv, &schema, 25000), 0, "scripts/speedscope-schema.sh failed");
@@ -349,14 +326,14 @@ Test(profile_cmd, formats_and_record_report_equal_live, .timeout = PROBE_TEST_TI
 	cr_assert(strstr(out, asan ? "libc.so.6`read" : "profile_mix`read_answer"), "%s", out);
 	free(out);
 	/* SVG: XML with the call site's frame */
-	cr_assert_eq(loopstat(NULL, 20000, "report", rec, "--format", "svg", "-o", svg, NULL), 0);
+	cr_assert_eq(ts_loopstat(NULL, 20000, "report", rec, "--format", "svg", "-o", svg, NULL), 0);
 	cr_assert_eq(python(svg_py, svg, "", &out), 0, "SVG did not parse: %s", out);
 	cr_assert(strstr(out, asan ? "title libc.so.6`read (" : "title profile_mix`read_answer ("), "%s", out);
 	cr_assert(strstr(out, "title [idle] epoll_wait fd "), "%s", out);
 	free(out);
 	/* loopstat record itself */
-	cr_assert_eq(loopstat(NULL, 20000, "record", "-o", rec2, "-p", spid, "--duration", "0.5", NULL), 0);
-	cr_assert_eq(loopstat(&out, 20000, "report", rec2, "-f", "folded", NULL), 0);
+	cr_assert_eq(ts_loopstat(NULL, 20000, "record", "-o", rec2, "-p", spid, "--duration", "0.5", NULL), 0);
+	cr_assert_eq(ts_loopstat(&out, 20000, "report", rec2, "-f", "folded", NULL), 0);
 	cr_assert(strstr(out, ";blocked;read;fd "), "%s", out);
 	free(out);
 	free(stop_child(pid, fd, "idle"));
@@ -372,11 +349,11 @@ Test(profile_cmd, target_exiting_mid_profile_keeps_the_partial_report, .timeout 
 	pid_t pid = tc_spawn_example("profile_mix", args, &fd);
 	free(read_until(fd, "ready", 5000));
 	char *dir = ts_tmpdir("pexit");
-	char *path = path_in(dir, "p.folded"), spid[16];
+	char *path = ts_path_in(dir, "p.folded"), spid[16];
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	long long t0 = ts_now_ms();
 	/* our child: reaped below, after the profile saw it exit (a zombie is gone too) */
-	int rc = loopstat(NULL, 20000, "profile", "-p", spid, "--duration", "10", "-f", "folded", "-o", path, NULL);
+	int rc = ts_loopstat(NULL, 20000, "profile", "-p", spid, "--duration", "10", "-f", "folded", "-o", path, NULL);
 	long long took = ts_now_ms() - t0;
 	cr_assert_eq(rc, 4, "want exit 4 (target gone), got %d", rc);
 	cr_assert_lt(took, 5000, "the profile went on for %lld ms after the target exited", took);
@@ -404,15 +381,15 @@ Test(profile_cmd, access_refused_and_usage_errors, .timeout = PROBE_TEST_TIMEOUT
 		cr_assert_eq(ts_run(argv, &out, 10000), 5);
 		free(out);
 	}
-	cr_assert_eq(loopstat(NULL, 5000, "profile", NULL), 2, "no -p");
-	cr_assert_eq(loopstat(NULL, 5000, "profile", "-p", spid, "-f", "flame", NULL), 2, "bad format");
-	cr_assert_eq(loopstat(NULL, 5000, "profile", "-p", spid, "-p", spid, NULL), 2, "two pids");
-	cr_assert_eq(loopstat(NULL, 5000, "profile", "-p", "4000000", NULL), 4, "no such process");
-	cr_assert_eq(loopstat(NULL, 5000, "profile", "-p", spid, "--tid", "1", NULL), 4, "not its thread");
-	cr_assert_eq(loopstat(NULL, 5000, "record", "-p", spid, NULL), 2, "record without -o");
-	cr_assert_eq(loopstat(NULL, 5000, "report", NULL), 2, "report without a file");
-	cr_assert_eq(loopstat(NULL, 5000, "report", "docs/profile.md", NULL), 2, "not a recording");
-	cr_assert_eq(loopstat(NULL, 5000, "report", "a", "b", NULL), 2, "two files");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "profile", NULL), 2, "no -p");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "profile", "-p", spid, "-f", "flame", NULL), 2, "bad format");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "profile", "-p", spid, "-p", spid, NULL), 2, "two pids");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "profile", "-p", "4000000", NULL), 4, "no such process");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "profile", "-p", spid, "--tid", "1", NULL), 4, "not its thread");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "record", "-p", spid, NULL), 2, "record without -o");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "report", NULL), 2, "report without a file");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "report", "docs/profile.md", NULL), 2, "not a recording");
+	cr_assert_eq(ts_loopstat(NULL, 5000, "report", "a", "b", NULL), 2, "two files");
 	tc_kill(pid);
 	close(wfd);
 }

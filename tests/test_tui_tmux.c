@@ -496,6 +496,32 @@ Test(tui_tmux, threads_key_lists_threads_that_never_poll)
 	cr_assert_eq(wait_exit(), 0);
 }
 
+Test(tui_tmux, services_key_groups_the_table_by_service)
+{
+	/* a plain poll loop (-p names it): its service is its process name */
+	pid_t loop = fork();
+	cr_assert_geq(loop, 0);
+	if (loop == 0) {
+		execl("/usr/bin/python3", "python3", "-c",
+		      "import select, os; r, w = os.pipe(); select.select([r], [], [], 80)", (char *)NULL);
+		_exit(127);
+	}
+	workers[nworkers++] = loop;
+	char args[64];
+	snprintf(args, sizeof(args), "top -p %d", (int)loop);
+	start_top(120, 30, args);
+	assert_shows(pid_text(loop));
+	keys("S");
+	assert_shows("SERVICE");
+	assert_shows("python3");
+	assert_shows("mean_idle_pct");
+	assert_hides(pid_text(loop));
+	keys("S");
+	assert_shows(pid_text(loop));
+	keys("q");
+	cr_assert_eq(wait_exit(), 0);
+}
+
 Test(tui_tmux, top_without_a_terminal_fails_with_a_message)
 {
 	char *argv[] = { (char *)ts_loopstat_bin(), "top", NULL };

@@ -53,7 +53,9 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
 	s->fds = probe_fd_cache_new(1024);
-	if (!s->fds || sample_batch_new(&s->batch) < 0) {
+	if ((s->targets && targets_host(s->targets) && probe_sweep_new(&s->sweep) < 0) || !s->fds ||
+	    sample_batch_new(&s->batch) < 0) {
+		probe_sweep_delete(s->sweep);
 		probe_fd_cache_delete(s->fds);
 		free(s);
 		return -ENOMEM;
@@ -304,6 +306,22 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 	cost_note(&s->check_ns, spent, reads);
 }
 
+/* A tick's samples, with s->lock held. */
+static void sample_tick(struct sampler *s, uint64_t now)
+{
+	/* a hook attributes each sample to the running fiber: read it in the same tick */
+	if (now >= s->next_shm || s->on_sample) {
+		sampler_read_segments(s, now);
+		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
+	}
+	sample_all(s, now);
+	sampler_sample_pools(s, now);
+	if (now >= s->next_sched) {
+		read_sched_all(s, now);
+		s->next_sched = now + NS / 4;
+	}
+}
+
 void sampler_step(struct sampler *s)
 {
 	uint64_t now = elapsed_ns(s);
@@ -316,19 +334,10 @@ void sampler_step(struct sampler *s)
 		if (rt)
 			sampler_cost_restore(s);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
+		now = elapsed_ns(s);
 	}
 	pthread_mutex_lock(&s->lock);
-	/* a hook attributes each sample to the running fiber: read it in the same tick */
-	if (now >= s->next_shm || s->on_sample) {
-		sampler_read_segments(s, now);
-		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
-	}
-	sample_all(s, now);
-	sampler_sample_pools(s, now);
-	if (now >= s->next_sched) {
-		read_sched_all(s, now);
-		s->next_sched = now + NS / 4;
-	}
+	sample_tick(s, now);
 	if (now >= s->next_limits) {
 		sampler_read_limits(s, now);
 		sampler_read_pools(s, now);
@@ -336,6 +345,32 @@ void sampler_step(struct sampler *s)
 	}
 	sampler_drop_gone(s, now);
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* The next tick's time: a jittered gap after the last one's, so that
+ * samples never lock step with a periodic load. */
+static void schedule_next(struct sampler *s, int paused, double hz)
+{
+	double jitter = 0.5 + (double)rand_r(&s->rng) / ((double)RAND_MAX + 1.0);
+	uint64_t gap = paused ? NS / 20 : (uint64_t)(jitter * 1e9 / hz);
+	uint64_t now = mono_ns();
+	s->due_ns += gap;
+	if (s->due_ns < now) /* fell behind: skip, don't burst */
+		s->due_ns = now + gap;
+}
+
+void sampler_tick_if_due(void *arg)
+{
+	struct sampler *s = arg;
+	if (!s->due_ns || mono_ns() < s->due_ns)
+		return;
+	pthread_mutex_lock(&s->lock);
+	int paused = s->paused;
+	double hz = s->rate_hz;
+	if (!paused)
+		sample_tick(s, elapsed_ns(s));
+	pthread_mutex_unlock(&s->lock);
+	schedule_next(s, paused, hz);
 }
 
 /* ---- the thread ------------------------------------------------------------- */
@@ -348,12 +383,12 @@ static void *sampler_main(void *arg)
 	s->self_tid = gettid();
 	pthread_mutex_unlock(&s->lock);
 	sampler_cost_start(s, &cost);
-	uint64_t due = mono_ns();
+	s->due_ns = mono_ns();
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		int stop = s->stop, paused = s->paused;
 		double hz = s->rate_hz;
-		uint64_t lag = mono_ns() - due;
+		uint64_t lag = mono_ns() - s->due_ns;
 		if (!paused && lag > s->tick_lag_max_ns)
 			s->tick_lag_max_ns = lag;
 		pthread_mutex_unlock(&s->lock);
@@ -362,16 +397,12 @@ static void *sampler_main(void *arg)
 		if (!paused)
 			sampler_step(s);
 		sampler_cost_tick(s, &cost);
-		double jitter = 0.5 + (double)rand_r(&s->rng) / ((double)RAND_MAX + 1.0);
-		uint64_t gap = paused ? NS / 20 : (uint64_t)(jitter * 1e9 / hz);
-		uint64_t now = mono_ns();
-		due += gap;
-		if (due < now) /* fell behind: skip, don't burst */
-			due = now + gap;
-		struct timespec next = { (time_t)(due / NS), (long)(due % NS) };
+		schedule_next(s, paused, hz);
+		struct timespec next = { (time_t)(s->due_ns / NS), (long)(s->due_ns % NS) };
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 	}
+	s->due_ns = 0;
 	return NULL;
 }
 
@@ -405,6 +436,7 @@ void sampler_delete(struct sampler *s)
 	sampler_free_pools(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
+	probe_sweep_delete(s->sweep);
 	free(s->w);
 	free(s->seg);
 	pthread_mutex_destroy(&s->lock);
@@ -468,6 +500,7 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	d->pid = w->pid;
 	d->tid = w->tid;
 	memcpy(d->name, w->name, sizeof(d->name));
+	memcpy(d->service, w->service, sizeof(d->service));
 	memcpy(d->tag, w->tag, sizeof(d->tag));
 	d->instrumented = w->instrumented;
 	d->backend = w->backend;
@@ -525,7 +558,9 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->rate_hz = s->rate_hz;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
-	snap->ignored = s->ignored_threads + s->ignored_slots;
+	snap->ignored = s->ignored_threads + s->ignored_slots + s->swept.ignored_limit;
+	snap->swept = s->sweep != NULL;
+	snap->sweep = s->swept;
 	snap->max_workers = s->max_workers;
 	sampler_snapshot_pools(s, snap, window_s);
 	pthread_mutex_unlock(&s->lock);

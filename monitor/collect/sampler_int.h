@@ -19,7 +19,9 @@
 #include "probe_fd.h"
 #include "probe_loop.h"
 #include "probe_schedstat.h"
+#include "probe_service.h"
 #include "probe_shm.h"
+#include "probe_sweep.h"
 #include "probe_syscall.h"
 #include "collect/sample_batch.h"
 #include "collect/sampler.h"
@@ -61,6 +63,7 @@ struct sworker {
 	uint32_t slot;                /* its slot's index in its segment */
 	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
+	char     service[PROBE_SERVICE_LEN];   /* "" until resolved: then the unit, container or name */
 	char     tag[LOOPSTAT_TAG_LEN];
 	struct probe_syscall sc;
 	struct probe_schedstat_file ss;
@@ -118,6 +121,11 @@ struct sampler {
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
 	uint64_t next_discover, next_shm, next_sched, next_limits;
+	struct probe_sweep *sweep;       /* the host's loops (no -p, -n, --instrumented); NULL: none */
+	uint64_t next_sweep;             /* when the next sweep is due: its cost sets the gap */
+	struct probe_sweep_counts swept; /* the last sweep's */
+	pid_t    service_pid;            /* the last process whose service was resolved, and it */
+	char     service_of[PROBE_SERVICE_LEN];
 	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_limits.c) */
 	size_t   ncg;
 	struct sampler_listener *lis;    /* the workers' processes' listening sockets */
@@ -131,6 +139,7 @@ struct sampler {
 	 * and a syscall file; whether the schedstat shortcut pays hangs on both */
 	uint64_t check_ns, read_ns;
 	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
+	uint64_t due_ns;                 /* CLOCK_MONOTONIC of the next tick; 0: no thread keeps the schedule */
 	unsigned rng;
 
 	/* scratch for discovery and shm reads, too big for the stack */
@@ -146,6 +155,9 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
 void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
+/* Called by a long discovery between its files: takes the tick that is
+ * due, if one is, so that a huge segment directory delays no sample. */
+void sampler_tick_if_due(void *sampler);
 void sampler_read_segments(struct sampler *s, uint64_t now);
 /* An instrumented worker's running fiber, read at this tick (one pread of
  * its slot) into its series; a slot that changed waits for the table. */

@@ -5,16 +5,53 @@
  * Every function here runs on the sampling thread with s->lock held.
  */
 #include "collect/sampler_int.h"
+#include "probe_proc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
 {
 	size_t i;
 	return idmap_get(&s->by_tid, idmap_pair(pid, tid), &i) ? s->w[i] : NULL;
+}
+
+/* pid's service: its unit or container, else its name; one read of its
+ * cgroup file per process (workers of a process are added in a row). */
+static const char *service_of(struct sampler *s, pid_t pid, const char *name)
+{
+	if (s->service_pid != pid) {
+		s->service_pid = pid;
+		if (probe_service_of(pid, s->service_of, sizeof(s->service_of)) <= 0)
+			s->service_of[0] = '\0';
+	}
+	return *s->service_of ? s->service_of : name;
+}
+
+/* The effective uid of pid (the owner of /proc/PID), or (uid_t)-1. */
+static uid_t uid_of(pid_t pid)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (probe_proc_path(path, sizeof(path), "%d", (int)pid) < 0 || stat(path, &st) < 0)
+		return (uid_t)-1;
+	return st.st_uid;
+}
+
+/* Whether the process passes -u and -s (both: no look at /proc when neither is given). */
+static int narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name)
+{
+	const struct targets *t = s->targets;
+	if (!t || (!t->has_uid && !t->has_service))
+		return 1;
+	if (t->has_uid && uid == (uid_t)-1)
+		uid = uid_of(pid);
+	return targets_narrow(t, uid, t->has_service ? service_of(s, pid, name) : NULL);
 }
 
 static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
@@ -40,6 +77,7 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 	w->tid = tid;
 	w->wait_fd = -1;
 	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
 	series_init(&w->series);
 	probe_syscall_open(&w->sc, pid, tid);
 	probe_schedstat_open(&w->ss, pid, tid);
@@ -127,7 +165,8 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 	struct probe_shm *shm;
 	if (probe_shm_open(path, &shm) < 0)
 		return 0; /* stale, foreign or not ready yet: looked at again next sweep */
-	if (probe_stat_read(pid, 0, &st) < 0 || (s->targets && !targets_match(s->targets, pid, st.comm))) {
+	if (probe_stat_read(pid, 0, &st) < 0 || (s->targets && !targets_match(s->targets, pid, st.comm)) ||
+	    !narrowed_in(s, pid, (uid_t)-1, st.comm)) {
 		probe_shm_close(shm);
 		return 0;
 	}
@@ -158,7 +197,7 @@ static void discover_segments(struct sampler *s)
 	s->ignored_threads = 0;
 	for (size_t i = 0; i < s->nseg; i++)
 		s->seg[i].seen = 0;
-	probe_shm_scan(NULL, on_segment, s);
+	probe_shm_scan_mapped(NULL, on_segment, sampler_tick_if_due, s);
 	size_t j = 0;
 	for (size_t i = 0; i < s->nseg; i++) {
 		struct segment *g = &s->seg[i];
@@ -199,7 +238,7 @@ static void discover_threads(struct sampler *s)
 	}
 	for (int p = 0; p < nprocs; p++) {
 		const struct probe_proc_info *pi = &s->procs[p];
-		if (find_segment(s, pi->pid))
+		if (find_segment(s, pi->pid) || !narrowed_in(s, pi->pid, (uid_t)-1, pi->comm))
 			continue; /* instrumented: its slots name its workers */
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
 		/* the table changes under the lock, one process at a time */
@@ -278,10 +317,57 @@ static void refresh_targets(struct sampler *s, struct sworker *w, uint64_t now)
  * how many processes a pattern matches, and views must not wait for it.
  * Only the sampling thread touches the segment table, so it needs none.
  */
+/* ---- the host's loops ------------------------------------------------------ */
+
+static int sweep_want(const struct probe_sweep_proc *p, void *arg)
+{
+	return narrowed_in(arg, p->pid, p->uid, p->comm);
+}
+
+static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
+{
+	struct sampler *s = arg;
+	unsigned over = 0;
+	pthread_mutex_lock(&s->lock);
+	int taken = sampler_find_worker(s, p->pid, tid) || add_worker(s, p->pid, tid, p->comm, &over);
+	pthread_mutex_unlock(&s->lock);
+	return taken;
+}
+
+static uint64_t thread_cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * NS + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * A sweep of the host when one is due: at most one per second, and after
+ * a sweep that cost c of CPU not before 100 c, so that sweeping costs at
+ * most 1% of a core however many threads the host runs (10,000 threads in
+ * 500 processes: a first sweep of ~60 ms, then mostly listings).
+ */
+static void discover_host(struct sampler *s, uint64_t now)
+{
+	if (!s->sweep || now < s->next_sweep)
+		return;
+	static const struct probe_sweep_ops ops = { sweep_want, sweep_found, sampler_tick_if_due };
+	struct probe_sweep_counts c;
+	uint64_t t0 = thread_cpu();
+	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
+		return;
+	uint64_t cost = thread_cpu() - t0, gap = cost * 100;
+	s->next_sweep = now + (gap > NS ? gap : NS);
+	pthread_mutex_lock(&s->lock);
+	s->swept = c;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void sampler_discover(struct sampler *s, uint64_t now)
 {
 	discover_segments(s);
 	discover_threads(s);
+	discover_host(s, now);
 	pthread_mutex_lock(&s->lock);
 	probe_fd_cache_begin_window(s->fds);
 	for (size_t i = 0; i < s->n; i++)

@@ -15,6 +15,8 @@
 #include "probe_access.h"
 #include "probe_fd.h"
 #include "probe_loop.h"
+#include "probe_service.h"
+#include "probe_sweep.h"
 #include "probe_stat.h"
 #include "collect/series.h"
 
@@ -28,6 +30,7 @@ struct snap_target {
 struct snap_worker {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];
+	char     service[PROBE_SERVICE_LEN]; /* systemd unit, container, or the process name */
 	char     tag[LOOPSTAT_TAG_LEN];
 	int      instrumented;
 	uint32_t backend;                /* enum loopstat_backend */
@@ -78,6 +81,8 @@ struct snapshot {
 	struct snap_refusal refused[SNAP_REFUSED];
 	unsigned nrefused;               /* processes with a refused thread (may exceed SNAP_REFUSED) */
 	unsigned ignored;                /* threads turned away by the sampler's cap */
+	int      swept;                  /* the host is swept for loops: the counts below are its last sweep's */
+	struct probe_sweep_counts sweep;
 	size_t   max_workers;            /* that cap */
 	unsigned naccessible;            /* threads sampled, shown or not, whose samples we could read */
 	struct snap_pool *pools;         /* owned; npools used, poolcap allocated (reused across takes) */

@@ -73,6 +73,9 @@ static int record(void *ctx, const char *key, const char *arg, char *msg, size_t
 	static int set_##id(void *ctx, const char *arg, char *msg, size_t len) { return record(ctx, key, arg, msg, len); }
 #define SETTER_PID(id, key)
 #define SETTER_NAME(id, key)
+#define SETTER_USER(id, key)
+#define SETTER_SERVICE(id, key)
+#define SETTER_INSTRUMENTED(id, key)
 #define SETTER_MAX_WORKERS(id, key)
 #define SETTER(id, key, sh, arg, help, example, kind, field, cli, lo, hi) SETTER_##cli(id, key)
 EXPORT_OPTIONS(SETTER)
@@ -87,6 +90,9 @@ static int set_config(void *ctx, const char *arg, char *msg, size_t len)
 #define ROW_OWN(id, key, sh, arg, help) { sh, key, arg, help, set_##id },
 #define ROW_PID(id, key, sh, arg, help) CLI_OPT_PID,
 #define ROW_NAME(id, key, sh, arg, help) CLI_OPT_NAME,
+#define ROW_USER(id, key, sh, arg, help) CLI_OPT_USER,
+#define ROW_SERVICE(id, key, sh, arg, help) CLI_OPT_SERVICE,
+#define ROW_INSTRUMENTED(id, key, sh, arg, help) CLI_OPT_INSTRUMENTED,
 #define ROW_MAX_WORKERS(id, key, sh, arg, help) CLI_OPT_MAX_WORKERS,
 #define ROW(id, key, sh, arg, help, example, kind, field, cli, lo, hi) ROW_##cli(id, key, sh, arg, help)
 static const struct cli_option options[] = {
@@ -113,6 +119,13 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	if (o->name_regex[0] && !x->c.name_given &&
 	    targets_set_regex(&x->c.targets, o->name_regex, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "name: %s", err);
+	if (o->user[0] && !x->c.targets.has_uid && targets_set_user(&x->c.targets, o->user, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "user: %s", err);
+	if (o->service_regex[0] && !x->c.targets.has_service &&
+	    targets_set_service(&x->c.targets, o->service_regex, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "service: %s", err);
+	if (o->instrumented)
+		x->c.targets.instrumented_only = 1;
 	if (o->max_workers && !x->c.max_workers)
 		x->c.max_workers = o->max_workers;
 	if (!o->graphite[0] && !o->prometheus_textfile[0] && !o->dry_run)

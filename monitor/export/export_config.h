@@ -19,6 +19,9 @@ struct export_opts {
 	char resolution[16];        /* "1s" | "window" */
 	char pids[256];             /* -p PID[,PID...] as given; the session parses it */
 	char name_regex[256];       /* -n REGEX */
+	char user[64];              /* -u USER */
+	char service_regex[256];    /* -s REGEX */
+	int instrumented;           /* --instrumented */
 	double duration_s;          /* sampling time, default 10 */
 	double rate_hz;             /* 0 = the sampler's default */
 	double timeout_s;           /* delivery budget of one run, default 20 */
@@ -73,6 +76,9 @@ struct export_opts {
 	X(dry_run, "dry-run", 0, NULL, "print the lines on stdout, send and spool nothing", "yes", BOOL, dry_run, OWN, 0, 0) \
 	X(pid, "pid", 0, NULL, NULL, "1", STR, pids, PID, 0, 0) \
 	X(name, "name", 0, NULL, NULL, "^no-such-process$", STR, name_regex, NAME, 0, 0) \
+	X(user, "user", 0, NULL, NULL, "0", STR, user, USER, 0, 0) \
+	X(service, "service", 0, NULL, NULL, "^no-such-service$", STR, service_regex, SERVICE, 0, 0) \
+	X(instrumented, "instrumented", 0, NULL, NULL, "yes", BOOL, instrumented, INSTRUMENTED, 0, 0) \
 	X(max_workers, "max-workers", 0, NULL, NULL, "16", COUNT, max_workers, MAX_WORKERS, 0, 0)
 
 /* Each row's config key and example value, in the table's order. */

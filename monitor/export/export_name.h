@@ -40,6 +40,10 @@ struct export_point {
 	/* Prometheus only */
 	int counter;         /* 1: a counter (exposed as <name>_total) */
 	const char *help;    /* one line, borrowed; NULL: the metric name */
+	const char *prom;    /* the name in base units after the prefix (metric_prom_name), NULL: made
+	                      * from metric as it is; then prom_value is the value */
+	double prom_value;
+	const char *service; /* the worker's service label, NULL: none */
 };
 
 enum export_field {

@@ -6,6 +6,7 @@
 
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,22 +77,65 @@ static int add(struct export_points *b, const struct export_point *p)
 	return 0;
 }
 
+const char *export_points_service(const struct worker_view *w)
+{
+	return *w->service ? w->service : w->name;
+}
+
 static int add_worker(struct export_points *b, const struct worker_view *w, const char *prefix, const char *host,
                       int64_t ts)
 {
 	struct export_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts };
-	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0)
+	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0 ||
+	    keep(b, export_points_service(w), &p.service) < 0)
 		return -ENOMEM;
 	if (!p.process)
 		p.process = "unknown";
+	if (!p.service)
+		p.service = p.process;
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
 		if (!metric_applies(m, w))
 			continue;   /* an uninstrumented worker has no counters: no series at all */
 		p.metric = export_points_metric(m);
 		p.value = metric_value(m, w);   /* NaN is counted and skipped by export_run */
-		p.help = m->desc;
+		p.help = metric_prom_help(m);
+		p.prom = metric_prom_name(m);
+		p.prom_value = metric_prom_value(m, w);
+		p.counter = metric_prom_counter(m);
 		if (add(b, &p) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The fleet rows over the fleet (service NULL: fleet.<row>) or over one
+ * service: service.<name>.<row> in Graphite, the name one level however
+ * many dots it holds ("nginx.service" is nginx_service), and in Prometheus
+ * the fleet's names with a service label.
+ */
+static int add_rollup(struct export_points *b, struct export_point *p, const char *service, const struct fleet_view *f)
+{
+	char comp[EXPORT_COMPONENT_MAX + 1], metric[EXPORT_COMPONENT_MAX + 96];
+	p->service = NULL;
+	if (service) {
+		export_sanitize(comp, service, strlen(service));
+		if (keep(b, service, &p->service) < 0)
+			return -ENOMEM;
+	}
+	for (int i = 0; i < METRIC_NFLEET; i++) {
+		p->metric = export_points_metric(&metric_fleet[i]);
+		if (service) {
+			snprintf(metric, sizeof(metric), "service.%s.%s", comp, metric_fleet[i].name);
+			if (keep(b, metric, &p->metric) < 0)
+				return -ENOMEM;
+		}
+		p->value = metric_value(&metric_fleet[i], f);
+		p->help = metric_fleet[i].desc;
+		p->prom = metric_prom_name(&metric_fleet[i]);
+		p->prom_value = metric_prom_value(&metric_fleet[i], f);
+		if (add(b, p) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -104,13 +148,11 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 		if (!m->workers[i].no_access && add_worker(b, &m->workers[i], prefix, host, ts) < 0)
 			return -ENOMEM;
 	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts };
-	for (int i = 0; i < METRIC_NFLEET; i++) {
-		p.metric = export_points_metric(&metric_fleet[i]);
-		p.value = metric_value(&metric_fleet[i], &m->fleet);
-		p.help = metric_fleet[i].desc;
-		if (add(b, &p) < 0)
+	if (add_rollup(b, &p, NULL, &m->fleet) < 0)
+		return -ENOMEM;
+	for (size_t s = 0; s < m->nservices; s++)
+		if (add_rollup(b, &p, m->services[s].name, &m->services[s].f) < 0)
 			return -ENOMEM;
-	}
 	return 0;
 }
 

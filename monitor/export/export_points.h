@@ -39,6 +39,10 @@ struct snapshot;
 int export_points_add_second(struct export_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,
 			     const char *prefix, const char *host, int *sampled);
 
+/* The worker's service label: its systemd unit, container or process
+ * name (probe_service.h). Borrowed from w. */
+const char *export_points_service(const struct worker_view *w);
+
 /* The metric level(s) of a table row: "idle_pct", or "fleet.workers" for a
  * row of metric_fleet[]. Static. */
 const char *export_points_metric(const struct metric *m);

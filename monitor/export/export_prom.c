@@ -36,7 +36,7 @@ static void family_name(char out[PROM_NAME_MAX], const struct export_point *p)
 		put_name_part(out, &n, PROM_NAME_MAX - 8, p->prefix);
 		put_name_part(out, &n, PROM_NAME_MAX - 8, "_");
 	}
-	put_name_part(out, &n, PROM_NAME_MAX - 8, p->metric);
+	put_name_part(out, &n, PROM_NAME_MAX - 8, p->prom ? p->prom : p->metric);
 	if (n == 0)
 		put_name_part(out, &n, PROM_NAME_MAX - 8, "_");
 	if (p->counter && (n < 6 || strcmp(out + n - 6, "_total")))
@@ -97,36 +97,65 @@ static int cmp_item(const void *a, const void *b)
 	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* The value in the name's unit: prom_value for a point named from the
+ * metric table, else value scaled to the unit base_units spelled. */
+static double value_of(const struct export_point *p, const struct item *it)
+{
+	return p->prom ? p->prom_value : p->value * it->scale;
+}
+
+/* # HELP and # TYPE of a family; OpenMetrics names a counter's family
+ * without its _total, and escapes " in HELP too. */
+static void put_family(FILE *f, const struct export_point *p, const char *name, enum export_prom_fmt fmt)
+{
+	int om = fmt == EXPORT_PROM_OPENMETRICS;
+	size_t len = strlen(name);
+	if (om && p->counter && len > 6 && !strcmp(name + len - 6, "_total"))
+		len -= 6;
+	fprintf(f, "# HELP %.*s ", (int)len, name);
+	put_escaped(f, p->help ? p->help : p->metric, om);
+	fprintf(f, "\n# TYPE %.*s %s\n", (int)len, name, p->counter ? "counter" : "gauge");
+}
+
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped)
+{
+	return export_prom_render(f, pts, n, EXPORT_PROM_TEXT, skipped);
+}
+
+size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enum export_prom_fmt fmt,
+                          size_t *skipped)
 {
 	struct item *items = calloc(n ? n : 1, sizeof(*items));
 	size_t m = 0, written = 0, skip = 0;
 	for (size_t i = 0; items && i < n; i++) {
-		if (!isfinite(pts[i].value) || !pts[i].metric) {
+		if (!pts[i].metric) {
 			skip++;
 			continue;
 		}
 		items[m].idx = i;
 		family_name(items[m].name, &pts[i]);
-		items[m].scale = base_units(items[m].name);
+		items[m].scale = pts[i].prom ? 1 : base_units(items[m].name);
+		if (!isfinite(value_of(&pts[i], &items[m]))) {
+			skip++;
+			continue;
+		}
 		m++;
 	}
 	if (items)
 		qsort(items, m, sizeof(*items), cmp_item);
 	for (size_t j = 0; j < m; j++) {
 		const struct export_point *p = &pts[items[j].idx];
-		if (j == 0 || strcmp(items[j].name, items[j - 1].name)) {
-			fprintf(f, "# HELP %s ", items[j].name);
-			put_escaped(f, p->help ? p->help : p->metric, 0);
-			fprintf(f, "\n# TYPE %s %s\n", items[j].name, p->counter ? "counter" : "gauge");
-		}
+		if (j == 0 || strcmp(items[j].name, items[j - 1].name))
+			put_family(f, p, items[j].name, fmt);
 		fputs(items[j].name, f);
 		int first = 1;
 		char num[24];
 		if (p->host)
 			put_label(f, &first, "host", p->host);
 		if (p->process)
-			put_label(f, &first, "process", p->process);
+			put_label(f, &first, "name", p->process);
+		if (p->service)
+			put_label(f, &first, "service", p->service);
 		if (p->pid >= 0) {
 			snprintf(num, sizeof(num), "%lld", (long long)p->pid);
 			put_label(f, &first, "pid", num);
@@ -138,18 +167,25 @@ size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, siz
 		if (p->tag)
 			put_label(f, &first, "tag", p->tag);
 		for (size_t t = 0; t < p->ntags && t < EXPORT_TAGS_MAX; t++) {
-			static const char *const builtin[] = { "host", "process", "pid", "tid", "tag" };
+			static const char *const builtin[] = { "host", "name", "service", "pid", "tid", "tag" };
 			int clash = 0;
-			for (size_t b = 0; b < 5; b++)
+			for (size_t b = 0; b < sizeof(builtin) / sizeof(builtin[0]); b++)
 				clash |= !strcmp(p->tags[t].key, builtin[b]);
 			if (!clash && p->tags[t].value)
 				put_label(f, &first, p->tags[t].key, p->tags[t].value);
 		}
 		if (!first)
 			fputc('}', f);
-		fprintf(f, " %.15g\n", p->value * items[j].scale);
+		double v = value_of(p, &items[j]);
+		/* a counter in full; else 15 digits, so 0.1 reads 0.1 */
+		if (v == floor(v) && fabs(v) < 9e15)
+			fprintf(f, " %.0f\n", v);
+		else
+			fprintf(f, " %.15g\n", v);
 		written++;
 	}
+	if (fmt == EXPORT_PROM_OPENMETRICS)
+		fputs("# EOF\n", f);
 	free(items);
 	if (skipped)
 		*skipped = skip;

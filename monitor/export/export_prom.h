@@ -12,11 +12,22 @@
 
 #include "export/export_name.h"
 
-/* Writes every finite point to f: one family per metric name
- * (<prefix>_<metric>, counters <..>_total) with # HELP and # TYPE, labels
- * host, process, pid, tid, tag and the extra tags, values escaped. No
- * timestamps: the textfile collector refuses them. Returns the number of
- * samples written; *skipped (may be NULL) counts non-finite values. */
+enum export_prom_fmt {
+	EXPORT_PROM_TEXT,        /* text/plain; version=0.0.4 */
+	EXPORT_PROM_OPENMETRICS, /* application/openmetrics-text; version=1.0.0: ends in # EOF */
+};
+
+/* Writes every finite point to f: one family per name (<prefix>_<prom>,
+ * the metric table's name in base units, or for a point without one
+ * <prefix>_<metric> with "_per_s" and "_ms" spelled out; counters end in
+ * _total) with # HELP and # TYPE, labels host, name (the process), service,
+ * pid, tid, tag and the extra tags, values escaped. No timestamps: the
+ * textfile collector refuses them. Returns the number of samples written;
+ * *skipped (may be NULL) counts non-finite values. */
+size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enum export_prom_fmt fmt,
+                          size_t *skipped);
+
+/* export_prom_render in the text format 0.0.4. */
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped);
 
 /* export_prom_format into PATH atomically, relative to its directory

@@ -14,29 +14,51 @@ static int set_duration(void *ctx, const char *arg, char *msg, size_t len)
 	return cli_set_duration("duration", arg, 0.05, 86400, &((struct cli_common *)ctx)->duration_s, msg, len);
 }
 
+struct list_ctx {
+	struct cli_common c;   /* first: the shared setters take the context as one */
+	int by_service;
+};
+
+static int set_by(void *ctx, const char *arg, char *msg, size_t len)
+{
+	if (strcmp(arg, "service") == 0) {
+		((struct list_ctx *)ctx)->by_service = 1;
+		return 0;
+	}
+	if (strcmp(arg, "worker") == 0)
+		return 0;
+	snprintf(msg, len, "invalid --by '%s': expected worker or service", arg);
+	return -1;
+}
+
 static const struct cli_option options[] = {
 	CLI_OPT_PID,
 	CLI_OPT_NAME,
+	CLI_OPT_USER,
+	CLI_OPT_SERVICE,
+	CLI_OPT_INSTRUMENTED,
 	CLI_OPT_RATE,
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,
 	{ 0, "duration", "DURATION", "how long to sample: 2, 1.5, 30s, 2m (default 2 s)", set_duration },
+	{ 0, "by", "worker|service", "a row per worker (the default) or per service", set_by },
 	{ 0 },
 };
 
 static int run(int argc, char **argv)
 {
-	struct cli_common c;
+	struct list_ctx x = { 0 };
+	struct cli_common *cc = &x.c;
 	struct model m;
-	cli_common_init(&c);
-	int rc = cli_parse(&cmd_list, argc, argv, &c);
-	if (rc >= 0 || (rc = cli_check_pids(&c.targets)) >= 0)
+	cli_common_init(cc);
+	int rc = cli_parse(&cmd_list, argc, argv, &x);
+	if (rc >= 0 || (rc = cli_check_pids(&cc->targets)) >= 0)
 		goto out;
-	struct session_opts so = { .targets = &c.targets, .rate_hz = c.rate_hz, .max_workers = c.max_workers };
+	struct session_opts so = { .targets = &cc->targets, .rate_hz = cc->rate_hz, .max_workers = cc->max_workers };
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err == 0) {
-		session_wait_until(&se, c.duration_s);
+		session_wait_until(&se, cc->duration_s);
 		session_stop(&se);
 		err = model_of_session(&se, 0, &m);
 		session_end(&se);
@@ -47,22 +69,25 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	/* the table (or JSON) even when it is empty: a script reads the same shape */
-	if (c.json)
+	if (cc->json)
 		list_print_json(stdout, &m);
+	else if (x.by_service)
+		list_print_services(stdout, &m);
 	else
 		list_print_text(stdout, &m);
-	rc = cli_finish_output(cli_model_verdict(&m, &c.targets));
+	rc = cli_finish_output(cli_model_verdict(&m, &cc->targets));
 	model_done(&m);
 out:
-	cli_common_done(&c);
+	cli_common_done(cc);
 	return rc;
 }
 
 const struct cli_command cmd_list = {
 	"list", "sample for a while, then print every worker once (the default when stdout is not a terminal)",
 	"[OPTIONS]",
-	"Samples every instrumented worker (and the processes named with -p or -n) for --duration seconds,\n"
-	"then prints one row per worker, or JSON version 1 with --json. No worker found is exit 4 (the\n"
-	"empty table or JSON is still printed).",
+	"Samples every event loop on the host (found by a sweep; --instrumented: only the workers that\n"
+	"publish a segment; -p or -n: those processes) for --duration seconds, then prints one row per\n"
+	"worker (--by service: per service), or JSON version 1 with --json. No worker found is exit 4\n"
+	"(the empty table or JSON is still printed).",
 	options, run,
 };

@@ -101,6 +101,8 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_i64(j, w->tid);
 	json_key(j, "name");
 	json_string(j, w->name);
+	json_key(j, "service");
+	json_string(j, w->service);
 	json_key(j, "tag");
 	json_string(j, w->tag);
 	json_key(j, "backend");
@@ -160,7 +162,22 @@ void list_print_json(FILE *out, const struct model *m)
 		list_json_worker(&j, &m->workers[i]);
 	json_array_end(&j);
 	json_key(&j, "ignored");
-	json_u64(&j, m->ignored);
+	json_u64(&j, m->ignored + m->sweep.ignored_access);
+	if (m->swept) {
+		json_key(&j, "swept");
+		json_object_begin(&j);
+		json_key(&j, "processes");
+		json_u64(&j, m->sweep.procs);
+		json_key(&j, "threads");
+		json_u64(&j, m->sweep.threads);
+		json_key(&j, "loops");
+		json_u64(&j, m->sweep.loops);
+		json_key(&j, "ignored_permission");
+		json_u64(&j, m->sweep.ignored_access);
+		json_key(&j, "ignored_limit");
+		json_u64(&j, m->ignored);
+		json_object_end(&j);
+	}
 	json_key(&j, "refused");
 	json_array_begin(&j);
 	for (unsigned i = 0; i < m->nrefused && i < MODEL_REFUSED; i++) {
@@ -176,6 +193,17 @@ void list_print_json(FILE *out, const struct model *m)
 	json_object_begin(&j);
 	for (int i = 0; i < METRIC_NFLEET; i++)
 		json_metric(&j, &metric_fleet[i], &m->fleet);
+	json_key(&j, "services");
+	json_array_begin(&j);
+	for (size_t s = 0; s < m->nservices; s++) {
+		json_object_begin(&j);
+		json_key(&j, "name");
+		json_string(&j, m->services[s].name);
+		for (int i = 0; i < METRIC_NFLEET; i++)
+			json_metric(&j, &metric_fleet[i], &m->services[s].f);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
 	json_object_end(&j);
 	json_object_end(&j);
 	fputc('\n', out);
@@ -230,6 +258,27 @@ static void print_cells(FILE *out, const struct worker_view *w)
 		}
 	}
 	print_cell(out, !w ? "LOOP-POLL" : w->loop_basis[0] ? w->loop_basis : "-", -40, 1);
+}
+
+/* One row per service: the fleet rows of the metric table over its workers. */
+void list_print_services(FILE *out, const struct model *m)
+{
+	char cell[64], name[PROBE_SERVICE_LEN];
+	fprintf(out, "%-32s", "SERVICE");
+	for (int i = 0; i < METRIC_NFLEET; i++)
+		fprintf(out, " %14s", metric_fleet[i].name);
+	fputc('\n', out);
+	for (size_t s = 0; s < m->nservices; s++) {
+		esc_copy(name, 33, &esc_term, m->services[s].name, SIZE_MAX, NULL);
+		fprintf(out, "%-32s", name);
+		for (int i = 0; i < METRIC_NFLEET; i++) {
+			metric_format(cell, sizeof(cell), metric_fleet[i].unit, metric_value(&metric_fleet[i], &m->services[s].f), 1);
+			fprintf(out, " %14s", cell);
+		}
+		fputc('\n', out);
+	}
+	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %.0f Hz)\n", m->nservices, m->nservices == 1 ? "" : "s",
+		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), m->rate_hz);
 }
 
 void list_print_text(FILE *out, const struct model *m)

@@ -11,5 +11,7 @@
  * Keys are added over time, never renamed or given a new meaning. */
 void list_print_json(FILE *out, const struct model *m);
 void list_print_text(FILE *out, const struct model *m);
+/* list --by service: a row per service. */
+void list_print_services(FILE *out, const struct model *m);
 
 #endif /* LOOPSTAT_LIST_H */

@@ -81,4 +81,29 @@ int metric_applies(const struct metric *m, const struct worker_view *w);
  * (compact: k/M past 9999); NaN and figures that do not apply read "-". */
 void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int compact);
 
+/*
+ * Prometheus: a row's name in base units, derived from its name, unit and
+ * rule, so a new row has its Prometheus name without a second list:
+ *   worker rows are "worker_<name>", fleet rows "fleet_<name>";
+ *   a RATE of a slot counter is that counter itself, a Prometheus counter:
+ *     the name without "_per_s", then "_total" (ops_per_s: worker_ops_total);
+ *   a "%" or "points" row is a 0..1 ratio: its "pct" part goes, "_ratio" ends
+ *     the name (idle_pct: worker_idle_ratio, idle_pct_min: fleet_idle_min_ratio);
+ *   a "ms" row is in seconds: its "ms" part goes, "_seconds" ends the name;
+ *   any other "per_s" is spelled "per_second"; other units keep the name.
+ * The prefix (export's --prefix, "loopstat") goes in front.
+ */
+/* The name without the prefix ("worker_idle_ratio"). Static. */
+const char *metric_prom_name(const struct metric *m);
+
+/* Its # HELP line: the description, or for a counter what it counts. Static. */
+const char *metric_prom_help(const struct metric *m);
+
+/* 1 when the row is exposed as a counter (the slot's raw counter). */
+int metric_prom_counter(const struct metric *m);
+
+/* The figure in the name's base unit: a counter's raw value, else
+ * metric_value() scaled (% to 0..1, ms to s); NaN when unknown. */
+double metric_prom_value(const struct metric *m, const void *view);
+
 #endif /* LOOPSTAT_METRIC_H */

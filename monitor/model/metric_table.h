@@ -4,7 +4,10 @@
  * is shown. metric.h turns the rows into struct metric entries that every
  * view walks; model.h turns them into the figure fields of struct
  * worker_view and struct fleet_view. Adding a figure is one row here (and
- * its docs rows, which tests hold to it).
+ * its docs rows, which tests hold to it). A row's Prometheus name, type and
+ * base unit follow from its name, unit and rule (metric.h's metric_prom_*):
+ * a "%" row idle_pct is worker_idle_ratio (0..1), a RATE of slot counter
+ * ops is the counter worker_ops_total, a "ms" row ends in _seconds.
  */
 #ifndef LOOPSTAT_METRIC_TABLE_H
 #define LOOPSTAT_METRIC_TABLE_H

@@ -12,6 +12,7 @@ void model_done(struct model *m)
 {
 	free(m->workers);
 	free(m->pools);
+	free(m->services);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -17,6 +17,8 @@
 #include "loopstat_shm.h"
 #include "probe_access.h"
 #include "probe_fd.h"
+#include "probe_service.h"
+#include "probe_sweep.h"
 #include "probe_shm.h"
 #include "probe_stat.h"
 #include "model/metric_table.h"
@@ -64,6 +66,7 @@ struct pool_view {
 struct worker_view {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
+	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */
 	const char *backend;              /* "io_uring", "libev", "none" (static) */
@@ -103,10 +106,18 @@ struct fleet_view {
 	int      nhistory;
 };
 
+/* A service's workers rolled up by the fleet rows of the metric table. */
+struct service_view {
+	char     name[PROBE_SERVICE_LEN];
+	struct fleet_view f;
+};
+
 struct model {
 	struct worker_view *workers;     /* owned; n entries, sorted by (pid, tid) */
 	size_t   n;
 	struct fleet_view fleet;
+	struct service_view *services;   /* owned; nservices, by name */
+	size_t   nservices;
 	double   rate_hz;                /* target sampling rate */
 	double   window_s;               /* window the figures cover */
 	double   elapsed_s;              /* since sampling started */
@@ -117,7 +128,9 @@ struct model {
 		char  text[PROBE_ACCESS_TEXT_LEN];
 	} refused[MODEL_REFUSED];        /* processes /proc refused us, first MODEL_REFUSED */
 	unsigned nrefused;               /* how many (may exceed MODEL_REFUSED) */
-	unsigned ignored;                /* threads not sampled: more than max_workers */
+	unsigned ignored;                /* threads not sampled: more than max_workers, or past the sweep's tables */
+	int      swept;                  /* the host was swept for loops: */
+	struct probe_sweep_counts sweep; /* what its last sweep saw */
 	size_t   max_workers;
 	unsigned naccessible;            /* threads sampled, worker or not, that we could read */
 	struct pool_view *pools;         /* owned; npools, grouped by pid */

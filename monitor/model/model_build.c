@@ -44,6 +44,7 @@ static void build_identity(const struct snap_worker *w, struct worker_view *v)
 	v->pid = w->pid;
 	v->tid = w->tid;
 	snprintf(v->name, sizeof(v->name), "%s", w->name);
+	snprintf(v->service, sizeof(v->service), "%s", *w->service ? w->service : w->name);
 	snprintf(v->tag, sizeof(v->tag), "%s", w->tag);
 	v->instrumented = w->instrumented;
 	v->backend = w->instrumented ? probe_shm_backend_name(w->backend) : "none";
@@ -118,6 +119,8 @@ static int build(const struct snapshot *snap, double window_s, int64_t lo, int64
 	m->nrefused = snap->nrefused;
 	m->naccessible = snap->naccessible;
 	m->ignored = snap->ignored;
+	m->swept = snap->swept;
+	m->sweep = snap->sweep;
 	m->max_workers = snap->max_workers;
 	for (unsigned i = 0; i < snap->nrefused && i < MODEL_REFUSED; i++) {
 		m->refused[i].pid = snap->refused[i].pid;

@@ -86,6 +86,7 @@ int tracks_update(struct tracks *ts, const struct snapshot *snap)
 		}
 		tr->present = 1;
 		snprintf(tr->name, sizeof(tr->name), "%s", w->name);
+		snprintf(tr->service, sizeof(tr->service), "%s", w->service);
 		snprintf(tr->tag, sizeof(tr->tag), "%s", w->tag);
 		tr->instrumented = w->instrumented;
 		tr->gone |= w->gone;

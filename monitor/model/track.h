@@ -23,6 +23,7 @@ struct track_sec {
 struct track {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];
+	char     service[PROBE_SERVICE_LEN];
 	char     tag[LOOPSTAT_TAG_LEN];
 	int      instrumented;
 	int      gone;            /* exited (or dropped by the sampler) since it was first seen */

@@ -19,7 +19,7 @@ static const struct cli_option options[] = {
 	{ 0, "tid", "TID", "only this thread of it (default: every thread)", profile_cli_tid },
 	{ 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 1000)", cli_set_rate },
 	{ 0, "duration", "DURATION", "how long to sample: 5, 1.5, 30s, 2m (default 5 s)", profile_cli_duration },
-	{ 'f', "format", "FORMAT", "text (default), folded, speedscope, svg or json", profile_cli_format },
+	{ 'f', "format", "FORMAT", PROFILE_FORMAT_LIST, profile_cli_format },
 	{ 'o', "output", "FILE", "write the profile to FILE (default: stdout)", profile_cli_output },
 	{ 0, "record", "FILE", "also write the raw sample stream to FILE (see record)", profile_cli_record },
 	PROFILE_CLI_THREADS,
@@ -49,7 +49,7 @@ static int run(int argc, char **argv)
 		rc = cli_usage_error("profile", "needs -p PID");
 		goto out;
 	}
-	if ((rc = profile_check_target(c.pid, c.tid)) >= 0)
+	if ((rc = profile_check_output("profile", c.fmt, c.out)) >= 0 || (rc = profile_check_target(c.pid, c.tid)) >= 0)
 		goto out;
 	struct rec_meta rm = { .rate_hz = c.common.rate_hz ? c.common.rate_hz : PROFILE_DEFAULT_HZ,
 				       .start_unix = (double)time(NULL) };
@@ -86,6 +86,7 @@ static int run(int argc, char **argv)
 	if (res.st.samples > 0) {
 		struct profile_tree *t = profile_acc_finish(acc);
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = dur,
+					     .start_unix = rm.start_unix,
 					     .threads = c.threads };
 		if (!t) {
 			cli_error("out of memory");

@@ -21,7 +21,7 @@ static int set_file(void *ctx, const char *arg, char *msg, size_t len)
 }
 
 static const struct cli_option options[] = {
-	{ 'f', "format", "FORMAT", "text (default), folded, speedscope, svg or json", profile_cli_format },
+	{ 'f', "format", "FORMAT", PROFILE_FORMAT_LIST, profile_cli_format },
 	{ 'o', "output", "FILE", "write the profile to FILE (default: stdout)", profile_cli_output },
 	PROFILE_CLI_THREADS,
 	{ 0 },
@@ -43,6 +43,8 @@ static int run(int argc, char **argv)
 		rc = cli_usage_error("report", "needs a recording: loopstat report FILE");
 		goto out;
 	}
+	if ((rc = profile_check_output("report", c.fmt, c.out)) >= 0)
+		goto out;
 	rc = EXIT_FAIL;
 	FILE *f = strcmp(c.file, "-") == 0 ? stdin : fopen(c.file, "r");
 	if (!f) {
@@ -78,6 +80,7 @@ static int run(int argc, char **argv)
 		rc = EXIT_NOTHING;
 	} else if (t) {
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = rm.duration_s,
+					     .start_unix = rm.start_unix,
 					     .threads = c.threads };
 		rc = profile_emit(c.out, c.fmt, t, &meta, acc);
 	} else if (err == -EPROTO || err == -E2BIG) {
@@ -90,7 +93,7 @@ out:
 }
 
 const struct cli_command cmd_report = {
-	"report", "render a recording (record, profile --record) as text, folded, speedscope, svg or json",
+	"report", "render a recording (record, profile --record) in any of profile's formats",
 	"FILE [OPTIONS]",
 	"Reads a recording made by 'loopstat record' or 'loopstat profile --record', on this machine or\n"
 	"another, and writes the same report a live profile of those samples gives.",

@@ -9,19 +9,25 @@
 #include <math.h>
 #include <string.h>
 
+static const char *const format_names[] = {
+#define PROFILE_FMT_X(e, name) [PROFILE_FMT_##e] = name,
+	PROFILE_FORMATS(PROFILE_FMT_X)
+#undef PROFILE_FMT_X
+};
+
 int profile_format_parse(const char *name, enum profile_format *fmt)
 {
-	static const char *const names[] = {
-		[PROFILE_FMT_TEXT] = "text",             [PROFILE_FMT_FOLDED] = "folded",
-		[PROFILE_FMT_SPEEDSCOPE] = "speedscope", [PROFILE_FMT_SVG] = "svg",
-		[PROFILE_FMT_JSON] = "json",
-	};
-	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0) {
+	for (size_t i = 0; name && i < PROFILE_NFORMATS; i++)
+		if (strcmp(name, format_names[i]) == 0) {
 			*fmt = (enum profile_format)i;
 			return 0;
 		}
 	return -EINVAL;
+}
+
+const char *profile_format_name(enum profile_format fmt)
+{
+	return (unsigned)fmt < PROFILE_NFORMATS ? format_names[fmt] : NULL;
 }
 
 int profile_write(FILE *out, enum profile_format fmt, struct profile_tree *t,
@@ -39,11 +45,13 @@ int profile_write(FILE *out, enum profile_format fmt, struct profile_tree *t,
 	case PROFILE_FMT_SPEEDSCOPE: return profile_write_speedscope(out, t, meta);
 	case PROFILE_FMT_SVG: return profile_write_svg(out, t, meta);
 	case PROFILE_FMT_JSON: return profile_write_json(out, t, meta);
+	case PROFILE_FMT_PPROF: return profile_write_pprof(out, t, meta);
+	case PROFILE_NFORMATS: break;
 	}
 	return -EINVAL;
 }
 
-static int stream_result(FILE *out)
+int profile_out_result(FILE *out)
 {
 	errno = 0;   /* the first flush after a failed write gives its cause (ENOSPC) */
 	return fflush(out) == 0 && !ferror(out) ? 0 : errno ? -errno : -EIO;
@@ -101,7 +109,7 @@ int profile_write_text(FILE *out, struct profile_tree *t, const struct profile_m
 		text_node(&w, c, 0, 0);
 	if (w.o.min_pct > 0)
 		fprintf(out, "\n(rows under %.1f%% not shown)\n", w.o.min_pct);
-	return stream_result(out);
+	return profile_out_result(out);
 }
 
 /* ---- folded ---- */
@@ -136,7 +144,7 @@ int profile_write_folded(FILE *out, struct profile_tree *t)
 	profile_tree_sort(t);
 	for (const struct profile_node *c = profile_tree_root(t)->child; c; c = c->next)
 		folded_node(&w, c);
-	return stream_result(out);
+	return profile_out_result(out);
 }
 
 /* ---- json ---- */
@@ -201,5 +209,5 @@ int profile_write_json(FILE *out, struct profile_tree *t, const struct profile_m
 	json_array_end(&j);
 	json_object_end(&j);
 	fputc('\n', out);
-	return stream_result(out);
+	return profile_out_result(out);
 }

@@ -10,6 +10,9 @@
  *   speedscope  speedscope's own file format, one sampled profile per
  *               thread (or per fiber tag) (profile_out_speedscope.c)
  *   svg         a self-contained interactive flame graph (profile_out_svg.c)
+ *   pprof       pprof's profile.proto, gzipped, for go tool pprof, Pyroscope
+ *               and Parca: the folded paths as stacks, in samples and wall
+ *               nanoseconds (profile_out_pprof.c)
  *
  * Writers sort the tree (profile_tree_sort) and return 0, -ENOMEM, or
  * the stream's error (-ENOSPC...; -EIO when its cause is unknown).
@@ -27,6 +30,7 @@ struct profile_meta {
 	double rate_hz;        /* target sampling rate */
 	double duration_s;     /* wall time sampled */
 	int    threads;        /* text and svg: every thread apart (--threads), not identical ones merged */
+	double start_unix;     /* pprof: when sampling began, seconds since the epoch (0: unknown) */
 };
 
 struct profile_text_opts {
@@ -36,16 +40,25 @@ struct profile_text_opts {
 
 #define PROFILE_TEXT_DEFAULTS { .min_pct = 0.5, .max_frames = 8 }
 
+/* The formats, in the order --help lists them: enum name, --format name. */
+#define PROFILE_FORMATS(X) \
+	X(TEXT, "text") X(FOLDED, "folded") X(SPEEDSCOPE, "speedscope") X(SVG, "svg") X(JSON, "json") \
+	X(PPROF, "pprof")
+/* The same list as options' help and messages print it (a test checks it
+ * against the table and docs/usage.md). */
+#define PROFILE_FORMAT_LIST "text (default), folded, speedscope, svg, json or pprof"
+
 enum profile_format {
-	PROFILE_FMT_TEXT = 0,
-	PROFILE_FMT_FOLDED,
-	PROFILE_FMT_SPEEDSCOPE,
-	PROFILE_FMT_SVG,
-	PROFILE_FMT_JSON,
+#define PROFILE_FMT_X(e, name) PROFILE_FMT_##e,
+	PROFILE_FORMATS(PROFILE_FMT_X)
+#undef PROFILE_FMT_X
+	PROFILE_NFORMATS
 };
 
-/* "text", "folded", "speedscope", "svg", "json" → *fmt. Returns 0 or -EINVAL. */
+/* A name of PROFILE_FORMATS → *fmt. Returns 0 or -EINVAL. */
 int profile_format_parse(const char *name, enum profile_format *fmt);
+/* fmt's --format name; NULL when out of range. */
+const char *profile_format_name(enum profile_format fmt);
 
 /* Dispatches to one writer; opts may be NULL (defaults). */
 int profile_write(FILE *out, enum profile_format fmt, struct profile_tree *t,
@@ -57,5 +70,11 @@ int profile_write_folded(FILE *out, struct profile_tree *t);
 int profile_write_json(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
 int profile_write_speedscope(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
 int profile_write_svg(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
+int profile_write_pprof(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
+
+/* What a writer returns once it has written everything: flushes out and
+ * gives 0, or its error (the cause of the first failed write, -EIO when
+ * it is unknown). */
+int profile_out_result(FILE *out);
 
 #endif /* LOOPSTAT_PROFILE_OUT_H */

@@ -9,70 +9,14 @@
  * counts (unit "none").
  */
 #include "profile/profile_out.h"
+#include "profile/profile_labels.h"
 #include "util/json.h"
 
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 
 #ifndef LOOPSTAT_VERSION
 #define LOOPSTAT_VERSION "dev"
 #endif
-
-/* Frame table: each distinct label once, found through an open-addressing
- * hash of label pointers owned by the tree. */
-struct frames {
-	const char **label; /* by frame index */
-	size_t n;
-	long *slot;         /* hash slot → frame index, -1 empty */
-	size_t mask;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
-static long frame_index(struct frames *f, const char *label)
-{
-	for (size_t i = hash_str(label) & f->mask;; i = (i + 1) & f->mask) {
-		long k = f->slot[i];
-		if (k < 0) {
-			f->slot[i] = (long)f->n;
-			f->label[f->n] = label;
-			return (long)f->n++;
-		}
-		if (strcmp(f->label[k], label) == 0)
-			return k;
-	}
-}
-
-static int frames_init(struct frames *f, size_t nodes)
-{
-	size_t cap = 16;
-	while (cap < 2 * nodes)
-		cap *= 2;
-	f->label = calloc(nodes, sizeof(*f->label));
-	f->slot = malloc(cap * sizeof(*f->slot));
-	if (!f->label || !f->slot) {
-		free(f->label);
-		free(f->slot);
-		return -ENOMEM;
-	}
-	memset(f->slot, 0xff, cap * sizeof(*f->slot)); /* all -1 */
-	f->mask = cap - 1;
-	f->n = 0;
-	return 0;
-}
-
-static void frames_done(struct frames *f)
-{
-	free(f->label);
-	free(f->slot);
-}
 
 static int is_profile_node(const struct profile_node *n, unsigned flags)
 {
@@ -80,17 +24,17 @@ static int is_profile_node(const struct profile_node *n, unsigned flags)
 }
 
 /* Indexes every label below the profile nodes, in depth-first order. */
-static void index_below(struct frames *f, const struct profile_node *n)
+static void index_below(struct profile_labels *f, const struct profile_node *n)
 {
 	for (const struct profile_node *c = n->child; c; c = c->next) {
-		frame_index(f, c->label);
+		profile_labels_index(f, c->label);
 		index_below(f, c);
 	}
 }
 
 struct sample_walk {
 	struct json *j;
-	struct frames *f;
+	struct profile_labels *f;
 	long stack[PROFILE_MAX_PATH];
 	int depth;
 	int weights; /* second pass: write weights instead of stacks */
@@ -101,7 +45,7 @@ static void samples_below(struct sample_walk *w, const struct profile_node *n)
 	for (const struct profile_node *c = n->child; c; c = c->next) {
 		if (w->depth == PROFILE_MAX_PATH)
 			return;
-		w->stack[w->depth++] = frame_index(w->f, c->label);
+		w->stack[w->depth++] = profile_labels_index(w->f, c->label);
 		if (c->self) {
 			if (w->weights) {
 				json_u64(w->j, c->self);
@@ -117,7 +61,7 @@ static void samples_below(struct sample_walk *w, const struct profile_node *n)
 	}
 }
 
-static void write_profile(struct json *j, struct frames *f, const struct profile_node *p)
+static void write_profile(struct json *j, struct profile_labels *f, const struct profile_node *p)
 {
 	char name[2 * PROFILE_LABEL_MAX + 4];
 	if (p->level == PROFILE_L_FIBER)
@@ -163,7 +107,7 @@ static void index_profile(const struct profile_node *p, void *arg) { index_below
 
 struct write_arg {
 	struct json *j;
-	struct frames *f;
+	struct profile_labels *f;
 };
 
 static void write_one(const struct profile_node *p, void *arg)
@@ -174,9 +118,9 @@ static void write_one(const struct profile_node *p, void *arg)
 
 int profile_write_speedscope(FILE *out, struct profile_tree *t, const struct profile_meta *meta)
 {
-	struct frames f;
+	struct profile_labels f;
 	profile_tree_sort(t);
-	if (frames_init(&f, profile_tree_nodes(t)) < 0)
+	if (profile_labels_init(&f, profile_tree_nodes(t)) < 0)
 		return -ENOMEM;
 	unsigned flags = profile_tree_flags(t);
 	const struct profile_node *root = profile_tree_root(t);
@@ -212,7 +156,6 @@ int profile_write_speedscope(FILE *out, struct profile_tree *t, const struct pro
 	json_array_end(&j);
 	json_object_end(&j);
 	fputc('\n', out);
-	frames_done(&f);
-	errno = 0;   /* the first flush after a failed write gives its cause (ENOSPC) */
-	return fflush(out) == 0 && !ferror(out) ? 0 : errno ? -errno : -EIO;
+	profile_labels_done(&f);
+	return profile_out_result(out);
 }

@@ -210,6 +210,5 @@ int profile_write_svg(FILE *out, struct profile_tree *t, const struct profile_me
 	if (root->count)
 		svg_node(&w, root, SVG_XPAD, 0);
 	fputs("</g>\n</svg>\n", out);
-	errno = 0;   /* the first flush after a failed write gives its cause (ENOSPC) */
-	return fflush(out) == 0 && !ferror(out) ? 0 : errno ? -errno : -EIO;
+	return profile_out_result(out);
 }

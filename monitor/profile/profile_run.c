@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int profile_check_target(pid_t pid, pid_t tid)
 {
@@ -145,6 +146,13 @@ static int to_stdout(const char *path)
 	return !path || strcmp(path, "-") == 0;
 }
 
+int profile_check_output(const char *cmd, enum profile_format fmt, const char *path)
+{
+	if (fmt != PROFILE_FMT_PPROF || !to_stdout(path) || !isatty(STDOUT_FILENO))
+		return -1;
+	return cli_usage_error(cmd, "pprof is gzipped binary: not written to a terminal; use -o FILE or a pipe");
+}
+
 FILE *profile_open_out(const char *path)
 {
 	if (to_stdout(path))
@@ -224,7 +232,7 @@ int profile_cli_format(void *ctx, const char *arg, char *msg, size_t len)
 {
 	if (profile_format_parse(arg, &((struct profile_cli *)ctx)->fmt) == 0)
 		return 0;
-	snprintf(msg, len, "unknown format '%s': expected text, folded, speedscope, svg or json", arg);
+	snprintf(msg, len, "unknown format '%s': expected " PROFILE_FORMAT_LIST, arg);
 	return -1;
 }
 

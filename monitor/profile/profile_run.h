@@ -58,6 +58,10 @@ int profile_emit(const char *path, enum profile_format fmt, struct profile_tree 
 int profile_emit_to(FILE *f, const char *path, enum profile_format fmt, struct profile_tree *t,
 		    const struct profile_meta *meta, const struct profile_acc *acc);
 
+/* -1 when fmt may go to path; EXIT_USAGE after the message when it is a
+ * binary format (pprof) and path is stdout on a terminal, as gzip refuses. */
+int profile_check_output(const char *cmd, enum profile_format fmt, const char *path);
+
 /* fopen(path, "w") or stdout for NULL/"-", with the message on failure. */
 FILE *profile_open_out(const char *path);
 /* Closes what profile_open_out gave; EXIT_OK or EXIT_FAIL after a message. */

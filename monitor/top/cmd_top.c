@@ -84,6 +84,9 @@ static int run_replay(struct top_ctx *c)
 static const struct cli_option options[] = {
 	CLI_OPT_PID,
 	CLI_OPT_NAME,
+	CLI_OPT_USER,
+	CLI_OPT_SERVICE,
+	CLI_OPT_INSTRUMENTED,
 	CLI_OPT_RATE,
 	CLI_OPT_MAX_WORKERS,
 	{ 'd', "delay", "DURATION", "time between screen refreshes: 1, 0.5, 2s (default 1 s)", set_delay },

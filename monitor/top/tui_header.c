@@ -76,8 +76,14 @@ int tui_draw_header(struct tui *t)
 		 t->sort_rev ? " (reversed)" : "", t->all_threads ? "all" : "event-loop workers");
 	if (t->filter[0])
 		printw("  filter \"%s\" (%zu of %zu)", t->filter, t->nrows, t->m.n);
+	if (t->m.swept)
+		printw("  swept %u processes, %u threads: %u loops", t->m.sweep.procs, t->m.sweep.threads,
+		       t->m.sweep.loops);
+	if (t->m.swept && t->m.sweep.ignored_access)
+		printw("  ignored: %u process%s (permission)", t->m.sweep.ignored_access,
+		       t->m.sweep.ignored_access == 1 ? "" : "es");
 	if (t->m.ignored)
-		printw("  %u threads ignored (--max-workers)", t->m.ignored);
+		printw("  %u threads ignored (limit: --max-workers)", t->m.ignored);
 	if (t->m.nrefused)
 		printw("  access refused: %u process%s (loopstat list says why)", t->m.nrefused,
 		       t->m.nrefused == 1 ? "" : "es");

@@ -178,8 +178,11 @@ int tui_handle_key(struct tui *t, int ch)
 		if (t->s && model_feed_set_all_threads(t->s, t->all_threads) == 0)
 			tui_refresh_model(t);
 		break;
+	case TUI_SERVICES:
+		t->by_service = !t->by_service;
+		break;
 	case TUI_DETAIL:
-		if (t->mode == TUI_MODE_TABLE && t->nrows > 0) {
+		if (t->mode == TUI_MODE_TABLE && t->nrows > 0 && !t->by_service) {
 			tui_select(t, 0);
 			t->mode = TUI_MODE_DETAIL;
 		}

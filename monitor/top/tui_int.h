@@ -39,6 +39,7 @@
 	X(FILTER,     "/",          "filter by name, tag or pid (Enter keeps it, Esc clears it)", '/', 0, 0) \
 	X(CLEAR,      "Esc",        "clear the filter; in the detail or help view: back",   TUI_KEY_ESC, 0, 0) \
 	X(THREADS,    "t",          "show every thread, not only event-loop workers",       't', 0, 0) \
+	X(SERVICES,   "S",          "group by service: a row per service, its workers rolled up", 'S', 0, 0) \
 	X(DETAIL,     "Enter",      "open the selected worker's detail view",               '\n', '\r', KEY_ENTER) \
 	X(PAUSE,      "Space",      "pause or resume sampling",                             ' ', 0, 0) \
 	X(FASTER,     "+ or =",     "sample 1.5x faster (at most 2000 Hz)",                 '+', '=', 0) \
@@ -122,6 +123,7 @@ struct tui {
 	int editing;                     /* typing a filter */
 	enum tui_mode mode;
 	int paused, all_threads;
+	int by_service;                  /* the table shows services (S) */
 	int targeted;                    /* the user named processes (-p, -n) */
 	double delay_s, window_s;
 	double rate_hz;                  /* as last set or read, for the header */

@@ -203,11 +203,39 @@ static void keep_selection_visible(struct tui *t, int rows)
 		t->top = 0;
 }
 
+/* The service view: the fleet rows of the metric table per service, as
+ * list --by service prints them. */
+static void draw_services(struct tui *t, int y, int h)
+{
+	char cell[64], name[PROBE_SERVICE_LEN];
+	attron(A_REVERSE);
+	mvprintw(y, 0, "%-32s", "SERVICE");
+	for (int i = 0; i < METRIC_NFLEET; i++)
+		printw(" %18s", metric_fleet[i].name);
+	clrtoeol();
+	attroff(A_REVERSE);
+	for (int r = 0; r < h - 1 && (size_t)r < t->m.nservices; r++) {
+		const struct service_view *sv = &t->m.services[r];
+		esc_copy(name, 33, &esc_term, sv->name, SIZE_MAX, NULL);
+		mvprintw(y + 1 + r, 0, "%-32s", name);
+		for (int i = 0; i < METRIC_NFLEET; i++) {
+			metric_format(cell, sizeof(cell), metric_fleet[i].unit, metric_value(&metric_fleet[i], &sv->f), 1);
+			printw(" %18s", cell);
+		}
+	}
+	if (!t->m.nservices && h > 1)
+		mvprintw(y + 1, 0, "no event-loop workers found (yet)");
+}
+
 void tui_draw_table(struct tui *t, int y, int h)
 {
 	int w[TUI_NCOLS];
 	if (h < 1)
 		return;
+	if (t->by_service) {
+		draw_services(t, y, h);
+		return;
+	}
 	tui_layout(COLS, w);
 	draw_titles(t, y, w);
 	int rows = h - 1;

@@ -187,6 +187,25 @@ int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, 
 int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg);
 
 /*
+ * probe_shm_scan() for readers of live segments: fn is offered only files
+ * that the process they name maps (one read of its /proc/PID/maps per scan
+ * serves all the files naming it), and at most a few refused ones per
+ * process per run, so a directory flooded with well-formed files that name
+ * live processes costs little more than its listing. gc, which removes
+ * the files no process maps, scans them all. tick (NULL: none) is called
+ * with arg every few tens of microseconds of the scan, and after each call
+ * of fn, so that a sampler scanning a huge directory keeps its schedule.
+ */
+int probe_shm_scan_mapped(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void (*tick)(void *arg),
+			  void *arg);
+struct probe_shm_scan_counts {
+	size_t refused;    /* files skipped: their process does not map them, is gone or is closed to us */
+	size_t unchecked;  /* files skipped unvalidated: their process's refusals for this run are spent */
+};
+/* What the last probe_shm_scan_mapped() skipped. */
+void probe_shm_scan_counts(struct probe_shm_scan_counts *c);
+
+/*
  * Calls per probe_shm_scan() in this process (0, the default: unlimited).
  * A budgeted scan resumes where the last one stopped, so every file gets
  * its turn. For a sampler re-scanning often; gc wants every file at once.

@@ -186,6 +186,40 @@ void shm_writer_release(struct shm_writer_memo *memo);
 int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino_t ino, int mapped,
 		     struct shm_writer_memo *memo);
 
+/* "start-end perms offset MAJ:MIN inode path", one line of /proc/PID/maps: 0 or -EINVAL. */
+int shm_maps_line(const char *line, unsigned *maj, unsigned *min, unsigned long long *ino);
+/*
+ * Calls fn for each file mapping (inode not 0) of the maps text read from
+ * fd, until fn returns non-zero: 1 then, 0 at the end, -ENOLINK past the
+ * first MAPS_BUDGET bytes (a process that large is no writer we check), or
+ * read's -errno.
+ */
+int shm_maps_walk(int fd, int (*fn)(unsigned maj, unsigned min, unsigned long long ino, void *arg), void *arg);
+
+/*
+ * What the pids that segment files name map, for one scan (shm_owners.c):
+ * a writer maps its segment before it publishes it under a suffixed name,
+ * so a file its named process does not map is no live segment, and a scan
+ * can tell that from one read of that process's maps, however many files
+ * name it. Per run, each owner also gets at most SHM_OWNER_REFUSALS refused
+ * validations of files it does map.
+ */
+enum shm_offer {
+	SHM_OFFER,          /* validate it */
+	SHM_OFFER_UNMAPPED, /* its process does not map it (as of this scan's read of its maps) */
+	SHM_OFFER_DEAD,     /* its process is gone, or its maps are closed to us: no writer check can pass */
+	SHM_OFFER_CAPPED,   /* its owner's refusals are spent, or no room to track it */
+};
+#define SHM_OWNER_REFUSALS 8
+/* Starts a scan of the directory on dev: maps are read anew once per scan. */
+void shm_owners_begin(dev_t dev);
+/* Whether to validate the file ino named after pid. */
+enum shm_offer shm_owners_offer(pid_t pid, ino_t ino);
+/* A validation of a file named after pid refused it. */
+void shm_owners_refused(pid_t pid);
+/* Forgets everything (tests). */
+void shm_owners_reset(void);
+
 /* What a handle's reads and checks cost in /proc, for tests. */
 struct shm_recheck_counts {
 	uint64_t tid_loads;     /* listings of /proc/PID/task */

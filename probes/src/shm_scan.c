@@ -62,12 +62,20 @@ pid_t shm_name_pid(const char *name, int *suffixed)
  */
 #define CACHE_MAX (128u * 1024)
 
+/* What an entry says of its file. */
+enum cache_kind {
+	CACHE_NONE,        /* not known (no entry, or a legacy refusal's time ran out) */
+	CACHE_JUNK,        /* refused: skipped */
+	CACHE_LIVE,        /* validated: offered without a look at its process's maps */
+};
+
 struct cache_entry {
 	uint64_t dev_ino;  /* mix of dev and ino (see key()) */
 	uint64_t name;     /* keyed hash of the file name */
 	uint64_t until_ns; /* CLOCK_MONOTONIC; legacy names are re-checked after it, 0 = never */
 	uint32_t epoch;    /* last scan that listed it */
-	uint32_t used;
+	uint16_t used;
+	uint16_t kind;     /* enum cache_kind */
 };
 
 /* A legacy name ("loopstat.<pid>") is re-used by its pid's next writer,
@@ -90,6 +98,7 @@ static struct {
 	uint64_t seed;
 	size_t budget;           /* callbacks per scan, 0 = unlimited */
 	size_t cursor;           /* first unchecked candidate of the next budgeted scan */
+	struct probe_shm_scan_counts last; /* of the last mapped-only scan */
 } cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t mix(uint64_t x)
@@ -150,7 +159,7 @@ static int grow(size_t cap)
 	return 0;
 }
 
-void shm_cache_reject(dev_t dev, ino_t ino, const char *name)
+static void cache_mark(dev_t dev, ino_t ino, const char *name, enum cache_kind kind)
 {
 	pthread_mutex_lock(&cache.lock);
 	if (cache.n >= CACHE_MAX)
@@ -163,20 +172,27 @@ void shm_cache_reject(dev_t dev, ino_t ino, const char *name)
 	struct cache_entry *e = slot_for(k, h);
 	if (!e->used)
 		cache.n++;
-	*e = (struct cache_entry){ .dev_ino = k, .name = h, .epoch = cache.epoch, .used = 1,
-				   .until_ns = suffixed ? 0 : now_ns() + LEGACY_TTL_NS };
+	*e = (struct cache_entry){ .dev_ino = k, .name = h, .epoch = cache.epoch, .used = 1, .kind = kind,
+				   .until_ns = suffixed || kind != CACHE_JUNK ? 0 : now_ns() + LEGACY_TTL_NS };
 unlock:
 	pthread_mutex_unlock(&cache.lock);
 }
 
-/* Marks the entry listed in this scan; 1 if the file is known junk. */
-static int cache_hit(dev_t dev, ino_t ino, const char *name, uint64_t now)
+void shm_cache_reject(dev_t dev, ino_t ino, const char *name)
+{
+	cache_mark(dev, ino, name, CACHE_JUNK);
+}
+
+/* Marks the entry listed in this scan; what it says of the file. */
+static enum cache_kind cache_hit(dev_t dev, ino_t ino, const char *name, uint64_t now)
 {
 	struct cache_entry *e = cache.n ? slot_for(key(dev, ino), name_hash(name)) : NULL;
 	if (!e || !e->used)
-		return 0;
+		return CACHE_NONE;
 	e->epoch = cache.epoch;
-	return !e->until_ns || now < e->until_ns;
+	if (e->kind == CACHE_JUNK && e->until_ns && now >= e->until_ns)
+		return CACHE_NONE;
+	return (enum cache_kind)e->kind;
 }
 
 void probe_shm_scan_budget(size_t max_calls)
@@ -242,6 +258,10 @@ struct scan {
 	size_t next;           /* position in the saved listing */
 	int building;          /* record candidates into a new listing */
 	int overflow;          /* more than LIST_MAX candidates */
+	int mapped_only;       /* offer fn only files their named process maps */
+	void (*tick)(void *arg);  /* called between files, now and then: NULL for none */
+	unsigned since_tick;   /* entries since the last tick */
+	struct probe_shm_scan_counts counts;
 	uint64_t now;          /* CLOCK_MONOTONIC at the start of the scan */
 };
 
@@ -280,6 +300,31 @@ static void record(struct scan *s, const char *name, ino_t ino)
 	snprintf(listing.v[listing.n++].name, sizeof(listing.v[0].name), "%s", name);
 }
 
+/* Entries between two ticks: a few tens of microseconds of listing. */
+#define TICK_ENTRIES 64
+
+/*
+ * Whether a mapped-only scan offers the file to fn (shm_owners.c). A file
+ * refused here is neither remembered nor kept in the saved listing: the
+ * next listing looks again, against its process's maps as they are then
+ * (this scan's read of them may have come just before a new writer mapped
+ * and published the file; publishing changes the directory, so a listing
+ * is taken anew).
+ */
+static int offered(struct scan *s, ino_t ino, pid_t pid)
+{
+	switch (shm_owners_offer(pid, ino)) {
+	case SHM_OFFER:
+		return 1;
+	case SHM_OFFER_CAPPED:
+		s->counts.unchecked++;
+		return 0;
+	default:
+		s->counts.refused++;
+		return 0;
+	}
+}
+
 /* One pass over the directory (or its saved listing), calling fn for the
  * uncached candidates with index in [from, to). Returns fn's value or 0. */
 static int scan_pass(struct scan *s, size_t from, size_t to)
@@ -289,14 +334,20 @@ static int scan_pass(struct scan *s, size_t from, size_t to)
 	s->index = 0;
 	s->next = 0;
 	while (next_entry(s, &name, &ino)) {
+		if (s->tick && ++s->since_tick >= TICK_ENTRIES) {
+			s->since_tick = 0;
+			s->tick(s->arg);
+		}
 		int suffixed;
 		pid_t pid = shm_name_pid(name, &suffixed);
 		if (pid <= 0)
 			continue;
 		pthread_mutex_lock(&cache.lock);
-		int junk = cache_hit(s->dev, ino, name, s->now);
+		enum cache_kind kind = cache_hit(s->dev, ino, name, s->now);
 		pthread_mutex_unlock(&cache.lock);
-		if (junk)
+		if (kind == CACHE_JUNK)
+			continue;
+		if (s->mapped_only && kind != CACHE_LIVE && !offered(s, ino, pid))
 			continue;
 		if (s->building)
 			record(s, name, ino);
@@ -307,9 +358,14 @@ static int scan_pass(struct scan *s, size_t from, size_t to)
 		if (snprintf(path, sizeof(path), "%s/%s", s->dir, name) >= (int)sizeof(path))
 			continue;
 		s->calls++;
+		s->since_tick = TICK_ENTRIES; /* a validation costs what many entries do */
 		int ret = s->fn(path, pid, s->arg);
 		if (ret < 0)
 			return ret;
+		if (ret == PROBE_SHM_SCAN_LIVE && s->mapped_only)
+			cache_mark(s->dev, ino, name, CACHE_LIVE);
+		else if (ret != PROBE_SHM_SCAN_LIVE && s->mapped_only)
+			shm_owners_refused(pid);
 		if (ret != PROBE_SHM_SCAN_LIVE && pid_gone(pid))
 			shm_cache_reject(s->dev, ino, name);
 	}
@@ -331,7 +387,8 @@ static int settled(const struct stat *st)
 	return age > SETTLED_NS;
 }
 
-int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg)
+static int scan_dir(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void (*tick)(void *arg),
+		    void *arg, int mapped_only)
 {
 	struct stat st;
 	if (!dir)
@@ -361,9 +418,11 @@ int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void 
 	if (!reuse)
 		cache.epoch++;
 	struct scan s = { .d = d, .dir = dir, .dev = st.st_dev, .fn = fn, .arg = arg, .budget = cache.budget,
-			  .now = now_ns(), .building = !reuse };
+			  .now = now_ns(), .building = !reuse, .mapped_only = mapped_only, .tick = tick };
 	size_t from = cache.budget ? cache.cursor : 0;
 	pthread_mutex_unlock(&cache.lock);
+	if (mapped_only)
+		shm_owners_begin(st.st_dev);
 
 	/* with a budget, start where the last scan stopped and wrap around, so
 	 * that every candidate gets its turn however many there are */
@@ -391,7 +450,27 @@ int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void 
 	/* a complete first pass listed every live entry: drop the others */
 	if (!reuse && !ret && cache.n)
 		grow(cache.cap);
+	if (mapped_only)
+		cache.last = s.counts;
 	pthread_mutex_unlock(&cache.lock);
 	pthread_mutex_unlock(&scan_lock);
 	return ret;
+}
+
+int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg)
+{
+	return scan_dir(dir, fn, NULL, arg, 0);
+}
+
+int probe_shm_scan_mapped(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void (*tick)(void *arg),
+			  void *arg)
+{
+	return scan_dir(dir, fn, tick, arg, 1);
+}
+
+void probe_shm_scan_counts(struct probe_shm_scan_counts *c)
+{
+	pthread_mutex_lock(&cache.lock);
+	*c = cache.last;
+	pthread_mutex_unlock(&cache.lock);
 }

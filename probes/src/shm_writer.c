@@ -183,25 +183,71 @@ static int check_owner(struct shm_writer_memo *memo, pid_t pid, uid_t owner, int
 	return ruid == owner && euid == owner ? 0 : -EPERM;
 }
 
-/* One line of /proc/PID/maps: "start-end perms offset MAJ:MIN inode path". */
-static int maps_line_is(const char *line, unsigned maj, unsigned min, ino_t ino)
+int shm_maps_line(const char *line, unsigned *maj, unsigned *min, unsigned long long *ino)
 {
 	const char *p = line;
 	for (int field = 0; field < 3; field++) {
 		p = strchr(p, ' ');
 		if (!p)
-			return 0;
+			return -EINVAL;
 		p++;
 	}
 	char *end;
 	unsigned long a = strtoul(p, &end, 16);
 	if (*end != ':')
-		return 0;
+		return -EINVAL;
 	unsigned long b = strtoul(end + 1, &end, 16);
 	if (*end != ' ')
-		return 0;
+		return -EINVAL;
 	unsigned long long i = strtoull(end + 1, &end, 10);
-	return a == maj && b == min && i == (unsigned long long)ino && (*end == ' ' || *end == '\n' || !*end);
+	if (*end != ' ' && *end != '\n' && *end)
+		return -EINVAL;
+	*maj = (unsigned)a;
+	*min = (unsigned)b;
+	*ino = i;
+	return 0;
+}
+
+int shm_maps_walk(int fd, int (*fn)(unsigned maj, unsigned min, unsigned long long ino, void *arg), void *arg)
+{
+	char buf[16384 + 1];
+	size_t have = 0, total = 0;
+	while (total < MAPS_BUDGET) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		total += (size_t)n;
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			unsigned maj, min;
+			unsigned long long ino;
+			if (shm_maps_line(line, &maj, &min, &ino) == 0 && ino && fn(maj, min, ino, arg))
+				return 1;
+			line = nl + 1;
+		}
+		/* keep a partial last line; one longer than the buffer is skipped */
+		have = line == buf && have == sizeof(buf) - 1 ? 0 : have - (size_t)(line - buf);
+		memmove(buf, line, have);
+	}
+	return -ENOLINK;
+}
+
+struct mapped_query {
+	unsigned maj, min;
+	ino_t ino;
+};
+
+static int is_segment(unsigned maj, unsigned min, unsigned long long ino, void *arg)
+{
+	const struct mapped_query *q = arg;
+	return maj == q->maj && min == q->min && ino == (unsigned long long)q->ino;
 }
 
 /*
@@ -215,7 +261,7 @@ static int maps_line_is(const char *line, unsigned maj, unsigned min, ino_t ino)
  */
 static int check_mapped(struct shm_writer_memo *memo, pid_t pid, dev_t dev, ino_t ino)
 {
-	char path[PATH_MAX], buf[16384 + 1];
+	char path[PATH_MAX];
 	int err, fd;
 	if (memo->dir_fd >= 0) {
 		fd = openat(memo->dir_fd, "maps", O_RDONLY | O_CLOEXEC);
@@ -226,35 +272,9 @@ static int check_mapped(struct shm_writer_memo *memo, pid_t pid, dev_t dev, ino_
 	}
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	size_t have = 0, total = 0;
-	err = -ENOLINK;
-	while (total < MAPS_BUDGET) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno == ESRCH ? -ESRCH : -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		have += (size_t)n;
-		buf[have] = '\0';
-		char *line = buf, *nl;
-		while ((nl = strchr(line, '\n'))) {
-			*nl = '\0';
-			if (maps_line_is(line, major(dev), minor(dev), ino)) {
-				err = 0;
-				goto out;
-			}
-			line = nl + 1;
-		}
-		/* keep a partial last line; one longer than the buffer is skipped */
-		have = line == buf && have == sizeof(buf) - 1 ? 0 : have - (size_t)(line - buf);
-		memmove(buf, line, have);
-	}
-out:
+	struct mapped_query q = { major(dev), minor(dev), ino };
+	err = shm_maps_walk(fd, is_segment, &q);
+	err = err == 1 ? 0 : err == 0 ? -ENOLINK : err;
 	if (memo->maps_fd >= 0)
 		close(memo->maps_fd);
 	memo->maps_fd = -1;

@@ -253,3 +253,14 @@ void tc_kill(pid_t pid)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
+
+pid_t tc_spawn_published(const char *name, const char *const args[], const char *shm_dir, int *stdout_fd)
+{
+	pid_t pid = tc_spawn_example(name, args, stdout_fd);
+	char seg[600];
+	for (int i = 0; i < 300 && ts_shm_segment(shm_dir, pid, seg, sizeof(seg)) != 0; i++)
+		usleep(10000);
+	cr_assert_eq(ts_shm_segment(shm_dir, pid, seg, sizeof(seg)), 0, "%s %d never published in %s", name, (int)pid,
+	             shm_dir);
+	return pid;
+}

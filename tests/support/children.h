@@ -13,6 +13,10 @@
  */
 pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_fd);
 
+/* tc_spawn_example, returned once the example's segment is in shm_dir
+ * (within 3 s, or the test fails). */
+pid_t tc_spawn_published(const char *name, const char *const args[], const char *shm_dir, int *stdout_fd);
+
 /* Reads an example's "self_idle_pct X" line (duty_cycle prints it at exit)
  * within timeout_ms; fails the test if it does not come. */
 double tc_read_self_idle(int fd, int timeout_ms);

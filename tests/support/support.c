@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,4 +180,27 @@ long ts_read_calls(void)
 	const char *p = strstr(buf, "syscr:");
 	cr_assert(p);
 	return strtol(p + 6, NULL, 10);
+}
+
+int ts_loopstat(char **out, int timeout_ms, const char *a0, ...)
+{
+	char *argv[24] = { (char *)ts_loopstat_bin() };
+	int n = 1;
+	va_list ap;
+	va_start(ap, a0);
+	for (const char *a = a0; a && n < 23; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	char *tmp = NULL;
+	int rc = ts_run(argv, out ? out : &tmp, timeout_ms);
+	free(tmp);
+	return rc;
+}
+
+char *ts_path_in(const char *dir, const char *name)
+{
+	char *p = NULL;
+	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+	return p;
 }

@@ -48,4 +48,10 @@ struct worker_view;
 /* The worker with thread id tid in m, or NULL. */
 const struct worker_view *ts_find_tid(const struct model *m, pid_t tid);
 
+/* Runs loopstat (ts_loopstat_bin) with the arguments up to a NULL (at most
+ * 22) like ts_run; out may be NULL. */
+int ts_loopstat(char **out, int timeout_ms, const char *a0, ...);
+/* "dir/name", malloc'd. */
+char *ts_path_in(const char *dir, const char *name);
+
 #endif /* TESTS_SUPPORT_H */

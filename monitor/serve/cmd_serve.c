@@ -1,0 +1,212 @@
+/*
+ * cmd_serve.c — `loopstat serve`: sample for good and serve the figures to
+ * Prometheus. Every --interval the model over the last --window seconds is
+ * built and published (serve.h); a scrape reads what was published. The
+ * main thread waits for SIGTERM, SIGINT or SIGHUP with sigtimedwait, so a
+ * signal ends the wait at once and the exit is clean (status 0).
+ */
+#include "cli.h"
+#include "collect/session.h"
+#include "export/export_config.h"
+#include "model/feed.h"
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+struct serve_ctx {
+	struct cli_common c;        /* first: the shared setters work on it */
+	const char *listen;         /* borrowed from argv */
+	const char *host;
+	double window_s, interval_s, timeout_s;
+	double max_connections;
+};
+
+#define CTX(ctx) ((struct serve_ctx *)(ctx))
+
+static int set_listen(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)msg, (void)len;
+	CTX(ctx)->listen = arg;
+	return 0;
+}
+
+static int set_host(void *ctx, const char *arg, char *msg, size_t len)
+{
+	if (!arg[0]) {
+		snprintf(msg, len, "--host: empty");
+		return -1;
+	}
+	CTX(ctx)->host = arg;
+	return 0;
+}
+
+static int set_window(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return cli_set_duration("window", arg, 1, 3600, &CTX(ctx)->window_s, msg, len);
+}
+
+static int set_interval(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return cli_set_duration("interval", arg, 0.1, 3600, &CTX(ctx)->interval_s, msg, len);
+}
+
+static int set_timeout(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return cli_set_duration("timeout", arg, 1, 3600, &CTX(ctx)->timeout_s, msg, len);
+}
+
+static int set_max_connections(void *ctx, const char *arg, char *msg, size_t len)
+{
+	if (cli_parse_number(arg, 1, 65536, &CTX(ctx)->max_connections) < 0 ||
+	    CTX(ctx)->max_connections != floor(CTX(ctx)->max_connections)) {
+		snprintf(msg, len, "invalid max-connections '%s': expected a whole number from 1 to 65536", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct cli_option options[] = {
+	CLI_OPT_PID,
+	CLI_OPT_NAME,
+	CLI_OPT_USER,
+	CLI_OPT_SERVICE,
+	CLI_OPT_INSTRUMENTED,
+	CLI_OPT_RATE,
+	CLI_OPT_MAX_WORKERS,
+	{ 'l', "listen", "ADDR:PORT", "where to serve /metrics and /healthz (default " SERVE_DEFAULT_LISTEN
+	  "; :PORT for every address)", set_listen },
+	{ 0, "window", "DURATION", "the span each publication's figures cover (default 10 s)", set_window },
+	{ 0, "interval", "DURATION", "how often the figures are computed and published (default 1 s)", set_interval },
+	{ 0, "host", "NAME", "the host label (default: the host name up to its first dot)", set_host },
+	{ 0, "max-connections", "N", "connections at once; more are closed on accept (default 4096)",
+	  set_max_connections },
+	{ 0, "timeout", "DURATION", "close a connection idle this long (default 10 s)", set_timeout },
+	{ 0 },
+};
+
+/* Room for every connection, the sampler's /proc files and the rest: the
+ * soft limit goes up to the hard one if need be. Returns the connections
+ * that fit. */
+static unsigned fit_fd_limit(unsigned want)
+{
+	const rlim_t spare = 512;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return want;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want + spare) {
+		rlim_t need = want + spare;
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want + spare) {
+		unsigned fit = rl.rlim_cur > spare + 16 ? (unsigned)(rl.rlim_cur - spare) : 16;
+		cli_error("--max-connections %u: the open-file limit is %llu; serving at most %u at once", want,
+		          (unsigned long long)rl.rlim_cur, fit);
+		return fit;
+	}
+	return want;
+}
+
+/* Publishes the model of the last window until a signal comes; returns it. */
+static int publish_until_signal(struct serve_ctx *x, struct session *se, struct serve *sv, const sigset_t *stop)
+{
+	struct timespec wait = { (time_t)x->interval_s, (long)((x->interval_s - floor(x->interval_s)) * 1e9) };
+	for (;;) {
+		int sig = sigtimedwait(stop, NULL, &wait);
+		if (sig > 0)
+			return sig;
+		if (errno != EAGAIN && errno != EINTR)
+			return SIGTERM;
+		struct model m;
+		int err = model_of_session(se, x->window_s, &m);
+		if (err < 0) {
+			cli_error("building the model: %s", strerror(-err));
+			continue;   /* the last figures stay; /healthz goes stale if this lasts */
+		}
+		if (serve_publish(sv, &m, (int64_t)time(NULL)) < 0)
+			cli_error("out of memory: the last figures stay");
+		model_done(&m);
+	}
+}
+
+static int serve_run(struct serve_ctx *x)
+{
+	char err[512], host[256];
+	int port, rc;
+	struct export_opts eo;
+	export_opts_init(&eo);
+	if (x->host)
+		snprintf(eo.host, sizeof(eo.host), "%s", x->host);
+	export_opts_host(&eo, host, sizeof(host));
+	const char *spec = x->listen ? x->listen : SERVE_DEFAULT_LISTEN;
+	int fd = serve_listen(spec, &port, err, sizeof(err));
+	if (fd == -EINVAL)
+		return cli_usage_error("serve", "--listen %s", err);
+	if (fd < 0) {
+		cli_error("--listen: %s", err);
+		return fd == -EACCES ? EXIT_ACCESS : EXIT_FAIL;
+	}
+	/* every thread started from here on inherits the mask: only sigtimedwait takes them */
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	signal(SIGPIPE, SIG_IGN);
+	struct session_opts so = { .targets = &x->c.targets, .rate_hz = x->c.rate_hz, .max_workers = x->c.max_workers };
+	struct session se;
+	if ((rc = session_start(&se, &so)) < 0) {
+		cli_error("starting the sampler: %s", strerror(-rc));
+		close(fd);
+		return EXIT_FAIL;
+	}
+	struct serve_opts o = { .listen_fd = fd, .max_connections = fit_fd_limit((unsigned)x->max_connections),
+	                        .timeout_s = (unsigned)ceil(x->timeout_s), .threads = 2, .prefix = "loopstat",
+	                        .host = host, .stale_s = 3 * x->interval_s + 2 };
+	struct serve *sv;
+	if ((rc = serve_start(&o, &sv, err, sizeof(err))) < 0) {
+		cli_error("%s", err);
+		session_stop(&se);
+		session_end(&se);
+		return EXIT_FAIL;
+	}
+	fprintf(stderr, "loopstat serve: listening on %s (port %d): /metrics, the figures of the last %g s every %g s\n",
+	        spec, port, x->window_s, x->interval_s);
+	int sig = publish_until_signal(x, &se, sv, &stop);
+	serve_stop(sv);
+	session_stop(&se);
+	session_end(&se);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fprintf(stderr, "loopstat serve: %s: stopped\n", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
+	return EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+	struct serve_ctx x = { .window_s = 10, .interval_s = 1, .timeout_s = 10, .max_connections = 4096 };
+	cli_common_init(&x.c);
+	int rc = cli_parse(&cmd_serve, argc, argv, &x);
+	if (rc < 0 && (rc = cli_check_pids(&x.c.targets)) < 0 && (rc = cli_check_access(&x.c.targets)) < 0)
+		rc = serve_run(&x);
+	cli_common_done(&x.c);
+	return rc;
+}
+
+const struct cli_command cmd_serve = {
+	"serve", "sample for good and serve the figures to Prometheus (/metrics)", "[--listen ADDR:PORT] [OPTIONS]",
+	"Samples every worker for good and, every --interval, publishes the figures of the last --window\n"
+	"at http://ADDR:PORT/metrics in Prometheus' text format (OpenMetrics when Accept asks for it);\n"
+	"a scrape reads what was published and never samples. /healthz says 200 while the figures are\n"
+	"fresh. SIGTERM or SIGINT stops it (exit 0). See docs/export.md.",
+	options, run,
+};

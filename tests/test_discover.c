@@ -1,0 +1,400 @@
+/* Every event loop on the host, by default: real servers nobody instrumented, found by the sweep. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "probe_sweep.h"
+#include "support/support.h"
+#include "support/users.h"
+
+#define MAX_SERVERS 4
+
+static pid_t servers[MAX_SERVERS];
+static int nservers;
+static struct ts_user user;
+static char *dir;
+
+static void setup(void)
+{
+	/* the suites run with LOOPSTAT_DISCOVER=instrumented: this one tests the default */
+	unsetenv("LOOPSTAT_DISCOVER");
+	dir = ts_tmpdir("discover");
+	setenv("LOOPSTAT_SHM_DIR", dir, 1); /* no segment: --instrumented finds nothing */
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < nservers; i++) {
+		kill(servers[i], SIGKILL);
+		waitpid(servers[i], NULL, 0);
+	}
+	ts_user_del(&user);
+	ts_rmtree_free(dir);
+}
+
+TestSuite(discover, .init = setup, .fini = teardown, .timeout = 60);
+
+static int have(const char *path)
+{
+	return access(path, X_OK) == 0;
+}
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static int accepts(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Starts argv (as `as` when not NULL) and waits until it listens on port. */
+static pid_t start(char *const argv[], int port, const struct ts_user *as)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (as && ts_become(as) < 0)
+			_exit(126);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0), dup2(null, 1), dup2(null, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	servers[nservers++] = pid;
+	for (int i = 0; i < 1000 && !accepts(port); i++)
+		usleep(10000);
+	cr_assert(accepts(port), "%s listens on %d", argv[0], port);
+	usleep(200000); /* back in its poll after the test's connections */
+	return pid;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\"", key);
+	return v;
+}
+
+/* The worker of pid in a list --json document, or NULL. */
+static json_object *worker_of(json_object *doc, pid_t pid)
+{
+	json_object *ws = get(doc, "workers");
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		json_object *w = json_object_array_get_idx(ws, i);
+		if (json_object_get_int(get(w, "pid")) == pid)
+			return w;
+	}
+	return NULL;
+}
+
+static json_object *list_json(const char *a1, const char *a2)
+{
+	char *out = NULL;
+	int rc = ts_loopstat(&out, 20000, "list", "--json", "--duration", "1", a1, a2, NULL);
+	cr_assert_eq(rc, 0, "list exited %d: %s", rc, out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "%s", out);
+	free(out);
+	return doc;
+}
+
+static char *script(const char *name, const char *text)
+{
+	char *path = ts_path_in(dir, name);
+	cr_assert_eq(ts_write_file(path, text, strlen(text)), 0);
+	return path;
+}
+
+Test(discover, plain_list_finds_real_servers_nobody_instrumented)
+{
+	char port[4][16];
+	pid_t pids[4] = { 0 };
+	const char *names[4] = { "python3 asyncio", "node http", "redis-server", "ruby EventMachine" };
+	int p = free_port();
+	snprintf(port[0], sizeof(port[0]), "%d", p);
+	char *py = script("srv.py", "import asyncio, sys\n"
+				    "async def h(r, w): w.close()\n"
+				    "async def main():\n"
+				    "    s = await asyncio.start_server(h, '127.0.0.1', int(sys.argv[1]))\n"
+				    "    await asyncio.sleep(60)\n"
+				    "asyncio.run(main())\n");
+	char *pyv[] = { "/usr/bin/python3", py, port[0], NULL };
+	pids[0] = start(pyv, p, NULL);
+	if (have("/usr/bin/node")) {
+		p = free_port();
+		snprintf(port[1], sizeof(port[1]), "%d", p);
+		char *js = script("srv.js", "require('http').createServer((q, r) => r.end('x'))"
+					    ".listen(+process.argv[2], '127.0.0.1');\n"
+					    "setTimeout(() => process.exit(0), 60000);\n");
+		char *nv[] = { "/usr/bin/node", js, port[1], NULL };
+		pids[1] = start(nv, p, NULL);
+		free(js);
+	}
+	if (have("/usr/bin/redis-server")) {
+		p = free_port();
+		snprintf(port[2], sizeof(port[2]), "%d", p);
+		char *rv[] = { "/usr/bin/redis-server", "--port", port[2], "--bind", "127.0.0.1", "--save", "",
+			       "--appendonly", "no", "--dir", dir, NULL };
+		pids[2] = start(rv, p, NULL);
+	}
+	if (have("/usr/bin/ruby") && access("/usr/lib/ruby/vendor_ruby/eventmachine.rb", R_OK) == 0) {
+		p = free_port();
+		snprintf(port[3], sizeof(port[3]), "%d", p);
+		char *rb = script("srv.rb", "require 'eventmachine'\n"
+					    "module H; def receive_data(d); close_connection; end; end\n"
+					    "EM.run { EM.start_server('127.0.0.1', ARGV[0].to_i, H); "
+					    "EM.add_timer(60) { EM.stop } }\n");
+		char *bv[] = { "/usr/bin/ruby", rb, port[3], NULL };
+		pids[3] = start(bv, p, NULL);
+		free(rb);
+	}
+
+	json_object *doc = list_json(NULL, NULL);
+	json_object *swept = get(doc, "swept");
+	cr_expect_gt(json_object_get_int(get(swept, "processes")), 0);
+	cr_expect_geq(json_object_get_int(get(swept, "loops")), 1);
+	for (int i = 0; i < 4; i++) {
+		if (!pids[i]) {
+			cr_log_warn("%s is not installed: not tried\n", names[i]);
+			continue;
+		}
+		json_object *w = worker_of(doc, pids[i]);
+		cr_expect(w, "%s (pid %d) is listed", names[i], pids[i]);
+		if (!w)
+			continue;
+		cr_expect_gt(strlen(json_object_get_string(get(w, "service"))), 0, "%s has a service", names[i]);
+		cr_expect_gt(json_object_get_double(get(w, "idle_pct")), 80.0, "%s idles", names[i]);
+		cr_expect_eq(json_object_get_boolean(get(w, "instrumented")), 0);
+	}
+	json_object_put(doc);
+
+	/* --instrumented: the old default, none of them, nothing to show */
+	char *out = NULL;
+	int rc = ts_loopstat(&out, 20000, "list", "--json", "--duration", "0.5", "--instrumented", NULL);
+	cr_expect_eq(rc, 4, "--instrumented with no segment: exit 4: %s", out ? out : "");
+	free(out);
+	free(py);
+}
+
+Test(discover, user_and_service_narrow_the_set)
+{
+	ts_user_add(&user);
+	int p1 = free_port(), p2 = free_port();
+	char a1[16], a2[16];
+	snprintf(a1, sizeof(a1), "%d", p1);
+	snprintf(a2, sizeof(a2), "%d", p2);
+	char *py = script("srv.py", "import selectors, socket, sys\n"
+				    "s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+				    "sel = selectors.DefaultSelector(); sel.register(s, selectors.EVENT_READ)\n"
+				    "while True:\n"
+				    "    for k, _ in sel.select(60): k.fileobj.accept()[0].close()\n");
+	chmod(dir, 0755);
+	chmod(py, 0644);
+	char *mine[] = { "/usr/bin/python3", py, a1, NULL };
+	char *theirs[] = { "/usr/bin/python3", py, a2, NULL };
+	pid_t root_srv = start(mine, p1, NULL);
+	pid_t user_srv = start(theirs, p2, &user);
+
+	json_object *doc = list_json("-u", user.name);
+	cr_expect(worker_of(doc, user_srv), "-u %s keeps its server", user.name);
+	cr_expect(!worker_of(doc, root_srv), "-u %s drops root's", user.name);
+	json_object_put(doc);
+
+	doc = list_json("-s", "^python");
+	cr_expect(worker_of(doc, user_srv) && worker_of(doc, root_srv), "-s ^python keeps both");
+	json_object *ws = get(doc, "workers");
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		const char *svc = json_object_get_string(get(json_object_array_get_idx(ws, i), "service"));
+		cr_expect(strncmp(svc, "python", 6) == 0, "only python services: %s", svc);
+	}
+	json_object_put(doc);
+
+	/* a user with no loop: nothing to show, exit 4 */
+	char *out = NULL;
+	int rc = ts_loopstat(&out, 20000, "list", "--duration", "0.5", "-u", "0", "-s", "^no-such-service$", NULL);
+	cr_expect_eq(rc, 4, "nothing to show exits 4: %s", out ? out : "");
+	free(out);
+	free(py);
+}
+
+/* ---- the sweep itself, on children parked in known waits ------------------ */
+
+enum park { PARK_EPOLL, PARK_POLL_FDS, PARK_SELECT_FDS, PARK_SLEEP, PARK_POLL_NOFDS, PARK_N };
+
+static pid_t park(enum park how)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid)
+		return servers[nservers++] = pid;
+	int p[2];
+	if (pipe(p) < 0)
+		_exit(1);
+	switch (how) {
+	case PARK_EPOLL: {
+		int ep = epoll_create1(0);
+		struct epoll_event ev = { .events = EPOLLIN }, out;
+		epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev);
+		for (;;)
+			epoll_wait(ep, &out, 1, -1);
+	}
+	case PARK_POLL_FDS: {
+		struct pollfd fd = { .fd = p[0], .events = POLLIN };
+		for (;;)
+			poll(&fd, 1, -1);
+	}
+	case PARK_SELECT_FDS:
+		for (;;) {
+			fd_set r;
+			FD_ZERO(&r);
+			FD_SET(p[0], &r);
+			select(p[0] + 1, &r, NULL, NULL, NULL);
+		}
+	case PARK_SLEEP:
+		for (;;)
+			sleep(60);
+	case PARK_POLL_NOFDS:
+		for (;;)
+			poll(NULL, 0, 60000);
+	default:
+		_exit(0);
+	}
+}
+
+struct found_set {
+	pid_t pids[64];
+	int n;
+	const pid_t *kids;   /* only these are looked into: the host's other loops come and go */
+	int nkids;
+	int asked_kthreadd, asked_self;
+};
+
+static int only_kids(const struct probe_sweep_proc *p, void *arg)
+{
+	struct found_set *f = arg;
+	f->asked_kthreadd |= p->pid == 2;
+	f->asked_self |= p->pid == getpid();
+	for (int i = 0; i < f->nkids; i++)
+		if (f->kids[i] == p->pid)
+			return 1;
+	return 0;
+}
+
+static int note_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
+{
+	struct found_set *f = arg;
+	if (f->n < 64 && tid == p->pid)
+		f->pids[f->n++] = p->pid;
+	return 1;
+}
+
+static int in(const struct found_set *f, pid_t pid)
+{
+	for (int i = 0; i < f->n; i++)
+		if (f->pids[i] == pid)
+			return 1;
+	return 0;
+}
+
+Test(discover, the_sweep_finds_event_waits_and_looks_less_at_the_rest)
+{
+	pid_t kids[PARK_N];
+	for (int i = 0; i < PARK_N; i++)
+		kids[i] = park((enum park)i);
+	usleep(300000);
+	struct probe_sweep *sw;
+	cr_assert_eq(probe_sweep_new(&sw), 0);
+	struct probe_sweep_ops ops = { .want = only_kids, .found = note_found };
+	struct found_set f = { .n = 0, .kids = kids, .nkids = PARK_N };
+	struct probe_sweep_counts c1, c2, c3;
+	cr_assert_eq(probe_sweep_run(sw, &ops, &f, &c1), 0);
+	cr_expect(in(&f, kids[PARK_EPOLL]), "epoll_wait is an event wait");
+	cr_expect(in(&f, kids[PARK_POLL_FDS]), "poll with fds is an event wait");
+	cr_expect(in(&f, kids[PARK_SELECT_FDS]), "select with fds is an event wait");
+	cr_expect(!in(&f, kids[PARK_SLEEP]), "a sleep is not");
+	cr_expect(!in(&f, kids[PARK_POLL_NOFDS]), "poll with no fds is a sleep");
+	cr_expect(!f.asked_kthreadd, "kthreadd is a kernel thread: never looked at");
+	cr_expect(!f.asked_self, "nor is this process");
+	int found = f.n;
+	/* the next sweeps report nothing again and read only what is due */
+	cr_assert_eq(probe_sweep_run(sw, &ops, &f, &c2), 0);
+	cr_assert_eq(probe_sweep_run(sw, &ops, &f, &c3), 0);
+	cr_expect_eq(f.n, found, "a loop is reported once");
+	cr_expect_lt(c3.reads, c1.reads / 2, "reads: %u, then %u, %u", c1.reads, c2.reads, c3.reads);
+	cr_expect_eq(c3.loops, 3);
+	/* a loop that exits is forgotten; its pid's next process starts afresh */
+	kill(kids[PARK_EPOLL], SIGKILL);
+	waitpid(kids[PARK_EPOLL], NULL, 0);
+	cr_assert_eq(probe_sweep_run(sw, &ops, &f, &c2), 0);
+	cr_expect_eq(c2.loops, c3.loops - 1);
+	cr_log_info("sweep tables: %zu bytes for %u threads\n", probe_sweep_memory(sw), c3.threads);
+	probe_sweep_delete(sw);
+}
+
+/* A service's figures: list --by service, export's service.<name>.<row>, check -s --fleet. */
+Test(discover, services_roll_up_in_every_view)
+{
+	int p = free_port();
+	char a[16];
+	snprintf(a, sizeof(a), "%d", p);
+	char *py = script("srv.py", "import selectors, socket, sys\n"
+				    "s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+				    "sel = selectors.DefaultSelector(); sel.register(s, selectors.EVENT_READ)\n"
+				    "while True:\n"
+				    "    for k, _ in sel.select(60): k.fileobj.accept()[0].close()\n");
+	char *argv[] = { "/usr/bin/python3", py, a, NULL };
+	start(argv, p, NULL);
+	free(py);
+
+	json_object *doc = list_json("-s", "^python3$");
+	json_object *svcs = get(get(doc, "fleet"), "services");
+	cr_assert_eq(json_object_array_length(svcs), 1, "one service");
+	json_object *sv = json_object_array_get_idx(svcs, 0);
+	cr_expect_str_eq(json_object_get_string(get(sv, "name")), "python3");
+	cr_expect_geq(json_object_get_int(get(sv, "workers")), 1);
+	cr_expect_gt(json_object_get_double(get(sv, "idle_pct_min")), 50.0);
+	json_object_put(doc);
+
+	char *out = NULL;
+	int rc = ts_loopstat(&out, 20000, "list", "--by", "service", "--duration", "0.5", "-s", "^python3$", NULL);
+	cr_expect_eq(rc, 0);
+	cr_expect(out && strstr(out, "SERVICE") && strstr(out, "\npython3 "), "%s", out ? out : "");
+	free(out);
+
+	rc = ts_loopstat(&out, 20000, "export", "--dry-run", "--duration", "0.5", "--host", "h", "-s", "^python3$", NULL);
+	cr_expect_eq(rc, 0);
+	cr_expect(out && strstr(out, "loopstat.h.service.python3.workers "), "%s", out ? out : "");
+	free(out);
+
+	rc = ts_loopstat(&out, 20000, "check", "--fleet", "--duration", "1", "-s", "^python3$", "idle_pct_min>=0",
+			 NULL);
+	cr_expect_neq(rc, 4, "the service's workers are judged: %s", out ? out : "");
+	free(out);
+}
