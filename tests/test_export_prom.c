@@ -218,3 +218,28 @@ Test(export_prom, table_names_in_base_units, .timeout = 10)
 	free(text);
 	export_points_done(&b);
 }
+
+/* --resolution 1s makes points for every second; the textfile holds one
+ * value per series (node_exporter refuses a series twice): the last second's. */
+Test(export_prom, textfile_keeps_the_last_second, .timeout = 10)
+{
+	char *dir = ts_tmpdir("expprom1s"), path[300];
+	snprintf(path, sizeof(path), "%s/loopstat.prom", dir);
+	struct export_point pts[4];
+	for (int i = 0; i < 4; i++)
+		pts[i] = (struct export_point){ .prefix = "loopstat", .host = "h", .process = "p", .pid = 1, .tid = 1 + i % 2,
+		                                .metric = "idle_pct", .prom = "worker_idle_ratio", .value = 10 * (i + 1),
+		                                .prom_value = 0.1 * (i + 1), .ts = 100 + i / 2 };
+	struct export_opts o;
+	export_opts_init(&o);
+	snprintf(o.prometheus_textfile, sizeof(o.prometheus_textfile), "%s", path);
+	struct export_input in = { pts, 4, 102, "h", 0 };
+	struct export_result r;
+	cr_assert_eq(export_run(&o, &in, stdout, stderr, &r), EXIT_OK);
+	char *text = ts_read_file(path);
+	cr_assert(strstr(text, "tid=\"1\"} 0.3\n") && strstr(text, "tid=\"2\"} 0.4\n"), "%s", text);
+	cr_assert_null(strstr(text, "} 0.1\n"), "%s", text);
+	cr_assert_null(strstr(text, "} 0.2\n"), "%s", text);
+	free(text);
+	ts_rmtree_free(dir);
+}

@@ -145,18 +145,24 @@ Test(tui_draw, layout_fits_every_width_and_drops_top_blocker_first)
 				total += w[c] + 1;
 				shown++;
 			}
+		shown += w[TUI_COL_LIMIT] == 0;   /* not dropped: shown once the others are readable */
 		cr_assert_leq(total, cols, "%d columns need %d cells", cols, total);
 		cr_assert(w[TUI_COL_PID] && w[TUI_COL_NAME] && w[TUI_COL_IDLE], "%d cols lost a key column", cols);
 		if (shown < TUI_NCOLS)
 			cr_assert_eq(w[TUI_COL_BLOCKER], 0, "%d cols: TOP-BLOCKER goes first", cols);
 	}
+	/* LIMIT (a word: the detail view says why) shows once TOP-BLOCKER is readable */
 	tui_layout(80, w);
 	for (int c = 0; c < TUI_NCOLS; c++)
-		if (c != TUI_COL_BLOCKER)
+		if (c != TUI_COL_BLOCKER && c != TUI_COL_LIMIT)
 			cr_assert_gt(w[c], 0, "80 cols keep %s", tui_columns[c].title);
+	cr_assert_eq(w[TUI_COL_LIMIT], 0, "80 cols: no room for LIMIT");
 	tui_layout(100, w);
 	for (int c = 0; c < TUI_NCOLS; c++)
-		cr_assert_gt(w[c], 0, "100 cols show %s", tui_columns[c].title);
+		if (c != TUI_COL_LIMIT)
+			cr_assert_gt(w[c], 0, "100 cols show %s", tui_columns[c].title);
+	tui_layout(132, w);
+	cr_assert_gt(w[TUI_COL_LIMIT], 0, "132 cols show LIMIT");
 }
 
 Test(tui_draw, formatting_helpers)

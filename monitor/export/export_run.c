@@ -305,7 +305,12 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 	if (o->dry_run) {
 		fwrite(lines, 1, len, out);
 	} else {
-		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, pts, n, err,
+		/* a textfile holds one value per series: with --resolution 1s, the last
+		 * second's (the points come second by second, each second's together) */
+		size_t last = n;
+		while (last > 0 && pts[last - 1].ts == pts[n - 1].ts)
+			last--;
+		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, n ? pts + last : pts, n - last, err,
 		                                                          sizeof(err)) : 0;
 		if (prc < 0) {
 			/* -EPERM: its directory refused (the message says how to fix it); -EEXIST: PATH

@@ -116,16 +116,34 @@ static unsigned fit_fd_limit(unsigned want)
 	return want;
 }
 
-/* Publishes the model of the last window until a signal comes; returns it. */
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Publishes the model of the last window on a fixed schedule, every
+ * interval from the start (building a model does not make it drift; a
+ * schedule missed altogether restarts from now), until a signal comes;
+ * returns it. */
 static int publish_until_signal(struct serve_ctx *x, struct session *se, struct serve *sv, const sigset_t *stop)
 {
-	struct timespec wait = { (time_t)x->interval_s, (long)((x->interval_s - floor(x->interval_s)) * 1e9) };
+	double next = mono_s() + x->interval_s;
 	for (;;) {
+		double left = next - mono_s();
+		left = left > 0 ? left : 0;
+		struct timespec wait = { (time_t)left, (long)((left - floor(left)) * 1e9) };
 		int sig = sigtimedwait(stop, NULL, &wait);
 		if (sig > 0)
 			return sig;
-		if (errno != EAGAIN && errno != EINTR)
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
 			return SIGTERM;
+		next += x->interval_s;
+		if (next < mono_s())
+			next = mono_s() + x->interval_s;
 		struct model m;
 		int err = model_of_session(se, x->window_s, &m);
 		if (err < 0) {

@@ -247,7 +247,8 @@ int serve_listen(const char *spec, int *port, char *err, size_t errlen)
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s(%s): %s", fd < 0 ? "socket" : "bind", spec, strerror(-rc));
+		snprintf(err, errlen, "%s(%s): %s%s", fd < 0 ? "socket" : "bind", spec, strerror(-rc),
+		         rc == -EACCES ? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE: choose a higher one)" : "");
 	}
 	freeaddrinfo(ai);
 	if (rc < 0) {

@@ -86,7 +86,8 @@ enum tui_action tui_key_action(int ch);
 	X(OPS,      NULL,           0,  0, 0, ops_per_s,    NULL) \
 	X(RUNQ,     NULL,           0,  0, 0, runqueue_len, NULL) \
 	X(PEND,     NULL,           0,  0, 0, pending_ops,  NULL) \
-	X(STALL,    NULL,           0,  0, 0, stall_ms,     NULL)
+	X(STALL,    NULL,           0,  0, 0, stall_ms,     NULL) \
+	X(LIMIT,    "LIMIT",        7,  0, 0, NONE,         "what limits the worker: loop, quota, cpu, pool, backlog or none (the detail view says why)")
 
 enum tui_column {
 #define TUI_X_COL(id, title, width, min, drop, metric, desc) TUI_COL_##id,

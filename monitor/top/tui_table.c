@@ -4,6 +4,7 @@
  * a fixed order), one line per worker, colours by idle threshold.
  */
 #include "top/tui_int.h"
+#include "model/limit.h"
 #include "util/textsafe.h"
 
 #include <math.h>
@@ -55,16 +56,26 @@ void tui_layout(int cols, int w[TUI_NCOLS])
 			break;   /* only undroppable columns left: let them be cut */
 	}
 	/* share what is left: a readable NAME, then a readable TOP-BLOCKER,
-	 * then NAME's full width; TOP-BLOCKER takes the rest */
+	 * then NAME's full width, then LIMIT (shown whole or not at all: a
+	 * word the detail view explains); TOP-BLOCKER takes the rest */
 	const struct { int col, upto; } grow[] = {
 		{ TUI_COL_NAME, 12 },
 		{ TUI_COL_BLOCKER, tui_columns[TUI_COL_BLOCKER].width },
 		{ TUI_COL_NAME, tui_columns[TUI_COL_NAME].width },
+		{ TUI_COL_BLOCKER, 34 },   /* a syscall, its share, an fd and most paths */
+		{ TUI_COL_LIMIT, tui_columns[TUI_COL_LIMIT].width },
 		{ TUI_COL_BLOCKER, 1 << 20 },
 	};
 	int extra = cols - visible_total(w);
 	for (size_t i = 0; i < sizeof(grow) / sizeof(grow[0]) && extra > 0; i++) {
 		int c = grow[i].col;
+		if (c == TUI_COL_LIMIT) {
+			if (w[c] == 0 && extra > grow[i].upto) {
+				w[c] = grow[i].upto;
+				extra -= grow[i].upto + 1;   /* and its separator */
+			}
+			continue;
+		}
 		if (w[c] == 0 || w[c] >= grow[i].upto)
 			continue;
 		int g = grow[i].upto - w[c];
@@ -131,6 +142,11 @@ static void cell_text(const struct worker_view *w, int c, char *buf, size_t n)
 		textsafe(buf);
 		return;
 	case TUI_COL_BACKEND: snprintf(buf, n, "%s", w->backend ? w->backend : "-"); return;
+	case TUI_COL_LIMIT: {
+		int l = model_limit_of(w, NULL, 0);
+		snprintf(buf, n, "%s", l < 0 ? "-" : model_limit_name((enum metric_limit)l));
+		return;
+	}
 	case TUI_COL_BLOCKER:
 		if (w->no_access)
 			snprintf(buf, n, "(no access)");
