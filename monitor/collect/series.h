@@ -57,6 +57,12 @@ struct series_listen {          /* the process's fullest listening socket, this 
 	uint32_t queue_max;      /* the longest queue read in the second */
 };
 
+struct series_pool {            /* the busiest helper pool of the worker's process, this second */
+	int      valid;
+	uint32_t threads;        /* its threads */
+	uint32_t n, busy;        /* its threads' samples, and those not in the pool's wait */
+};
+
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
 	uint32_t n[SERIES_NCLASS];               /* samples by class */
@@ -68,6 +74,7 @@ struct series_bucket {
 	struct series_sched sched;               /* last schedstat in this second */
 	struct series_cgroup cg;                 /* last cgroup reading in this second */
 	struct series_listen listen;
+	struct series_pool pool;
 };
 
 /*
@@ -104,6 +111,7 @@ struct series_totals {                       /* since the worker was first seen 
 	struct series_sched sched_first;
 	struct series_cgroup cg_first;
 	uint32_t accept_max;                  /* the longest accept queue read */
+	struct series_pool pool;              /* n and busy summed over the run, the last threads */
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -163,6 +171,9 @@ void series_add_cgroup(struct series *a, uint64_t t_ns, uint64_t throttled_ns, d
 
 /* A reading of the worker's process's fullest listening socket at t_ns. */
 void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);
+
+/* The busiest pool of the worker's process over the last second (sampler_pools.c). */
+void series_add_pool(struct series *a, uint64_t t_ns, uint32_t threads, uint32_t n, uint32_t busy);
 
 /* Stall: how long (ns) the switch counter has not moved while the thread was
  * seen running or blocked and never in its poll; 0 if not stalled. */
