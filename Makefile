@@ -135,18 +135,19 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # which only distort timing: every path test_accuracy runs is run under them
 # by test_sampler, test_list_workers and test_loop_poll_cli; test_check_ci's
 # by test_check_cmd and test_check_verdicts; test_limit_quota's by
-# test_probe_cgroup, test_limit_rules and test_list_json. `make check` runs
-# everything.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota,$(TESTS))
+# test_probe_cgroup, test_limit_rules and test_list_json; test_shm_flood's
+# (100,000 files: minutes under the sanitizers) by test_shm_owners. `make
+# check` runs everything.
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood,$(TESTS))
 CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
 # alone; the rest PAR at a time (scripts/run-tests.sh): they mostly wait on
 # the children they sample and assert nothing about speed.
-SOLO_TESTS = test_accuracy test_list_workers test_sampler test_sampler_shortcut test_sampler_unchanged \
+SOLO_TESTS = test_accuracy test_shm_flood test_list_workers test_sampler test_sampler_shortcut test_sampler_unchanged \
              test_check_verdicts test_check_cmd test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
-             test_interleave test_stats test_check_ci test_limit_quota test_lag test_stall_capture test_profile_oncpu
+             test_interleave test_stats test_check_ci test_limit_quota test_pools test_lag test_stall_capture test_profile_oncpu
 
 # Four at a time in the plain build, whose suites mostly wait (53 s against
 # 60 for three and 73 for two); two under the sanitizers, which keep both
@@ -239,7 +240,12 @@ $(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/su
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
 
-# bench/probe_fleet times the monitor's own sampler too (its headline figures).
+# bench/probe_fleet and bench/pool_cost time the monitor's own sampler too (their headline figures).
+$(BUILD)/bench/pool_cost: $(BUILD)/obj/bench/pool_cost.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) -ljson-c \
+	      $(RT_LIBS) -lm
+
 $(BUILD)/bench/probe_fleet: $(BUILD)/obj/bench/probe_fleet.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) -ljson-c \

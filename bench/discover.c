@@ -80,7 +80,7 @@ static pid_t spawn(int n, void *(*fn)(void *))
 static double run_list(const char *bin, double d, const char *pids, int *workers)
 {
 	char cmd[16384];
-	snprintf(cmd, sizeof(cmd), "%s list --duration %g %s%s > /tmp/loopstat-discover.$$ 2>/dev/null; "
+	snprintf(cmd, sizeof(cmd), "%s list --duration %g %s%s > /tmp/loopstat-discover.$$ 2>/tmp/loopstat-discover.err; "
 		 "awk '$3 == \"discover\"' /tmp/loopstat-discover.$$ | wc -l; rm -f /tmp/loopstat-discover.$$",
 		 bin, d, pids ? "-p " : "", pids ? pids : "");
 	struct rusage r0, r1;

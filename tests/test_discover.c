@@ -398,3 +398,34 @@ Test(discover, services_roll_up_in_every_view)
 	cr_expect_neq(rc, 4, "the service's workers are judged: %s", out ? out : "");
 	free(out);
 }
+
+/* Loops that come and go while list runs (fork, a short epoll wait, exit;
+ * their pids are soon reused): the run ends cleanly with a valid document. */
+Test(discover, churn_of_short_lived_loops)
+{
+	pid_t churner = fork();
+	cr_assert_geq(churner, 0);
+	if (churner == 0) {
+		for (;;) {
+			for (int i = 0; i < 20; i++)
+				if (fork() == 0) {
+					int ep = epoll_create1(0);
+					struct epoll_event out;
+					epoll_wait(ep, &out, 1, 5 + i % 40);
+					_exit(0);
+				}
+			while (waitpid(-1, NULL, 0) > 0)
+				;
+		}
+	}
+	servers[nservers++] = churner;
+	for (int round = 0; round < 2; round++) {
+		json_object *doc = list_json("-r", "200");
+		json_object *ws = get(doc, "workers");
+		for (size_t i = 0; i < json_object_array_length(ws); i++) {
+			json_object *w = json_object_array_get_idx(ws, i);
+			cr_expect_gt(json_object_get_int(get(w, "pid")), 0);
+		}
+		json_object_put(doc);
+	}
+}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "support/children.h"
+#include "support/list_json.h"
 #include "support/support.h"
 
 static char group[256];
@@ -63,29 +64,7 @@ static void remove_group(void)
 
 static json_object *worker_of(json_object *doc, pid_t pid)
 {
-	json_object *ws, *v;
-	cr_assert(json_object_object_get_ex(doc, "workers", &ws));
-	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		json_object *w = json_object_array_get_idx(ws, i);
-		if (json_object_object_get_ex(w, "pid", &v) && json_object_get_int(v) == pid)
-			return w;
-	}
-	cr_assert_fail("no worker %d", (int)pid);
-	return NULL;
-}
-
-static const char *str(json_object *w, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(w, key, &v) && v ? json_object_get_string(v) : "(null)";
-}
-
-static double num(json_object *w, const char *key)
-{
-	json_object *v;
-	if (!json_object_object_get_ex(w, key, &v) || !v)
-		return NAN;
-	return json_object_get_double(v);
+	return tj_worker(doc, pid, 0);
 }
 
 Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60, .fini = remove_group)
@@ -107,16 +86,16 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	cr_assert(doc, "list's JSON does not parse: %s", out);
 	json_object *h = worker_of(doc, held), *f = worker_of(doc, free_loop);
 	cr_log_info("v%d: held quota %.2f throttled %.1f%% cpu %.1f%% wait %.1f%%; free quota %g throttled %.1f%%", version,
-		    num(h, "quota_cpus"), num(h, "throttled_pct"), num(h, "cpu_pct"), num(h, "cpu_wait_pct"),
-		    num(f, "quota_cpus"), num(f, "throttled_pct"));
-	cr_expect_float_eq(num(h, "quota_cpus"), 0.2, 1e-6);
-	cr_expect_geq(num(h, "throttled_pct"), 20, "throttled %.1f%%", num(h, "throttled_pct"));
-	cr_expect(isnan(num(f, "quota_cpus")), "a loop without a quota shows one: %g", num(f, "quota_cpus"));
-	cr_expect_leq(num(f, "throttled_pct"), 1, "the free loop throttled %.1f%%", num(f, "throttled_pct"));
-	cr_expect_str_eq(str(h, "limit"), "quota", "%s", str(h, "limit_reason"));
-	cr_expect_eq(num(h, "limit_quota"), 1);
-	cr_expect_str_eq(str(f, "limit"), "none", "%s", str(f, "limit_reason"));
-	cr_expect_eq(num(f, "limit_quota"), 0);
+		    tj_num(h, "quota_cpus"), tj_num(h, "throttled_pct"), tj_num(h, "cpu_pct"), tj_num(h, "cpu_wait_pct"),
+		    tj_num(f, "quota_cpus"), tj_num(f, "throttled_pct"));
+	cr_expect_float_eq(tj_num(h, "quota_cpus"), 0.2, 1e-6);
+	cr_expect_geq(tj_num(h, "throttled_pct"), 20, "throttled %.1f%%", tj_num(h, "throttled_pct"));
+	cr_expect(isnan(tj_num(f, "quota_cpus")), "a loop without a quota shows one: %g", tj_num(f, "quota_cpus"));
+	cr_expect_leq(tj_num(f, "throttled_pct"), 1, "the free loop throttled %.1f%%", tj_num(f, "throttled_pct"));
+	cr_expect_str_eq(tj_str(h, "limit"), "quota", "%s", tj_str(h, "limit_reason"));
+	cr_expect_eq(tj_num(h, "limit_quota"), 1);
+	cr_expect_str_eq(tj_str(f, "limit"), "none", "%s", tj_str(f, "limit_reason"));
+	cr_expect_eq(tj_num(f, "limit_quota"), 0);
 	json_object_put(doc);
 	free(out);
 
@@ -153,11 +132,11 @@ Test(limit_quota, a_loop_sharing_its_cpu_is_limited_by_the_cpu, .timeout = 60)
 	json_object *doc = json_tokener_parse(out);
 	cr_assert(doc);
 	json_object *w = worker_of(doc, loop);
-	cr_log_info("shared cpu: idle %.1f%% cpu %.1f%% wait %.1f%% limit %s (%s)", num(w, "idle_pct"), num(w, "cpu_pct"),
-		    num(w, "cpu_wait_pct"), str(w, "limit"), str(w, "limit_reason"));
-	cr_expect_geq(num(w, "cpu_wait_pct"), 20);
-	cr_expect_str_eq(str(w, "limit"), "cpu", "%s", str(w, "limit_reason"));
-	cr_expect_eq(num(w, "limit_cpu"), 1);
+	cr_log_info("shared cpu: idle %.1f%% cpu %.1f%% wait %.1f%% limit %s (%s)", tj_num(w, "idle_pct"), tj_num(w, "cpu_pct"),
+		    tj_num(w, "cpu_wait_pct"), tj_str(w, "limit"), tj_str(w, "limit_reason"));
+	cr_expect_geq(tj_num(w, "cpu_wait_pct"), 20);
+	cr_expect_str_eq(tj_str(w, "limit"), "cpu", "%s", tj_str(w, "limit_reason"));
+	cr_expect_eq(tj_num(w, "limit_cpu"), 1);
 	json_object_put(doc);
 	free(out);
 	tc_kill(loop);

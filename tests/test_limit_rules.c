@@ -82,3 +82,23 @@ Test(limit_rules, docs_list_every_rule_in_order)
 #undef DOC_X
 	free(doc);
 }
+
+static int verdict_pool(double idle, double wait, double pool_busy, double acceptq, char *why)
+{
+	double fig[METRIC_NLIMITS] = { [METRIC_LIMIT_LOOP] = idle, [METRIC_LIMIT_CPU] = wait, [METRIC_LIMIT_QUOTA] = 0,
+				       [METRIC_LIMIT_BACKLOG] = acceptq, [METRIC_LIMIT_POOL] = pool_busy };
+	return model_limit_verdict(fig, why, 128);
+}
+
+Test(limit_rules, a_saturated_pool_limits_a_waiting_loop_after_the_loop_before_the_backlog)
+{
+	char why[128];
+	cr_expect_eq(verdict_pool(90, 0, 80, NAN, why), METRIC_LIMIT_POOL);
+	cr_expect(strstr(why, "helper pool was busy 80%"), "%s", why);
+	cr_expect_eq(verdict_pool(90, 0, 79.9, NAN, why), METRIC_LIMIT_NONE);
+	cr_expect_eq(verdict_pool(90, 0, NAN, NAN, why), METRIC_LIMIT_NONE, "no pool trips nothing");
+	cr_expect_eq(verdict_pool(5, 0, 100, NAN, why), METRIC_LIMIT_LOOP, "a busy loop limits whatever its pool does");
+	cr_expect_eq(verdict_pool(90, 30, 100, NAN, why), METRIC_LIMIT_CPU);
+	cr_expect_eq(verdict_pool(90, 0, 100, 40, why), METRIC_LIMIT_POOL, "a saturated pool is why connections wait");
+	cr_expect_str_eq(model_limit_name(METRIC_LIMIT_POOL), "pool");
+}

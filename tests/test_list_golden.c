@@ -26,8 +26,8 @@ static void setup(void)
 				   .completions_per_s = 9700, .runqueue_len = 3, .runqueue_max = 17, .pending_ops = 52,
 				   .fibers = 60, .self_idle_pct = 63.0, .stall_ms = 0, .headroom_ops_per_s = 25454.5,
 				   .quota_cpus = NAN, .throttled_pct = 0, .accept_queue = 3, .accept_queue_max = 25,
-				   .accept_queue_limit = 511, .limit_backlog = 1, .lag_p50_ms = 1.25, .lag_p99_ms = 45.5,
-				   .lag_max_ms = 52 };
+				   .accept_queue_limit = 511, .limit_backlog = 1, .pool_threads = NAN, .pool_busy_pct = NAN,
+				   .lag_p50_ms = 1.25, .lag_p99_ms = 45.5, .lag_max_ms = 52 };
 	snprintf(a->name, sizeof(a->name), "echo_server");
 	snprintf(a->tag, sizeof(a->tag), "echo");
 	snprintf(a->fiber_tag, sizeof(a->fiber_tag), "conn");
@@ -44,7 +44,8 @@ static void setup(void)
 				   .cpu_pct = 9.75, .cpu_wait_pct = 0.25, .ops_per_s = NAN, .switches_per_s = NAN,
 				   .polls_per_s = NAN, .completions_per_s = NAN, .self_idle_pct = NAN,
 				   .headroom_ops_per_s = NAN, .stall_ms = 0, .quota_cpus = 1.5, .throttled_pct = 12.5, .limit_quota = 1,
-				   .accept_queue = NAN, .accept_queue_max = NAN, .accept_queue_limit = NAN };
+				   .accept_queue = NAN, .accept_queue_max = NAN, .accept_queue_limit = NAN,
+				   .pool_threads = NAN, .pool_busy_pct = NAN };
 	snprintf(b->name, sizeof(b->name), "ruby\x01evil");
 	b->blocked_unkeyed_pct = 5;
 	snprintf(b->loop_basis, sizeof(b->loop_basis), "epoll fd 7");
@@ -60,7 +61,8 @@ static void setup(void)
 				   .other_pct = NAN, .cpu_pct = NAN, .cpu_wait_pct = NAN, .ops_per_s = NAN,
 				   .switches_per_s = NAN, .polls_per_s = NAN, .completions_per_s = NAN,
 				   .self_idle_pct = NAN, .headroom_ops_per_s = NAN, .stall_ms = 1500, .quota_cpus = NAN,
-				   .throttled_pct = NAN, .accept_queue = NAN, .accept_queue_max = NAN, .accept_queue_limit = NAN };
+				   .throttled_pct = NAN, .accept_queue = NAN, .accept_queue_max = NAN, .accept_queue_limit = NAN,
+				   .pool_threads = NAN, .pool_busy_pct = NAN };
 	snprintf(c->name, sizeof(c->name), "worker");
 	c->blocked_unkeyed_pct = NAN;
 	snprintf(c->tag, sizeof(c->tag), "w3");

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "probe_listen.h"
+#include "support/list_json.h"
 #include "support/support.h"
 
 #define BACKLOG 128
@@ -69,12 +70,6 @@ static json_object *list_json(pid_t pid)
 	return w;
 }
 
-static double num(json_object *w, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(w, key, &v) && v ? json_object_get_double(v) : NAN;
-}
-
 Test(listen, waiting_connections_fill_the_accept_queue, .timeout = 60)
 {
 	int port;
@@ -100,11 +95,11 @@ Test(listen, waiting_connections_fill_the_accept_queue, .timeout = 60)
 	cr_expect_eq(l.limit, BACKLOG);
 
 	json_object *w = list_json(pid);
-	cr_log_info("accept queue %.0f (max %.0f) of %.0f", num(w, "accept_queue"), num(w, "accept_queue_max"),
-		    num(w, "accept_queue_limit"));
-	cr_expect_eq(num(w, "accept_queue"), WAITING);
-	cr_expect_geq(num(w, "accept_queue_max"), 20);
-	cr_expect_eq(num(w, "accept_queue_limit"), BACKLOG);
+	cr_log_info("accept queue %.0f (max %.0f) of %.0f", tj_num(w, "accept_queue"), tj_num(w, "accept_queue_max"),
+		    tj_num(w, "accept_queue_limit"));
+	cr_expect_eq(tj_num(w, "accept_queue"), WAITING);
+	cr_expect_geq(tj_num(w, "accept_queue_max"), 20);
+	cr_expect_eq(tj_num(w, "accept_queue_limit"), BACKLOG);
 	json_object *lim;
 	cr_expect(json_object_object_get_ex(w, "limit", &lim) && lim && strcmp(json_object_get_string(lim), "backlog") == 0,
 		  "an idle loop with 40 connections waiting: %s", json_object_to_json_string(w));
@@ -127,7 +122,7 @@ Test(listen, a_loop_without_a_listening_socket_reads_none, .timeout = 30)
 {
 	pid_t pid = spawn_idle_loop();
 	json_object *w = list_json(pid);
-	cr_expect(isnan(num(w, "accept_queue")) && isnan(num(w, "accept_queue_limit")), "%s",
+	cr_expect(isnan(tj_num(w, "accept_queue")) && isnan(tj_num(w, "accept_queue_limit")), "%s",
 		  json_object_to_json_string(w));
 	json_object_put(w);
 	kill(pid, SIGKILL);

@@ -124,6 +124,36 @@ Test(model, rates_self_idle_and_headroom)
 	cr_assert(isnan(model_headroom(NAN, 50)));
 }
 
+/* Headroom is the tightest of the loop's, the quota's and the pool's bounds. */
+Test(model, headroom_is_bound_by_the_tightest_of_loop_quota_and_pool)
+{
+	for (uint64_t t = 1 * NS; t <= 7 * NS; t += 100 * MS) {
+		uint64_t el = t - 1 * NS;
+		shm_at(t, el / MS, el / MS, el / 2, 0);   /* 1000 ops/s */
+	}
+	feed(1 * NS, 7 * NS, 1200, quarter_idle);     /* 25% idle: the loop's bound 1333 ops/s */
+	for (uint64_t t = 1 * NS; t <= 7 * NS; t += NS)
+		series_add_pool(acc, t, 4, 100, 90);   /* a pool of 4, 90% busy: its bound 1111 ops/s */
+	model_window(acc, 7 * NS, 5, 1, &view);
+	cr_assert_float_eq(view.pool_busy_pct, 90.0, 1e-6);
+	cr_assert_float_eq(view.pool_threads, 4.0, 1e-6);
+	cr_assert_float_eq(view.headroom_ops_per_s, 1000.0 / 0.9, 1e-6, "headroom %f", view.headroom_ops_per_s);
+	enum model_bound b;
+	double h = model_headroom_bound(view.ops_per_s, view.idle_pct, view.quota_cpus, view.cpu_pct, view.pool_busy_pct, &b);
+	cr_assert_eq(b, MODEL_BOUND_POOL);
+	cr_assert_float_eq(h, view.headroom_ops_per_s, 1e-6);
+	/* 0.5 CPU used under a 0.25-CPU quota: half the rate is all it can do */
+	h = model_headroom_bound(1000, 25, 0.25, 50, 90, &b);
+	cr_assert_eq(b, MODEL_BOUND_QUOTA);
+	cr_assert_float_eq(h, 500.0, 1e-6);
+	h = model_headroom_bound(1000, 25, NAN, 50, NAN, &b);
+	cr_assert_eq(b, MODEL_BOUND_LOOP);
+	cr_assert_float_eq(h, 1000.0 / 0.75, 1e-6);
+	cr_assert(isnan(model_headroom_bound(1000, 99.5, NAN, NAN, NAN, &b)) && b == MODEL_BOUND_NONE);
+	cr_assert_str_eq(model_bound_name(MODEL_BOUND_POOL), "pool");
+	cr_assert_null(model_bound_name(MODEL_BOUND_NONE));
+}
+
 /* A reading at t (sampler clock) = t + 1000 s (CLOCK_MONOTONIC). */
 static void shm_polling_at(uint64_t t, uint64_t poll_ns, uint64_t since_mono)
 {

@@ -328,3 +328,89 @@ Test(probe_syscall, fixture_files, .timeout = PROBE_TEST_TIMEOUT)
 	unsetenv(PROBE_PROC_ROOT_ENV);
 	tchild_fixture_remove(root);
 }
+
+/* ---- futex waits: the pool key of a condition variable ---- */
+
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t cv_lock = PTHREAD_MUTEX_INITIALIZER, held = PTHREAD_MUTEX_INITIALIZER;
+static volatile pid_t waiter_tid[3];
+static volatile int cv_go;
+
+static void *cond_waiter(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	waiter_tid[i] = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&cv_lock);
+	while (!cv_go)
+		pthread_cond_wait(&cv, &cv_lock);
+	pthread_mutex_unlock(&cv_lock);
+	return NULL;
+}
+
+static void *mutex_waiter(void *arg)
+{
+	(void)arg;
+	waiter_tid[2] = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&held);   /* held by the test: a FUTEX_WAIT on the mutex */
+	pthread_mutex_unlock(&held);
+	return NULL;
+}
+
+/* The thread's sample once it sits in a futex wait (within 5 s). */
+static void futex_sample(pid_t tid, struct probe_sc_sample *s)
+{
+	struct probe_syscall p;
+	cr_assert_eq(probe_syscall_open(&p, getpid(), tid), 0);
+	for (int i = 0; i < 500; i++) {
+		cr_assert_eq(probe_syscall_sample(&p, s), 0);
+		if (s->state == PROBE_SC_IN_SYSCALL && s->nr == SYS_futex)
+			break;
+		usleep(10 * 1000);
+	}
+	probe_syscall_close(&p);
+	cr_assert_eq(s->nr, SYS_futex, "thread %d never waited", (int)tid);
+}
+
+/* Two waiters on one condvar share its key, whichever group word they
+ * sleep on (glibc 2.36: __g_signals at offset 40 and 44); a mutex waiter
+ * is keyed by its mutex; a sample out of a futex wait has no key. */
+Test(probe_syscall, condvar_waiters_share_one_key, .timeout = PROBE_TEST_TIMEOUT)
+{
+	pthread_t t[3];
+	pthread_mutex_lock(&held);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, cond_waiter, (void *)(intptr_t)i), 0);
+	cr_assert_eq(pthread_create(&t[2], NULL, mutex_waiter, NULL), 0);
+	while (!waiter_tid[0] || !waiter_tid[1] || !waiter_tid[2])
+		usleep(1000);
+	struct probe_sc_sample s;
+	uint64_t key[2], mkey;
+	for (int i = 0; i < 2; i++) {
+		futex_sample(waiter_tid[i], &s);
+		cr_assert_eq(probe_sc_futex_wait(&s, &key[i]), 1);
+		cr_expect_geq(s.args[0], (uintptr_t)&cv);
+		cr_expect_lt(s.args[0], (uintptr_t)&cv + sizeof(cv), "the wait is on a word of the condvar");
+	}
+	cr_expect_eq(key[0], key[1]);
+	cr_expect_eq(key[0], ((uintptr_t)&cv + 40) & ~(uintptr_t)7, "key %#llx, cond at %p",
+		     (unsigned long long)key[0], (void *)&cv);
+	futex_sample(waiter_tid[2], &s);
+	cr_assert_eq(probe_sc_futex_wait(&s, &mkey), 1);
+	cr_expect_eq(mkey, (uintptr_t)&held & ~(uintptr_t)7);
+	cr_expect_neq(mkey, key[0]);
+	/* not a wait: a wake, running, another syscall */
+	struct probe_sc_sample o = s;
+	o.args[1] = 1;   /* FUTEX_WAKE */
+	cr_expect_eq(probe_sc_futex_wait(&o, &mkey), 0);
+	cr_assert_eq(parse("running\n", &o), 0);
+	cr_expect_eq(probe_sc_futex_wait(&o, &mkey), 0);
+	cr_assert_eq(parse("232 0x4 0x7ffd1000 0x40 0xffffffff 0x0 0x8 0x7ffd0ff8 0x7f12abcdef01\n", &o), 0);
+	cr_expect_eq(probe_sc_futex_wait(&o, &mkey), 0);
+	pthread_mutex_unlock(&held);
+	pthread_mutex_lock(&cv_lock);
+	cv_go = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&cv_lock);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+}

@@ -62,6 +62,7 @@ static void add_worker(struct model *m, pid_t pid, pid_t tid, const char *name, 
 	w->quota_cpus = NAN;   /* no quota: not throttled */
 	w->throttled_pct = 0;
 	w->accept_queue = w->accept_queue_max = w->accept_queue_limit = NAN;   /* it does not listen */
+	w->pool_threads = w->pool_busy_pct = NAN;   /* nor has a helper pool */
 	w->limit_loop = model_limit_of(w, NULL, 0) == METRIC_LIMIT_LOOP;   /* as the model sets it */
 	w->ops_per_s = ops;
 	w->headroom_ops_per_s = NAN;

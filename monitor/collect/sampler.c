@@ -319,6 +319,7 @@ static void sample_tick(struct sampler *s, uint64_t now)
 	}
 	sample_all(s, now);
 	sampler_check_stalls(s, now);
+	sampler_sample_pools(s, now);
 	if (now >= s->next_sched) {
 		read_sched_all(s, now);
 		s->next_sched = now + NS / 4;
@@ -343,6 +344,7 @@ void sampler_step(struct sampler *s)
 	sample_tick(s, now);
 	if (now >= s->next_limits) {
 		sampler_read_limits(s, now);
+		sampler_read_pools(s, now);
 		s->next_limits = now + NS;
 	}
 	sampler_drop_gone(s, now);
@@ -436,6 +438,7 @@ void sampler_delete(struct sampler *s)
 	sampler_free_workers(s);
 	sampler_free_limits(s);
 	sampler_stall_free(s);
+	sampler_free_pools(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	probe_sweep_delete(s->sweep);
@@ -564,6 +567,7 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->swept = s->sweep != NULL;
 	snap->sweep = s->swept;
 	snap->max_workers = s->max_workers;
+	sampler_snapshot_pools(s, snap, window_s);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

@@ -138,6 +138,7 @@ struct sampler {
 	size_t   nlis;
 	struct idmap by_listener;        /* pid -> index in lis */
 	struct probe_listen_row *listen_rows;   /* scratch: one namespace's LISTEN rows */
+	struct sampler_pools *pools;     /* the workers' processes' helper pools (sampler_pools.c) */
 	uint64_t total_samples;
 	uint64_t ticks;                  /* sample_all calls */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
@@ -185,6 +186,15 @@ void sampler_free_limits(struct sampler *s);
 int  sampler_stall_init(struct sampler *s);
 void sampler_stall_free(struct sampler *s);
 void sampler_check_stalls(struct sampler *s, uint64_t now);
+
+/* sampler_pools.c, on the sampling thread with s->lock held: each tick the
+ * pool threads that are due (a lower rate than loops); once a second the
+ * threads listed again and the busiest pool into each loop's series; the
+ * pools over a window into a snapshot */
+void sampler_sample_pools(struct sampler *s, uint64_t now);
+void sampler_read_pools(struct sampler *s, uint64_t now);
+void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double window_s);
+void sampler_free_pools(struct sampler *s);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
 struct sampler_cost {

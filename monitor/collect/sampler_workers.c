@@ -343,9 +343,10 @@ static uint64_t thread_cpu(void)
 
 /*
  * A sweep of the host when one is due: at most one per second, and after
- * a sweep that cost c of CPU not before 100 c, so that sweeping costs at
- * most 1% of a core however many threads the host runs (10,000 threads in
- * 500 processes: a first sweep of ~60 ms, then mostly listings).
+ * a sweep that cost c of CPU not before 100 c (but within 10 s), so that
+ * sweeping costs about 1% of a core however many threads the host runs
+ * (10,000 threads in 20 processes: a first sweep of ~160 ms, then 10-20 ms:
+ * stat reads, and the listings and looks that are due).
  */
 static void discover_host(struct sampler *s, uint64_t now)
 {
@@ -357,7 +358,7 @@ static void discover_host(struct sampler *s, uint64_t now)
 	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
 		return;
 	uint64_t cost = thread_cpu() - t0, gap = cost * 100;
-	s->next_sweep = now + (gap > NS ? gap : NS);
+	s->next_sweep = now + (gap < NS ? NS : gap > 10 * NS ? 10 * NS : gap);
 	pthread_mutex_lock(&s->lock);
 	s->swept = c;
 	pthread_mutex_unlock(&s->lock);

@@ -315,6 +315,20 @@ uint64_t series_span_open_ns(const struct series *a, uint64_t now_ns, uint64_t *
 	return a->span_start_ns && now_ns > a->span_start_ns ? now_ns - a->span_start_ns : 0;
 }
 
+void series_add_pool(struct series *a, uint64_t t_ns, uint32_t threads, uint32_t n, uint32_t busy)
+{
+	struct series_pool *p = &bucket(a, (int64_t)(t_ns / NS))->pool;
+	p->n = p->valid ? p->n + n : n;
+	p->busy = p->valid ? p->busy + busy : busy;
+	p->threads = threads;
+	p->valid = 1;
+	struct series_pool *t = &a->total.pool;
+	t->n += n;
+	t->busy += busy;
+	t->threads = threads;
+	t->valid = 1;
+}
+
 uint64_t series_stall_ns(const struct series *a, uint64_t now_ns)
 {
 	if (!a->shm_last.valid || a->polled_since_change || !a->busy_since_change || now_ns < a->last_change_ns)

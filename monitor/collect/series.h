@@ -107,6 +107,12 @@ struct series_stall {
 	char     frames[SERIES_STALL_FRAMES][SERIES_FRAME_LEN]; /* innermost first, "module`symbol" */
 };
 
+struct series_pool {            /* the busiest helper pool of the worker's process, this second */
+	int      valid;
+	uint32_t threads;        /* its threads */
+	uint32_t n, busy;        /* its threads' samples, and those not in the pool's wait */
+};
+
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
 	uint32_t n[SERIES_NCLASS];               /* samples by class */
@@ -121,6 +127,7 @@ struct series_bucket {
 	uint16_t lag_n[SERIES_LAG_BINS];      /* busy spans that ended in this second, by bin */
 	uint32_t lag_max_us;                  /* the longest span seen in it, one in progress included */
 	uint32_t stalls;                      /* stalls captured in it */
+	struct series_pool pool;
 };
 
 /*
@@ -160,6 +167,7 @@ struct series_totals {                       /* since the worker was first seen 
 	uint32_t lag_n[SERIES_LAG_BINS];      /* busy spans, by bin */
 	uint64_t lag_max_ns;                  /* the longest span, one in progress included */
 	uint32_t stalls;                      /* stalls captured */
+	struct series_pool pool;              /* n and busy summed over the run, the last threads */
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -230,6 +238,8 @@ void series_add_stall(struct series *a, const struct series_stall *st);
 /* The span in progress: how long (ns) the worker has been out of its poll
  * at now_ns, and when it left it; 0 when in it or unknown. */
 uint64_t series_span_open_ns(const struct series *a, uint64_t now_ns, uint64_t *start_ns);
+/* The busiest pool of the worker's process over the last second (sampler_pools.c). */
+void series_add_pool(struct series *a, uint64_t t_ns, uint32_t threads, uint32_t n, uint32_t busy);
 
 /* Stall: how long (ns) the switch counter has not moved while the thread was
  * seen running or blocked and never in its poll; 0 if not stalled. */

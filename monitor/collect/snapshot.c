@@ -9,5 +9,6 @@
 void snapshot_done(struct snapshot *snap)
 {
 	free(snap->w);
+	free(snap->pools);
 	memset(snap, 0, sizeof(*snap));
 }

@@ -43,6 +43,27 @@ struct snap_worker {
 	struct series series;
 };
 
+/*
+ * A helper pool of a worker's process (sampler_pools.c): the threads that
+ * wait on one condition variable, or the busy helpers, with their samples
+ * over the snapshot's window.
+ */
+#define SNAP_POOL_TIDS 64   /* thread ids named per pool; nthreads counts them all */
+
+enum snap_pool_kind {
+	SNAP_POOL_CONDVAR,       /* threads seen waiting on the same futex key */
+	SNAP_POOL_HELPERS,       /* threads never seen waiting, not loops, busy >= 90%: a saturated pool */
+};
+
+struct snap_pool {
+	pid_t    pid;
+	uint64_t key;            /* the futex address & ~7 (probe_sc_futex_wait); 0 for busy helpers */
+	enum snap_pool_kind kind;
+	unsigned nthreads;
+	pid_t    tids[SNAP_POOL_TIDS];
+	uint64_t n, busy;        /* its threads' samples in the window, and of them those not in its wait */
+};
+
 #define SNAP_REFUSED 16   /* refused processes named, with why */
 
 struct snap_refusal {
@@ -64,6 +85,8 @@ struct snapshot {
 	struct probe_sweep_counts sweep;
 	size_t   max_workers;            /* that cap */
 	unsigned naccessible;            /* threads sampled, shown or not, whose samples we could read */
+	struct snap_pool *pools;         /* owned; npools used, poolcap allocated (reused across takes) */
+	size_t   npools, poolcap;
 };
 
 void snapshot_done(struct snapshot *snap);

@@ -101,6 +101,38 @@ static void json_totals(struct json *j, const struct worker_view *w)
 	json_object_end(j);
 }
 
+/* Its process's helper pools: what pool_threads and pool_busy_pct pick the busiest of. */
+static void json_pools(struct json *j, const struct worker_view *w)
+{
+	json_key(j, "pools");
+	json_array_begin(j);
+	for (int i = 0; i < w->npools; i++) {
+		const struct pool_view *p = &w->pools[i];
+		char key[24];
+		json_object_begin(j);
+		json_key(j, "kind");
+		json_string(j, p->kind);
+		json_key(j, "key");
+		if (p->key) {
+			snprintf(key, sizeof(key), "0x%llx", (unsigned long long)p->key);
+			json_string(j, key);
+		} else {
+			json_null(j);
+		}
+		json_key(j, "nthreads");
+		json_u64(j, p->nthreads);
+		json_key(j, "threads");
+		json_array_begin(j);
+		for (unsigned k = 0; k < p->nthreads && k < MODEL_POOL_TIDS; k++)
+			json_i64(j, p->tids[k]);
+		json_array_end(j);
+		json_key(j, "busy_pct");
+		json_double(j, p->busy_pct, 2);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 void list_json_worker(struct json *j, const struct worker_view *w)
 {
 	json_object_begin(j);
@@ -135,6 +167,7 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_key(j, "limit_reason");
 	json_string(j, why);
 	json_stalls(j, w);
+	json_pools(j, w);
 	if (w->instrumented) {
 		json_key(j, "fiber_tag");
 		json_string(j, w->fiber_tag);
@@ -142,6 +175,13 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 		json_key(j, "counters");
 		json_object_begin(j);
 		json_source(j, w, METRIC_COUNTERS);
+		enum model_bound b;   /* what headroom_ops_per_s is the tightest of */
+		model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &b);
+		json_key(j, "headroom_bound");
+		if (model_bound_name(b))
+			json_string(j, model_bound_name(b));
+		else
+			json_null(j);
 		json_object_end(j);
 	}
 	json_object_end(j);

@@ -5,6 +5,7 @@
 #include "model/eval.h"
 #include "model/lag.h"
 #include "model/limit.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <math.h>
@@ -29,6 +30,7 @@ enum stream {
 	S_RUNQMAX,   /* the runqueue's largest reading in the period */
 	S_STALL,     /* the longest stall seen in the period, ms */
 	S_ACCEPTQ,   /* the longest accept queue read in the period */
+	S_POOL,      /* the busiest pool's busy samples over its samples */
 	S_SAMPLES,   /* samples taken (a tally) */
 	S_STALLS,    /* stalls captured (a tally) */
 };
@@ -142,6 +144,10 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 		case S_ACCEPTQ:
 			if (b->listen.valid)
 				*o = (struct est_sec){ (double)b->listen.queue_max, 1 };
+			break;
+		case S_POOL:
+			if (b->pool.valid)
+				*o = (struct est_sec){ (double)b->pool.busy, (double)b->pool.n };
 			break;
 		}
 	}
@@ -303,10 +309,35 @@ static int share_ci95(const struct eval_track *const *ts, size_t nt, int arg, st
 	return 0;
 }
 
+/* Row m's value over the tracks (no interval), NaN when unknown. */
+static double point(int m, const struct eval_track *const *ts, size_t nt)
+{
+	struct estimate e;
+	return model_eval(&metric_worker[m], ts, nt, NULL, 0, &e) == 0 && e.ok && isfinite(e.est) ? e.est : NAN;
+}
+
+/* The loop's bound from headroom_loop, tightened to the quota's or the
+ * pool's where one is tighter (model_headroom_bound decides, for the JSON's
+ * headroom_bound too): the interval scaled with it. */
+static void headroom_tighten(const struct eval_track *const *ts, size_t nt, double ops, double idle,
+			     struct estimate *out)
+{
+	enum model_bound which;
+	double b = model_headroom_bound(ops, idle, point(METRIC_W_quota_cpus, ts, nt), point(METRIC_W_cpu_pct, ts, nt),
+					point(METRIC_W_pool_busy_pct, ts, nt), &which);
+	if (which != MODEL_BOUND_QUOTA && which != MODEL_BOUND_POOL)
+		return;
+	double f = isfinite(out->est) && out->est > 0 ? b / out->est : NAN;
+	out->est = b;
+	out->lo = isfinite(f) ? out->lo * f : b;
+	out->hi = isfinite(f) && isfinite(out->hi) ? out->hi * f : b;
+	out->se = isfinite(f) ? out->se * f : NAN;
+}
+
 /* rate ÷ (1 − idle): the delta method on both estimates; an idle interval
  * reaching 99% leaves the headroom unbounded above. */
-static int headroom(const struct eval_track *const *ts, size_t nt, int counter, unsigned flags,
-		    struct estimate *out)
+static int headroom_loop(const struct eval_track *const *ts, size_t nt, int counter, unsigned flags,
+			 struct estimate *out, double *ops_est, double *idle_est)
 {
 	struct stream_spec ops = { .st = S_COUNTER, .arg = counter };
 	struct estimate O, I;
@@ -316,6 +347,8 @@ static int headroom(const struct eval_track *const *ts, size_t nt, int counter, 
 	if (err < 0)
 		return err;
 	*out = O;
+	*ops_est = O.est;
+	*idle_est = I.est;
 	if (!O.ok || !I.ok) {
 		out->ok = 0;
 		out->est = out->lo = out->hi = NAN;
@@ -341,6 +374,17 @@ static int headroom(const struct eval_track *const *ts, size_t nt, int counter, 
 	return 0;
 }
 
+/* The sustainable rate: the tightest of the loop's, the quota's and the pool's bounds. */
+static int headroom(const struct eval_track *const *ts, size_t nt, int counter, unsigned flags,
+		    struct estimate *out)
+{
+	double ops = NAN, idle = NAN;
+	int err = headroom_loop(ts, nt, counter, flags, out, &ops, &idle);
+	if (err == 0 && out->ok)
+		headroom_tighten(ts, nt, ops, idle, out);
+	return err;
+}
+
 /* Bucket b's reading of a LEVEL's arg into *v: 1 when b has that reading
  * (its value may still be NaN: unknown, as a group without a quota). */
 static int level_value(const struct series_bucket *b, int arg, double *v)
@@ -357,6 +401,9 @@ static int level_value(const struct series_bucket *b, int arg, double *v)
 	case METRIC_ARG_BACKLOG:
 		*v = b->listen.limit ? (double)b->listen.limit : NAN;   /* 0: not shown (another namespace) */
 		return b->listen.valid;
+	case METRIC_ARG_POOL_THREADS:
+		*v = (double)b->pool.threads;
+		return b->pool.valid;
 	default:
 		*v = (double)b->shm.v[arg];
 		return b->shm.valid;
@@ -470,6 +517,12 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 	case METRIC_RATE:
 		sp.st = S_COUNTER;
 		break;
+	case METRIC_POOLED:
+		sp.st = S_POOL;
+		how = C_POOL;
+		kind = EST_PROPORTION;
+		scale = 100;
+		break;
 	case METRIC_PEAK:
 		sp.st = m->arg == METRIC_ARG_STALL ? S_STALL : m->arg == METRIC_ARG_ACCEPTQ ? S_ACCEPTQ : S_RUNQMAX;
 		how = C_MAX;
@@ -581,6 +634,7 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->cg = a->cg_last;
 	b->listen = a->listen_last;
 	b->listen.queue_max = a->total.accept_max;
+	b->pool = a->total.pool;
 	b->runq_max = a->total.runq_max;
 	b->stall_max_ns = a->total.stall_max_ns;
 	b->stalls = a->total.stalls;

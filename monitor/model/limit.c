@@ -12,6 +12,7 @@ const char *model_limit_name(enum metric_limit l)
 	static const char *const names[] = {
 		[METRIC_LIMIT_NONE] = "none", [METRIC_LIMIT_LOOP] = "loop",
 		[METRIC_LIMIT_QUOTA] = "quota", [METRIC_LIMIT_CPU] = "cpu", [METRIC_LIMIT_BACKLOG] = "backlog",
+		[METRIC_LIMIT_POOL] = "pool",
 	};
 	return (unsigned)l < sizeof(names) / sizeof(names[0]) ? names[l] : "?";
 }

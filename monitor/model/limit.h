@@ -5,9 +5,10 @@
  *
  * The order matters: a throttled thread is runnable, so the quota's time
  * also reads as waiting for a CPU; a loop that waits for a CPU reads busy;
- * and a busy loop is why connections wait, where an idle one that leaves
- * them waiting is held back by its accepting. The helper pool joins as its
- * figures do.
+ * a busy loop limits it whatever its pool does; a loop that waits for its
+ * saturated pool is held back by the pool; and a busy loop (or pool) is
+ * why connections wait, where an idle one that leaves them waiting is held
+ * back by its accepting.
  */
 #ifndef LOOPSTAT_LIMIT_H
 #define LOOPSTAT_LIMIT_H
@@ -24,9 +25,10 @@
 	X(QUOTA, throttled_pct, >=, 10, "its cgroup's CPU quota held it back %.0f%% of the time") \
 	X(CPU,   cpu_wait_pct,  >=, 20, "it waited for a CPU %.0f%% of the time") \
 	X(LOOP,  idle_pct,      <,  20, "its loop was idle only %.0f%% of the time") \
+	X(POOL,  pool_busy_pct, >=, 80, "its helper pool was busy %.0f%% of the time while its loop waited") \
 	X(BACKLOG, accept_queue_max, >=, 20, "%.0f connections waited in its accept queue at once")
 
-/* "none", "loop", "quota", "cpu", "backlog". Static. */
+/* "none", "loop", "quota", "cpu", "backlog", "pool". Static. */
 const char *model_limit_name(enum metric_limit l);
 
 /* The verdict from fig[kind], each rule's figure (NaN: unknown, never

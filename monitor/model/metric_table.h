@@ -44,11 +44,13 @@ enum metric_kind {
 	METRIC_LIMIT,    /* 1 when the limit verdict (model/limit.h) over the periods is arg (enum metric_limit), else 0 */
 	METRIC_LAG,      /* the arg-th percentile of the busy spans (100: the longest, one in progress included),
 	                  * from the slot's histogram where it has one, else from the samples (model/lag.h) */
+	METRIC_POOLED,   /* the busiest helper pool's busy samples over its samples (arg METRIC_ARG_POOL_BUSY) */
 };
 
 /* What limits a worker (model/limit.h decides). */
 enum metric_limit {
-	METRIC_LIMIT_NONE, METRIC_LIMIT_LOOP, METRIC_LIMIT_QUOTA, METRIC_LIMIT_CPU, METRIC_LIMIT_BACKLOG, METRIC_NLIMITS
+	METRIC_LIMIT_NONE, METRIC_LIMIT_LOOP, METRIC_LIMIT_QUOTA, METRIC_LIMIT_CPU, METRIC_LIMIT_BACKLOG, METRIC_LIMIT_POOL,
+	METRIC_NLIMITS
 };
 
 /* The rule's argument where it is not a SERIES_ class or a PROBE_SHM_ counter. */
@@ -69,6 +71,8 @@ enum metric_arg {
 	METRIC_ARG_ACCEPTQ,                 /* the fullest listening socket's accept queue (a LEVEL, a PEAK) */
 	METRIC_ARG_BACKLOG,                 /* and its backlog (a LEVEL) */
 	METRIC_ARG_STALLS,                  /* stalls captured (a TALLY over the periods) */
+	METRIC_ARG_POOL_THREADS,            /* the busiest helper pool's threads (a LEVEL) */
+	METRIC_ARG_POOL_BUSY,               /* its samples out of its wait (a POOLED) */
 };
 _Static_assert((int)PROBE_SHM_NVALUES < (int)METRIC_ARG_RUN && (int)SERIES_NCLASS < (int)METRIC_ARG_RUN,
 	       "the arg spaces overlap");
@@ -95,6 +99,7 @@ enum metric_line {
 	METRIC_LINE_SELF,     /* runtime: self-measured idle, headroom */
 	METRIC_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
 	METRIC_LINE_LISTEN,   /* under the cpu line: the listen backlog, for a worker that listens */
+	METRIC_LINE_POOL,     /* under that: the busiest helper pool, for a process that has one */
 	METRIC_LINE_LIMIT,    /* under those: the limit that holds (1), with its reason */
 	METRIC_LINE_LAG,      /* "Busy spans", above their histogram */
 };
@@ -213,6 +218,12 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	X(accept_queue_limit, COUNT,  LEVEL,    METRIC_ARG_BACKLOG, SCHED, DOUBLE, 0, 1, LISTEN, " of %s", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "that socket's listen backlog: the queue's limit") \
+	X(pool_threads,       COUNT,  LEVEL,    METRIC_ARG_POOL_THREADS, SCHED, DOUBLE, 0, 1, POOL, "pool of %s threads", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "threads of the busiest helper pool of the worker's process (list --json's pools), as last read") \
+	X(pool_busy_pct,      PCT,    POOLED,   METRIC_ARG_POOL_BUSY, SCHED, DOUBLE, 2, 1, POOL, " busy %s%%", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "share of that pool's threads' samples out of the pool's wait: 100 is a saturated pool") \
 	X(limit_loop,         COUNT,  LIMIT,    METRIC_LIMIT_LOOP, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by the loop", NULL, \
 	  NONE, NULL, 0, 0, \
 	  "1 when the loop itself limits the worker (busy or blocked: docs/usage.md's rules), else 0") \
@@ -224,7 +235,10 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	  "1 when waiting for a CPU (contention) limits the worker, else 0") \
 	X(limit_backlog,      COUNT,  LIMIT,    METRIC_LIMIT_BACKLOG, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by its listen backlog", NULL, \
 	  NONE, NULL, 0, 0, \
-	  "1 when connections wait in the accept queue of a loop that is not busy, else 0")
+	  "1 when connections wait in the accept queue of a loop that is not busy, else 0") \
+	X(limit_pool,         COUNT,  LIMIT,    METRIC_LIMIT_POOL, SAMPLED, DOUBLE, 0, 1, LIMIT, "limited by its helper pool", NULL, \
+	  NONE, NULL, 0, 0, \
+	  "1 when a saturated helper pool of the worker's process limits it while its loop waits, else 0")
 
 /*
  * X(name, unit, reduce, of, type, json_decimals, sort_desc, detail, description): a

@@ -11,6 +11,7 @@
 void model_done(struct model *m)
 {
 	free(m->workers);
+	free(m->pools);
 	free(m->services);
 	memset(m, 0, sizeof(*m));
 }
@@ -42,10 +43,33 @@ double model_share_pct(uint64_t count, uint64_t basis, double *ci95)
 
 double model_headroom(double ops_per_s, double idle_pct)
 {
-	if (isnan(ops_per_s) || isnan(idle_pct) || idle_pct >= 99.0)
-		return NAN;
-	double u = 1.0 - idle_pct / 100.0;
-	return ops_per_s / u;
+	return model_headroom_bound(ops_per_s, idle_pct, NAN, NAN, NAN, NULL);
+}
+
+double model_headroom_bound(double ops_per_s, double idle_pct, double quota_cpus, double cpu_pct,
+			    double pool_busy_pct, enum model_bound *which)
+{
+	double bound[] = {
+		[MODEL_BOUND_NONE] = NAN,
+		[MODEL_BOUND_LOOP] = idle_pct < 99.0 ? ops_per_s / (1.0 - idle_pct / 100.0) : NAN,
+		[MODEL_BOUND_QUOTA] = cpu_pct > 0.1 ? ops_per_s * quota_cpus / (cpu_pct / 100.0) : NAN,
+		[MODEL_BOUND_POOL] = pool_busy_pct > 1.0 ? ops_per_s / (pool_busy_pct / 100.0) : NAN,
+	};
+	enum model_bound best = MODEL_BOUND_NONE;
+	for (int b = MODEL_BOUND_LOOP; b <= MODEL_BOUND_POOL; b++)
+		if (isfinite(bound[b]) && bound[b] >= 0 && (best == MODEL_BOUND_NONE || bound[b] < bound[best]))
+			best = (enum model_bound)b;
+	if (which)
+		*which = best;
+	return bound[best];
+}
+
+const char *model_bound_name(enum model_bound b)
+{
+	static const char *const names[] = {
+		[MODEL_BOUND_LOOP] = "loop", [MODEL_BOUND_QUOTA] = "quota", [MODEL_BOUND_POOL] = "pool",
+	};
+	return (unsigned)b < sizeof(names) / sizeof(names[0]) ? names[b] : NULL;
 }
 
 double model_span_s(const struct model *m)

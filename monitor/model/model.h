@@ -69,6 +69,18 @@ struct stall_view {
 	char     frames[SERIES_STALL_FRAMES][SERIES_FRAME_LEN]; /* innermost first */
 };
 
+#define MODEL_POOL_TIDS 64
+
+/* A helper pool of a worker's process (collect/sampler_pools.c). */
+struct pool_view {
+	pid_t    pid;
+	uint64_t key;                     /* the futex address & ~7 its threads wait on; 0 for busy helpers */
+	const char *kind;                 /* "condvar" or "busy_helpers" (static) */
+	unsigned nthreads;                /* its threads; the first MODEL_POOL_TIDS in tids */
+	pid_t    tids[MODEL_POOL_TIDS];
+	double   busy_pct;                /* its threads' samples out of its wait over the window, NaN: none */
+};
+
 struct worker_view {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
@@ -108,6 +120,9 @@ struct worker_view {
 	struct key_view keys[MODEL_KEYS];  /* the run's largest keys, largest first */
 	int      nkeys;
 	double   keys_unkeyed_pct;        /* of the run's samples, beyond the key table's room */
+
+	const struct pool_view *pools;    /* its process's helper pools, borrowed from the model; npools */
+	int      npools;
 };
 
 struct fleet_view {
@@ -145,6 +160,8 @@ struct model {
 	struct probe_sweep_counts sweep; /* what its last sweep saw */
 	size_t   max_workers;
 	unsigned naccessible;            /* threads sampled, worker or not, that we could read */
+	struct pool_view *pools;         /* owned; npools, grouped by pid */
+	size_t   npools;
 };
 
 void model_done(struct model *m);
@@ -164,5 +181,23 @@ double model_share_pct(uint64_t count, uint64_t basis, double *ci95);
 
 /* ops/s ÷ (1 − idle), NaN when idle ≥ 99% or ops unknown. */
 double model_headroom(double ops_per_s, double idle_pct);
+
+/* What bounds a worker's sustainable rate (JSON's headroom_bound). */
+enum model_bound { MODEL_BOUND_NONE, MODEL_BOUND_LOOP, MODEL_BOUND_QUOTA, MODEL_BOUND_POOL };
+
+/*
+ * The sustainable rate of a worker doing ops_per_s: the tightest of
+ *   loop   ops ÷ (1 − idle)                  (none at idle >= 99%)
+ *   quota  ops × quota_cpus ÷ (cpu_pct/100)  (its CPU time scaled up to the quota)
+ *   pool   ops ÷ (pool_busy_pct/100)         (its busiest pool saturated)
+ * each bound known only when its figures are (NaN: unknown); which one in
+ * *which (may be NULL). NaN and NONE when no bound is known. The one place
+ * headroom is computed: the evaluator's row and the JSON's bound use it.
+ */
+double model_headroom_bound(double ops_per_s, double idle_pct, double quota_cpus, double cpu_pct,
+			    double pool_busy_pct, enum model_bound *which);
+
+/* "loop", "quota", "pool"; NULL for NONE. Static. */
+const char *model_bound_name(enum model_bound b);
 
 #endif /* LOOPSTAT_MODEL_H */

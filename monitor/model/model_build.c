@@ -61,6 +61,38 @@ static void build_done(const struct snap_worker *w, struct worker_view *v)
 		v->stall_ms = 0; /* an exited thread is not stalled */
 }
 
+/* The snapshot's pools, and each worker's of its process. */
+static int build_pools(const struct snapshot *snap, struct model *m)
+{
+	_Static_assert(MODEL_POOL_TIDS == SNAP_POOL_TIDS, "tids are copied whole");
+	if (!snap->npools)
+		return 0;
+	m->pools = calloc(snap->npools, sizeof(*m->pools));
+	if (!m->pools)
+		return -ENOMEM;
+	for (size_t i = 0; i < snap->npools; i++) {
+		const struct snap_pool *sp = &snap->pools[i];
+		struct pool_view *p = &m->pools[m->npools++];
+		p->pid = sp->pid;
+		p->key = sp->key;
+		p->kind = sp->kind == SNAP_POOL_HELPERS ? "busy_helpers" : "condvar";
+		p->nthreads = sp->nthreads;
+		memcpy(p->tids, sp->tids, sizeof(p->tids));
+		p->busy_pct = sp->n ? 100.0 * (double)sp->busy / (double)sp->n : NAN;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct worker_view *v = &m->workers[i];
+		for (size_t k = 0; k < m->npools; k++) {
+			if (m->pools[k].pid != v->pid)
+				continue;
+			if (!v->npools)
+				v->pools = &m->pools[k];   /* a process's pools are side by side */
+			v->npools++;
+		}
+	}
+	return 0;
+}
+
 /* lo > hi: the window of window_s ending now; else seconds [lo, hi] */
 static int build(const struct snapshot *snap, double window_s, int64_t lo, int64_t hi, struct model *m)
 {
@@ -96,6 +128,10 @@ static int build(const struct snapshot *snap, double window_s, int64_t lo, int64
 	}
 	qsort(m->workers, m->n, sizeof(*m->workers), by_pid_tid);
 	model_fleet(m);
+	if (build_pools(snap, m) < 0) {
+		model_done(m);
+		return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -51,7 +51,7 @@ static const char *metric_line(const struct worker_view *w, enum metric_line lin
 		/* the cpu line leaves out what this worker has not (a quota, a
 		 * cgroup), the limit line the limits that do not hold */
 		double v = metric_value(m, w);
-		if (((line == METRIC_LINE_CPU || line == METRIC_LINE_LISTEN) && isnan(v)) ||
+		if (((line == METRIC_LINE_CPU || line == METRIC_LINE_LISTEN || line == METRIC_LINE_POOL) && isnan(v)) ||
 		    (line == METRIC_LINE_LIMIT && !(v > 0)))
 			continue;
 		tui_fmt_metric(val, sizeof(val), m, w, 0);
@@ -107,6 +107,9 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 	const char *listen = metric_line(w, METRIC_LINE_LISTEN);
 	if (listen[0])
 		mvprintw(y++, 2, "%s", listen);
+	const char *pool = metric_line(w, METRIC_LINE_POOL);
+	if (pool[0])   /* list --json's pools name its threads */
+		mvprintw(y++, 2, "helper %s", pool);
 	char why[128];
 	const char *limit = metric_line(w, METRIC_LINE_LIMIT);
 	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */

@@ -23,4 +23,9 @@ int probe_proc_path(char *buf, size_t len, const char *fmt, ...) __attribute__((
  * Returns the number of bytes read or -errno. */
 ssize_t probe_read_file(const char *path, char *buf, size_t len);
 
+/* How many threads pid has, from one stat(2) of <root>/PID/task (procfs
+ * counts them in its link count: 2 + threads), or -errno. Cheaper than
+ * listing the directory, to tell when a thread list has changed. */
+int probe_proc_nthreads(pid_t pid);
+
 #endif /* PROBE_PROC_H */

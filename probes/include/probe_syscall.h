@@ -66,6 +66,21 @@ int probe_syscall_sample(struct probe_syscall *p, struct probe_sc_sample *out);
  * len == 0 means GONE. Returns 0 or -EINVAL. */
 int probe_syscall_parse(const char *buf, size_t len, struct probe_sc_sample *out);
 
+/*
+ * A sample parked in a futex wait (FUTEX_WAIT or FUTEX_WAIT_BITSET, any
+ * flags): 1 and the wait's pool key in *key, else 0. The key is the futex
+ * address with its low three bits cleared, because a glibc condition
+ * variable's waiters sleep on one of two words 4 bytes apart. glibc 2.36's
+ * struct __pthread_cond_s (sysdeps/nptl/bits/thread-shared-types.h) is
+ *   __wseq (8) __g1_start (8) __g_refs[2] (8) __g_size[2] (8)
+ *   __g1_orig_size (4) __wrefs (4) __g_signals[2] (8)
+ * and pthread_cond_wait blocks in FUTEX_WAIT_BITSET on __g_signals[g] for
+ * its group g (0 or 1): offsets 40 and 44 of an 8-aligned object, so both
+ * groups' waiters share addr & ~7 and no other condvar's word can.
+ * musl waits on one word, libuv's uv_cond_wait is pthread_cond_wait.
+ */
+int probe_sc_futex_wait(const struct probe_sc_sample *s, uint64_t *key);
+
 /* Maps the -errno of an open or a read to GONE / NO_ACCESS, or 0 when the
  * error is neither. */
 enum probe_sc_state probe_sc_state_of_error(int err);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *probe_proc_root(void)
@@ -54,4 +55,16 @@ ssize_t probe_read_file(const char *path, char *buf, size_t len)
 	close(fd);
 	buf[got] = '\0';
 	return (ssize_t)got;
+}
+
+int probe_proc_nthreads(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	int err = probe_proc_path(path, sizeof(path), "%d/task", (int)pid);
+	if (err < 0)
+		return err;
+	if (stat(path, &st) < 0)
+		return -errno;
+	return st.st_nlink > 2 ? (int)(st.st_nlink - 2) : 0;
 }

@@ -25,7 +25,7 @@
 
 #define PROCS_MAX          65536u
 #define THREADS_MAX        (1u << 20)
-#define SWEEP_BACKOFF_MAX  16      /* sweeps between two looks at a blocked thread, at most */
+#define SWEEP_BACKOFF_MAX  32      /* sweeps between two looks at a blocked thread, at most */
 #define TICK_EVERY         32      /* syscall files read between two ticks */
 
 enum proc_state { P_WANTED = 1, P_SKIPPED, P_KERNEL, P_CLOSED };
@@ -45,6 +45,13 @@ struct proc {
 	uid_t    uid;
 	uint8_t  state;      /* enum proc_state */
 	char     comm[PROBE_COMM_LEN];
+	/* its last listing of tasks: while its thread count stays and none of
+	 * its threads is due, it is not listed again (10,000 threads asleep
+	 * cost a stat read a process, not a listing) */
+	uint32_t listed;     /* sweep of that listing, 0: none */
+	int      nthreads;   /* threads it listed */
+	unsigned loops;      /* loops among them */
+	uint16_t due;        /* the soonest look any of them is due */
 };
 
 struct thread {
@@ -218,8 +225,18 @@ static int look(struct probe_sweep *sw, pid_t pid, pid_t tid, const struct probe
 
 /* The process's threads: each new or due one is looked at. 0, or -EACCES
  * when this user may not look at them. */
-static int sweep_threads(struct probe_sweep *sw, const struct probe_sweep_proc *p, const struct probe_sweep_ops *ops,
-			 void *arg, struct probe_sweep_counts *c)
+/* The sweeps to wait before the next look at a thread seen blocked: its
+ * backoff, less a part of up to half of it that is the same for the
+ * threads of one process (so that they fall due together, and the process
+ * needs no listing in between) and differs between processes (so that
+ * they do not all fall due in the same sweep). */
+static uint16_t spread(pid_t pid, unsigned backoff)
+{
+	return (uint16_t)(backoff - (unsigned)(hash((uint32_t)pid) >> 3) % (backoff / 2 + 1));
+}
+
+static int sweep_threads(struct probe_sweep *sw, struct proc *pr, const struct probe_sweep_proc *p,
+			 const struct probe_sweep_ops *ops, void *arg, struct probe_sweep_counts *c)
 {
 	char path[PATH_MAX];
 	if (probe_proc_path(path, sizeof(path), "%d/task", (int)p->pid) < 0)
@@ -228,13 +245,16 @@ static int sweep_threads(struct probe_sweep *sw, const struct probe_sweep_proc *
 	if (!d)
 		return errno == EACCES ? -EACCES : 0;
 	uint16_t now = (uint16_t)sw->epoch;
-	int ret = 0;
+	int ret = 0, listed = 0;
+	unsigned loops = 0;
+	uint16_t due = (uint16_t)(now + SWEEP_BACKOFF_MAX);
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		pid_t tid = parse_id(de->d_name);
 		if (!tid)
 			continue;
 		c->threads++;
+		listed++;
 		struct thread *t = lookup(&sw->threads, tid, THREADS_MAX);
 		if (!t) {
 			c->ignored_limit++;
@@ -247,10 +267,14 @@ static int sweep_threads(struct probe_sweep *sw, const struct probe_sweep_proc *
 		t->epoch = sw->epoch;
 		if (t->state == T_LOOP) {
 			c->loops++;
+			loops++;
 			continue;
 		}
-		if ((int16_t)(now - t->due) < 0)
+		if ((int16_t)(now - t->due) < 0) {
+			if ((int16_t)(t->due - due) < 0)
+				due = t->due;
 			continue;
+		}
 		int r = look(sw, p->pid, tid, ops, arg, c);
 		if (r == -EACCES) {
 			ret = -EACCES;
@@ -259,22 +283,60 @@ static int sweep_threads(struct probe_sweep *sw, const struct probe_sweep_proc *
 		if (r == 1 && ops->found(p, tid, arg)) {
 			t->state = T_LOOP;
 			c->loops++;
+			loops++;
+			continue;
 		} else if (r == 1) {
 			c->ignored_limit++;
 			t->due = (uint16_t)(now + 1);
 		} else if (r == 0) {
 			/* blocked in something else: look again later and later */
 			t->state = T_OTHER;
-			t->due = (uint16_t)(now + (t->backoff ? t->backoff : 1));
+			t->due = (uint16_t)(now + (t->backoff ? spread(p->pid, t->backoff) : 1));
 			t->backoff = t->backoff ? (t->backoff * 2 > SWEEP_BACKOFF_MAX ? SWEEP_BACKOFF_MAX : t->backoff * 2) : 2;
 		} else {
 			/* running (maybe a loop too busy to be caught waiting), or gone */
 			t->state = T_OTHER;
 			t->due = (uint16_t)(now + 1);
 		}
+		if ((int16_t)(t->due - due) < 0)
+			due = t->due;
 	}
 	closedir(d);
+	pr->listed = sw->epoch;
+	pr->nthreads = listed;
+	pr->loops = loops;
+	pr->due = due;
 	return ret;
+}
+
+/* Threads listed in this sweep, and those of processes seen but not
+ * listed (unchanged, none due): the rest exited. */
+static void prune_threads(struct probe_sweep *sw)
+{
+	struct table *t = &sw->threads;
+	if (!t->cap)
+		return;
+	struct thread *v = calloc(t->cap, sizeof(*v));
+	if (!v)
+		return;
+	struct table nt = { v, t->cap, 0, t->size };
+	for (size_t i = 0; i < t->cap; i++) {
+		struct thread *e = (struct thread *)t->v + i;
+		if (!e->tid)
+			continue;
+		int keep = e->epoch == sw->epoch;
+		if (!keep) {
+			struct proc *pr = sw->procs.cap ? slot(&sw->procs, e->pid) : NULL;
+			keep = pr && pr->pid == e->pid && pr->epoch == sw->epoch && pr->listed != sw->epoch &&
+			       (uint32_t)pr->start_time == e->start;
+		}
+		if (keep) {
+			*(struct thread *)slot(&nt, e->tid) = *e;
+			nt.n++;
+		}
+	}
+	free(t->v);
+	*t = nt;
 }
 
 int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg,
@@ -321,13 +383,21 @@ int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, v
 		}
 		if (pr->state == P_SKIPPED)
 			continue;
-		if (sweep_threads(sw, &p, ops, arg, c) == -EACCES) {
+		struct probe_stat st;
+		if (pr->listed && (int16_t)((uint16_t)sw->epoch - pr->due) < 0 && probe_stat_read(pid, 0, &st) == 0 &&
+		    st.threads == pr->nthreads) {
+			c->threads += (unsigned)pr->nthreads;
+			c->loops += pr->loops;
+			continue;
+		}
+		if (sweep_threads(sw, pr, &p, ops, arg, c) == -EACCES) {
 			pr->state = P_CLOSED;
 			c->ignored_access++;
 		}
 	}
 	closedir(d);
+	/* threads first: they look their processes up as this sweep left them */
+	prune_threads(sw);
 	prune(&sw->procs, sw->epoch, offsetof(struct proc, epoch));
-	prune(&sw->threads, sw->epoch, offsetof(struct thread, epoch));
 	return 0;
 }

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -203,4 +205,16 @@ int probe_syscall_sample(struct probe_syscall *p, struct probe_sc_sample *out)
 		n = pread(p->fd, buf, sizeof(buf), 0);
 	while (n < 0 && errno == EINTR);
 	return probe__sc_result(buf, n < 0 ? -errno : n, out);
+}
+
+int probe_sc_futex_wait(const struct probe_sc_sample *s, uint64_t *key)
+{
+	if (s->state != PROBE_SC_IN_SYSCALL || s->nr != SYS_futex)
+		return 0;
+	/* the op's command, without FUTEX_PRIVATE_FLAG or FUTEX_CLOCK_REALTIME */
+	unsigned cmd = (unsigned)s->args[1] & FUTEX_CMD_MASK;
+	if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
+		return 0;
+	*key = s->args[0] & ~(uint64_t)7;
+	return 1;
 }

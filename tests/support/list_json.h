@@ -1,0 +1,26 @@
+/*
+ * list_json.h — `loopstat list --json` of real processes, and reading its
+ * fields, for the suites that judge real workers by it.
+ */
+#ifndef TESTS_LIST_JSON_H
+#define TESTS_LIST_JSON_H
+
+#include <json-c/json.h>
+#include <sys/types.h>
+
+/* Runs `loopstat list -p pids --duration duration --json` (within 30 s)
+ * and parses its output; fails the test unless it exits 0 with JSON. The
+ * caller puts the document. */
+json_object *tj_list(const char *pids, const char *duration);
+
+/* The worker of process pid whose thread is tid (0: its first); fails the
+ * test when there is none. Borrowed from doc. */
+json_object *tj_worker(json_object *doc, pid_t pid, pid_t tid);
+
+/* A number field; NaN when missing or null. */
+double tj_num(json_object *o, const char *key);
+
+/* A string field; "(null)" when missing or null. Borrowed. */
+const char *tj_str(json_object *o, const char *key);
+
+#endif /* TESTS_LIST_JSON_H */
