@@ -244,7 +244,7 @@ $(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/su
 $(BUILD)/bench/pool_cost: $(BUILD)/obj/bench/pool_cost.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(TUI_LIBS) -ljson-c \
-	      $(RT_LIBS) -lm
+	      $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
 
 $(BUILD)/bench/probe_fleet: $(BUILD)/obj/bench/probe_fleet.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)

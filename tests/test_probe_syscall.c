@@ -387,7 +387,7 @@ Test(probe_syscall, condvar_waiters_share_one_key, .timeout = PROBE_TEST_TIMEOUT
 	uint64_t key[2], mkey;
 	for (int i = 0; i < 2; i++) {
 		futex_sample(waiter_tid[i], &s);
-		cr_assert_eq(probe_sc_futex_wait(&s, &key[i]), 1);
+		cr_assert_eq(probe_sc_futex_wait(&s, &key[i]), PROBE_FUTEX_WAIT_BITSET, "a glibc condvar wait");
 		cr_expect_geq(s.args[0], (uintptr_t)&cv);
 		cr_expect_lt(s.args[0], (uintptr_t)&cv + sizeof(cv), "the wait is on a word of the condvar");
 	}
@@ -395,7 +395,7 @@ Test(probe_syscall, condvar_waiters_share_one_key, .timeout = PROBE_TEST_TIMEOUT
 	cr_expect_eq(key[0], ((uintptr_t)&cv + 40) & ~(uintptr_t)7, "key %#llx, cond at %p",
 		     (unsigned long long)key[0], (void *)&cv);
 	futex_sample(waiter_tid[2], &s);
-	cr_assert_eq(probe_sc_futex_wait(&s, &mkey), 1);
+	cr_assert_eq(probe_sc_futex_wait(&s, &mkey), PROBE_FUTEX_WAIT, "a glibc mutex wait");
 	cr_expect_eq(mkey, (uintptr_t)&held & ~(uintptr_t)7);
 	cr_expect_neq(mkey, key[0]);
 	/* not a wait: a wake, running, another syscall */

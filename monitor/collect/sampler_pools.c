@@ -61,6 +61,7 @@ struct pool_thread {
 	uint64_t next_ns;            /* when it is read next */
 	uint64_t keys[POOL_KEYS];
 	uint32_t key_n[POOL_KEYS];   /* waits seen on each key */
+	uint8_t  key_cond[POOL_KEYS]; /* and whether one was a FUTEX_WAIT_BITSET (a glibc condvar) */
 	uint64_t member;             /* the key it waits on most, 0: never seen waiting */
 	uint32_t sec_n, sec_idle, sec_run;   /* since the last per-second pass */
 	struct pool_sec ring[SERIES_DETAIL_S];   /* second s at s % SERIES_DETAIL_S */
@@ -74,8 +75,8 @@ struct pool_proc {
 	uint64_t listed_ns;          /* when, 0: never */
 	uint64_t first_ns;           /* when it was first followed */
 	uint64_t checked_ns;         /* its thread count's last check */
-	struct pool_thread *t;       /* owned */
-	size_t   nt;
+	struct pool_thread *t;       /* owned; nt used, cap allocated, in tid order after a listing */
+	size_t   nt, cap;
 };
 
 struct sampler_pools {
@@ -99,6 +100,12 @@ static void thread_close(struct pool_thread *t)
 		return;
 	probe_syscall_close(&t->sc);
 	probe_schedstat_close(&t->ss);
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	const struct pool_thread *x = a, *y = b;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
 static int is_loop(const struct sampler *s, pid_t pid, pid_t tid)
@@ -139,17 +146,29 @@ static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 		n = SAMPLER_MAX_THREADS;
 	for (size_t i = 0; i < p->nt; i++)
 		p->t[i].seen = 0;
+	size_t old = p->nt;   /* p->t[0..old) is in tid order, as listings come */
 	for (int k = 0; k < n; k++) {
-		size_t i = 0;
-		while (i < p->nt && p->t[i].tid != s->tids[k])
-			i++;
+		size_t lo = 0, hi = old;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (p->t[mid].tid < s->tids[k])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		size_t i = lo < old && p->t[lo].tid == s->tids[k] ? lo : p->nt;
 		if (i == p->nt) {
 			if (p->nt >= POOL_MAX_THREADS)
 				continue;
-			struct pool_thread *t = realloc(p->t, (p->nt + 1) * sizeof(*t));
-			if (!t)
-				continue;
-			p->t = t;
+			if (p->nt == p->cap) {
+				size_t cap = p->cap ? p->cap * 2 : 8;
+				struct pool_thread *nt = realloc(p->t, cap * sizeof(*nt));
+				if (!nt)
+					continue;
+				p->t = nt;
+				p->cap = cap;
+			}
+			struct pool_thread *t = p->t;
 			memset(&t[i], 0, sizeof(t[i]));
 			t[i].tid = s->tids[k];
 			t[i].loop = 1;   /* opened below unless it is one */
@@ -173,6 +192,7 @@ static void rescan(struct sampler *s, struct pool_proc *p, uint64_t now)
 		else
 			thread_close(&p->t[i]);
 	}
+	qsort(p->t, j, sizeof(*p->t), by_tid);
 	p->nt = j;
 }
 
@@ -221,8 +241,13 @@ static void follow_processes(struct sampler *s, struct sampler_pools *P, uint64_
 
 /* ---- sampling ---- */
 
-/* A wait on key: counted, and the thread's pool is the key it waits on most. */
-static void note_wait(struct pool_thread *t, uint64_t key)
+/*
+ * A wait on key: counted, and the thread's pool is the key it waits on
+ * most, a condvar's first: glibc's condvar waits are FUTEX_WAIT_BITSET, its
+ * mutexes' FUTEX_WAIT, and a pool woken by a broadcast queues on its mutex
+ * (300 threads on one condvar read as two pools without this).
+ */
+static void note_wait(struct pool_thread *t, uint64_t key, int kind)
 {
 	int i = 0, least = 0;
 	while (i < POOL_KEYS && t->key_n[i] && t->keys[i] != key) {
@@ -235,14 +260,16 @@ static void note_wait(struct pool_thread *t, uint64_t key)
 	if (t->keys[i] != key || !t->key_n[i]) {
 		t->keys[i] = key;
 		t->key_n[i] = 0;
+		t->key_cond[i] = 0;
 	}
 	t->key_n[i]++;
-	uint32_t most = 0;
+	t->key_cond[i] |= kind == PROBE_FUTEX_WAIT_BITSET;
+	int best = -1;
 	for (int k = 0; k < POOL_KEYS; k++)
-		if (t->key_n[k] > most) {
-			most = t->key_n[k];
-			t->member = t->keys[k];
-		}
+		if (t->key_n[k] && (best < 0 || t->key_cond[k] > t->key_cond[best] ||
+				    (t->key_cond[k] == t->key_cond[best] && t->key_n[k] > t->key_n[best])))
+			best = k;
+	t->member = t->keys[best];
 }
 
 /*
@@ -280,7 +307,7 @@ static void sample_thread(struct pool_thread *t, uint64_t now)
 		return;
 	int waits = probe_sc_futex_wait(&smp, &key);
 	if (waits)
-		note_wait(t, key);
+		note_wait(t, key, waits);
 	int idle = waits && key == t->member, run = smp.state == PROBE_SC_RUNNING;
 	struct pool_sec *r = &t->ring[(now / NS) % SERIES_DETAIL_S];
 	if (r->sec != (int64_t)(now / NS))

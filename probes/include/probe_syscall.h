@@ -67,8 +67,10 @@ int probe_syscall_sample(struct probe_syscall *p, struct probe_sc_sample *out);
 int probe_syscall_parse(const char *buf, size_t len, struct probe_sc_sample *out);
 
 /*
- * A sample parked in a futex wait (FUTEX_WAIT or FUTEX_WAIT_BITSET, any
- * flags): 1 and the wait's pool key in *key, else 0. The key is the futex
+ * A sample parked in a futex wait, any flags: PROBE_FUTEX_WAIT (FUTEX_WAIT:
+ * a glibc mutex, or musl's condvar) or PROBE_FUTEX_WAIT_BITSET (glibc's
+ * condvar, semaphores, joins), and the wait's pool key in *key; else 0.
+ * The key is the futex
  * address with its low three bits cleared, because a glibc condition
  * variable's waiters sleep on one of two words 4 bytes apart. glibc 2.36's
  * struct __pthread_cond_s (sysdeps/nptl/bits/thread-shared-types.h) is
@@ -79,6 +81,7 @@ int probe_syscall_parse(const char *buf, size_t len, struct probe_sc_sample *out
  * groups' waiters share addr & ~7 and no other condvar's word can.
  * musl waits on one word, libuv's uv_cond_wait is pthread_cond_wait.
  */
+enum { PROBE_FUTEX_WAIT = 1, PROBE_FUTEX_WAIT_BITSET };
 int probe_sc_futex_wait(const struct probe_sc_sample *s, uint64_t *key);
 
 /* Maps the -errno of an open or a read to GONE / NO_ACCESS, or 0 when the

@@ -216,5 +216,5 @@ int probe_sc_futex_wait(const struct probe_sc_sample *s, uint64_t *key)
 	if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
 		return 0;
 	*key = s->args[0] & ~(uint64_t)7;
-	return 1;
+	return cmd == FUTEX_WAIT_BITSET ? PROBE_FUTEX_WAIT_BITSET : PROBE_FUTEX_WAIT;
 }
