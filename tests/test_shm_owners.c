@@ -111,3 +111,36 @@ Test(shm_flood, refusals_of_mapped_files_are_capped_per_owner)
 	cr_assert_eq(probe_shm_scan_mapped(dir, count_calls, NULL, &calls), 0);
 	cr_expect_eq(calls, SHM_OWNER_REFUSALS, "no more validations in the same run");
 }
+
+static int unwanted(const char *path, pid_t pid, void *arg)
+{
+	(void)path, (void)pid;
+	++*(int *)arg;
+	return PROBE_SHM_SCAN_UNWANTED;
+}
+
+/* A file one caller did not want (not its target) is no refusal: another
+ * caller in the same process, a sampler with other targets, is offered it. */
+Test(shm_flood, files_not_wanted_spend_no_refusals)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	if ((owners[0] = fork()) == 0) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/loopstat.%d.m0", dir, (int)getpid());
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd < 0 || ftruncate(fd, 4096) < 0 || mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED ||
+		    write(ready[1], "y", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	int skipped = 0, calls = 0;
+	for (int i = 0; i < 2 * SHM_OWNER_REFUSALS; i++)
+		cr_assert_eq(probe_shm_scan_mapped(dir, unwanted, NULL, &skipped), 0);
+	cr_expect_eq(skipped, 2 * SHM_OWNER_REFUSALS);
+	cr_assert_eq(probe_shm_scan_mapped(dir, count_calls, NULL, &calls), 0);
+	cr_expect_eq(calls, 1, "still offered after %d scans that did not want it", skipped);
+}

@@ -156,19 +156,22 @@ static int on_segment(const char *path, pid_t pid, void *arg)
 	struct probe_stat st;
 	if (s->nseg >= s->max_workers) {
 		s->ignored_threads++; /* every segment holds a worker at least: past the cap, none is sampled */
-		return 0;
+		return PROBE_SHM_SCAN_UNWANTED;
 	}
 	if (s->targets && !s->targets->has_re && !targets_match(s->targets, pid, NULL))
-		return 0; /* not a named pid: not even opened */
+		return PROBE_SHM_SCAN_UNWANTED; /* not a named pid: not even opened */
 	/* open before /proc: a refused file is remembered by the scan and
 	 * costs no system call at the next sweep */
 	struct probe_shm *shm;
 	if (probe_shm_open(path, &shm) < 0)
 		return 0; /* stale, foreign or not ready yet: looked at again next sweep */
-	if (probe_stat_read(pid, 0, &st) < 0 || (s->targets && !targets_match(s->targets, pid, st.comm)) ||
-	    !narrowed_in(s, pid, (uid_t)-1, st.comm)) {
+	if (probe_stat_read(pid, 0, &st) < 0) {
 		probe_shm_close(shm);
 		return 0;
+	}
+	if ((s->targets && !targets_match(s->targets, pid, st.comm)) || !narrowed_in(s, pid, (uid_t)-1, st.comm)) {
+		probe_shm_close(shm);
+		return PROBE_SHM_SCAN_UNWANTED;
 	}
 	if (s->nseg == s->segcap) {
 		size_t cap = s->segcap ? s->segcap * 2 : 8;

@@ -184,6 +184,8 @@ int probe_shm_read_hot(struct probe_shm *shm, const struct probe_shm_worker *w, 
  * stays listed — a legacy "loopstat.<pid>" for 10 s, then it is re-checked.
  */
 #define PROBE_SHM_SCAN_LIVE 1
+/* fn did not want the file (not among its targets): no refusal of it */
+#define PROBE_SHM_SCAN_UNWANTED 2
 int probe_shm_scan(const char *dir, int (*fn)(const char *path, pid_t pid, void *arg), void *arg);
 
 /*

@@ -364,7 +364,7 @@ static int scan_pass(struct scan *s, size_t from, size_t to)
 			return ret;
 		if (ret == PROBE_SHM_SCAN_LIVE && s->mapped_only)
 			cache_mark(s->dev, ino, name, CACHE_LIVE);
-		else if (ret != PROBE_SHM_SCAN_LIVE && s->mapped_only)
+		else if (ret == 0 && s->mapped_only)
 			shm_owners_refused(pid);
 		if (ret != PROBE_SHM_SCAN_LIVE && pid_gone(pid))
 			shm_cache_reject(s->dev, ino, name);
