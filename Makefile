@@ -139,7 +139,13 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # (100,000 files: minutes under the sanitizers) by test_shm_owners. `make
 # check` runs everything.
 TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood,$(TESTS))
-CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
+# End-to-end suites whose own code the sanitizers already run through
+# others, run once, in the plain build: a real Prometheus scraping serve
+# (serve's paths: test_serve), carbon restarts under cron (export's:
+# test_export_cmd and test_export_deliver), the dashboard under tmux (its
+# drawing: test_tui_draw). They only wait longer under the sanitizers.
+PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux,$(TESTS))
+CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(if $(SAN),$(PLAIN_ONLY_TESTS)),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
 # alone; the rest PAR at a time (scripts/run-tests.sh): they mostly wait on

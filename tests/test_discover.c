@@ -21,7 +21,7 @@
 #include "support/support.h"
 #include "support/users.h"
 
-#define MAX_SERVERS 4
+#define MAX_SERVERS 16
 
 static pid_t servers[MAX_SERVERS];
 static int nservers;
