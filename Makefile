@@ -136,9 +136,11 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # by test_sampler, test_list_workers and test_loop_poll_cli; test_check_ci's
 # by test_check_cmd and test_check_verdicts; test_limit_quota's by
 # test_probe_cgroup, test_limit_rules and test_list_json; test_shm_flood's
-# (100,000 files: minutes under the sanitizers) by test_shm_owners. `make
+# (100,000 files: minutes under the sanitizers) by test_shm_owners;
+# test_pools' (busy shares of real pools) by test_discover, whose node,
+# redis and ruby servers have helper threads, and test_list_json. `make
 # check` runs everything.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood,$(TESTS))
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools,$(TESTS))
 # End-to-end suites whose own code the sanitizers already run through
 # others, run once, in the plain build: a real Prometheus scraping serve
 # (serve's paths: test_serve), carbon restarts under cron (export's:
