@@ -75,6 +75,8 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_USER     { 'u', "user", "USER", "only processes of this user (name or uid)", cli_set_user }
 #define CLI_OPT_SERVICE  { 's', "service", "REGEX", "only processes whose service (systemd unit, container, else name) matches", cli_set_service }
 #define CLI_OPT_INSTRUMENTED { 0, "instrumented", NULL, "only workers that publish a segment: no sweep of the host's loops", cli_set_instrumented }
+/* Which processes: the five rows every sampling command takes, in this order. */
+#define CLI_OPT_TARGETS  CLI_OPT_PID, CLI_OPT_NAME, CLI_OPT_USER, CLI_OPT_SERVICE, CLI_OPT_INSTRUMENTED
 #define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }

@@ -167,11 +167,7 @@ static int add_text(void *ctx, const char *arg, char *msg, size_t len)
 }
 
 static const struct cli_option options[] = {
-	CLI_OPT_PID,
-	CLI_OPT_NAME,
-	CLI_OPT_USER,
-	CLI_OPT_SERVICE,
-	CLI_OPT_INSTRUMENTED,
+	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
 	{ 'j', "json", NULL, "the results as JSON version 1 on stdout (what --baseline reads)", cli_set_json },
 	{ 0, "duration", "DURATION", "time judged, after the warm-up: 10, 30s, 2m (default 10 s)", set_duration },

@@ -32,11 +32,7 @@ static int set_by(void *ctx, const char *arg, char *msg, size_t len)
 }
 
 static const struct cli_option options[] = {
-	CLI_OPT_PID,
-	CLI_OPT_NAME,
-	CLI_OPT_USER,
-	CLI_OPT_SERVICE,
-	CLI_OPT_INSTRUMENTED,
+	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,

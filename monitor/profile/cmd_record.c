@@ -14,11 +14,7 @@
 
 static const struct cli_option options[] = {
 	{ 'o', "output", "FILE", "the recording to write (required; - for stdout)", profile_cli_output },
-	CLI_OPT_PID,
-	CLI_OPT_NAME,
-	CLI_OPT_USER,
-	CLI_OPT_SERVICE,
-	CLI_OPT_INSTRUMENTED,
+	CLI_OPT_TARGETS,
 	{ 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 1000)", cli_set_rate },
 	{ 0, "duration", "DURATION", "how long to record: 5, 1.5, 30s, 2m (default 5 s)", profile_cli_duration },
 	{ 0 },

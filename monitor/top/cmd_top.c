@@ -82,11 +82,7 @@ static int run_replay(struct top_ctx *c)
 }
 
 static const struct cli_option options[] = {
-	CLI_OPT_PID,
-	CLI_OPT_NAME,
-	CLI_OPT_USER,
-	CLI_OPT_SERVICE,
-	CLI_OPT_INSTRUMENTED,
+	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
 	CLI_OPT_MAX_WORKERS,
 	CLI_OPT_STALL_MS,
