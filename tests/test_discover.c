@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "probe_sweep.h"
+#include "support/carbon.h"
 #include "support/support.h"
 #include "support/users.h"
 
@@ -53,27 +54,6 @@ static int have(const char *path)
 	return access(path, X_OK) == 0;
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
-static int accepts(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return ok;
-}
-
 /* Starts argv (as `as` when not NULL) and waits until it listens on port. */
 static pid_t start(char *const argv[], int port, const struct ts_user *as)
 {
@@ -88,9 +68,9 @@ static pid_t start(char *const argv[], int port, const struct ts_user *as)
 		_exit(127);
 	}
 	servers[nservers++] = pid;
-	for (int i = 0; i < 1000 && !accepts(port); i++)
+	for (int i = 0; i < 1000 && !carbon_port_open(port); i++)
 		usleep(10000);
-	cr_assert(accepts(port), "%s listens on %d", argv[0], port);
+	cr_assert(carbon_port_open(port), "%s listens on %d", argv[0], port);
 	usleep(200000); /* back in its poll after the test's connections */
 	return pid;
 }
@@ -137,7 +117,7 @@ Test(discover, plain_list_finds_real_servers_nobody_instrumented)
 	char port[4][16];
 	pid_t pids[4] = { 0 };
 	const char *names[4] = { "python3 asyncio", "node http", "redis-server", "ruby EventMachine" };
-	int p = free_port();
+	int p = carbon_free_port();
 	snprintf(port[0], sizeof(port[0]), "%d", p);
 	char *py = script("srv.py", "import asyncio, sys\n"
 				    "async def h(r, w): w.close()\n"
@@ -148,7 +128,7 @@ Test(discover, plain_list_finds_real_servers_nobody_instrumented)
 	char *pyv[] = { "/usr/bin/python3", py, port[0], NULL };
 	pids[0] = start(pyv, p, NULL);
 	if (have("/usr/bin/node")) {
-		p = free_port();
+		p = carbon_free_port();
 		snprintf(port[1], sizeof(port[1]), "%d", p);
 		char *js = script("srv.js", "require('http').createServer((q, r) => r.end('x'))"
 					    ".listen(+process.argv[2], '127.0.0.1');\n"
@@ -158,14 +138,14 @@ Test(discover, plain_list_finds_real_servers_nobody_instrumented)
 		free(js);
 	}
 	if (have("/usr/bin/redis-server")) {
-		p = free_port();
+		p = carbon_free_port();
 		snprintf(port[2], sizeof(port[2]), "%d", p);
 		char *rv[] = { "/usr/bin/redis-server", "--port", port[2], "--bind", "127.0.0.1", "--save", "",
 			       "--appendonly", "no", "--dir", dir, NULL };
 		pids[2] = start(rv, p, NULL);
 	}
 	if (have("/usr/bin/ruby") && access("/usr/lib/ruby/vendor_ruby/eventmachine.rb", R_OK) == 0) {
-		p = free_port();
+		p = carbon_free_port();
 		snprintf(port[3], sizeof(port[3]), "%d", p);
 		char *rb = script("srv.rb", "require 'eventmachine'\n"
 					    "module H; def receive_data(d); close_connection; end; end\n"
@@ -206,7 +186,7 @@ Test(discover, plain_list_finds_real_servers_nobody_instrumented)
 Test(discover, user_and_service_narrow_the_set)
 {
 	ts_user_add(&user);
-	int p1 = free_port(), p2 = free_port();
+	int p1 = carbon_free_port(), p2 = carbon_free_port();
 	char a1[16], a2[16];
 	snprintf(a1, sizeof(a1), "%d", p1);
 	snprintf(a2, sizeof(a2), "%d", p2);
@@ -367,7 +347,7 @@ Test(discover, the_sweep_finds_event_waits_and_looks_less_at_the_rest)
 /* A service's figures: list --by service, export's service.<name>.<row>, check -s --fleet. */
 Test(discover, services_roll_up_in_every_view)
 {
-	int p = free_port();
+	int p = carbon_free_port();
 	char a[16];
 	snprintf(a, sizeof(a), "%d", p);
 	char *py = script("srv.py", "import selectors, socket, sys\n"

@@ -16,6 +16,7 @@
  */
 #include "collect/sample_batch.h"
 #include "probe_syscall_batch.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -100,11 +101,9 @@ int sample_batch_used_ring(const struct sample_batch *sb)
 
 uint64_t sample_batch_cpu_ns(struct sample_batch *sb)
 {
-	struct timespec ts;
 	uint64_t iowq = 0;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	probe_sc_batch_iowq_cpu_ns(sb->batch, &iowq);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + iowq;
+	return thread_cpu_ns() + iowq;
 }
 
 int sample_batch_set_realtime(struct sample_batch *sb, int on)

@@ -107,13 +107,6 @@ static void confirm_poll(struct sampler *s, struct sworker *w, const struct prob
 	w->confirmed_since = 0;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
-}
-
 /* An eighth of a new per-read cost into an average: both are measured the
  * same way, on this machine, under the load it has now. */
 static void cost_note(uint64_t *avg, uint64_t spent_ns, size_t reads)

@@ -337,13 +337,6 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	return taken;
 }
 
-static uint64_t thread_cpu(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * NS + (uint64_t)t.tv_nsec;
-}
-
 /*
  * A sweep of the host when one is due: at most one per second, and after
  * a sweep that cost c of CPU not before 100 c (but within 10 s), so that
@@ -357,10 +350,10 @@ static void discover_host(struct sampler *s, uint64_t now)
 		return;
 	static const struct probe_sweep_ops ops = { sweep_want, sweep_found, sampler_tick_if_due };
 	struct probe_sweep_counts c;
-	uint64_t t0 = thread_cpu();
+	uint64_t t0 = thread_cpu_ns();
 	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
 		return;
-	uint64_t cost = thread_cpu() - t0, gap = cost * 100;
+	uint64_t cost = thread_cpu_ns() - t0, gap = cost * 100;
 	s->next_sweep = now + (gap < NS ? NS : gap > 10 * NS ? 10 * NS : gap);
 	pthread_mutex_lock(&s->lock);
 	s->swept = c;

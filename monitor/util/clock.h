@@ -1,5 +1,6 @@
 /*
- * clock.h — the monitor's one clock: CLOCK_MONOTONIC in nanoseconds.
+ * clock.h — the monitor's one clock, CLOCK_MONOTONIC in nanoseconds, and
+ * the calling thread's CPU time, what the sampler's costs are measured in.
  */
 #ifndef LOOPSTAT_CLOCK_H
 #define LOOPSTAT_CLOCK_H
@@ -11,6 +12,13 @@ static inline uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
