@@ -64,10 +64,12 @@
 
 /* BARE_SCHEDSTAT: a bare pread of each schedstat file, the floor under any
  * check-before-read design (one small per-thread read at every tick) */
-enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BARE_SCHEDSTAT, BATCH, AUTO, MONITOR, NMODES };
+enum mode { SAMPLE, SAMPLE_SCHEDSTAT, BARE_PREAD, BARE_SCHEDSTAT, BATCH, AUTO, MONITOR, MONITOR_EVERY_TICK, NMODES };
 enum fleet { IDLE, HALF_WOKEN, INSTRUMENTED };
 
-#define WARMUP_S 1
+/* a parked worker's stride doubles each second from 1 to its target
+ * (collect/precision.h): 5 s reach the steady state at 100 Hz */
+#define WARMUP_S 5
 
 struct worker {
 	pid_t pid;
@@ -260,14 +262,16 @@ static unsigned last_instrumented;
 static double last_saved_pct;
 
 /* The monitor's sampler on the fleet: CPU% of a core over SECONDS after
- * WARMUP_S (its shortcuts judge their worth over the first second). */
-static double run_monitor(int n)
+ * WARMUP_S (its shortcuts judge their worth over the first second, its
+ * strides settle over the first few): by default (precision-targeted), or
+ * with every worker sampled at every tick (precision_pts < 0). */
+static double run_monitor(int n, double precision_pts)
 {
 	static struct targets t;
 	targets_init(&t);
 	for (int i = 0; i < n; i++)
 		t.pids[t.npids++] = workers[i].pid;
-	struct sampler_opts o = { .rate_hz = HZ, .targets = &t };
+	struct sampler_opts o = { .rate_hz = HZ, .targets = &t, .precision_pts = precision_pts };
 	struct sampler *s;
 	if (sampler_new(&o, &s) < 0 || sampler_start(s) < 0) {
 		fprintf(stderr, "probe_fleet: cannot start the sampler\n");
@@ -321,7 +325,7 @@ static double null_syscall_ns(void)
 }
 
 static const char *const mode_names[NMODES] = { "pread", "pread+schedstat", "bare pread", "bare schedstat",
-						 "batch", "auto", "monitor" };
+						 "batch", "auto", "monitor", "monitor at every tick" };
 static const char *const fleet_names[] = { "idle", "half-woken", "instrumented" };
 
 static void open_probes(int n)
@@ -375,7 +379,8 @@ static int idle_fleet(int n, double *med)
 		thr[r] = last_thread_pct;
 		iowq[r] = last_iowq_pct;
 		pct[AUTO][r] = run(n, AUTO, &ignored);
-		pct[MONITOR][r] = run_monitor(n);
+		pct[MONITOR_EVERY_TICK][r] = run_monitor(n, -1);
+		pct[MONITOR][r] = run_monitor(n, 0);
 	}
 	median_of(pct, med);
 	int auto_batch = probe_sc_batch_last_path(autob) == PROBE_SC_PATH_RING;
@@ -399,6 +404,10 @@ static int idle_fleet(int n, double *med)
 	       n, HZ, med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
 	       med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0, (unsigned long long)last_check_ns,
 	       (unsigned long long)last_read_ns, last_saved_pct);
+	printf("workers %4d at %d Hz: the monitor's sampler at every tick %.2f%% of a core (runs %.2f %.2f %.2f), "
+	       "%.2fx bare pread\n",
+	       n, HZ, med[MONITOR_EVERY_TICK], pct[MONITOR_EVERY_TICK][0], pct[MONITOR_EVERY_TICK][1],
+	       pct[MONITOR_EVERY_TICK][2], med[BARE_PREAD] > 0 ? med[MONITOR_EVERY_TICK] / med[BARE_PREAD] : 0);
 	probe_sc_batch_delete(batch);
 	probe_sc_batch_delete(autob);
 	batch = autob = NULL;
@@ -418,7 +427,8 @@ static int other_fleet(int n, enum fleet kind, double *monitor, double *bare)
 	double pct[NMODES][REPS] = { { 0 } }, med[NMODES], ignored;
 	for (int r = 0; r < REPS; r++) {
 		pct[BARE_PREAD][r] = run(n, BARE_PREAD, &ignored);
-		pct[MONITOR][r] = run_monitor(n);
+		pct[MONITOR_EVERY_TICK][r] = run_monitor(n, -1);
+		pct[MONITOR][r] = run_monitor(n, 0);
 	}
 	median_of(pct, med);
 	*monitor = med[MONITOR];
@@ -429,6 +439,9 @@ static int other_fleet(int n, enum fleet kind, double *monitor, double *bare)
 	       n, HZ, fleet_names[kind], med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
 	       med[BARE_PREAD], med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0,
 	       (unsigned long long)last_check_ns, (unsigned long long)last_read_ns, last_instrumented, last_saved_pct);
+	printf("workers %4d at %d Hz, %s fleet: the monitor's sampler at every tick %.2f%% of a core, %.2fx bare pread\n",
+	       n, HZ, fleet_names[kind], med[MONITOR_EVERY_TICK],
+	       med[BARE_PREAD] > 0 ? med[MONITOR_EVERY_TICK] / med[BARE_PREAD] : 0);
 	close_probes(n);
 	reap_all(n);
 	return 0;
@@ -508,6 +521,7 @@ int main(int argc, char **argv)
 	printf("raw sampler_cpu_pct_1000w_100hz_probes_choice %.2f %%\n", fig[AUTO]);
 	printf("figure sampler_cpu_pct_1000w_100hz %.2f %%\n", fig[MONITOR]);
 	printf("figure sampler_cpu_vs_bare_pread_1000w %.2f x\n", ratio(fig[MONITOR], fig[BARE_PREAD]));
+	printf("raw sampler_cpu_vs_bare_pread_1000w_every_tick %.2f x\n", ratio(fig[MONITOR_EVERY_TICK], fig[BARE_PREAD]));
 	printf("floor bare_schedstat_vs_bare_pread_1000w %.2f x (what one check per thread per tick costs at least)\n",
 	       ratio(fig[BARE_SCHEDSTAT], fig[BARE_PREAD]));
 	printf("figure sampler_cpu_vs_bare_pread_1000w_half_woken %.2f x\n", ratio(woken, woken_bare));

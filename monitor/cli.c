@@ -146,6 +146,22 @@ int cli_parse_rate(const char *arg, double *out, char *msg, size_t len)
 	return -1;
 }
 
+int cli_parse_precision(const char *arg, double *out, char *msg, size_t len)
+{
+	double v;
+	if (cli_parse_number(arg, 0, CLI_PRECISION_MAX, &v) == 0) {
+		*out = v > 0 ? v : -1;
+		return 0;
+	}
+	snprintf(msg, len, "invalid precision '%s': expected " CLI_PRECISION_RANGE " points", arg);
+	return -1;
+}
+
+int cli_set_precision(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return cli_parse_precision(arg, &((struct cli_common *)ctx)->precision_pts, msg, len);
+}
+
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len)
 {
 	struct cli_common *c = ctx;

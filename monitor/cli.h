@@ -24,6 +24,7 @@ struct cli_common {
 	int    json;
 	size_t max_workers;          /* 0: the sampler's default */
 	double stall_ms;             /* the stall threshold, ms; 0: the sampler's default */
+	double precision_pts;        /* sampler_opts.precision_pts: 0 the default, < 0 every thread at the rate */
 };
 
 /*
@@ -77,13 +78,16 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_INSTRUMENTED { 0, "instrumented", NULL, "only workers that publish a segment: no sweep of the host's loops", cli_set_instrumented }
 /* Which processes: the five rows every sampling command takes, in this order. */
 #define CLI_OPT_TARGETS  CLI_OPT_PID, CLI_OPT_NAME, CLI_OPT_USER, CLI_OPT_SERVICE, CLI_OPT_INSTRUMENTED
-#define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
+#define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second of a thread whose state changes (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
+#define CLI_OPT_PRECISION { 0, "precision", "PTS", "sample each thread as often as a +-PTS interval of its idle% over 10 s needs, " \
+			   "at least 10 Hz (" CLI_PRECISION_RANGE ", default 1; 0: every thread at the rate)", cli_set_precision }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
 #define CLI_OPT_STALL_MS { 0, "stall-ms", "MS", "capture a worker out of its poll longer than MS ms: state, syscall, fd, stack, fiber (default 100)", cli_set_stall_ms }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_name(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_precision(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_user(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_service(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_instrumented(void *ctx, const char *arg, char *msg, size_t len);
@@ -127,8 +131,14 @@ int cli_set_duration(const char *what, const char *arg, double lo, double hi, do
 #define CLI_RATE_MIN   1
 #define CLI_RATE_MAX   10000
 #define CLI_RATE_RANGE "1 to 10000"
+#define CLI_PRECISION_RANGE "0 to 50"
+#define CLI_PRECISION_MAX 50
 /* A rate in Hz within that range; 0 or -1 with msg filled. */
 int cli_parse_rate(const char *arg, double *out, char *msg, size_t len);
+/* A target half-width in points within CLI_PRECISION_RANGE, as
+ * sampler_opts.precision_pts takes it (0 becomes -1: off); 0 or -1 with
+ * msg filled. */
+int cli_parse_precision(const char *arg, double *out, char *msg, size_t len);
 
 /* Prints cmd's --help to stdout. */
 void cli_print_help(const struct cli_command *cmd);

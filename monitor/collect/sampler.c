@@ -3,9 +3,11 @@
  * controls views use, and the snapshot the model is computed from.
  *
  * One thread owns all /proc and shm reads. Each tick it samples the
- * syscall file of every live worker thread once; the gap to the next tick
- * is drawn uniformly from [0.5, 1.5] x 1/rate so that sampling does not
- * alias with periodic workloads. Slower duties ride on the same ticks:
+ * syscall file of the live worker threads whose stride takes the tick
+ * (precision.h: every tick for one whose state changes, a few a second for
+ * a loop parked in its poll); the gap to the next tick is drawn uniformly
+ * from [0.5, 1.5] x 1/rate so that sampling does not alias with periodic
+ * workloads. Slower duties ride on the same ticks:
  * shm counters at SAMPLER_SHM_HZ, schedstat four times and discovery once
  * a second. Views never read the tables: they take a snapshot (a copy made
  * under the lock) and the model is computed from it outside the lock.
@@ -38,6 +40,9 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	s->rate_hz = o->rate_hz > 0 ? o->rate_hz : SAMPLER_DEFAULT_HZ;
+	/* a hook keeps its own record of every sample, unweighted */
+	s->precision_pts = o->on_sample || o->precision_pts < 0 ? 0 : o->precision_pts > 0 ? o->precision_pts : PREC_DEFAULT_PTS;
+	s->prec = prec_conf(s->rate_hz, s->precision_pts);
 	s->targets = o->targets;
 	s->all_threads = o->all_threads;
 	s->no_realtime = o->no_realtime;
@@ -48,6 +53,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->max_workers = o->max_workers ? o->max_workers : SAMPLER_MAX_WORKERS;
 	s->on_sample_arg = o->on_sample_arg;
 	idmap_init(&s->by_tid);
+	idmap_init(&s->live_by_pid);
 	idmap_init(&s->by_listener);
 	idmap_init(&s->by_pid);
 	/* t0 one second back: bucket 0 never starts at a partial instant */
@@ -125,7 +131,7 @@ static void cost_note(uint64_t *avg, uint64_t spent_ns, size_t reads)
  * what a read would give now. Otherwise the reading it took stands as the
  * reference for the read that follows (taken before it, so that nothing
  * the thread did between the two can hide behind it). */
-static int unchanged_since_last(struct sworker *w)
+static int unchanged_since_last(struct sworker *w, uint64_t t)
 {
 	struct probe_schedstat now;
 	w->gate_fresh = 0;
@@ -133,6 +139,8 @@ static int unchanged_since_last(struct sworker *w)
 		return 0;
 	w->tick_ss = now;
 	w->tick_ss_ok = 1;
+	w->check_ss = now;
+	w->check_at = t;
 	if (w->last_ok && probe_schedstat_unchanged(&w->gate_ref, &now))
 		return 1;
 	w->gate_ref = now;
@@ -142,7 +150,7 @@ static int unchanged_since_last(struct sworker *w)
 
 /* The tick's mode for w: the slot's poll shortcut, the schedstat one, or a
  * read (sometimes a cross-check of the slot). */
-static int tick_mode(struct sampler *s, struct sworker *w)
+static int tick_mode(struct sampler *s, struct sworker *w, uint64_t now)
 {
 	if (s->no_shortcuts)
 		return TICK_READ;
@@ -154,9 +162,9 @@ static int tick_mode(struct sampler *s, struct sworker *w)
 			return TICK_POLL_SHORTCUT;
 		/* a thread not run since /proc confirmed that poll cannot have
 		 * left it: schedstat answers the cross-check as exactly as a read */
-		return check && unchanged_since_last(w) ? TICK_UNCHANGED : TICK_CROSS_CHECK;
+		return check && unchanged_since_last(w, now) ? TICK_UNCHANGED : TICK_CROSS_CHECK;
 	}
-	return check && unchanged_since_last(w) ? TICK_UNCHANGED : TICK_READ;
+	return check && unchanged_since_last(w, now) ? TICK_UNCHANGED : TICK_READ;
 }
 
 /* All reads first (one io_uring batch for a large fleet), then the verdicts. */
@@ -164,21 +172,31 @@ static void sample_all(struct sampler *s, uint64_t now)
 {
 	struct probe_syscall **slot = sample_batch_slots(s->batch, s->n);
 	if (!slot) {
-		for (size_t i = 0; i < s->n; i++)
+		for (size_t i = 0; i < s->n; i++) {
 			s->w[i]->tick_ss_ok = 0; /* no check read this tick */
+			s->w[i]->tick_mode = TICK_SKIP;
+		}
 		return; /* out of memory: this tick is lost, not the sampler */
 	}
+	int64_t sec = (int64_t)(now / NS);
+	uint64_t gap = s->last_tick_ns && now > s->last_tick_ns ? now - s->last_tick_ns : 0;
+	s->last_tick_ns = now;
 	size_t nreads = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		slot[i] = w->gone_ns ? NULL : &w->sc;
-		w->tick_mode = TICK_READ;
+		w->tick_mode = TICK_SKIP;
 		w->gate_fresh = w->tick_ss_ok = 0;
 		if (!slot[i])
 			continue;
+		/* not this tick: what it would have seen, its next sample counts for */
+		if (!(w->weight = prec_take(&w->prec, &s->prec, sec, &s->rng))) {
+			slot[i] = NULL;
+			continue;
+		}
 		/* the fiber running at this tick, not at the last 10 Hz reading */
 		w->hot_since = w->instrumented ? sampler_read_hot(s, w) : 0;
-		w->tick_mode = tick_mode(s, w);
+		w->tick_mode = tick_mode(s, w, now);
 		if (w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED)
 			slot[i] = NULL;
 		nreads += slot[i] != NULL;
@@ -193,6 +211,8 @@ static void sample_all(struct sampler *s, uint64_t now)
 		cost_note(&s->read_ns, thread_cpu_ns() - t0, nreads);
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
+		if (w->tick_mode == TICK_SKIP)
+			continue;
 		int reused = w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED;
 		if (w->tick_mode == TICK_POLL_SHORTCUT) {
 			w->series.shortcut_samples++;
@@ -225,8 +245,12 @@ static void sample_all(struct sampler *s, uint64_t now)
 		w->no_access = v->cls == PROBE_NO_ACCESS;
 		if (w->no_access && !w->access_text[0])
 			probe_access_explain(w->pid, w->access_text, sizeof(w->access_text));
-		struct series_ctx ctx = { .sp = smp->sp, .pc = smp->pc, .fiber = w->series.fiber_now };
+		struct series_ctx ctx = { .sp = smp->sp, .pc = smp->pc, .fiber = w->series.fiber_now,
+					  .weight = w->weight, .tick_gap_ns = w->prec.skipped ? gap : 0 };
 		series_add_sample(&w->series, now, v, &ctx);
+		if (v->cls != PROBE_NO_ACCESS)
+			prec_note(&w->prec, v->cls == PROBE_POLL ? SERIES_POLL : v->cls == PROBE_RUNNING ? SERIES_RUNNING :
+					    v->cls == PROBE_BLOCKED ? SERIES_BLOCKED : SERIES_OTHER, w->weight);
 		/* a new fd is named at once, not a sweep later; a reused sample's
 		 * was named when it was read, and sweeps keep it */
 		if ((v->cls == PROBE_BLOCKED || v->cls == PROBE_POLL) && v->fd >= 0 && !reused)
@@ -242,10 +266,15 @@ static void sample_all(struct sampler *s, uint64_t now)
 }
 
 /* Still in the blocking poll it was in, confirmed by /proc, at its last
- * reading: its schedstat is that reading's (see read_sched_all). */
+ * reading: its schedstat is that reading's (see read_sched_all). A worker
+ * this tick skipped counts when its slot shows that poll now, as the
+ * shortcut would have. */
 static int sched_unchanged(const struct sworker *w)
 {
-	return w->tick_mode == TICK_POLL_SHORTCUT && w->sched_poll && w->sched_poll == w->confirmed_since;
+	int in_poll = w->tick_mode == TICK_POLL_SHORTCUT ||
+		      (w->tick_mode == TICK_SKIP && w->hot_since && w->hot_since == w->confirmed_since &&
+		       w->series.self_disagreements < SAMPLER_DISTRUST_AFTER);
+	return in_poll && w->sched_poll && w->sched_poll == w->confirmed_since;
 }
 
 /*
@@ -259,10 +288,15 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 	/* the reads alone are timed, for the cost they measure; a thread the
 	 * check read at this tick is not read again */
 	size_t reads = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *w = s->w[i];
+		if (w->tick_mode == TICK_SKIP && !w->gone_ns)   /* where its slot is now, not at its last sample */
+			w->hot_since = w->instrumented ? sampler_read_hot(s, w) : 0;
+	}
 	uint64_t t0 = thread_cpu_ns();
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (!w->gone_ns && !w->tick_ss_ok && !sched_unchanged(w)) {
+		if (!w->gone_ns && !w->tick_ss_ok && !sched_unchanged(w) && !(w->check_at > s->sched_at)) {
 			w->tick_ss_ok = probe_schedstat_sample(&w->ss, &w->tick_ss) == 0;
 			reads += w->tick_ss_ok;
 		}
@@ -271,6 +305,7 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		const struct probe_schedstat *st = &w->tick_ss;
+		uint64_t at = now;
 		if (w->gone_ns)
 			continue;
 		if (w->tick_ss_ok) {
@@ -289,17 +324,25 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 			 */
 			st = &w->judged;
 			w->sched_reused++;
+		} else if (w->check_at > s->sched_at) {
+			/* a thread sampled less often than every tick (precision.h)
+			 * was checked since the last pass: that reading, at its time */
+			st = &w->check_ss;
+			at = w->check_at;
+			w->sched_poll = 0;
+			w->sched_reused++;
 		} else {
 			continue;
 		}
-		series_add_sched(&w->series, now, st->run_ns, st->wait_ns);
+		series_add_sched(&w->series, at, st->run_ns, st->wait_ns);
 		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, st,
-						      s->ticks - w->judged_tick, now - w->judged_ns);
+						      w->series.samples - w->judged_samples, at - w->judged_ns);
 		w->judged = *st;
-		w->judged_tick = s->ticks;
-		w->judged_ns = now;
+		w->judged_samples = w->series.samples;
+		w->judged_ns = at;
 	}
 	cost_note(&s->check_ns, spent, reads);
+	s->sched_at = now;
 }
 
 /* A tick's samples, with s->lock held. */
@@ -447,6 +490,7 @@ void sampler_set_rate(struct sampler *s, double hz)
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->rate_hz = hz;
+	s->prec = prec_conf(hz, s->precision_pts);
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -55,7 +55,12 @@ struct sampler_stall_event {
 };
 
 struct sampler_opts {
-	double rate_hz;                  /* target samples per second per thread; 0: default */
+	double rate_hz;                  /* samples per second of a thread whose state changes; 0: default */
+	/* each thread's rate is what a 95% interval of its idle% this many
+	 * points wide either side over 10 s needs, between 10 Hz and rate_hz
+	 * (precision.h); 0: PREC_DEFAULT_PTS, < 0: every thread at rate_hz.
+	 * With on_sample every thread is sampled at rate_hz. */
+	double precision_pts;
 	const struct targets *targets;   /* borrowed; must outlive the sampler */
 	int    all_threads;              /* also list threads never seen polling (top's 't') */
 	int    no_realtime;              /* never take real-time priority (tests: a sampler that cannot preempt) */

@@ -24,6 +24,7 @@
 #include "probe_shm.h"
 #include "probe_sweep.h"
 #include "probe_syscall.h"
+#include "collect/precision.h"
 #include "collect/sample_batch.h"
 #include "collect/sampler.h"
 #include "collect/series.h"
@@ -55,13 +56,17 @@ struct sworker {
 	int      gate_fresh;          /* gate_ref was read this tick, before its /proc read */
 	struct probe_schedstat tick_ss; /* the check's reading at this tick, when tick_ss_ok */
 	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
+	struct probe_schedstat check_ss; /* the last check's reading, at check_at (the series' clock) */
+	uint64_t check_at;
 	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
 	int      gated;               /* checking schedstat first pays for this thread */
 	struct probe_schedstat judged; /* the 4 Hz reading the last judgement ended on */
 	uint64_t sched_poll;          /* the confirmed poll it was in at its last 4 Hz reading, 0: none */
 	uint64_t sched_reused;        /* 4 Hz readings that stood for a new one (tests) */
-	uint64_t judged_tick, judged_ns;
-	int      tick_mode;           /* this tick: TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
+	uint64_t judged_samples, judged_ns; /* its samples and the clock at that reading */
+	int      tick_mode;           /* this tick: TICK_SKIP, TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
+	struct prec prec;             /* its sampling stride (precision.h) */
+	uint32_t weight;              /* this tick's sample counts this many times; 0: skipped */
 	uint32_t slot;                /* its slot's index in its segment */
 	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
@@ -85,7 +90,7 @@ struct sworker {
 	struct series series;
 };
 
-enum { TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED };
+enum { TICK_SKIP, TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED };
 
 struct segment {
 	pid_t pid;
@@ -108,6 +113,9 @@ struct sampler {
 	int      no_shortcuts;
 	int      always_check_schedstat;
 	double   rate_hz;
+	double   precision_pts;           /* the target half-width, 0: every worker at every tick */
+	struct prec_conf prec;            /* from the two (precision.h) */
+	uint64_t last_tick_ns;            /* the series' clock at the last tick, 0: none */
 	const struct targets *targets;   /* borrowed */
 	void   (*on_sample)(void *arg, const struct sampler_event *ev);
 	void   (*on_stall)(void *arg, const struct sampler_stall_event *ev);
@@ -121,12 +129,14 @@ struct sampler {
 	unsigned ignored_threads;        /* turned away by max_workers in the last discovery pass */
 	unsigned ignored_slots;          /* and in the last pass over the segments */
 	struct idmap by_tid;             /* (pid, tid) -> index in w */
+	struct idmap live_by_pid;        /* scratch for discovery: pid -> its live workers */
 	struct segment *seg;
 	size_t   nseg, segcap;
 	struct idmap by_pid;             /* pid -> index in seg */
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
 	uint64_t next_discover, next_shm, next_sched, next_limits;
+	uint64_t sched_at;               /* the last 4 Hz schedstat pass */
 	struct probe_sweep *sweep;       /* the host's loops (no -p, -n, --instrumented); NULL: none */
 	uint64_t next_sweep;             /* when the next sweep is due: its cost sets the gap */
 	struct probe_sweep_counts swept; /* the last sweep's */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -79,6 +80,7 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
 	series_init(&w->series);
+	prec_init(&w->prec);
 	probe_syscall_open(&w->sc, pid, tid);
 	probe_schedstat_open(&w->ss, pid, tid);
 	probe_loop_init(&w->loop, pid, tid);
@@ -103,6 +105,7 @@ void sampler_free_workers(struct sampler *s)
 		probe_shm_close(s->seg[i].shm);
 	s->n = s->nseg = 0;
 	idmap_done(&s->by_tid);
+	idmap_done(&s->live_by_pid);
 	idmap_done(&s->by_pid);
 }
 
@@ -217,6 +220,16 @@ static void discover_segments(struct sampler *s)
 	}
 }
 
+/* A process whose name is not its workers' any more (an execve, a rename):
+ * its listing renames them. */
+static int renamed(struct sampler *s, const struct probe_proc_info *pi)
+{
+	size_t i;
+	if (!idmap_get(&s->by_tid, idmap_pair(pi->pid, pi->pid), &i))
+		return 1;
+	return strcmp(s->w[i]->name, pi->comm) != 0;
+}
+
 /* Uninstrumented targets (-p, -n): every thread is sampled. */
 static void discover_threads(struct sampler *s)
 {
@@ -239,10 +252,26 @@ static void discover_threads(struct sampler *s)
 		if (m > 0)
 			nprocs += m > SAMPLER_MAX_PROCS - nprocs ? SAMPLER_MAX_PROCS - nprocs : m;
 	}
+	/* A process with as many threads as it has live workers is not listed
+	 * again: a thread that exits is found gone at its next sample, so one
+	 * that another replaced within the second is found a second later. */
+	idmap_clear(&s->live_by_pid);
+	for (size_t i = 0; i < s->n && nprocs; i++) {
+		size_t c = 0;
+		if (s->w[i]->gone_ns)
+			continue;
+		idmap_get(&s->live_by_pid, (uint64_t)s->w[i]->pid, &c);
+		idmap_put(&s->live_by_pid, (uint64_t)s->w[i]->pid, c + 1);
+	}
 	for (int p = 0; p < nprocs; p++) {
 		const struct probe_proc_info *pi = &s->procs[p];
+		size_t live = 0;
 		if (find_segment(s, pi->pid) || !narrowed_in(s, pi->pid, (uid_t)-1, pi->comm))
 			continue; /* instrumented: its slots name its workers */
+		/* the sampling thread is in its own process's count, not a worker */
+		if (idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
+		    live + (pi->pid == getpid()) == (size_t)pi->threads && !renamed(s, pi))
+			continue;
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
 		/* the table changes under the lock, one process at a time */
 		pthread_mutex_lock(&s->lock);
@@ -387,6 +416,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		struct sworker *w = sampler_find_worker(s, sl->pid, sl->tid);
 		if (w && w->instrumented && w->generation != sl->generation) {
 			series_init(&w->series); /* another thread took the slot: counters restart */
+			prec_init(&w->prec);
 			probe_loop_done(&w->loop);
 			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;

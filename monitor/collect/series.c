@@ -70,7 +70,8 @@ static int hist_at(struct series *a, int64_t sec)
 	return h;
 }
 
-static void add_key(struct series_totals *t, int c, const struct probe_verdict *v, const struct series_ctx *ctx)
+static void add_key(struct series_totals *t, int c, const struct probe_verdict *v, const struct series_ctx *ctx,
+		    uint32_t w)
 {
 	struct series_key k = { .cls = (uint8_t)c, .nr = -1, .fd = -1, .fiber = ctx ? ctx->fiber : 0 };
 	if (c == SERIES_POLL || c == SERIES_BLOCKED) {
@@ -85,11 +86,11 @@ static void add_key(struct series_totals *t, int c, const struct probe_verdict *
 		} else if (e->cls != k.cls || e->nr != k.nr || e->fd != k.fd || e->pc != k.pc || e->fiber != k.fiber) {
 			continue;
 		}
-		e->n++;
+		e->n += w;
 		e->sp = ctx ? ctx->sp : 0;
 		return;
 	}
-	t->keys_overflow++;
+	t->keys_overflow += w;
 }
 
 int series_lag_bin(uint64_t ns)
@@ -127,14 +128,19 @@ static void lag_note_max(struct series *a, struct series_bucket *b, uint64_t ns)
 
 /* The busy-span estimate (series.h): a span starts midway between a sample
  * in the poll and the next one out of it, and ends midway between the
- * last one out of it and the next one in it. */
-static void track_span(struct series *a, struct series_bucket *b, uint64_t t, int busy)
+ * last one out of it and the next one in it. Where the sampler skipped
+ * this worker's ticks in between (gap: the last tick's, precision.h), the
+ * change is put half a tick from the nearer sample, as if no tick had been
+ * skipped: the span is then at least as long as measured, resolved to a
+ * tick like the rest. */
+static void track_span(struct series *a, struct series_bucket *b, uint64_t t, int busy, uint64_t gap)
 {
 	uint64_t prev = a->span_prev_ns;
 	if (prev && (t <= prev || t - prev > SPAN_GAP_MAX_NS))
 		prev = a->span_start_ns = 0;
+	uint64_t half = gap && prev && t - prev > gap ? gap / 2 : 0;   /* 0: the midpoint */
 	if (!busy && a->span_start_ns) {
-		uint64_t end = prev + (t - prev) / 2;
+		uint64_t end = half ? prev + half : prev + (t - prev) / 2;
 		uint64_t ns = end > a->span_start_ns ? end - a->span_start_ns : 0;
 		int bin = series_lag_bin(ns);
 		if (b->lag_n[bin] < UINT16_MAX)
@@ -152,7 +158,7 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 		a->span_start_ns = 0;
 	} else if (busy) {
 		if (!a->span_start_ns && prev && !a->span_prev_busy)
-			a->span_start_ns = prev + (t - prev) / 2;
+			a->span_start_ns = half ? t - half : prev + (t - prev) / 2;
 		if (a->span_start_ns)
 			lag_note_max(a, b, t - a->span_start_ns);
 	}
@@ -169,22 +175,26 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 		a->span_prev_ns = a->span_start_ns = 0;
 		return;
 	}
-	add_key(&a->total, c, v, ctx);
+	uint32_t w = ctx && ctx->weight ? ctx->weight : 1;
+	add_key(&a->total, c, v, ctx, w);
 	int64_t sec = (int64_t)(t_ns / NS);
 	struct series_bucket *b = bucket(a, sec);
-	b->n[c]++;
-	a->total.n[c]++;
-	track_span(a, b, t_ns, c != SERIES_POLL);
+	b->n[c] += w;
+	b->n2[c] += w * w;
+	b->taken++;
+	a->total.n[c] += w;
+	a->total.n2[c] += (uint64_t)w * w;
+	track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
 	if (c == SERIES_BLOCKED) {
-		series_add_block(b->blocks, SERIES_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, 1);
-		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, 1);
+		series_add_block(b->blocks, SERIES_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, w);
+		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, w);
 	}
 	int h = hist_at(a, sec);
 	struct series_hist *hs = &a->hist[h];
-	if (hs->n < UINT16_MAX) {
-		hs->n++;
-		hs->poll += c == SERIES_POLL;
-		hs->run += c == SERIES_RUNNING;
+	if (hs->n <= UINT16_MAX - w) {
+		hs->n += w;
+		hs->poll += c == SERIES_POLL ? w : 0;
+		hs->run += c == SERIES_RUNNING ? w : 0;
 	}
 	if (a->first_sec < 0)
 		a->first_sec = sec;

@@ -115,7 +115,9 @@ struct series_pool {            /* the busiest helper pool of the worker's proce
 
 struct series_bucket {
 	int64_t  sec;                         /* -1: unused */
-	uint32_t n[SERIES_NCLASS];               /* samples by class */
+	uint32_t n[SERIES_NCLASS];               /* samples by class, each counted its weight times */
+	uint32_t n2[SERIES_NCLASS];              /* the sum of their weights squared (n's Kish size: n²/n2) */
+	uint32_t taken;                          /* samples taken, each once */
 	struct series_block blocks[SERIES_BLOCK_KEYS];
 	uint32_t blocks_overflow;             /* blocked samples whose key did not fit */
 	struct series_reading shm;               /* last reading taken in this second */
@@ -148,12 +150,19 @@ struct series_key {
 struct series_ctx {
 	uint64_t sp, pc;         /* from the syscall file, 0 when not in a syscall */
 	uint8_t  fiber;          /* as series_key.fiber */
+	/* precision-targeted sampling (collect/precision.h): a sample taken
+	 * with probability 1/weight counts weight times (0 counts as 1); and
+	 * when ticks were skipped since the worker's last sample, the gap of
+	 * the tick before this one (0: none skipped), for the span estimate */
+	uint32_t weight;
+	uint64_t tick_gap_ns;
 };
 
 #define SERIES_KEYS 64
 
 struct series_totals {                       /* since the worker was first seen */
-	uint32_t n[SERIES_NCLASS];
+	uint32_t n[SERIES_NCLASS];               /* weighted, as a bucket's */
+	uint64_t n2[SERIES_NCLASS];
 	uint32_t keys_overflow;               /* samples whose key did not fit: counted, shown */
 	struct series_key keys[SERIES_KEYS];  /* the first SERIES_KEYS keys seen (next to n: a sample adds to both) */
 	struct series_block blocks[SERIES_BLOCK_KEYS * 2];

@@ -11,7 +11,7 @@
 
 int session_start(struct session *se, const struct session_opts *o)
 {
-	struct sampler_opts so = { .rate_hz = o->rate_hz, .targets = o->targets, .all_threads = o->all_threads,
+	struct sampler_opts so = { .rate_hz = o->rate_hz, .precision_pts = o->precision_pts, .targets = o->targets, .all_threads = o->all_threads,
 				  .max_workers = o->max_workers, .on_sample = o->on_sample, .on_sample_arg = o->on_sample_arg,
 				  .stall_ms = o->stall_ms, .on_stall = o->on_stall };
 	memset(se, 0, sizeof(*se));

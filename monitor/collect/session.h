@@ -14,6 +14,7 @@
 struct session_opts {
 	const struct targets *targets;   /* borrowed */
 	double rate_hz;                  /* 0: the sampler's default */
+	double precision_pts;            /* sampler_opts.precision_pts */
 	int    all_threads;              /* also threads never seen polling */
 	size_t max_workers;              /* 0: the sampler's default */
 	double stall_ms;                 /* sampler_opts.stall_ms */

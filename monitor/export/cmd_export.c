@@ -201,7 +201,7 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 {
 	char host[256];
 	export_opts_host(o, host, sizeof(host));
-	struct session_opts so = { .targets = &x->c.targets, .rate_hz = o->rate_hz, .max_workers = x->c.max_workers };
+	struct session_opts so = { .targets = &x->c.targets, .rate_hz = o->rate_hz, .precision_pts = o->precision_pts, .max_workers = x->c.max_workers };
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err < 0) {

@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-enum kind { K_STR, K_SECONDS, K_HZ, K_AGE, K_SIZE, K_BOOL, K_RESOLUTION, K_COUNT };
+enum kind { K_STR, K_SECONDS, K_HZ, K_PRECISION, K_AGE, K_SIZE, K_BOOL, K_RESOLUTION, K_COUNT };
 
 static const struct opt {
 	const char *key;
@@ -153,7 +153,8 @@ int export_opts_set(struct export_opts *o, const char *key, const char *value, c
 			*(double *)(void *)base = d;
 		return 0;
 	case K_HZ:
-		if (cli_parse_rate(value, &d, err, errlen) < 0)
+	case K_PRECISION:
+		if ((op->kind == K_HZ ? cli_parse_rate : cli_parse_precision)(value, &d, err, errlen) < 0)
 			return -EINVAL;
 		*(double *)(void *)base = d;
 		return 0;

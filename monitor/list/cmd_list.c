@@ -34,6 +34,7 @@ static int set_by(void *ctx, const char *arg, char *msg, size_t len)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_PRECISION,
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,
 	CLI_OPT_STALL_MS,
@@ -51,7 +52,7 @@ static int run(int argc, char **argv)
 	int rc = cli_parse(&cmd_list, argc, argv, &x);
 	if (rc >= 0 || (rc = cli_check_pids(&cc->targets)) >= 0)
 		goto out;
-	struct session_opts so = { .targets = &cc->targets, .rate_hz = cc->rate_hz, .max_workers = cc->max_workers,
+	struct session_opts so = { .targets = &cc->targets, .rate_hz = cc->rate_hz, .precision_pts = cc->precision_pts, .max_workers = cc->max_workers,
 				   .stall_ms = cc->stall_ms };
 	struct session se;
 	int err = session_start(&se, &so);

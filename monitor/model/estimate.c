@@ -82,6 +82,20 @@ static void estimate_max(const struct est_sec *v, size_t m, struct estimate *out
 	out->n = out->n_eff = (double)m;
 }
 
+/* The samples a proportion's den counts: Kish's effective size of their
+ * weights, Σden²/Σw2 (each second's w2 = den when unweighted). */
+static double kish_size(const struct est_sec *v, size_t m)
+{
+	double den = 0, w2 = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (!(v[i].den > 0))
+			continue;
+		den += v[i].den;
+		w2 += v[i].w2 > 0 ? v[i].w2 : v[i].den;
+	}
+	return w2 > 0 ? den * den / w2 : 0;
+}
+
 static void estimate_ratio(const struct est_sec *v, size_t m, double scale, struct estimate *out)
 {
 	double num = 0, den = 0;
@@ -91,7 +105,7 @@ static void estimate_ratio(const struct est_sec *v, size_t m, double scale, stru
 	}
 	double r = num / den;
 	out->est = r * scale;
-	out->n = out->kind == EST_PROPORTION ? den : (double)m;
+	out->n = out->kind == EST_PROPORTION ? kish_size(v, m) : (double)m;
 	if (m < 2) {   /* one second: no spread to measure */
 		out->lo = -INFINITY;
 		out->hi = INFINITY;
@@ -128,7 +142,7 @@ static void estimate_ratio(const struct est_sec *v, size_t m, double scale, stru
 	/* the variance if every unit were independent: never claim less */
 	double var_iid;
 	if (out->kind == EST_PROPORTION) {
-		var_iid = r * (1 - r) / den;
+		var_iid = r * (1 - r) / out->n;
 	} else {
 		double s2 = 0, d1 = den / (double)m;
 		for (size_t i = 0; i < m; i++) {
@@ -149,9 +163,9 @@ static void estimate_ratio(const struct est_sec *v, size_t m, double scale, stru
 	if (out->kind == EST_PROPORTION) {
 		/* and never narrower than the binomial (Wilson) interval of all the
 		 * samples, which stays honest when r is 0 or 1 and ss is 0 */
-		double z2n = Z975 * Z975 / den;
+		double z2n = Z975 * Z975 / out->n;
 		double centre = (r + z2n / 2) / (1 + z2n) * scale;
-		double wh = model_ci95_pts(r, (uint64_t)llround(den)) / 100.0 * scale;
+		double wh = model_ci95_pts(r, (uint64_t)llround(out->n)) / 100.0 * scale;
 		out->lo = fmax(0, fmin(out->lo, centre - wh));
 		out->hi = fmin(scale, fmax(out->hi, centre + wh));
 	}
@@ -171,7 +185,7 @@ int est_batch_means(const struct est_sec *secs, size_t nsec, enum est_kind kind,
 	size_t m = 0;
 	for (size_t i = 0; i < nsec; i++) {
 		const struct est_sec *s = &secs[i];
-		if (!isfinite(s->num) || !isfinite(s->den) || s->den < 0 ||
+		if (!isfinite(s->num) || !isfinite(s->den) || s->den < 0 || !isfinite(s->w2) || s->w2 < 0 ||
 		    (kind != EST_MAX && s->num < 0) || (kind == EST_PROPORTION && s->num > s->den)) {
 			free(v);
 			return -EINVAL;
@@ -215,7 +229,7 @@ int est_point(const struct est_sec *secs, size_t nsec, enum est_kind kind, doubl
 	out->lo = out->hi = out->est;
 	out->se = 0;
 	out->df = INFINITY;
-	out->n = out->n_eff = kind == EST_PROPORTION ? den : (double)m;
+	out->n = out->n_eff = kind == EST_PROPORTION ? kish_size(secs, nsec) : (double)m;
 	return 0;
 }
 

@@ -40,6 +40,11 @@ enum est_kind { EST_PROPORTION, EST_RATE, EST_MAX };
 
 struct est_sec {
 	double num, den;
+	/* PROPORTION only: the sum of the squared weights of den's samples
+	 * when they were weighted (precision-targeted sampling counts a sample
+	 * taken at 1 tick in k as k); 0: den counts samples of weight 1. What
+	 * the binomial floor counts is then Kish's size, Σden²/Σw2. */
+	double w2;
 };
 
 struct estimate {
@@ -49,7 +54,7 @@ struct estimate {
 	double   lo, hi;    /* 95% interval; ±inf when too few seconds to tell */
 	double   se;        /* standard error of est (batch means), same units */
 	double   df;        /* degrees of freedom of the t interval (batches − 1; inf for EST_MAX) */
-	double   n;         /* samples (PROPORTION: Σden) or seconds with data (RATE, MAX) */
+	double   n;         /* samples (PROPORTION: Kish's size of Σden) or seconds with data (RATE, MAX) */
 	double   n_eff;     /* independent units giving the same variance; <= n */
 	unsigned batches;   /* k used; 0 for EST_MAX */
 	double   batch_s;   /* mean seconds per batch */

@@ -72,6 +72,12 @@ static uint32_t class_count(const struct eval_period *p, const struct stream_spe
 	return p->b->n[sp->arg];
 }
 
+/* The squared weights of class c's samples in the period (est_sec.w2). */
+static double n2_of(const struct eval_period *p, int c)
+{
+	return p->n2_total ? (double)p->n2_total[c] : (double)p->b->n2[c];
+}
+
 static void fill_track(const struct eval_track *t, const struct stream_spec *sp, struct est_sec *out)
 {
 	struct series_sched ps = t->sched_base;
@@ -79,7 +85,7 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 	struct series_cgroup pc = t->cg_base;
 	for (size_t i = 0; i < t->n; i++) {
 		struct est_sec *o = &out[i];
-		*o = (struct est_sec){ 0, 0 };
+		*o = (struct est_sec){ 0, 0, 0 };
 		const struct eval_period *p = &t->p[i];
 		const struct series_bucket *b = p->b;
 		if (!b)
@@ -89,9 +95,11 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 		case S_CLASS:
 			o->num = class_count(p, sp);
 			o->den = (double)(sp->basis_all ? off + b->n[SERIES_RUNNING] : off);
+			o->w2 = n2_of(p, SERIES_POLL) + n2_of(p, SERIES_BLOCKED) + n2_of(p, SERIES_OTHER) +
+				(sp->basis_all ? n2_of(p, SERIES_RUNNING) : 0);
 			break;
 		case S_SAMPLES:
-			*o = (struct est_sec){ (double)(off + b->n[SERIES_RUNNING]), 1 };
+			*o = (struct est_sec){ (double)(p->n2_total ? p->taken_total : b->taken), 1, 0 };
 			break;
 		case S_STALLS:
 			*o = (struct est_sec){ (double)b->stalls, 1 };
@@ -174,6 +182,7 @@ static int fill(const struct eval_track *const *ts, size_t nt, const struct stre
 			if (how == C_POOL) {
 				out[i].num += tmp[i].num;
 				out[i].den += tmp[i].den;
+				out[i].w2 += tmp[i].w2 > 0 ? tmp[i].w2 : tmp[i].den;
 			} else if (how == C_SUM) {
 				out[i].num += tmp[i].num / tmp[i].den;
 				out[i].den = 1;
@@ -639,7 +648,7 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->stall_max_ns = a->total.stall_max_ns;
 	b->stalls = a->total.stalls;
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
-				   a->total.lag_max_ns };
+				   a->total.lag_max_ns, a->total.n2, a->samples };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
 				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements };
 }

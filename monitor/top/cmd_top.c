@@ -84,6 +84,7 @@ static int run_replay(struct top_ctx *c)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_PRECISION,
 	CLI_OPT_MAX_WORKERS,
 	CLI_OPT_STALL_MS,
 	{ 'd', "delay", "DURATION", "time between screen refreshes: 1, 0.5, 2s (default 1 s)", set_delay },
@@ -106,7 +107,7 @@ static int run(int argc, char **argv)
 	/* the dashboard would only show these in its header: say them and stop */
 	if ((rc = cli_check_pids(&c.common.targets)) >= 0 || (rc = cli_check_access(&c.common.targets)) >= 0)
 		goto out;
-	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .targets = &c.common.targets,
+	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .precision_pts = c.common.precision_pts, .targets = &c.common.targets,
 				   .max_workers = c.common.max_workers, .stall_ms = c.common.stall_ms };
 	struct sampler *s = NULL;
 	int err = sampler_new(&so, &s);
