@@ -1,4 +1,4 @@
-/* Recordings keep each worker's service: a real child in a cgroup named for a systemd unit records and reports (JSON, replay's model and its services roll-up) as that unit; the same recording without its "w" records (as older writers wrote it) reports the name; hostile service strings are cut and cleaned like every label; bad "w" records are refused. */
+/* Recordings keep each worker's service: a real child in a cgroup named for a systemd unit profiles, records and reports (JSON, replay's model and its services roll-up) as that unit; the same recording without its "w" records (as older writers wrote it) reports the name; hostile service strings are cut and cleaned like every label; bad "w" records are refused; merged threads keep only a shared service. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include "collect/replay.h"
 #include "model/feed.h"
 #include "model/model_build.h"
+#include "profile/profile_tree.h"
 #include "support/probe_child.h"
 #include "support/support.h"
 
@@ -84,12 +85,9 @@ static void cleanup(void)
 		ts_rmtree_free(dir);
 }
 
-/* The service key of the thread node whose label starts with thread in report's JSON of rec. */
-static char *reported_service(const char *rec, const char *thread)
+/* The service key of the thread node whose label starts with thread in the profile JSON at json. */
+static char *json_service(const char *json, const char *thread)
 {
-	char *json = ts_path_in(dir, "report.json");
-	int rc = ts_loopstat(NULL, 20000, "report", rec, "-f", "json", "-o", json, NULL);
-	cr_assert_eq(rc, 0, "report exited %d", rc);
 	json_object *doc = json_object_from_file(json), *nodes, *v;
 	cr_assert(doc, "report's JSON does not parse");
 	cr_assert(json_object_object_get_ex(doc, "nodes", &nodes));
@@ -107,6 +105,16 @@ static char *reported_service(const char *rec, const char *thread)
 	}
 	cr_assert(service, "no thread '%s' in the report", thread);
 	json_object_put(doc);
+	return service;
+}
+
+/* The same in report's JSON of the recording rec. */
+static char *reported_service(const char *rec, const char *thread)
+{
+	char *json = ts_path_in(dir, "report.json");
+	int rc = ts_loopstat(NULL, 20000, "report", rec, "-f", "json", "-o", json, NULL);
+	cr_assert_eq(rc, 0, "report exited %d", rc);
+	char *service = json_service(json, thread);
 	free(json);
 	return service;
 }
@@ -167,6 +175,14 @@ Test(record_service, a_child_in_a_unit_records_and_replays_as_that_unit, .timeou
 	char *service = reported_service(rec, thread);
 	cr_expect_str_eq(service, unit, "report names the recorded unit");
 	free(service);
+	/* and a live profile, whose report it is */
+	char *live = ts_path_in(dir, "live.json");
+	rc = ts_loopstat(NULL, 20000, "profile", "-p", pid, "--duration", "0.5", "-f", "json", "-o", live, NULL);
+	cr_assert_eq(rc, 0, "profile exited %d", rc);
+	service = json_service(live, thread);
+	cr_expect_str_eq(service, unit, "a live profile names the unit");
+	free(service);
+	free(live);
 
 	struct model m;
 	struct replay *r = NULL;
@@ -299,4 +315,55 @@ Test(record_service, bad_service_records_are_refused, .timeout = PROBE_TEST_TIME
 	cr_expect_str_eq(seen.svc[2], "b.service");
 	for (int i = 0; i < 3; i++)
 		free(seen.svc[i]);
+}
+
+/* Threads a text report merges keep the service they share, and only that. */
+Test(record_service, merged_threads_keep_a_shared_service_only, .timeout = PROBE_TEST_TIMEOUT)
+{
+	static const char *const threads[] = { "1/2 bio", "1/3 bio", "5/6 bio", "5/7 bio" };
+	static const char *const services[] = { "a.service", "a.service", "a.service", "b.service" };
+	struct profile_tree *t = profile_tree_new(0);
+	cr_assert(t);
+	for (int i = 0; i < 4; i++) {
+		struct profile_sample s = { .thread = threads[i], .state = PROFILE_IDLE, .service = services[i] };
+		cr_assert_eq(profile_tree_add(t, &s, 100), 0);
+	}
+	/* the last sample's service holds; one without a service keeps it */
+	struct profile_sample s = { .thread = "5/7 bio", .state = PROFILE_IDLE };
+	cr_assert_eq(profile_tree_add(t, &s, 100), 0);
+	s.thread = "8/9 lone";
+	s.state = PROFILE_BLOCKED;   /* another shape: never merged with the others */
+	cr_assert_eq(profile_tree_add(t, &s, 100), 0);
+	int seen = 0;
+	for (const struct profile_node *c = profile_tree_root(t)->child; c; c = c->next)
+		if (strcmp(c->label, "5/7 bio") == 0) {
+			seen++;
+			cr_expect_str_eq(profile_node_service(c), "b.service");
+		} else if (strcmp(c->label, "8/9 lone") == 0) {
+			seen++;
+			cr_expect_str_eq(profile_node_service(c), "lone", "no service: the name stands in");
+		}
+	cr_assert_eq(seen, 2);
+	/* 5/7 has twice the samples, all idle too: the same shape and shares, so all four merge */
+	cr_assert_eq(profile_tree_merge_threads(t), 0);
+	size_t n = 0, merged = 0;
+	for (const struct profile_node *c = profile_tree_root(t)->child; c; c = c->next, n++)
+		if (strncmp(c->label, "4 threads", 9) == 0) {
+			merged++;
+			cr_expect_null(profile_node_service(c), "threads of two services merged: %s", c->service);
+		}
+	cr_assert_eq(n, 2);
+	cr_assert_eq(merged, 1);
+	profile_tree_delete(t);
+
+	t = profile_tree_new(0);
+	for (int i = 0; i < 3; i++) {
+		struct profile_sample one = { .thread = threads[i], .state = PROFILE_BLOCKED, .service = services[i] };
+		cr_assert_eq(profile_tree_add(t, &one, 10), 0);
+	}
+	cr_assert_eq(profile_tree_merge_threads(t), 0);
+	const struct profile_node *c = profile_tree_root(t)->child;
+	cr_assert(c && !c->next, "three threads of one shape merge");
+	cr_expect_str_eq(profile_node_service(c), "a.service");
+	profile_tree_delete(t);
 }
