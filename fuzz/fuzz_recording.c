@@ -14,7 +14,7 @@ static int add(void *arg, const struct rec_event *ev)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* report: every event into the accumulator, the text, svg and pprof written */
+	/* report: every event into the accumulator, the text, svg, pprof and json written */
 	FILE *f = fmemopen((void *)data, size, "r");
 	if (!f)
 		return 0;
@@ -31,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		profile_write(null, PROFILE_FMT_TEXT, t, &pm, NULL);
 		profile_write(null, PROFILE_FMT_SVG, t, &pm, NULL);
 		profile_write(null, PROFILE_FMT_PPROF, t, &pm, NULL);
+		profile_write(null, PROFILE_FMT_JSON, t, &pm, NULL);   /* after the merge: thread nodes' services */
 		fclose(null);
 	}
 	profile_acc_delete(acc);

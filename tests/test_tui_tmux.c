@@ -582,7 +582,7 @@ Test(tui_tmux, top_blocker_and_detail_name_the_syscall_and_fd)
 	cr_assert_eq(wait_exit(), 0);
 }
 
-/* top --replay: a recording plays in the same dashboard, detail breakdown included. */
+/* top --replay: a recording plays in the same dashboard, detail breakdown and service grouping included. */
 Test(tui_tmux, replays_a_recording)
 {
 	char path[4096];
@@ -601,6 +601,7 @@ Test(tui_tmux, replays_a_recording)
 						     .thread = ev.thread, .cls = PROBE_BLOCKED, .nr = 0, .fd = 6,
 						     .syscall = "read", .target = "fd 6 pipe:[77]", .fiber = "reader",
 						     .frames = frames, .nframes = 2, .sp = 0x7000, .pc = 0x1234 };
+		ev.service = "replayed.service";   /* recorded: S groups by it, not by the name */
 		cr_assert_eq(rec_write(w, &ev), 0);
 	}
 	cr_assert_eq(rec_writer_end(w, 20), 0);
@@ -615,6 +616,8 @@ Test(tui_tmux, replays_a_recording)
 	assert_shows("Since start");
 	assert_shows("reader");
 	keys("q");
+	keys("S");
+	assert_shows("replayed.service");
 	keys("q");
 	cr_assert_eq(wait_exit(), 0);
 	assert_terminal_restored();

@@ -1,8 +1,9 @@
 /*
  * recording.c — the recording file: write events with interned strings,
- * read them back (format in profile_rec.h).
+ * read them back (format in recording.h).
  */
 #include "collect/recording.h"
+#include "util/idmap.h"
 #include "util/textsafe.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@ struct rec_writer {
 	FILE    *f;
 	struct intern *tab;          /* open addressing, cap a power of two */
 	size_t   cap, n;
+	struct idmap svc;            /* (pid, tid) → the string id of the service its last "w" named */
 	int      err;                /* the first failed write's -errno (ENOSPC...), 0 */
 };
 
@@ -86,6 +88,7 @@ struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta)
 	if (!w)
 		return NULL;
 	w->f = f;
+	idmap_init(&w->svc);
 	char host[sizeof(meta->host)], title[sizeof(meta->title)];
 	textsafe_label(host, sizeof(host), meta->host[0] ? meta->host : "-");
 	textsafe_label(title, sizeof(title), meta->title[0] ? meta->title : "-");
@@ -93,6 +96,21 @@ struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta)
 		    REC_VERSION, meta->rate_hz, meta->start_unix, host, title) < 0)
 		failed(w);
 	return w;
+}
+
+/* A "w" line when ev's thread has no service yet or another one. */
+static int note_service(struct rec_writer *w, const struct rec_event *ev)
+{
+	int64_t id = intern(w, ev->service);
+	size_t last;
+	uint64_t key = idmap_pair(ev->pid, ev->tid);
+	if (id <= 0 || (idmap_get(&w->svc, key, &last) && last == (size_t)id))
+		return (int)id;
+	if (idmap_put(&w->svc, key, (size_t)id) < 0)
+		return -ENOMEM;
+	if (fprintf(w->f, "w %d %d %" PRId64 "\n", (int)ev->pid, (int)ev->tid, id) < 0)
+		failed(w);
+	return 0;
 }
 
 int rec_write(struct rec_writer *w, const struct rec_event *ev)
@@ -103,6 +121,8 @@ int rec_write(struct rec_writer *w, const struct rec_event *ev)
 	for (int i = 0; i < 4 + nf; i++)
 		if ((ids[i] = intern(w, i < 4 ? strs[i] : ev->frames[i - 4])) < 0)
 			return -ENOMEM;
+	if (note_service(w, ev) < 0)
+		return -ENOMEM;
 	int r = ev->stall_ms ? fprintf(w->f, "k %" PRIu32 " ", ev->stall_ms) : fprintf(w->f, "e ");
 	if (r >= 0)
 		r = fprintf(w->f, "%" PRIu64 " %d %d %d %d %ld %d %" PRIu64 " %" PRIu64 " %" PRIx64 " %" PRIx64
@@ -127,6 +147,7 @@ int rec_writer_end(struct rec_writer *w, double duration_s)
 	for (size_t i = 0; i < w->cap; i++)
 		free(w->tab[i].key);
 	free(w->tab);
+	idmap_done(&w->svc);
 	free(w);
 	return err;
 }
@@ -136,6 +157,7 @@ int rec_writer_end(struct rec_writer *w, double duration_s)
 struct strtab {
 	char  **s;                   /* s[id], s[0] unused */
 	size_t  n, cap;
+	struct idmap svc;            /* (pid, tid) → its service's string id, from "w" records */
 };
 
 static const char *lookup(const struct strtab *t, unsigned long long id, int *bad)
@@ -219,6 +241,20 @@ static int next_field(char **p, int base, int is_signed, unsigned long long *out
 	return 0;
 }
 
+/* "w PID TID SERVICE": the thread's service from here on. */
+static int add_service(struct strtab *t, char *p)
+{
+	unsigned long long pid, tid, id;
+	if (next_field(&p, 10, 0, &pid) < 0 || next_field(&p, 10, 0, &tid) < 0 || next_field(&p, 10, 0, &id) < 0 ||
+	    *p || id == 0 || id > t->n)
+		return -EPROTO;
+	uint64_t key = idmap_pair((int32_t)pid, (int32_t)tid);
+	size_t old;
+	if (!idmap_get(&t->svc, key, &old) && t->svc.n >= REC_MAX_THREADS)
+		return -E2BIG;
+	return idmap_put(&t->svc, key, (size_t)id);
+}
+
 static int parse_event(const struct strtab *t, char *p, struct rec_event *ev, const char **frames)
 {
 	unsigned long long f[F_N];
@@ -236,6 +272,9 @@ static int parse_event(const struct strtab *t, char *p, struct rec_event *ev, co
 		.target = lookup(t, f[F_TARGET], &bad), .fiber = lookup(t, f[F_FIBER], &bad),
 		.frames = frames, .nframes = (int)f[F_NFRAMES],
 	};
+	size_t svc;
+	if (idmap_get(&t->svc, idmap_pair(ev->pid, ev->tid), &svc))
+		ev->service = t->s[svc];
 	for (int i = 0; i < ev->nframes; i++) {
 		unsigned long long id;
 		if (next_field(&p, 10, 0, &id) < 0 || !(frames[i] = lookup(t, id, &bad)))
@@ -269,6 +308,7 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 		     void *arg, long *line)
 {
 	struct strtab t = { 0 };
+	idmap_init(&t.svc);
 	char *buf = malloc(REC_MAX_LINE + 2);
 	ssize_t len;
 	int err = buf ? 0 : -ENOMEM;
@@ -302,6 +342,8 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 			err = add_string(&t, buf + 2);
 		else if (buf[0] == 'm' && buf[1] == ' ')
 			trailer |= read_meta(meta, buf + 2);
+		else if (buf[0] == 'w' && buf[1] == ' ')
+			err = add_service(&t, buf + 1);
 		else if (buf[0] == 'e' && buf[1] == ' ' && (err = parse_event(&t, buf + 1, &ev, frames)) == 0) {
 			meta->last_t_ns = ev.t_ns;
 			err = fn(arg, &ev);
@@ -327,6 +369,7 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 	for (size_t i = 1; i <= t.n; i++)
 		free(t.s[i]);
 	free(t.s);
+	idmap_done(&t.svc);
 	free(buf);
 	return err;
 }

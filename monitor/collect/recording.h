@@ -17,6 +17,12 @@
  *   k DUR T PID TID INST CLS ...            a stall caught (collect/sampler_stall.c): DUR ms out
  *                                           of the poll, then an e record's fields (CLS its state,
  *                                           FRAMES its stack); readers older than it skip it
+ *   w PID TID SERVICE                       the thread's service from here on (string id: its
+ *                                           systemd unit, container or process name), written
+ *                                           before its first event and again when it changes;
+ *                                           readers older than it skip it, and a thread without
+ *                                           one (a recording older than it) has no service: its
+ *                                           process name stands in, as it does live
  *
  * e is one sample: T ns since the recording started, INST 1 for an
  * instrumented worker, CLS the sampler's class (enum probe_class, 1..4),
@@ -26,6 +32,8 @@
  * (0: none) of the thread label, syscall name, fd target label, running
  * fiber's tag and NFRAMES frame labels, innermost first. Strings are
  * sanitised like tree labels (textsafe_label), so they hold no newline.
+ * A reader hands every event its thread's service as the last "w" record
+ * before it set it (rec_event.service).
  * Unknown record letters are skipped (newer minors may add some).
  */
 #ifndef LOOPSTAT_RECORDING_H
@@ -47,6 +55,7 @@
  * 10-digit ids), a string REC_LABEL_MAX bytes. */
 #define REC_MAX_LINE    8192
 #define REC_MAX_STRINGS (1u << 20)
+#define REC_MAX_THREADS (1u << 18)   /* threads given a service ("w") */
 
 struct rec_event {
 	uint64_t t_ns;               /* since sampling started */
@@ -65,6 +74,7 @@ struct rec_event {
 	const char *const *frames;
 	int      nframes;
 	uint32_t stall_ms;           /* > 0: not a sample but a stall captured ("k"), this long out of the poll */
+	const char *service;         /* the thread's service ("w"); NULL: not recorded (the name stands in) */
 };
 
 struct rec_meta {

@@ -6,6 +6,7 @@
 #include "collect/recording.h"
 #include "collect/sampler.h"
 #include "util/idmap.h"
+#include "util/textsafe.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@ struct rp_event {
 struct rp_worker {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];
+	char     service[PROBE_SERVICE_LEN]; /* as recorded, sanitised; "": none recorded (the name stands in) */
 	int      instrumented;
 	struct snap_target targets[SNAP_TARGETS];
 	int      ntargets;
@@ -133,6 +135,9 @@ static int add_event(void *arg, const struct rec_event *ev)
 		r->cap = cap;
 	}
 	k->instrumented |= ev->instrumented;
+	/* the file's bytes, whoever wrote them: cut at a character, no controls */
+	if (ev->service)
+		textsafe_label(k->service, sizeof(k->service), ev->service);
 	note_target(k, ev);
 	r->ev[r->n++] = (struct rp_event){
 		.t_ns = ev->t_ns, .run_ns = ev->run_ns, .wait_ns = ev->wait_ns, .sp = ev->sp, .pc = ev->pc,
@@ -250,6 +255,7 @@ static int rp_snapshot(void *impl, double window_s, int with_history, struct sna
 		d->pid = k->pid;
 		d->tid = k->tid;
 		memcpy(d->name, k->name, sizeof(d->name));
+		memcpy(d->service, k->service, sizeof(d->service));
 		d->instrumented = k->instrumented;
 		d->loop_fd = -1;             /* how the loop was told apart is not recorded */
 		d->ntargets = k->ntargets;

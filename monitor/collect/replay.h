@@ -1,5 +1,5 @@
 /*
- * replay.h — a recording (profile_rec.h) as a snapshot source: its samples
+ * replay.h — a recording (recording.h) as a snapshot source: its samples
  * are fed into per-worker series at their recorded times, on a clock that
  * starts when the replay does (and stops while paused), so `top --replay`
  * shows the run as it unfolded.

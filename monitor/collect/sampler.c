@@ -81,6 +81,7 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
 		.sample = smp, .verdict = v, .fiber_tag = w->instrumented ? w->series.fiber_tag : NULL,
 		.run_ns = w->series.sched_last.run_ns, .wait_ns = w->series.sched_last.wait_ns,
 		.switches = w->instrumented ? w->series.shm_last.v[PROBE_SHM_switches] : 0,
+		.service = w->service,
 	};
 	for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
 		if (w->targets[i].fd == v->fd)

@@ -35,6 +35,7 @@
 struct sampler_event {
 	pid_t    pid, tid;
 	const char *name;                /* process name (comm) */
+	const char *service;             /* its systemd unit, container, else the process name */
 	int      instrumented;
 	uint64_t t_ns;                   /* the series' clock: ns since the sampler started */
 	const struct probe_sc_sample *sample;

@@ -1,7 +1,7 @@
 /*
  * cmd_record.c — `loopstat record`: the raw sample stream of a run, with
  * everything resolved to text, for `report` and `top --replay` later or
- * on another machine (format in profile_rec.h).
+ * on another machine (format in collect/recording.h).
  */
 #include "cli.h"
 #include "probe_stat.h"

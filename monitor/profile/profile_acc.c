@@ -53,6 +53,7 @@ struct acc_thread {
 	struct stall *stalls;
 	size_t   nstalls;
 	char    *label;              /* owned */
+	char    *service;            /* owned: the last one its events named, NULL none */
 	uint64_t run_ns, wait_ns;    /* the reading the held samples came after */
 	int      have_reading;
 	double   wait_frac;          /* of the last settled interval */
@@ -91,6 +92,7 @@ void profile_acc_delete(struct profile_acc *a)
 			held_free(&a->th[i].held[k]);
 		free(a->th[i].held);
 		free(a->th[i].label);
+		free(a->th[i].service);
 		free(a->th[i].run_fiber);
 		for (size_t k = 0; k < a->th[i].nstalls; k++)
 			free(a->th[i].stalls[k].fiber);
@@ -169,7 +171,7 @@ static int settle(struct profile_acc *a, struct acc_thread *t)
 			st = PROFILE_CPU_WAIT;
 		}
 		/* the stack is where it ran: on cpu only */
-		struct profile_sample s = { .thread = t->label, .state = st,
+		struct profile_sample s = { .thread = t->label, .service = t->service, .state = st,
 					    .fiber = h->has_fiber ? (h->fiber ? h->fiber : "") : NULL,
 					    .frames = st == PROFILE_ON_CPU ? (const char *const *)h->frames : NULL,
 					    .nframes = st == PROFILE_ON_CPU ? h->nframes : 0 };
@@ -325,13 +327,18 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
 	if (err == 0 && ev->instrumented)
 		err = track_run(t, ev);
+	if (err == 0 && ev->service && (!t->service || strcmp(t->service, ev->service) != 0)) {
+		free(t->service);
+		err = (t->service = strdup(ev->service)) ? 0 : -ENOMEM;
+	}
 	if (err < 0)
 		return err;
 	if (ev->cls == PROBE_RUNNING) {
 		err = hold(t, ev);
 	} else {
 		struct profile_sample s = {
-			.thread = t->label, .state = ev->cls == PROBE_POLL ? PROFILE_IDLE : PROFILE_BLOCKED,
+			.thread = t->label, .service = t->service,
+			.state = ev->cls == PROBE_POLL ? PROFILE_IDLE : PROFILE_BLOCKED,
 			.syscall = ev->syscall, .target = ev->target, .frames = ev->frames, .nframes = ev->nframes,
 			.fiber = ev->fiber,
 		};

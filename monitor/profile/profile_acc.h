@@ -24,6 +24,7 @@ struct profile_acc;
 
 /* Threads one accumulator takes: a recording naming more is refused (-E2BIG). */
 #define PROFILE_ACC_MAX_THREADS (1u << 18)
+_Static_assert(REC_MAX_THREADS == PROFILE_ACC_MAX_THREADS, "report's message names one thread cap");
 
 /* flags as profile_tree_new's, or PROFILE_ACC_AUTO_FIBER. NULL with errno set. */
 struct profile_acc *profile_acc_new(unsigned flags);

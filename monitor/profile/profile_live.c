@@ -206,7 +206,7 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 	struct rec_event pe = {
 		.t_ns = ev->t_ns, .pid = ev->pid, .tid = ev->tid, .instrumented = ev->instrumented, .cls = v->cls,
 		.nr = v->nr, .fd = v->fd, .run_ns = ev->run_ns, .wait_ns = ev->wait_ns, .sp = ev->sample->sp,
-		.pc = ev->sample->pc, .switches = ev->switches, .thread = thread,
+		.pc = ev->sample->pc, .switches = ev->switches, .thread = thread, .service = ev->service,
 		/* in the loop's poll no fiber runs ("[no fiber]"); otherwise an untagged
 		 * fiber and the scheduler between fibers both read "" ("[untagged]") */
 		.fiber = ev->instrumented && v->cls != PROBE_POLL ? (ev->fiber_tag ? ev->fiber_tag : "") : NULL,

@@ -166,6 +166,12 @@ static void json_node(struct json *j, const struct profile_node *n, long parent,
 	json_string(j, profile_level_name(n->level));
 	json_key(j, "name");
 	json_string(j, n->label);
+	const char *service = profile_node_service(n);
+	if (n->level == PROFILE_L_THREAD && service) {
+		/* JSON v1 gains a key: the thread's systemd unit, container, or its name */
+		json_key(j, "service");
+		json_string(j, service);
+	}
 	json_key(j, "samples");
 	json_u64(j, n->count);
 	json_key(j, "self");

@@ -68,6 +68,7 @@ static void free_children(struct profile_node *n)
 		struct profile_node *next = c->next;
 		free_children(c);
 		free(c->label);
+		free(c->service);
 		free(c);
 		c = next;
 	}
@@ -209,6 +210,18 @@ int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uin
 	for (int i = 0; i < s->nframes && np < PROFILE_MAX_PATH; i++)
 		STEP(PROFILE_L_FRAME, s->frames[i] && s->frames[i][0] ? s->frames[i] : "[unknown]");
 #undef STEP
+	if (s->service && (!path[0]->service || strcmp(path[0]->service, s->service) != 0)) {
+		/* the raw name differs; its sanitised form may still be the one kept */
+		textsafe_label(label, sizeof(label), s->service);
+		if (!path[0]->service || strcmp(path[0]->service, label) != 0) {
+			char *svc = strdup(label);
+			err = -ENOMEM;
+			if (!svc)
+				goto fail;
+			free(path[0]->service);
+			path[0]->service = svc;
+		}
+	}
 
 	t->root.count += weight;
 	for (int i = 0; i < np; i++)
@@ -345,6 +358,7 @@ static void merge_into(struct profile_tree *t, struct profile_node *dst, struct 
 		c = next;
 	}
 	free(src->label);
+	free(src->service);
 	free(src);
 	t->nodes--;
 }
@@ -354,6 +368,27 @@ static const char *thread_name(const char *label)
 {
 	const char *sp = strchr(label, ' ');
 	return sp ? sp + 1 : "";
+}
+
+const char *profile_node_service(const struct profile_node *n)
+{
+	if (n->level != PROFILE_L_THREAD)
+		return NULL;
+	if (n->service)
+		return n->service[0] ? n->service : NULL;   /* "": merged threads of several */
+	return thread_name(n->label);
+}
+
+/* A merged group's service: the one its threads share, else "" (several). */
+static char *group_service(struct profile_node *const *g, size_t n)
+{
+	const char *s = profile_node_service(g[0]);
+	for (size_t i = 1; i < n && s; i++) {
+		const char *o = profile_node_service(g[i]);
+		if (!o || strcmp(o, s) != 0)
+			s = NULL;
+	}
+	return strdup(s ? s : "");
 }
 
 /* "3 threads: bio_close_file, bio_aof_fsync (12/13, 14, 15)": the distinct
@@ -477,8 +512,12 @@ int profile_tree_merge_threads(struct profile_tree *t)
 		for (hi = lo; hi < n && th[hi].lead == th[lo].lead; hi++)
 			group[ng++] = th[hi].n;
 		char *label = ng > 1 && !err ? group_label(group, ng) : NULL;
-		if (ng > 1 && !label)
+		char *svc = label ? group_service(group, ng) : NULL;
+		if (ng > 1 && !svc) {
+			free(label);
+			label = NULL;
 			err = -ENOMEM;   /* the rest stay apart: a report with every thread */
+		}
 		for (size_t k = 1; label && k < ng; k++) {
 			group[k]->next = NULL;
 			merge_into(t, group[0], group[k]);
@@ -486,6 +525,8 @@ int profile_tree_merge_threads(struct profile_tree *t)
 		if (label) {
 			free(group[0]->label);
 			group[0]->label = label;
+			free(group[0]->service);
+			group[0]->service = svc;
 		}
 		for (size_t k = 0; k < (label ? 1 : ng); k++) {
 			*tail = group[k];

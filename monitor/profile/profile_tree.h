@@ -56,10 +56,13 @@ struct profile_sample {
 	int nframes;
 	const char *fiber;           /* running fiber's tag: NULL none running or not instrumented
 	                              * (label "[no fiber]"), "" untagged ("[untagged]") */
+	const char *service;         /* the thread's service; NULL: unknown (it keeps the one it had) */
 };
 
 struct profile_node {
 	char    *label;              /* sanitised, owned */
+	char    *service;            /* thread nodes: the last sample's service, sanitised, owned;
+	                              * NULL unknown, or threads of several merged */
 	enum profile_level level;
 	uint64_t count;              /* samples through this node (inclusive) */
 	uint64_t self;               /* samples whose path ends here */
@@ -104,6 +107,11 @@ double profile_node_share(const struct profile_node *n, double *ci95);
  * bio threads or a pool of workers then print once. 0 or -ENOMEM (the
  * tree is unchanged then). */
 int profile_tree_merge_threads(struct profile_tree *t);
+
+/* A thread node's service: the one its samples named, else the name in
+ * its label ("PID/TID name"), as a worker without a unit or container is
+ * its own service; NULL for merged threads of several services. */
+const char *profile_node_service(const struct profile_node *n);
 
 /* "idle", "on cpu", "waiting for cpu", "blocked". Static. */
 const char *profile_state_name(enum profile_state s);
