@@ -80,7 +80,7 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_TARGETS  CLI_OPT_PID, CLI_OPT_NAME, CLI_OPT_USER, CLI_OPT_SERVICE, CLI_OPT_INSTRUMENTED
 #define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second of a thread whose state changes (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
 #define CLI_OPT_PRECISION { 0, "precision", "PTS", "sample each thread as often as a +-PTS interval of its idle% over 10 s needs, " \
-			   "at least 10 Hz (" CLI_PRECISION_RANGE ", default 1; 0: every thread at the rate)", cli_set_precision }
+			   "at least 10 Hz (" CLI_PRECISION_RANGE ", default 2; 0: every thread at the rate)", cli_set_precision }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
 #define CLI_OPT_STALL_MS { 0, "stall-ms", "MS", "capture a worker out of its poll longer than MS ms: state, syscall, fd, stack, fiber (default 100)", cli_set_stall_ms }

@@ -15,8 +15,9 @@
  * seconds is about z²·(q(1−q)/h² + 1/(2h)) for a share q (Wilson's, which
  * stays finite at q = 0 or 1); k is the largest stride that still takes
  * that many, at most rate/floor_hz, and at most twice the last second's.
- * At the defaults a parked loop is sampled at ~19 Hz, one busy 1% of the
- * time at ~57 Hz, one busy 5% or more at every tick. A sample whose class differs from the one before, or out of
+ * At the defaults (±2 points over 10 s, 100 Hz) a parked loop is sampled
+ * at 10 Hz, one busy 1% of the time at 20 Hz, one busy 5% or more at every
+ * tick; at ±1 point a parked loop at 20 Hz, one busy 1% at every tick. A sample whose class differs from the one before, or out of
  * the poll, sets k to 1 at once: a worker whose state changes is sampled
  * at every tick, and a busy span's end is always seen at full resolution.
  * A loop parked in its poll drops to floor_hz within a few seconds.
@@ -29,7 +30,7 @@
 
 #include <stdint.h>
 
-#define PREC_DEFAULT_PTS   1.0   /* target 95% half-width of idle%, points */
+#define PREC_DEFAULT_PTS   2.0   /* target 95% half-width of idle%, points */
 #define PREC_WINDOW_S      10.0  /* ... over this many seconds */
 #define PREC_FLOOR_HZ      10.0  /* never sampled less often than this */
 
@@ -41,10 +42,11 @@ struct prec_conf {
 };
 
 struct prec {
-	int64_t  sec;            /* the second k was chosen for; -1: none yet */
-	uint32_t k;              /* the stride: sampled with probability 1/k */
+	/* what a skipped tick touches, first: 24 bytes */
 	uint32_t skip;           /* ticks to skip before the next sample */
 	uint32_t skipped;        /* ticks skipped since the last sample */
+	int64_t  sec;            /* the second k was chosen for; -1: none yet */
+	uint32_t k;              /* the stride: sampled with probability 1/k */
 	int8_t   last_cls;       /* the class of the last sample, -1: none */
 	uint8_t  changed;        /* a sample this second changed class */
 	double   n, busy;        /* weighted samples and those out of the poll, decayed over the window */

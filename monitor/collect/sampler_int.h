@@ -37,6 +37,14 @@
 #define SAMPLER_STALL_BURST 5      /* stalls captured per worker a minute at most */
 
 struct sworker {
+	/* what every tick touches, sampled or skipped: side by side at the
+	 * head, so that a skipped worker costs about one cache line a tick */
+	uint64_t gone_ns;             /* 0 while alive */
+	int      tick_mode;           /* this tick: TICK_SKIP, TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
+	uint32_t weight;              /* this tick's sample counts this many times; 0: skipped */
+	int      gate_fresh;          /* gate_ref was read this tick, before its /proc read */
+	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
+	struct prec prec;             /* its sampling stride (precision.h) */
 	pid_t    pid, tid;
 	int      instrumented;
 	uint32_t backend;
@@ -53,9 +61,7 @@ struct sworker {
 	/* the schedstat shortcut (sampler.c): a thread not put on a CPU since
 	 * a sample that found it off the CPU is still where it was found */
 	struct probe_schedstat gate_ref; /* read just before the last /proc sample */
-	int      gate_fresh;          /* gate_ref was read this tick, before its /proc read */
 	struct probe_schedstat tick_ss; /* the check's reading at this tick, when tick_ss_ok */
-	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
 	struct probe_schedstat check_ss; /* the last check's reading, at check_at (the series' clock) */
 	uint64_t check_at;
 	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
@@ -64,9 +70,6 @@ struct sworker {
 	uint64_t sched_poll;          /* the confirmed poll it was in at its last 4 Hz reading, 0: none */
 	uint64_t sched_reused;        /* 4 Hz readings that stood for a new one (tests) */
 	uint64_t judged_samples, judged_ns; /* its samples and the clock at that reading */
-	int      tick_mode;           /* this tick: TICK_SKIP, TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED */
-	struct prec prec;             /* its sampling stride (precision.h) */
-	uint32_t weight;              /* this tick's sample counts this many times; 0: skipped */
 	uint32_t slot;                /* its slot's index in its segment */
 	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
@@ -77,7 +80,6 @@ struct sworker {
 	struct probe_loop loop;       /* which of its polls is its loop's (probe_loop.h) */
 	enum probe_loop_basis basis;  /* how, as of the last sample */
 	int      loop_fd;
-	uint64_t gone_ns;             /* 0 while alive */
 	int      cg;                  /* its cgroup: index + 1 in s->cg, 0 not looked up yet, -1 none */
 	int      no_access;
 	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */

@@ -77,6 +77,7 @@ struct pool_proc {
 	uint64_t checked_ns;         /* its thread count's last check */
 	struct pool_thread *t;       /* owned; nt used, cap allocated, in tid order after a listing */
 	size_t   nt, cap;
+	size_t   nread;              /* of them, not loops: sampled here (counted once a second) */
 };
 
 struct sampler_pools {
@@ -330,9 +331,7 @@ void sampler_sample_pools(struct sampler *s, uint64_t now)
 		return;
 	for (size_t i = 0; i < P->np; i++) {
 		struct pool_proc *p = &P->p[i];
-		size_t nread = 0;
-		for (size_t k = 0; k < p->nt; k++)
-			nread += !p->t[k].loop;
+		size_t nread = p->nread;   /* a loop's process alone has none: one load a tick */
 		if (!nread)
 			continue;
 		double hz = s->rate_hz / POOL_BUDGET_DIV / (double)nread;
@@ -441,8 +440,12 @@ void sampler_read_pools(struct sampler *s, uint64_t now)
 	struct sampler_pools *P = s->pools;
 	follow_processes(s, P, now);
 	for (size_t i = 0; i < P->np; i++) {
-		flush_second(s, &P->p[i], now);
-		rescan(s, &P->p[i], now);
+		struct pool_proc *p = &P->p[i];
+		flush_second(s, p, now);
+		rescan(s, p, now);
+		p->nread = 0;
+		for (size_t k = 0; k < p->nt; k++)
+			p->nread += !p->t[k].loop;
 	}
 }
 

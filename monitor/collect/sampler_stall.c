@@ -174,6 +174,8 @@ void sampler_check_stalls(struct sampler *s, uint64_t now)
 	}
 	for (size_t i = 0; i < s->n && st->in_second < CAPTURES_PER_S; i++) {
 		struct sworker *w = s->w[i];
+		if (w->tick_mode == TICK_SKIP && w->prec.last_cls == SERIES_POLL)
+			continue;   /* last seen in its poll, not sampled since: no span open */
 		uint64_t start, open = series_span_open_ns(&w->series, now, &start);
 		if (w->gone_ns || w->no_access || open < s->stall_ns || start == w->stall_span)
 			continue;

@@ -60,7 +60,7 @@ struct export_opts {
 	X(duration, "duration", 0, "DURATION", "how long to sample: 10, 1.5, 30s, 1m (default 10 s)", "0.2", SECONDS, duration_s, OWN, 0.05, 86400) \
 	X(rate, "rate", 'r', "HZ", "samples per second per thread (" CLI_RATE_RANGE ", default 100)", "50", HZ, rate_hz, OWN, 0, 0) \
 	X(precision, "precision", 0, "PTS", "sample each thread as often as a +-PTS interval of its idle% over 10 s " \
-	  "needs, at least 10 Hz (" CLI_PRECISION_RANGE ", default 1; 0: every thread at the rate)", "0", PRECISION, \
+	  "needs, at least 10 Hz (" CLI_PRECISION_RANGE ", default 2; 0: every thread at the rate)", "0", PRECISION, \
 	  precision_pts, OWN, 0, 0) \
 	X(resolution, "resolution", 0, "1s|window", "one point per second sampled, or one per run (default window)", "1s", \
 	  RESOLUTION, resolution, OWN, 0, 0) \
