@@ -336,9 +336,16 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 			continue;
 		}
 		series_add_sched(&w->series, at, st->run_ns, st->wait_ns);
-		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judged, st,
+		struct probe_schedstat cur = *st;
+		w->judged = cur;
+		/* a thread sampled less often than this pass may have no sample
+		 * since the last judgement: nothing to judge it on, so it stands
+		 * and the next one covers both spells */
+		if (w->series.samples == w->judged_samples && w->judged_ns)
+			continue;
+		w->gated = probe_schedstat_check_pays(s->check_ns, s->read_ns, &w->judge_ref, &cur,
 						      w->series.samples - w->judged_samples, at - w->judged_ns);
-		w->judged = *st;
+		w->judge_ref = cur;
 		w->judged_samples = w->series.samples;
 		w->judged_ns = at;
 	}

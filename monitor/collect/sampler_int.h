@@ -66,10 +66,11 @@ struct sworker {
 	uint64_t check_at;
 	int      last_ok;             /* last_smp is off the CPU and gate_ref came before it */
 	int      gated;               /* checking schedstat first pays for this thread */
-	struct probe_schedstat judged; /* the 4 Hz reading the last judgement ended on */
+	struct probe_schedstat judged; /* the last 4 Hz reading */
 	uint64_t sched_poll;          /* the confirmed poll it was in at its last 4 Hz reading, 0: none */
 	uint64_t sched_reused;        /* 4 Hz readings that stood for a new one (tests) */
-	uint64_t judged_samples, judged_ns; /* its samples and the clock at that reading */
+	struct probe_schedstat judge_ref; /* the reading whether the check pays was last judged on */
+	uint64_t judged_samples, judged_ns; /* its samples and the clock then */
 	uint32_t slot;                /* its slot's index in its segment */
 	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
@@ -84,6 +85,7 @@ struct sworker {
 	int      no_access;
 	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
 	int      seen;                /* mark for discovery sweeps */
+	uint32_t discover_due, discover_gap; /* a -p process's main thread: its next look, and the gap */
 	uint64_t stall_span;          /* the busy span last captured as a stall (its start) */
 	uint64_t stall_times[SAMPLER_STALL_BURST]; /* the last captures, for the rate limit */
 	unsigned nstall_times;
@@ -138,6 +140,7 @@ struct sampler {
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
 	uint64_t next_discover, next_shm, next_sched, next_limits;
+	uint32_t discover_round;         /* discovery passes so far */
 	uint64_t sched_at;               /* the last 4 Hz schedstat pass */
 	struct probe_sweep *sweep;       /* the host's loops (no -p, -n, --instrumented); NULL: none */
 	uint64_t next_sweep;             /* when the next sweep is due: its cost sets the gap */

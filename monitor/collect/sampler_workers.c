@@ -230,18 +230,28 @@ static int renamed(struct sampler *s, const struct probe_proc_info *pi)
 	return strcmp(s->w[i]->name, pi->comm) != 0;
 }
 
+/* Rounds (seconds) between two looks at a -p process whose threads stand. */
+#define DISCOVER_BACKOFF_MAX 8
+
 /* Uninstrumented targets (-p, -n): every thread is sampled. */
 static void discover_threads(struct sampler *s)
 {
 	int nprocs = 0;
 	if (!s->targets)
 		return;
+	s->discover_round++;
 	if (s->targets->npids) {
-		/* an instrumented pid's segment check reads its stat already */
+		/* an instrumented pid's segment check reads its stat already; a
+		 * process whose threads stood at its last looks is looked at
+		 * after 2, 4, up to DISCOVER_BACKOFF_MAX rounds (its main
+		 * thread's worker keeps when) */
 		size_t n = 0;
-		for (size_t i = 0; i < s->targets->npids; i++)
-			if (!find_segment(s, s->targets->pids[i]))
-				s->pids[n++] = s->targets->pids[i];
+		for (size_t i = 0; i < s->targets->npids; i++) {
+			pid_t pid = s->targets->pids[i];
+			struct sworker *m = sampler_find_worker(s, pid, pid);
+			if (!find_segment(s, pid) && (!m || m->gone_ns || s->discover_round >= m->discover_due))
+				s->pids[n++] = pid;
+		}
 		nprocs = probe_discover_pids(s->pids, n, s->procs);
 		if (nprocs < 0)
 			nprocs = 0;
@@ -269,9 +279,19 @@ static void discover_threads(struct sampler *s)
 		if (find_segment(s, pi->pid) || !narrowed_in(s, pi->pid, (uid_t)-1, pi->comm))
 			continue; /* instrumented: its slots name its workers */
 		/* the sampling thread is in its own process's count, not a worker */
+		struct sworker *m = sampler_find_worker(s, pi->pid, pi->pid);
 		if (idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
-		    live + (pi->pid == getpid()) == (size_t)pi->threads && !renamed(s, pi))
+		    live + (pi->pid == getpid()) == (size_t)pi->threads && !renamed(s, pi)) {
+			if (m) {
+				m->discover_gap = m->discover_gap ? m->discover_gap * 2 : 2;
+				if (m->discover_gap > DISCOVER_BACKOFF_MAX)
+					m->discover_gap = DISCOVER_BACKOFF_MAX;
+				m->discover_due = s->discover_round + m->discover_gap;
+			}
 			continue;
+		}
+		if (m)
+			m->discover_gap = 0;   /* changed: every round again */
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
 		/* the table changes under the lock, one process at a time */
 		pthread_mutex_lock(&s->lock);
