@@ -80,13 +80,10 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	usleep(300 * 1000);
 	char cmd[512], *out = NULL;
 	snprintf(cmd, sizeof(cmd), "%d,%d", (int)held, (int)free_loop);
-	/* beside the list, check takes a threshold on it: the held loop fails
-	 * 'throttled_pct<10' (the cgroup's own counts, whoever else samples) */
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)held);
-	char *chk[] = { (char *)ts_loopstat_bin(), "check", "-p", pid, "--duration", "5", "throttled_pct<10", NULL };
-	int rc;
-	json_object *doc = tj_list_beside(cmd, "3", chk, &out, &rc);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "-p", cmd, "--duration", "3", "--json", NULL };
+	cr_assert_eq(ts_run(argv, &out, 20000), 0, "list: %s", out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "list's JSON does not parse: %s", out);
 	json_object *h = worker_of(doc, held), *f = worker_of(doc, free_loop);
 	cr_log_info("v%d: held quota %.2f throttled %.1f%% cpu %.1f%% wait %.1f%%; free quota %g throttled %.1f%%", version,
 		    tj_num(h, "quota_cpus"), tj_num(h, "throttled_pct"), tj_num(h, "cpu_pct"), tj_num(h, "cpu_wait_pct"),
@@ -100,6 +97,14 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	cr_expect_str_eq(tj_str(f, "limit"), "none", "%s", tj_str(f, "limit_reason"));
 	cr_expect_eq(tj_num(f, "limit_quota"), 0);
 	json_object_put(doc);
+	free(out);
+
+	/* check takes a threshold on it: the held loop fails 'throttled_pct<10' */
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)held);
+	char *chk[] = { (char *)ts_loopstat_bin(), "check", "-p", pid, "--duration", "5", "throttled_pct<10", NULL };
+	out = NULL;
+	int rc = ts_run(chk, &out, 20000);
 	cr_expect_eq(rc, 1, "check 'throttled_pct<10' on a throttled loop exited %d: %s", rc, out ? out : "");
 	free(out);
 	tc_kill(held);
