@@ -209,29 +209,47 @@ Test(check_ci, default_tap_of_a_real_run_read_by_prove)
 {
 	const char *busy_a[] = { "--idle", "0.2", "--seconds", "20", NULL };
 	pid_t busy = tc_spawn_example("duty_cycle", busy_a, NULL);
-	char a[1024], cmd[1024], *tap, *out;
-	cr_assert(asprintf(&tap, "%s/check.tap", dir) > 0);
-	snprintf(cmd, sizeof(cmd), "head -c 16 %s", tap);
+	/* four checks of the busy worker, side by side, each into its own file:
+	 * passing (a maximum decides on any amount of data); failing one of
+	 * three points (one second of a share is inconclusive: # SKIP);
+	 * inconclusive alone; version 14 on request */
+	static const char *const runs[] = {
+		"--duration 1 --tap 'runqueue_max<=1000'",
+		"--warmup 1 --duration 1 --tap 'idle_pct>=50' 'runqueue_max>=1000' 'runqueue_max<=1000'",
+		"--warmup 1 --duration 1 --tap 'idle_pct>=50' 'runqueue_max<=1000'",
+		"--duration 1 --tap --tap-version 14 'runqueue_max<=1000'",
+	};
+	enum { N = sizeof(runs) / sizeof(runs[0]) };
+	char *tap[N], cmd[N][1024], *outs[N], *out;
+	const char *cmds[N];
+	int rcs[N];
+	for (int i = 0; i < N; i++) {
+		cr_assert(asprintf(&tap[i], "%s/check%d.tap", dir, i) > 0);
+		snprintf(cmd[i], sizeof(cmd[i]), "exec \"%s\" check -p %d %s > %s 2>/dev/null", ts_loopstat_bin(),
+			 (int)busy, runs[i], tap[i]);
+		cmds[i] = cmd[i];
+	}
+	ts_sh_all(N, cmds, outs, rcs, 40000);
+	for (int i = 0; i < N; i++)
+		free(outs[i]);
+	char c[1024];
 
-	/* passing: a maximum decides on any amount of data */
-	snprintf(a, sizeof(a), "-p %d --duration 1 --tap 'runqueue_max<=1000' > %s 2>/dev/null", (int)busy, tap);
-	cr_expect_eq(check(a, &out), 0, "%s", out);
-	free(out);
-	cr_expect_eq(sh(cmd, &out), 0);
+	/* passing */
+	cr_expect_eq(rcs[0], 0);
+	snprintf(c, sizeof(c), "head -c 16 %s", tap[0]);
+	cr_expect_eq(sh(c, &out), 0);
 	cr_expect_str_eq(out, "TAP version 13\n1");
 	free(out);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/prove -v --exec /bin/cat %s 2>&1", tap);
-	int rc = sh(cmd, &out);
+	snprintf(c, sizeof(c), "/usr/bin/prove -v --exec /bin/cat %s 2>&1", tap[0]);
+	int rc = sh(c, &out);
 	cr_expect_eq(rc, 0, "prove passes a passing check: %s", out);
 	cr_expect(strstr(out, "Result: PASS") && !strstr(out, "Parse errors"), "%s", out);
 	free(out);
 
-	/* failing: one of three points; one second of a share is inconclusive (# SKIP) */
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --tap 'idle_pct>=50' 'runqueue_max>=1000' "
-		 "'runqueue_max<=1000' > %s 2>/dev/null", (int)busy, tap);
-	cr_expect_eq(check(a, &out), 1);
-	free(out);
-	rc = sh(cmd, &out);
+	/* failing: one of three points */
+	cr_expect_eq(rcs[1], 1);
+	snprintf(c, sizeof(c), "/usr/bin/prove -v --exec /bin/cat %s 2>&1", tap[1]);
+	rc = sh(c, &out);
 	cr_expect_neq(rc, 0, "prove fails the run: %s", out);
 	cr_expect(strstr(out, "ok 1 - idle_pct>=50") && strstr(out, "# SKIP"), "%s", out);
 	cr_expect(strstr(out, "not ok 2 - runqueue_max>=1000"), "%s", out);
@@ -241,24 +259,20 @@ Test(check_ci, default_tap_of_a_real_run_read_by_prove)
 	free(out);
 
 	/* inconclusive alone is a skip to TAP: prove passes it */
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --tap 'idle_pct>=50' 'runqueue_max<=1000' > %s 2>/dev/null",
-		 (int)busy, tap);
-	cr_expect_eq(check(a, &out), 3);
-	free(out);
-	rc = sh(cmd, &out);
+	cr_expect_eq(rcs[2], 3);
+	snprintf(c, sizeof(c), "/usr/bin/prove -v --exec /bin/cat %s 2>&1", tap[2]);
+	rc = sh(c, &out);
 	cr_expect_eq(rc, 0, "inconclusive is a skip to TAP: %s", out);
 	cr_expect(strstr(out, "Result: PASS") && strstr(out, "# SKIP"), "%s", out);
 	free(out);
 
 	/* 14 on request, for harnesses that read it */
-	snprintf(a, sizeof(a), "-p %d --duration 1 --tap --tap-version 14 'runqueue_max<=1000' > %s 2>/dev/null",
-		 (int)busy, tap);
-	cr_expect_eq(check(a, &out), 0);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "head -c 16 %s", tap);
-	cr_expect_eq(sh(cmd, &out), 0);
+	cr_expect_eq(rcs[3], 0);
+	snprintf(c, sizeof(c), "head -c 16 %s", tap[3]);
+	cr_expect_eq(sh(c, &out), 0);
 	cr_expect_str_eq(out, "TAP version 14\n1");
 	free(out);
-	free(tap);
+	for (int i = 0; i < N; i++)
+		free(tap[i]);
 	tc_kill(busy);
 }

@@ -1,4 +1,4 @@
-/* loopstat check end to end on real workers: exit codes, usage errors before sampling, inconclusive results, JUnit and TAP read back, --max-duration, --fleet, --baseline (the verdict matrix is test_check_verdicts). */
+/* loopstat check end to end on real workers: exit codes, inconclusive results, JUnit and TAP read back, --max-duration, --fleet, --baseline (the verdict matrix is test_check_verdicts, usage errors test_check_usage). */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -16,12 +16,6 @@
 #include "support/children.h"
 #include "support/support.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#define QUICK_MS 1000
-#else
-#define QUICK_MS 100
-#endif
-
 static char *dir;
 
 static void setup(void)
@@ -33,59 +27,6 @@ static void setup(void)
 static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(check_cmd, .init = setup, .fini = teardown, .timeout = 40);
-
-/* ---- usage: before any sampling ---- */
-
-Test(check_cmd, mistakes_are_exit_2_before_sampling)
-{
-	char *cfg, *bad_cfg, *bad_json;
-	cr_assert(asprintf(&cfg, "%s/missing.checks", dir) > 0);
-	cr_assert(asprintf(&bad_cfg, "%s/bad.checks", dir) > 0);
-	cr_assert(asprintf(&bad_json, "%s/bad.json", dir) > 0);
-	const char text[] = "# capacity\nidle_pct >= 30\n\nstall_ms < 100 furlongs\n";
-	cr_assert_eq(ts_write_file(bad_cfg, text, sizeof(text) - 1), 0);
-	cr_assert_eq(ts_write_file(bad_json, "{\"version\": 1}", 14), 0);
-	struct { const char *args, *says; } bad[] = {
-		{ "'idel_pct>=30'", "did you mean idle_pct" },
-		{ "'samples>=10'", "valid: idle_pct" },           /* a tally is no threshold */
-		{ "'idle_ci95<5'", "unknown metric" },
-		{ "'idle_pct=>30'", "column" },
-		{ "'idle_pct==30'", "never proves" },
-		{ "'idle_pct>=30ms'", "does not fit" },
-		{ "'stall_ms<'", "missing the limit" },
-		{ "'blocked_pct{syscall=fsnyc}<5'", "no syscall 'fsnyc'" },
-		{ "'idle_pct{syscall=read}>5'", "takes no filter" },
-		{ "", "no threshold" },
-		{ "--config /nonexistent/x.checks", "open(/nonexistent/x.checks)" },
-		{ NULL, ":4:" },                                  /* bad_cfg: FILE:LINE:COLUMN */
-		{ "'idle_pct>=baseline-5'", "needs --baseline" },
-		{ NULL, "not a 'loopstat check --json' result" }, /* bad_json */
-		{ "--tap --json 'idle_pct>=30'", "choose one" },
-		{ "--duration 0 'idle_pct>=30'", "invalid duration" },
-		{ "--inconclusive=maybe 'idle_pct>=30'", "fail or skip" },
-		{ "--max-duration 5 'idle_pct>=30'", "shorter than --duration" },
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char args[1024], *out;
-		if (!bad[i].args && strcmp(bad[i].says, ":4:") == 0)
-			snprintf(args, sizeof(args), "--duration 10 --config %s", bad_cfg);
-		else if (!bad[i].args)
-			snprintf(args, sizeof(args), "--duration 10 --baseline %s 'idle_pct>=baseline-5'", bad_json);
-		else
-			snprintf(args, sizeof(args), "--duration 10 %s", bad[i].args);
-		long long ms;
-		int rc = ck_check(args, 1, &out, &ms);
-		cr_expect_eq(rc, 2, "'%s': exit %d: %s", args, rc, out);
-		cr_expect(strstr(out, bad[i].says), "'%s' should say '%s': %s", args, bad[i].says, out);
-		/* --duration 10 and an answer within 100 ms (an ASan build starts
-		 * slower: 1 s, still a tenth of the duration): nothing was sampled */
-		cr_expect_lt(ms, QUICK_MS, "'%s' took %lld ms: it sampled first", args, ms);
-		free(out);
-	}
-	free(cfg);
-	free(bad_cfg);
-	free(bad_json);
-}
 
 /* ---- nothing to measure ---- */
 
@@ -141,36 +82,39 @@ Test(check_cmd, target_exiting_mid_check_is_exit_4_and_bails_out)
 Test(check_cmd, inconclusive_and_what_decides_it)
 {
 	pid_t busy = ck_duty("0.2", NULL, NULL);
-	char a[1024], *out;
+	char a[4][1024], *out[4];
 	const char *th = "'idle_pct>=50' 'ops_per_s>=5' 'cpu_pct<99' 'self_idle_pct<90' 'runqueue_max<=64'";
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --json %s", (int)busy, th);
-	cr_expect_eq(ck_check(a, 0, &out, NULL), 3);
-	json_object *j = ck_parse(out);
+	snprintf(a[0], sizeof(a[0]), "-p %d --warmup 1 --duration 1 --json %s", (int)busy, th);
+	snprintf(a[1], sizeof(a[1]), "-p %d --warmup 1 --duration 1 --inconclusive=fail %s", (int)busy, th);
+	snprintf(a[2], sizeof(a[2]), "-p %d --warmup 1 --duration 1 --point-estimate 'idle_pct>=50' 'idle_pct<=60'",
+		 (int)busy);
+	/* --max-duration samples on until decided */
+	snprintf(a[3], sizeof(a[3]),
+		 "-p %d --warmup 1 --duration 1 --max-duration 8 --json 'idle_pct<=60' 'ops_per_s>=5'", (int)busy);
+	/* the four side by side: each verdict hangs on its own run's data */
+	const char *args[] = { a[0], a[1], a[2], a[3] };
+	int rc[4];
+	ck_check_all(4, args, 0, out, rc);
+
+	cr_expect_eq(rc[0], 3);
+	json_object *j = ck_parse(out[0]);
 	ck_expect_verdict(j, busy, "idle_pct>=50", "inconclusive");
 	ck_expect_verdict(j, busy, "ops_per_s>=5", "inconclusive");
 	ck_expect_verdict(j, busy, "cpu_pct<99", "inconclusive");
 	ck_expect_verdict(j, busy, "self_idle_pct<90", "inconclusive");
 	ck_expect_verdict(j, busy, "runqueue_max<=64", "pass");
 	json_object_put(j);
-	free(out);
 
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --inconclusive=fail %s", (int)busy, th);
-	cr_expect_eq(ck_check(a, 0, &out, NULL), 1, "--inconclusive=fail");
-	free(out);
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --point-estimate 'idle_pct>=50' 'idle_pct<=60'",
-		 (int)busy);
-	int rc = ck_check(a, 0, &out, NULL);
-	cr_expect_eq(rc, 1, "the estimate alone always decides: exit %d %s", rc, out);
-	free(out);
-	/* --max-duration samples on until decided */
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 1 --max-duration 8 --json 'idle_pct<=60' 'ops_per_s>=5'",
-		 (int)busy);
-	cr_expect_eq(ck_check(a, 0, &out, NULL), 0);
-	j = ck_parse(out);
+	cr_expect_eq(rc[1], 1, "--inconclusive=fail");
+	cr_expect_eq(rc[2], 1, "the estimate alone always decides: exit %d %s", rc[2], out[2]);
+
+	cr_expect_eq(rc[3], 0);
+	j = ck_parse(out[3]);
 	double t = json_object_get_double(ck_get(ck_result(j, busy, "idle_pct<=60"), "time_s"));
 	cr_expect(t >= 2 && t <= 8, "decided after %g s", t);
 	json_object_put(j);
-	free(out);
+	for (int i = 0; i < 4; i++)
+		free(out[i]);
 	tc_kill(busy);
 }
 
@@ -179,9 +123,19 @@ Test(check_cmd, fleet_and_baseline)
 	pid_t busy = ck_duty("0.2", NULL, NULL), idle = ck_duty("0.95", NULL, NULL);
 	char a[1024], *out, *base;
 	cr_assert(asprintf(&base, "%s/base.json", dir) > 0);
-	snprintf(a, sizeof(a), "-p %d,%d --warmup 1 --duration 3 --fleet --json 'idle_pct>=15' 'idle_pct>=90' 'ops_per_s>=5'",
+	char fleet[1024], *outs[2];
+	snprintf(fleet, sizeof(fleet),
+		 "-p %d,%d --warmup 1 --duration 3 --fleet --json 'idle_pct>=15' 'idle_pct>=90' 'ops_per_s>=5'",
 		 (int)busy, (int)idle);
-	int rc = ck_check(a, 0, &out, NULL);
+	/* beside it, a baseline of the idle worker (relative thresholds against it below) */
+	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 3 --json 'idle_pct>=50' > %s", (int)idle, base);
+	const char *args[] = { fleet, a };
+	int rcs[2];
+	ck_check_all(2, args, 0, outs, rcs);
+	cr_assert_eq(rcs[1], 0, "the baseline's run: exit %d", rcs[1]);
+	free(outs[1]);
+	out = outs[0];
+	int rc = rcs[0];
 	cr_expect_eq(rc, 1, "exit %d", rc);
 	json_object *j = ck_parse(out);
 	cr_expect_eq(json_object_array_length(ck_get(j, "results")), 3, "one result per threshold for the fleet");
@@ -194,10 +148,7 @@ Test(check_cmd, fleet_and_baseline)
 	json_object_put(j);
 	free(out);
 
-	/* a baseline of the idle worker, then relative thresholds against it */
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 3 --json 'idle_pct>=50' > %s", (int)idle, base);
-	cr_assert_eq(ck_check(a, 0, &out, NULL), 0);
-	free(out);
+	/* relative thresholds against the idle worker's baseline */
 	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 4 --json --baseline %s 'idle_pct>=baseline-50' "
 		 "'idle_pct>=baseline+50' 'running_pct<=baseline+30'", (int)idle, base);
 	rc = ck_check(a, 0, &out, NULL);
@@ -234,51 +185,6 @@ Test(check_cmd, access_refused_is_exit_5)
 	tc_kill(p);
 }
 
-/* A baseline decides verdicts: every figure is a JSON number, finite and
- * in its metric's range, checked before sampling (exit 2, naming it). */
-Test(check_cmd, baseline_values_are_checked_before_sampling)
-{
-#define ROW(value, se) "{\"version\": 1, \"command\": \"check\", \"results\": [{\"metric\": \"idle_pct\", " \
-	"\"process\": \"duty_cycle\", \"tag\": \"duty\", \"filter\": {}, \"value\": " value ", \"lo\": null, " \
-	"\"hi\": null, \"se\": " se ", \"df\": 3, \"n\": 400, \"n_eff\": 40}]}"
-	static const struct { const char *json, *says; } bad[] = {
-		{ ROW("-1e308", "1"), "value -1e+308 is out of range (0 to 100)" },
-		{ ROW("-Infinity", "1"), "value -inf is out of range" },
-		{ ROW("NaN", "1"), "value nan is out of range" },
-		{ ROW("\"70\"", "1"), "value is not a number: \"70\"" },
-		{ ROW("170", "1"), "value 170 is out of range (0 to 100)" },
-		{ ROW("70", "\"1\""), "se is not a number" },
-		{ ROW("70", "-1"), "se -1 is out of range" },
-		{ ROW("70", "Infinity"), "se inf is out of range" },
-		{ "{\"version\": \"1\", \"command\": \"check\", \"results\": []}", "not a 'loopstat check --json' result" },
-	};
-	char *path;
-	cr_assert(asprintf(&path, "%s/base.json", dir) > 0);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cr_assert_eq(ts_write_file(path, bad[i].json, strlen(bad[i].json)), 0);
-		char a[512], *out;
-		long long ms;
-		snprintf(a, sizeof(a), "--duration 10 --baseline %s 'idle_pct>=baseline-5'", path);
-		int rc = ck_check(a, 1, &out, &ms);
-		cr_expect_eq(rc, 2, "%s: exit %d: %s", bad[i].json, rc, out);
-		cr_expect(strstr(out, bad[i].says), "%s should say '%s': %s", bad[i].json, bad[i].says, out);
-		cr_expect(strncmp(out, "loopstat check: ", 16) == 0, "%s", out);
-		cr_expect_lt(ms, QUICK_MS, "refused before sampling");
-		free(out);
-	}
-	/* the same row with sound figures is read: the check goes on to find its target gone (4) */
-	const char good[] = ROW("70", "1.5");
-	cr_assert_eq(ts_write_file(path, good, sizeof(good) - 1), 0);
-	char a[512], *out;
-	snprintf(a, sizeof(a), "-p 4194000 --duration 10 --baseline %s 'idle_pct>=baseline-5'", path);
-	int rc = ck_check(a, 1, &out, NULL);
-	cr_expect_eq(rc, 4, "a sound baseline is accepted: exit %d: %s", rc, out);
-	cr_expect(strstr(out, "no process 4194000"), "%s", out);
-	free(out);
-	free(path);
-#undef ROW
-}
-
 /* A report that cannot be written is exit 1 with its cause, whatever the
  * verdicts: here an inconclusive run (3 when the report is whole). */
 Test(check_cmd, a_lost_report_is_exit_1_with_its_cause)
@@ -290,16 +196,22 @@ Test(check_cmd, a_lost_report_is_exit_1_with_its_cause)
 		{ "--tap >/dev/full", "loopstat check: writing the output: No space left on device" },
 		{ ">/dev/null", NULL },   /* the same run, its report whole: inconclusive */
 	};
-	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
-		char cmd[1024], *out;
-		snprintf(cmd, sizeof(cmd), "exec \"%s\" check -p %d --duration 1 'idle_pct>=50' 2>&1 %s",
+	enum { N = sizeof(lost) / sizeof(lost[0]) };
+	char cmd[N][1024], *out[N];
+	const char *cmds[N];
+	int rc[N];
+	for (size_t i = 0; i < N; i++) {   /* side by side: the same run four ways */
+		snprintf(cmd[i], sizeof(cmd[i]), "exec \"%s\" check -p %d --duration 1 'idle_pct>=50' 2>&1 %s",
 			 ts_loopstat_bin(), (int)busy, lost[i].opts);
-		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-		int rc = ts_run(argv, &out, 20000);
-		cr_expect_eq(rc, lost[i].says ? 1 : 3, "'%s': exit %d: %s", lost[i].opts, rc, out);
+		cmds[i] = cmd[i];
+	}
+	ts_sh_all(N, cmds, out, rc, 20000);
+	for (size_t i = 0; i < N; i++) {
+		cr_expect_eq(rc[i], lost[i].says ? 1 : 3, "'%s': exit %d: %s", lost[i].opts, rc[i], out[i]);
 		if (lost[i].says)
-			cr_expect(strstr(out, lost[i].says), "'%s' should say '%s': %s", lost[i].opts, lost[i].says, out);
-		free(out);
+			cr_expect(strstr(out[i], lost[i].says), "'%s' should say '%s': %s", lost[i].opts, lost[i].says,
+				  out[i]);
+		free(out[i]);
 	}
 	tc_kill(busy);
 }

@@ -27,10 +27,11 @@ static void teardown(void) { ts_rmtree_free(dir); }
 TestSuite(stall, .init = setup, .fini = teardown, .timeout = 40);
 
 /* Child: idles in its loop for 1.5 s, then a fiber tagged "hog" spins for
- * 4 s without yielding, then the loop idles again. */
+ * 3 s without yielding (a second past the look 2 s into it), then the loop
+ * idles again. */
 static pid_t spawn_child(void)
 {
-	return tc_spawn_hogger("stall-test", 1.5, 4, 1);
+	return tc_spawn_hogger("stall-test", 1.5, 3, 1);
 }
 
 Test(stall, hogging_fiber_is_reported_with_its_tag)
@@ -68,7 +69,7 @@ Test(stall, hogging_fiber_is_reported_with_its_tag)
 		cr_assert_gt(w->running_pct, 80.0);
 		model_done(&m);
 
-		usleep(3000000); /* the hog is done: back in its poll */
+		usleep(2000000); /* the hog is done: back in its poll */
 		cr_assert_eq(model_of_sampler(s, 1, &m), 0);
 		cr_assert_float_eq(m.workers[0].stall_ms, 0.0, 1e-9, "%s: stall outlived the hog", *backends);
 		model_done(&m);

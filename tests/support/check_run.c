@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "children.h"
@@ -10,14 +11,27 @@
 
 int ck_check(const char *args, int both, char **out, long long *ms)
 {
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "exec \"%s\" check %s %s", ts_loopstat_bin(), args, both ? "2>&1" : "2>/dev/null");
-	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	long long t0 = ts_now_ms();
-	int rc = ts_run(argv, out, 35000);
+	int rc;
+	ck_check_all(1, &args, both, out, &rc);
 	if (ms)
 		*ms = ts_now_ms() - t0;
 	return rc;
+}
+
+void ck_check_all(int n, const char *const args[], int both, char **outs, int *rcs)
+{
+	char (*cmd)[4096] = calloc((size_t)n, sizeof(*cmd));
+	const char **cmds = calloc((size_t)n, sizeof(*cmds));
+	cr_assert(cmd && cmds);
+	for (int i = 0; i < n; i++) {
+		snprintf(cmd[i], sizeof(cmd[i]), "exec \"%s\" check %s %s", ts_loopstat_bin(), args[i],
+			 both ? "2>&1" : "2>/dev/null");
+		cmds[i] = cmd[i];
+	}
+	ts_sh_all(n, cmds, outs, rcs, 35000);
+	free(cmds);
+	free(cmd);
 }
 
 pid_t ck_duty(const char *idle, const char *extra1, const char *extra2)

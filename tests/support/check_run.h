@@ -11,6 +11,9 @@
 /* `loopstat check ARGS` through sh (within 35 s); stderr joins stdout when
  * both is set; *ms, if not NULL, is how long it ran. Its exit status. */
 int ck_check(const char *args, int both, char **out, long long *ms);
+/* n such checks at once (sampling the same workers side by side, as n
+ * users would); outs[i] and rcs[i] are args[i]'s. */
+void ck_check_all(int n, const char *const args[], int both, char **outs, int *rcs);
 
 /* examples/duty_cycle idle that share of the time for 30 s; extra1 and
  * extra2 (may be NULL) are passed on, and with them --plain. */

@@ -10,13 +10,26 @@
 
 json_object *tj_list(const char *pids, const char *duration)
 {
-	char *out = NULL;
+	return tj_list_beside(pids, duration, NULL, NULL, NULL);
+}
+
+json_object *tj_list_beside(const char *pids, const char *duration, char *const other[], char **other_out,
+			    int *other_rc)
+{
+	char *out[2] = { NULL, NULL };
+	int rc[2];
 	char *argv[] = { (char *)ts_loopstat_bin(), "list", "-p", (char *)pids, "--duration", (char *)duration, "--json",
 			 NULL };
-	cr_assert_eq(ts_run(argv, &out, 30000), 0, "list: %s", out ? out : "");
-	json_object *doc = json_tokener_parse(out);
-	cr_assert(doc, "list's JSON does not parse: %s", out);
-	free(out);
+	char *const *argvs[] = { argv, other };
+	ts_run_all(other ? 2 : 1, argvs, out, rc, 30000);
+	if (other) {
+		*other_out = out[1];
+		*other_rc = rc[1];
+	}
+	cr_assert_eq(rc[0], 0, "list: %s", out[0]);
+	json_object *doc = json_tokener_parse(out[0]);
+	cr_assert(doc, "list's JSON does not parse: %s", out[0]);
+	free(out[0]);
 	return doc;
 }
 

@@ -12,6 +12,10 @@
  * and parses its output; fails the test unless it exits 0 with JSON. The
  * caller puts the document. */
 json_object *tj_list(const char *pids, const char *duration);
+/* tj_list with the command other (argv, a path first) run beside it,
+ * within the same 30 s: its output (caller frees) and exit status. */
+json_object *tj_list_beside(const char *pids, const char *duration, char *const other[], char **other_out,
+			    int *other_rc);
 
 /* The worker of process pid whose thread is tid (0: its first); fails the
  * test when there is none. Borrowed from doc. */

@@ -76,50 +76,96 @@ int ts_write_file(const char *path, const void *buf, size_t len)
 
 int ts_run(char *const argv[], char **out, int timeout_ms)
 {
-	int pfd[2];
-	cr_assert(pipe2(pfd, O_CLOEXEC) == 0);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		dup2(pfd[1], STDOUT_FILENO);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(pfd[1]);
+	char *const *argvs[] = { argv };
+	char *outs[1];
+	int rc;
+	ts_run_all(1, argvs, outs, &rc, timeout_ms);
+	if (out)
+		*out = outs[0];
+	else
+		free(outs[0]);
+	return rc;
+}
 
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
+void ts_run_all(int n, char *const *const argvs[], char **outs, int *rcs, int timeout_ms)
+{
+	struct ts_job {
+		pid_t pid;
+		int fd;
+		size_t len, cap;
+	} *j = calloc((size_t)n, sizeof(*j));
+	struct pollfd *p = calloc((size_t)n, sizeof(*p));
+	cr_assert(j && p);
+	for (int i = 0; i < n; i++) {
+		int pfd[2];
+		cr_assert(pipe2(pfd, O_CLOEXEC) == 0);
+		j[i].pid = fork();
+		cr_assert(j[i].pid >= 0);
+		if (j[i].pid == 0) {
+			dup2(pfd[1], STDOUT_FILENO);
+			execv(argvs[i][0], argvs[i]);
+			_exit(127);
+		}
+		close(pfd[1]);
+		j[i].fd = pfd[0];
+		outs[i] = malloc(j[i].cap = 4096);
+	}
+
 	long long deadline = ts_now_ms() + timeout_ms;
-	int timed_out = 0;
-	for (;;) {
+	int open_fds = n, timed_out = 0;
+	while (open_fds > 0) {
 		long long left = deadline - ts_now_ms();
 		if (left <= 0) {
 			timed_out = 1;
 			break;
 		}
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		if (poll(&p, 1, (int)left) <= 0)
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ .fd = j[i].fd, .events = POLLIN };
+		if (poll(p, (nfds_t)n, (int)left) <= 0)
 			continue;
-		if (len + 1024 > cap)
-			buf = realloc(buf, cap *= 2);
-		ssize_t n = read(pfd[0], buf + len, cap - len - 1);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
+		for (int i = 0; i < n; i++) {
+			if (j[i].fd < 0 || !p[i].revents)
+				continue;
+			if (j[i].len + 1024 > j[i].cap)
+				outs[i] = realloc(outs[i], j[i].cap *= 2);
+			ssize_t r = read(j[i].fd, outs[i] + j[i].len, j[i].cap - j[i].len - 1);
+			if (r > 0) {
+				j[i].len += (size_t)r;
+				continue;
+			}
+			close(j[i].fd);
+			j[i].fd = -1;   /* poll skips negative fds */
+			open_fds--;
+		}
 	}
-	close(pfd[0]);
-	buf[len] = '\0';
-	if (timed_out)
-		kill(pid, SIGKILL);
-	int status;
-	waitpid(pid, &status, 0);
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	if (timed_out || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	for (int i = 0; i < n; i++) {
+		if (j[i].fd >= 0) {
+			close(j[i].fd);
+			kill(j[i].pid, SIGKILL);
+		}
+		outs[i][j[i].len] = '\0';
+		int status;
+		waitpid(j[i].pid, &status, 0);
+		rcs[i] = timed_out && j[i].fd >= 0 ? -1 : !WIFEXITED(status) ? -1 : WEXITSTATUS(status);
+	}
+	free(p);
+	free(j);
+}
+
+void ts_sh_all(int n, const char *const cmds[], char **outs, int *rcs, int timeout_ms)
+{
+	char *(*argv)[4] = calloc((size_t)n, sizeof(*argv));
+	char *const **argvs = calloc((size_t)n, sizeof(*argvs));
+	cr_assert(argv && argvs);
+	for (int i = 0; i < n; i++) {
+		argv[i][0] = "/bin/sh";
+		argv[i][1] = "-c";
+		argv[i][2] = (char *)cmds[i];
+		argvs[i] = argv[i];
+	}
+	ts_run_all(n, argvs, outs, rcs, timeout_ms);
+	free(argvs);
+	free(argv);
 }
 
 int ts_shm_segment(const char *dir, pid_t pid, char *buf, size_t len)

@@ -19,6 +19,11 @@ void ts_rmtree_free(char *dir);
  * timeout_ms, captures stdout (NUL-terminated, caller frees) and returns the
  * exit status (0..255), or -1 if it timed out or was killed. */
 int ts_run(char *const argv[], char **out, int timeout_ms);
+/* ts_run for n commands at once, all within timeout_ms: outs[i] and rcs[i]
+ * are argvs[i]'s (for checks that sample the same workers side by side). */
+void ts_run_all(int n, char *const *const argvs[], char **outs, int *rcs, int timeout_ms);
+/* ts_run_all of n shell command lines (sh -c). */
+void ts_sh_all(int n, const char *const cmds[], char **outs, int *rcs, int timeout_ms);
 
 /* Path of the loopstat binary under test: $LOOPSTAT_BIN or build/loopstat. */
 const char *ts_loopstat_bin(void);
