@@ -195,59 +195,75 @@ Test(precision, interval_counts_samples_taken)
 	cr_assert_eq(est_batch_means(&bad, 1, EST_PROPORTION, 100, &et), -EINVAL);
 }
 
-/* `loopstat list --json` of pid: its one worker's samples, idle and interval. */
+struct listed {
+	double samples, idle, ci;
+};
+
+/* `loopstat list --json` of pid[i] for 6 s at precision[i], the n of
+ * them side by side: each one's worker's samples, idle and interval. */
+static void list_at(int n, const pid_t pid[], const char *const precision[], struct listed *l)
+{
+	char p[3][16];
+	char *argv[3][12], *outs[3] = { NULL, NULL, NULL };
+	char *const *argvs[3];
+	int rcs[3];
+	cr_assert(n >= 1 && n <= 3);
+	for (int i = 0; i < n; i++) {
+		snprintf(p[i], sizeof(p[i]), "%d", (int)pid[i]);
+		char *a[] = { (char *)ts_loopstat_bin(), "list", "-p", p[i], "--duration", "6", "--precision",
+			      (char *)precision[i], "--json", NULL };
+		memcpy(argv[i], a, sizeof(a));
+		argvs[i] = argv[i];
+	}
+	ts_run_all(n, argvs, outs, rcs, 30000);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(rcs[i], 0, "exit %d: %s", rcs[i], outs[i]);
+		json_object *doc = json_tokener_parse(outs[i]);
+		cr_assert(doc, "not JSON: %s", outs[i]);
+		json_object *w = tj_worker(doc, pid[i], 0);
+		l[i] = (struct listed){ tj_num(w, "samples"), tj_num(w, "idle_pct"), tj_num(w, "idle_ci95") };
+		json_object_put(doc);
+		free(outs[i]);
+	}
+}
+
 static void list_of(pid_t pid, const char *precision, double *samples, double *idle, double *ci)
 {
-	char p[16];
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	char *out = NULL;
-	int rc = ts_loopstat(&out, 30000, "list", "-p", p, "--duration", "6", "--precision", precision, "--json", NULL);
-	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
-	json_object *doc = json_tokener_parse(out);
-	cr_assert(doc, "not JSON: %s", out);
-	json_object *w = tj_worker(doc, pid, 0);
-	*samples = tj_num(w, "samples");
-	*idle = tj_num(w, "idle_pct");
-	*ci = tj_num(w, "idle_ci95");
-	json_object_put(doc);
-	free(out);
+	struct listed l;
+	list_at(1, &pid, &precision, &l);
+	*samples = l.samples, *idle = l.idle, *ci = l.ci;
 }
 
 /* A real process parked in epoll_wait: a few samples a second say it is
- * idle as well as the interval asks; --precision 0 samples it at 100 Hz. */
-Test(precision, parked_process_sampled_less, .timeout = 60)
+ * idle as well as the interval asks; --precision 0 samples it at 100 Hz.
+ * An uninstrumented loop busy a few percent of its time changes state at
+ * every period: it is sampled at every tick, as before. The three lists
+ * run side by side (a parked child cannot tell two monitors from one). */
+Test(precision, parked_sampled_less_busy_at_every_tick, .timeout = 60)
 {
-	int ep = epoll_create1(0);
+	int ep = epoll_create1(0), out;
 	cr_assert_geq(ep, 0);
-	pid_t pid = tchild_fork(tchild_park_epoll_wait, TCHILD_FD(ep));
-	cr_assert_gt(pid, 0);
-	double thin, full, idle, ci;
-	list_of(pid, "1", &thin, &idle, &ci);
-	cr_expect_eq(idle, 100, "idle %.2f", idle);
-	/* 1 s at 100, then 50, 25 and 20 Hz for the rest: ~270 of ~600 ticks */
-	cr_expect(thin >= 150 && thin <= 360, "%.0f samples in 6 s", thin);
-	cr_expect(ci <= 1.5, "+-%.2f points", ci);
-	list_of(pid, "0", &full, &idle, &ci);
-	cr_expect_eq(idle, 100, "idle %.2f at every tick", idle);
-	cr_expect_geq(full, 480, "%.0f samples in 6 s at every tick", full);
-	tchild_reap(pid);
-	close(ep);
-}
-
-/* An uninstrumented loop busy a few percent of its time changes state at
- * every period: it is sampled at every tick, as before. */
-Test(precision, busy_loop_sampled_at_every_tick, .timeout = 60)
-{
-	int out;
+	pid_t parked = tchild_fork(tchild_park_epoll_wait, TCHILD_FD(ep));
+	cr_assert_gt(parked, 0);
 	const char *args[] = { "--case", "plain", "--work", "0.3", "--seconds", "30", NULL };
-	pid_t pid = tc_spawn_example("loop_truth", args, &out);
-	cr_assert_gt(pid, 0);
-	double n, idle, ci;
-	list_of(pid, "1", &n, &idle, &ci);
-	cr_expect_geq(n, 480, "%.0f samples in 6 s", n);
-	cr_expect(idle > 40 && idle < 90, "idle %.2f", idle);
-	tc_kill(pid);
+	pid_t busy = tc_spawn_example("loop_truth", args, &out);
+	cr_assert_gt(busy, 0);
+	const pid_t pids[] = { parked, parked, busy };
+	static const char *const prec[] = { "1", "0", "1" };
+	struct listed l[3];
+	list_at(3, pids, prec, l);
+	cr_expect_eq(l[0].idle, 100, "idle %.2f", l[0].idle);
+	/* 1 s at 100, then 50, 25 and 20 Hz for the rest: ~270 of ~600 ticks */
+	cr_expect(l[0].samples >= 150 && l[0].samples <= 360, "%.0f samples in 6 s", l[0].samples);
+	cr_expect(l[0].ci <= 1.5, "+-%.2f points", l[0].ci);
+	cr_expect_eq(l[1].idle, 100, "idle %.2f at every tick", l[1].idle);
+	cr_expect_geq(l[1].samples, 480, "%.0f samples in 6 s at every tick", l[1].samples);
+	cr_expect_geq(l[2].samples, 480, "busy: %.0f samples in 6 s", l[2].samples);
+	cr_expect(l[2].idle > 40 && l[2].idle < 90, "busy: idle %.2f", l[2].idle);
+	tchild_reap(parked);
+	tc_kill(busy);
 	close(out);
+	close(ep);
 }
 
 /* A loop parked for seconds between short bursts, thinned while parked:
