@@ -3,18 +3,17 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "loopstat_shm.h"
+#include "support/carbon.h"
 #include "support/children.h"
 #include "support/serve_child.h"
 #include "support/support.h"
@@ -34,18 +33,6 @@ static void setup(void)
 static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(serve_prometheus, .init = setup, .fini = teardown, .timeout = 90);
-
-/* A port nothing listens on now (the kernel's pick, released). */
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
 
 /* prometheus with a 1-s scrape of 127.0.0.1:target, its TSDB and log in dir. */
 static pid_t start_prometheus(int target, int port)
@@ -194,7 +181,7 @@ Test(serve_prometheus, a_real_prometheus_answers_the_idle_ratio_list_measures)
 	struct serve_child c;
 	const char *args[] = { "--interval", WINDOW_ARG, "--window", WINDOW_ARG, "--rate", "500", "--host", "h", "-p", pids, NULL };
 	sc_start(&c, args);
-	int pport = free_port();
+	int pport = carbon_free_port();
 	pid_t prom = start_prometheus(c.port, pport);
 
 	char idle_q[200], ci_q[200], rate_q[200];

@@ -36,11 +36,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	for (int i = 0; i < OWNERS; i++)
-		if (owners[i] > 0) {
-			kill(owners[i], SIGKILL);
-			waitpid(owners[i], NULL, 0);
-		}
+	tc_kill_all(owners, OWNERS);
 	ts_user_del(&user);
 	ts_rmtree_free(dir);
 }

@@ -10,6 +10,7 @@
 
 #include "probe_shm.h"
 #include "shm_int.h"
+#include "support/children.h"
 #include "support/support.h"
 
 #define OWNERS 20
@@ -25,11 +26,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	for (int i = 0; i < OWNERS; i++)
-		if (owners[i] > 0) {
-			kill(owners[i], SIGKILL);
-			waitpid(owners[i], NULL, 0);
-		}
+	tc_kill_all(owners, OWNERS);
 	ts_rmtree_free(dir);
 }
 

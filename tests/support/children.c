@@ -287,6 +287,13 @@ void tc_kill(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+void tc_kill_all(const pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			tc_kill(pids[i]);
+}
+
 pid_t tc_spawn_published(const char *name, const char *const args[], const char *shm_dir, int *stdout_fd)
 {
 	pid_t pid = tc_spawn_example(name, args, stdout_fd);

@@ -44,5 +44,8 @@ pid_t tc_spawn_burner(double idle_s, double burn_s);
 
 /* Kills and reaps a child. */
 void tc_kill(pid_t pid);
+/* tc_kill of each of the n pids that is > 0 (a table of children some of
+ * which were never started). */
+void tc_kill_all(const pid_t *pids, int n);
 
 #endif /* TESTS_CHILDREN_H */
