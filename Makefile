@@ -150,9 +150,11 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # (serve's paths: test_serve), carbon restarts under cron (export's:
 # test_export_cmd and test_export_deliver), the dashboard under tmux (its
 # drawing: test_tui_draw). They only wait longer under the sanitizers.
-# And four suites that run alone to judge shares of real workers, whose
+# And five suites that run alone to judge shares of real workers, whose
 # code the sanitizers run through suites of their own (make test's ten
-# minutes): the poll shortcut against reads (the shortcut in every
+# minutes): precision-targeted sampling's strides and rates (precision.c
+# and the weighted counts in every suite that samples a parked thread for
+# over a second), the poll shortcut against reads (the shortcut in every
 # instrumented suite, its cross-check's disagreement in
 # test_stats_distrust, schedstat's answers in test_sampler_unchanged), a
 # hogging fiber's stall (series_stall_ns at every shm reading, the
@@ -160,7 +162,7 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # (test_check_cmd, test_check_verdict) and the loop's poll through list
 # (test_probe_loop's same loops, test_list_json's list).
 PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux %/test_sampler_shortcut \
-                   %/test_stall %/test_check_verdicts %/test_loop_poll_cli,$(TESTS))
+                   %/test_stall %/test_check_verdicts %/test_loop_poll_cli %/test_precision,$(TESTS))
 CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(if $(SAN),$(PLAIN_ONLY_TESTS)),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
