@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define SECONDS "5"
 #define RATE    "1000"
 
@@ -54,14 +56,6 @@ static void slurp(int fd, char *buf, size_t len)
 }
 
 /* The first number after "key": in a JSON text (one worker: keys are unique). */
-static double json_num(const char *doc, const char *key)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(doc, pat);
-	return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
-
 /* One case; returns |sampled - self| in points, NaN on failure. */
 static double one(const char *backend, double idle)
 {
@@ -86,10 +80,10 @@ static double one(const char *backend, double idle)
 	slurp(wfd, wout, sizeof(wout));
 	waitpid(worker, NULL, 0);
 
-	double sampled = json_num(lout, "idle_pct");
+	double sampled = bench_json_num(lout, "idle_pct");
 	double self = NAN;
 	if (backend) {
-		self = json_num(lout, "self_idle_pct");
+		self = bench_json_num(lout, "self_idle_pct");
 	} else {
 		const char *p = strstr(wout, "self_idle_pct ");
 		if (p)
@@ -97,7 +91,7 @@ static double one(const char *backend, double idle)
 	}
 	double err = fabs(sampled - self);
 	printf("%-8s idle %2.0f%%: sampled %6.2f%%  self %6.2f%%  error %5.2f pp  cpu wait %5.2f%%\n",
-	       backend ? backend : "plain", idle * 100, sampled, self, err, json_num(lout, "cpu_wait_pct"));
+	       backend ? backend : "plain", idle * 100, sampled, self, err, bench_json_num(lout, "cpu_wait_pct"));
 	fflush(stdout);
 	return err;
 }
@@ -105,15 +99,7 @@ static double one(const char *backend, double idle)
 int main(int argc, char **argv)
 {
 	(void)argc;
-	/* build/bench/idle_accuracy -> build */
-	snprintf(build, sizeof(build), "%s", argv[0]);
-	for (int i = 0; i < 2; i++) {
-		char *slash = strrchr(build, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			snprintf(build, sizeof(build), ".");
-	}
+	bench_build_dir(argv[0], build, sizeof(build));
 	static const double fracs[] = { 0.10, 0.30, 0.50, 0.70, 0.90 };
 	static const char *backends[] = { "io_uring", "libev", NULL };
 	double worst = 0;

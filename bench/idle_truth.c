@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #include "../tests/support/loop_child.h"
 
 #define SECONDS 3.0
@@ -44,14 +46,6 @@ static const struct kase cases[] = {
 	{ "nested", 0.1, 0.1 },    { "nested", 0.3, 0.1 },    { "nested", 0.5, 0.1 },
 	{ "plain", 0, 0.2 },       { "plain", 0, 0.5 },       { "plain", 0, 0.8 },
 };
-
-static double json_num(const char *doc, const char *key)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(doc, pat);
-	return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
 
 /* The string value of key (no escapes: loopstat's basis texts have none), or "-". */
 static void json_str(const char *doc, const char *key, char *out, size_t len)
@@ -94,9 +88,9 @@ static double via_cli(pid_t pid, double *cpu_wait, char *basis, size_t len)
 	out[got] = '\0';
 	close(p[0]);
 	waitpid(mon, NULL, 0);
-	*cpu_wait = json_num(out, "cpu_wait_pct");
+	*cpu_wait = bench_json_num(out, "cpu_wait_pct");
 	json_str(out, "loop_basis", basis, len);
-	return json_num(out, "idle_pct");
+	return bench_json_num(out, "idle_pct");
 }
 
 /* One case; returns |sampled - own| in points, NaN on failure. */
@@ -179,15 +173,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: idle_truth [--probe]\n");
 		return 2;
 	}
-	/* build/bench/idle_truth -> build */
-	snprintf(build, sizeof(build), "%s", argv[0]);
-	for (int i = 0; i < 2; i++) {
-		char *slash = strrchr(build, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			snprintf(build, sizeof(build), ".");
-	}
+	bench_build_dir(argv[0], build, sizeof(build));
 	printf("sampling through %s\n", probe_mode ? "probe_loop_classify (--probe)" : "loopstat list --json");
 	int failed = 0;
 	double quiet = pass("quiet", &failed);

@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define SECONDS 8
 
 static char build[512];
@@ -37,14 +39,6 @@ static const struct kase cases[] = {
 	{ "40x1", "all 40 ms (4 periods)", 1 },
 	{ "80x1", "all 80 ms (8 periods)", 1 },
 };
-
-static double json_num(const char *doc, const char *key)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(doc, pat);
-	return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
 
 /* Runs argv with its stdout read into out (len bytes); waits for it. */
 static int run(char *const argv[], char *out, size_t len, pid_t *child)
@@ -105,7 +99,8 @@ static int one(const struct kase *k, double *err_p99, double *err_max)
 	const char *l = strstr(own, "spans n ");
 	if (!l || sscanf(l, "spans n %lu p50 %lf p99 %lf max %lf", &nspans, &o50, &o99, &omax) != 4)
 		return -1;
-	double s50 = json_num(out, "lag_p50_ms"), s99 = json_num(out, "lag_p99_ms"), smax = json_num(out, "lag_max_ms");
+	double s50 = bench_json_num(out, "lag_p50_ms"), s99 = bench_json_num(out, "lag_p99_ms");
+	double smax = bench_json_num(out, "lag_max_ms");
 	if (isnan(s99))
 		return -1;
 	*err_p99 = 100 * fabs(s99 - o99) / o99;
@@ -120,15 +115,7 @@ static int one(const struct kase *k, double *err_p99, double *err_max)
 int main(int argc, char **argv)
 {
 	(void)argc;
-	/* build/bench/lag_truth -> build */
-	snprintf(build, sizeof(build), "%s", argv[0]);
-	for (int i = 0; i < 2; i++) {
-		char *slash = strrchr(build, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			snprintf(build, sizeof(build), ".");
-	}
+	bench_build_dir(argv[0], build, sizeof(build));
 	printf("loopstat list --json at 100 Hz (10-ms period) against loop_truth --spans, %d s each\n", SECONDS);
 	double worst = 0, worst_fixed = 0, worst_max = 0;
 	int failed = 0;

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define WORKERS 8
 #define SCRAPES 300
 #define IDLE_CLIENTS 1000
@@ -114,9 +116,7 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	char build[512], bin[600], ex[600], pids[WORKERS * 12] = "";
-	snprintf(build, sizeof(build), "%s", argv[0]);
-	*strrchr(build, '/') = '\0';   /* build/bench */
-	*strrchr(build, '/') = '\0';   /* build */
+	bench_build_dir(argv[0], build, sizeof(build));
 	snprintf(bin, sizeof(bin), "%s/loopstat", build);
 	snprintf(ex, sizeof(ex), "%s/examples/counters", build);
 	struct rlimit rl;
