@@ -6,12 +6,12 @@
 #include "probe_perf.h"
 #include "probe_stat.h"
 #include "probe_unwind.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define LIVE_MAX_PROBES 256   /* threads whose syscall file we re-read after an unwind */
 
@@ -107,6 +107,16 @@ static struct probe_syscall *probe_of(struct profile_live *l, pid_t pid, pid_t t
 	return p->sc.fd >= 0 ? &p->sc : NULL;
 }
 
+/* The n frames unwound into l->frames as labels in l->lp; returns n. */
+static int label_frames(struct profile_live *l, int n)
+{
+	for (int i = 0; i < n; i++) {
+		probe_unwind_label(&l->frames[i], l->labels[i], sizeof(l->labels[i]));
+		l->lp[i] = l->labels[i];
+	}
+	return n;
+}
+
 /* Unwinds ev's stack into l->lp; returns the frame count. */
 static int unwind(struct profile_live *l, const struct sampler_event *ev)
 {
@@ -124,18 +134,7 @@ static int unwind(struct profile_live *l, const struct sampler_event *ev)
 		return 1;
 	}
 	l->st.unwound++;
-	for (int i = 0; i < n; i++) {
-		probe_unwind_label(&l->frames[i], l->labels[i], sizeof(l->labels[i]));
-		l->lp[i] = l->labels[i];
-	}
-	return n;
-}
-
-static uint64_t mono_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return label_frames(l, n);
 }
 
 /* An on-CPU sample's stack, unwound into l->lp: the thread's newest perf
@@ -160,7 +159,7 @@ static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
 		return 0;
 	}
 	probe_perf_latest(p->perf, p->last);   /* or the last one stays */
-	if (!p->last->time_ns || mono_now_ns() - p->last->time_ns > (uint64_t)(2e9 / hz)) {
+	if (!p->last->time_ns || mono_ns() - p->last->time_ns > (uint64_t)(2e9 / hz)) {
 		l->st.cpu_bare++;
 		return 0;
 	}
@@ -172,11 +171,7 @@ static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
 		return 0;
 	}
 	l->st.cpu_stacks++;
-	for (int i = 0; i < n; i++) {
-		probe_unwind_label(&l->frames[i], l->labels[i], sizeof(l->labels[i]));
-		l->lp[i] = l->labels[i];
-	}
-	return n;
+	return label_frames(l, n);
 }
 
 void profile_live_on_sample(void *arg, const struct sampler_event *ev)
