@@ -24,38 +24,6 @@
 
 static char build[512];
 
-/* Runs argv (FL_BACKEND=backend when given), its stdout on *out. */
-static pid_t spawn(char *const argv[], const char *backend, int *out)
-{
-	int p[2];
-	if (pipe(p) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (backend)
-			setenv("FL_BACKEND", backend, 1);
-		dup2(p[1], STDOUT_FILENO);
-		close(p[0]);
-		close(p[1]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	*out = p[0];
-	return pid;
-}
-
-static void slurp(int fd, char *buf, size_t len)
-{
-	size_t got = 0;
-	ssize_t n;
-	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-	close(fd);
-}
-
-/* The first number after "key": in a JSON text (one worker: keys are unique). */
 /* One case; returns |sampled - self| in points, NaN on failure. */
 static double one(const char *backend, double idle)
 {
@@ -66,18 +34,18 @@ static double one(const char *backend, double idle)
 	snprintf(frac, sizeof(frac), "%.2f", idle);
 	char *wargv[] = { duty, "--idle", frac, "--seconds", "5.6", backend ? NULL : "--plain", NULL };
 	int wfd, lfd;
-	pid_t worker = spawn(wargv, backend, &wfd);
+	pid_t worker = bench_spawn(wargv, backend, &wfd);
 	if (worker < 0)
 		return NAN;
 	usleep(300000); /* let it start, so the window holds only its steady state */
 	snprintf(pid_s, sizeof(pid_s), "%d", (int)worker);
 	char *largv[] = { loopstat, "list", "--json", "--rate", RATE, "--duration", SECONDS, "-p", pid_s, NULL };
-	pid_t mon = spawn(largv, NULL, &lfd);
+	pid_t mon = bench_spawn(largv, NULL, &lfd);
 	if (mon < 0)
 		return NAN;
-	slurp(lfd, lout, sizeof(lout));
+	bench_slurp(lfd, lout, sizeof(lout));
 	waitpid(mon, NULL, 0);
-	slurp(wfd, wout, sizeof(wout));
+	bench_slurp(wfd, wout, sizeof(wout));
 	waitpid(worker, NULL, 0);
 
 	double sampled = bench_json_num(lout, "idle_pct");

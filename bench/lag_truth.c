@@ -40,35 +40,6 @@ static const struct kase cases[] = {
 	{ "80x1", "all 80 ms (8 periods)", 1 },
 };
 
-/* Runs argv with its stdout read into out (len bytes); waits for it. */
-static int run(char *const argv[], char *out, size_t len, pid_t *child)
-{
-	int p[2];
-	if (pipe(p) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], STDOUT_FILENO);
-		close(p[0]);
-		close(p[1]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	if (child) {   /* started: the caller reads it later */
-		*child = pid;
-		return p[0];
-	}
-	size_t got = 0;
-	ssize_t n;
-	while (got < len - 1 && (n = read(p[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	return 0;
-}
-
 static int one(const struct kase *k, double *err_p99, double *err_max)
 {
 	char truth_bin[600], mon[600], secs[16], dur[16], pid_s[16];
@@ -79,20 +50,20 @@ static int one(const struct kase *k, double *err_p99, double *err_max)
 	snprintf(dur, sizeof(dur), "%d", SECONDS);
 	char *targv[] = { truth_bin, "--case", "nested", "--spans", (char *)k->spec, "--idle-ms", "20", "--seconds",
 			  secs, NULL };
-	pid_t child;
-	int fd = run(targv, NULL, 0, &child);
-	if (fd < 0)
+	int fd, mfd;
+	pid_t child = bench_spawn(targv, NULL, &fd);
+	if (child < 0)
 		return -1;
 	usleep(300000);
 	snprintf(pid_s, sizeof(pid_s), "%d", (int)child);
 	char *margv[] = { mon, "list", "--json", "--duration", dur, "-p", pid_s, NULL };
-	run(margv, out, sizeof(out), NULL);
-	size_t got = 0;
-	ssize_t n;
-	while (got < sizeof(own) - 1 && (n = read(fd, own + got, sizeof(own) - 1 - got)) > 0)
-		got += (size_t)n;
-	own[got] = '\0';
-	close(fd);
+	pid_t monitor = bench_spawn(margv, NULL, &mfd);
+	out[0] = '\0';
+	if (monitor > 0) {
+		bench_slurp(mfd, out, sizeof(out));
+		waitpid(monitor, NULL, 0);
+	}
+	bench_slurp(fd, own, sizeof(own));
 	waitpid(child, NULL, 0);
 	unsigned long nspans;
 	double o50, o99, omax;
