@@ -249,9 +249,9 @@ static void sample_all(struct sampler *s, uint64_t now)
 		struct series_ctx ctx = { .sp = smp->sp, .pc = smp->pc, .fiber = w->series.fiber_now,
 					  .weight = w->weight, .tick_gap_ns = w->prec.skipped ? gap : 0 };
 		series_add_sample(&w->series, now, v, &ctx);
-		if (v->cls != PROBE_NO_ACCESS)
-			prec_note(&w->prec, v->cls == PROBE_POLL ? SERIES_POLL : v->cls == PROBE_RUNNING ? SERIES_RUNNING :
-					    v->cls == PROBE_BLOCKED ? SERIES_BLOCKED : SERIES_OTHER, w->weight);
+		int cls = series_class_of(v->cls);
+		if (cls >= 0)
+			prec_note(&w->prec, cls, w->weight);
 		/* a new fd is named at once, not a sweep later; a reused sample's
 		 * was named when it was read, and sweeps keep it */
 		if ((v->cls == PROBE_BLOCKED || v->cls == PROBE_POLL) && v->fd >= 0 && !reused)

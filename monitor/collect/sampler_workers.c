@@ -220,16 +220,6 @@ static void discover_segments(struct sampler *s)
 	}
 }
 
-/* A process whose name is not its workers' any more (an execve, a rename):
- * its listing renames them. */
-static int renamed(struct sampler *s, const struct probe_proc_info *pi)
-{
-	size_t i;
-	if (!idmap_get(&s->by_tid, idmap_pair(pi->pid, pi->pid), &i))
-		return 1;
-	return strcmp(s->w[i]->name, pi->comm) != 0;
-}
-
 /* Rounds (seconds) between two looks at a -p process whose threads stand. */
 #define DISCOVER_BACKOFF_MAX 8
 
@@ -278,16 +268,15 @@ static void discover_threads(struct sampler *s)
 		size_t live = 0;
 		if (find_segment(s, pi->pid) || !narrowed_in(s, pi->pid, (uid_t)-1, pi->comm))
 			continue; /* instrumented: its slots name its workers */
-		/* the sampling thread is in its own process's count, not a worker */
+		/* the sampling thread is in its own process's count, not a worker;
+		 * a process renamed since (an execve) is listed to rename them */
 		struct sworker *m = sampler_find_worker(s, pi->pid, pi->pid);
-		if (idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
-		    live + (pi->pid == getpid()) == (size_t)pi->threads && !renamed(s, pi)) {
-			if (m) {
-				m->discover_gap = m->discover_gap ? m->discover_gap * 2 : 2;
-				if (m->discover_gap > DISCOVER_BACKOFF_MAX)
-					m->discover_gap = DISCOVER_BACKOFF_MAX;
-				m->discover_due = s->discover_round + m->discover_gap;
-			}
+		if (m && !strcmp(m->name, pi->comm) && idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
+		    live + (pi->pid == getpid()) == (size_t)pi->threads) {
+			m->discover_gap = m->discover_gap ? m->discover_gap * 2 : 2;
+			if (m->discover_gap > DISCOVER_BACKOFF_MAX)
+				m->discover_gap = DISCOVER_BACKOFF_MAX;
+			m->discover_due = s->discover_round + m->discover_gap;
 			continue;
 		}
 		if (m)

@@ -50,7 +50,7 @@ void series_add_block(struct series_block *blocks, int nkeys, uint32_t *overflow
 	*overflow += n;
 }
 
-static int class_index(enum probe_class c)
+int series_class_of(enum probe_class c)
 {
 	switch (c) {
 	case PROBE_POLL: return SERIES_POLL;
@@ -168,7 +168,7 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 
 void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
 {
-	int c = class_index(v->cls);
+	int c = series_class_of(v->cls);
 	if (c < 0) {
 		/* GONE / NO_ACCESS are not time the worker spent anywhere, and
 		 * no span is measured across them */

@@ -220,6 +220,10 @@ struct series {
 
 void series_init(struct series *a);
 
+/* The series class a verdict's sample counts in; -1 for GONE and
+ * NO_ACCESS, which are no time spent anywhere. */
+int series_class_of(enum probe_class c);
+
 /* One classified syscall sample taken at t_ns; ctx may be NULL. */
 void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx);
 
