@@ -21,6 +21,10 @@ EXTRA_CFLAGS ?=
 V           ?=
 Q           := $(if $(V),,@)
 
+# `make` alone builds everything: without this the first rule in the file
+# (protoc-c's generated code, below) would be the goal.
+.DEFAULT_GOAL := all
+
 PKG_LIBS    := liburing libproc2 ncursesw libseccomp
 WARN        := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CFLAGS      ?= -O2 -g
