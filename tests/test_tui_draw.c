@@ -313,11 +313,11 @@ Test(tui_draw, selection_follows_its_worker_and_modes_switch)
 	tui_handle_key(&t, 'd');
 	tui_handle_key(&t, 'd');
 	cr_assert_float_eq(t.delay_s, 0.5, 1e-9, "5 s wraps to 0.5 s");
-	t.rate_hz = 1900;
+	t.rate_hz = 9000;
 	tui_handle_key(&t, '+');
-	cr_assert_float_eq(t.rate_hz, 2000, 1e-9, "rate capped");
+	cr_assert_float_eq(t.rate_hz, CLI_RATE_MAX, 1e-9, "rate capped where -r caps it");
 	tui_handle_key(&t, '-');
-	cr_assert_float_eq(t.rate_hz, 2000 / 1.5, 1e-6);
+	cr_assert_float_eq(t.rate_hz, CLI_RATE_MAX / 1.5, 1e-6);
 	tui_handle_key(&t, ' ');
 	cr_assert(t.paused);
 	cr_assert_eq(tui_handle_key(&t, 'q'), 1, "q in the table quits");
