@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,25 @@ Test(cli, sweeping_commands_say_their_default_targets, .timeout = 20)
 		cr_expect(!strstr(doc, "every instrumented worker"), "%s still says 'every instrumented worker'", docs[i]);
 		free(doc);
 	}
+}
+
+/* The user's docs speak to users: no project history ("wave 3", "issue
+ * 17"), and no alert said to never fire. */
+Test(cli, user_docs_have_no_internal_wording, .timeout = 10)
+{
+	const char *docs[] = { "README.md", "docs/usage.md", "docs/check.md", "docs/export.md", "docs/profile.md",
+			       "docs/shm-abi.md", "docs/loopstat.1" };
+	regex_t re;
+	cr_assert_eq(regcomp(&re, "[Ww]ave [0-9]|[Ii]ssue [0-9]|never fire", REG_EXTENDED), 0);
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		char *doc = ts_read_file(docs[i]);
+		cr_assert(doc, "%s", docs[i]);
+		regmatch_t m;
+		if (regexec(&re, doc, 1, &m, 0) == 0)
+			cr_expect(0, "%s says \"%.40s\"", docs[i], doc + m.rm_so);
+		free(doc);
+	}
+	regfree(&re);
 }
 
 /* Every line of a command's stderr says the command first: "loopstat
