@@ -331,7 +331,7 @@ void list_print_text(FILE *out, const struct model *m)
 	fputc('\n', out);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct worker_view *w = &m->workers[i];
-		model_worker_name(w, ":", name, sizeof(name));
+		model_worker_name(w, name, sizeof(name));
 		/* at most 24 bytes, cut at a character boundary (%.24s could split one) */
 		esc_copy(name, 25, &esc_term, name, SIZE_MAX, NULL);
 		fprintf(out, "%7d %7d %-24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);

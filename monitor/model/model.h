@@ -169,8 +169,9 @@ void model_done(struct model *m);
 /* Seconds the figures cover: the window, or the whole run. */
 double model_span_s(const struct model *m);
 
-/* "name", or "name<sep>tag" when the worker has a tag other than its name. */
-void model_worker_name(const struct worker_view *w, const char *sep, char *buf, size_t len);
+/* "name", or "name/tag" when the worker has a tag other than its name:
+ * every view writes a worker's name this one way. */
+void model_worker_name(const struct worker_view *w, char *buf, size_t len);
 
 /* Wilson score interval half-width for a proportion p of n samples, in points (0..100). */
 double model_ci95_pts(double p, uint64_t n);
