@@ -98,6 +98,7 @@ static void setup(void)
 	t.m.fleet.ops_per_s = 21000;
 	t.m.fleet.headroom_ops_per_s = 30000;
 	t.m.rate_hz = 200;
+	t.m.precision_pts = 2;
 	t.rate_hz = 200;   /* as tui_refresh_model would set it */
 	t.m.window_s = 5;
 	cr_assert_eq(tui_rows_update(&t), 0);
