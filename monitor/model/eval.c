@@ -119,7 +119,8 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 		case S_THROTTLE:
 			if (!b->cg.valid)
 				break;
-			if (pc.valid && b->cg.t_ns > pc.t_ns && b->cg.throttled_ns >= pc.throttled_ns) {
+			if (pc.valid && pc.group == b->cg.group && b->cg.t_ns > pc.t_ns &&
+			    b->cg.throttled_ns >= pc.throttled_ns) {
 				o->num = (double)(b->cg.throttled_ns - pc.throttled_ns);
 				o->den = (double)(b->cg.t_ns - pc.t_ns);
 			}
