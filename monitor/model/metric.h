@@ -87,12 +87,27 @@ void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int com
  *   worker rows are "worker_<name>", fleet rows "fleet_<name>";
  *   a RATE of a slot counter is that counter itself, a Prometheus counter:
  *     the name without "_per_s", then "_total" (ops_per_s: worker_ops_total);
- *   a "%" or "points" row is a 0..1 ratio: its "pct" part goes, "_ratio" ends
- *     the name (idle_pct: worker_idle_ratio, idle_pct_min: fleet_idle_min_ratio);
- *   a "ms" row is in seconds: its "ms" part goes, "_seconds" ends the name;
- *   any other "per_s" is spelled "per_second"; other units keep the name.
+ *   the rest is metric_prom_spell's rule (idle_pct: worker_idle_ratio,
+ *     idle_pct_min: fleet_idle_min_ratio, stall_ms: worker_stall_seconds).
  * The prefix (export's --prefix, "loopstat") goes in front.
  */
+#define METRIC_PROM_NAME_MAX 256
+
+/*
+ * The one Prometheus naming rule, for the table's rows and any other name
+ * (export's points made by hand): names carry base units, spelled out
+ * (promtool's lint refuses "_s" and "_ms"). "_per_s" as whole parts is
+ * "_per_second"; a name in % or points (base: a 0..1 ratio) or in ms
+ * (base: seconds) loses its unit's last whole part, "_pct" or "_ms", and
+ * ends in "_ratio" or "_seconds". Other units keep the name. Writes at
+ * most cap bytes to out.
+ */
+void metric_prom_spell(char *out, size_t cap, const char *name, enum metric_unit unit);
+
+/* What takes a value in unit to the base unit metric_prom_spell names:
+ * 0.01 for % and points, 0.001 for ms, else 1. */
+double metric_prom_scale(enum metric_unit unit);
+
 /* The name without the prefix ("worker_idle_ratio"). Static. */
 const char *metric_prom_name(const struct metric *m);
 
