@@ -1,11 +1,11 @@
 /*
- * metric.h — the rows of the metric table (metric_table.h) as struct metric
- * entries: name, unit, rule, where the figure lives in the view struct,
- * JSON decimals, natural sort direction, column, detail line and
- * description. The JSON writer, the text table, the dashboard's columns,
- * detail and fleet lines, the docs tests, export's names, check's
+ * metric.h — the metric table (rows in metric_table.c, vocabulary in
+ * metric_table.h) as struct metric entries: name, unit, rule, where the
+ * figure lives in the view struct, JSON decimals, natural sort direction
+ * and description. The JSON writer, the text table, the dashboard's
+ * columns, detail and fleet lines, the docs tests, export's names, check's
  * thresholds and the evaluator walk these tables; adding a metric is one
- * row in metric_table.h plus its docs rows.
+ * id in metric_table.h, one row in metric_table.c, plus its docs rows.
  */
 #ifndef LOOPSTAT_METRIC_H
 #define LOOPSTAT_METRIC_H
@@ -16,36 +16,31 @@
 #include "model/model.h"
 
 struct metric {
-	const char *name;
+	const char *name;        /* the JSON key, check's threshold name, the view struct's field */
 	enum metric_unit unit;
-	enum metric_kind kind;   /* the rule (a fleet row: the rule of the row it rolls up) */
+	const char *counts;      /* what a PER_S row counts ("ops": ops/s, check's unit), else NULL */
+	enum metric_kind kind;   /* the rule (fleet rows: 0, their .reduce of row .of is the rule) */
 	int arg;                 /* the rule's argument */
 	enum metric_source source;
-	enum metric_type type;
+	enum metric_type type;   /* of the field */
 	size_t offset;           /* in struct worker_view, or struct fleet_view for FLEET */
 	int decimals;            /* in JSON */
-	int sort_desc;
-	enum metric_line line;
-	const char *detail;
-	const char *interval;
-	enum metric_cols cols;
-	const char *title;       /* column title, NULL when not a column */
-	int width;               /* column width, cells */
-	int drop;                /* the dashboard's drop order, 0: never dropped */
+	int sort_desc;           /* busiest first: 1 when a larger value means a busier worker */
+	const char *interval;    /* the row holding this one's 95% half-width, NULL if none */
 	enum metric_reduce reduce; /* FLEET rows: how the workers' figures combine */
 	int of;                  /* FLEET rows: the worker row (enum worker_metric) */
 	const char *desc;
 };
 
 enum worker_metric {
-#define METRIC_X_ENUM(name, ...) METRIC_W_##name,
-	WORKER_METRICS(METRIC_X_ENUM)
+#define METRIC_X_ENUM(name, type) METRIC_W_##name,
+	METRIC_WORKER_IDS(METRIC_X_ENUM)
+#undef METRIC_X_ENUM
 	METRIC_NWORKER
 };
-#undef METRIC_X_ENUM
 enum fleet_metric {
-#define METRIC_X_ENUM(name, ...) METRIC_F_##name,
-	FLEET_METRICS(METRIC_X_ENUM)
+#define METRIC_X_ENUM(name, type) METRIC_F_##name,
+	METRIC_FLEET_IDS(METRIC_X_ENUM)
 #undef METRIC_X_ENUM
 	METRIC_NFLEET
 };
