@@ -247,7 +247,7 @@ const struct metric metric_fleet[METRIC_NFLEET] = {
 	[METRIC_F_workers] = {
 		FLEET_FIELD(workers), .unit = METRIC_COUNT,
 		.reduce = METRIC_R_COUNT, .of = METRIC_W_samples,
-		.decimals = 0, .sort_desc = 1,
+		.sort_desc = 1,
 		.desc = "workers listed",
 	},
 	[METRIC_F_mean_idle_pct] = {
