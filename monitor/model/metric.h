@@ -81,7 +81,7 @@ void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int com
  * rule, so a new row has its Prometheus name without a second list:
  *   worker rows are "worker_<name>", fleet rows "fleet_<name>";
  *   a RATE of a slot counter is that counter itself, a Prometheus counter:
- *     the name without "_per_s", then "_total" (ops_per_s: worker_ops_total);
+ *     what the row counts, then "_total" (ops_per_s: worker_ops_total);
  *   the rest is metric_prom_spell's rule (idle_pct: worker_idle_ratio,
  *     idle_pct_min: fleet_idle_min_ratio, stall_ms: worker_stall_seconds).
  * The prefix (export's --prefix, "loopstat") goes in front.

@@ -78,10 +78,9 @@ void metric_prom_spell(char *out, size_t cap, const char *name, enum metric_unit
 static void derive(const struct metric *m, char out[METRIC_PROM_NAME_MAX])
 {
 	char full[METRIC_PROM_NAME_MAX];
-	size_t n = strlen(m->name);
 	/* a counter is the slot's own: named for what it counts, not its rate */
-	int counter = metric_prom_counter(m), cut = counter && n > 6 && !strcmp(m->name + n - 6, "_per_s");
-	snprintf(full, sizeof(full), "%s_%.*s", metric_is_fleet(m) ? "fleet" : "worker", (int)(cut ? n - 6 : n), m->name);
+	int counter = metric_prom_counter(m) && m->counts;
+	snprintf(full, sizeof(full), "%s_%s", metric_is_fleet(m) ? "fleet" : "worker", counter ? m->counts : m->name);
 	metric_prom_spell(out, METRIC_PROM_NAME_MAX, full, counter ? METRIC_COUNT : m->unit);
 	if (counter)
 		strncat(out, "_total", METRIC_PROM_NAME_MAX - strlen(out) - 1);
