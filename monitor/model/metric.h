@@ -26,7 +26,7 @@ struct metric {
 	size_t offset;           /* in struct worker_view, or struct fleet_view for FLEET */
 	int decimals;            /* in JSON */
 	int sort_desc;           /* busiest first: 1 when a larger value means a busier worker */
-	const char *interval;    /* the row holding this one's 95% half-width, NULL if none */
+	const struct metric *interval; /* the row holding this one's 95% half-width, NULL if none */
 	enum metric_reduce reduce; /* FLEET rows: how the workers' figures combine */
 	int of;                  /* FLEET rows: the worker row (enum worker_metric) */
 	const char *desc;

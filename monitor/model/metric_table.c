@@ -27,7 +27,7 @@ const struct metric metric_worker[METRIC_NWORKER] = {
 	[METRIC_W_idle_pct] = {
 		WORKER_FIELD(idle_pct), .unit = METRIC_PCT,
 		.kind = METRIC_SHARE, .arg = SERIES_POLL, .source = METRIC_SAMPLED,
-		.decimals = 2, .interval = "idle_ci95",
+		.decimals = 2, .interval = &metric_worker[METRIC_W_idle_ci95],
 		.desc = "share of wall time in the loop's own poll: spare capacity",
 	},
 	[METRIC_W_idle_ci95] = {

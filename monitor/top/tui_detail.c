@@ -100,7 +100,7 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 		const struct metric *m = &metric_worker[i];
 		if (tui_metrics[i].line != TUI_LINE_BAR)
 			continue;
-		double ci = m->interval ? metric_value(metric_find(m->interval), w) : NAN;
+		double ci = m->interval ? metric_value(m->interval, w) : NAN;
 		bar_line(t, y++, tui_metrics[i].detail, metric_value(m, w), ci, bar_attr(t, w, i));
 	}
 	mvprintw(y++, 2, "%s", metric_line(w, TUI_LINE_CPU));
