@@ -24,7 +24,7 @@
 enum metric_unit {
 	METRIC_PCT,      /* "%", 0..100 of wall time (or of a CPU) */
 	METRIC_POINTS,   /* "points": a half-width of an interval of a percentage */
-	METRIC_PER_S,    /* "1/s" */
+	METRIC_PER_S,    /* "1/s"; the row's .counts says of what ("ops": check's "ops/s") */
 	METRIC_MS,       /* "ms" */
 	METRIC_COUNT,    /* "count": a number of things */
 	METRIC_CPUS,     /* "cpus": CPU time per second of wall time, e.g. a quota */
