@@ -50,7 +50,7 @@ int tui_draw_header(struct tui *t)
 		const struct metric *m = &metric_fleet[i];
 		char val[32], part[64];
 		metric_format(val, sizeof(val), m->unit, f->workers || i == METRIC_F_workers ? metric_value(m, f) : NAN, 0);
-		snprintf(part, sizeof(part), m->detail, val);
+		snprintf(part, sizeof(part), tui_fleet_detail[i], val);
 		if (strcmp(val, "-") == 0 && m->unit == METRIC_PCT)
 			part[strlen(part) - 1] = '\0';   /* "-", not "-%" */
 		if (i)
