@@ -302,19 +302,17 @@ static int share(const struct eval_track *const *ts, size_t nt, int arg, const s
 	return 0;
 }
 
-/* The dashboard's interval of a share: the binomial (Wilson) half-width
- * of its samples, scaled as the share is. */
-static int share_ci95(const struct eval_track *const *ts, size_t nt, int arg, struct estimate *out)
+/* A bound of a share's 95% interval, or its half-width: the evaluator's
+ * own interval (whatever flags asked), the one check judges with. A
+ * figure with no spread over the periods (one second) has none: NaN. */
+static int share_bound(const struct eval_track *const *ts, size_t nt, int arg, enum metric_kind kind,
+		       struct estimate *out)
 {
-	struct estimate R, p;
-	int split, err = share_parts(ts, nt, arg, NULL, 0, &R, &p, &split);
-	if (err < 0)
+	int err = share(ts, nt, arg, NULL, EVAL_INTERVAL, out);
+	if (err < 0 || !out->ok)
 		return err;
-	*out = p;
-	if (!p.ok)
-		return 0;
-	double f = split ? 1 - fmin(fmax(R.est, 0), 1) : 1, prop = split ? p.est : p.est / 100;
-	out->est = out->lo = out->hi = f * model_ci95_pts(prop, (uint64_t)llround(p.n));
+	double v = kind == METRIC_LOWER ? out->lo : kind == METRIC_UPPER ? out->hi : (out->hi - out->lo) / 2;
+	out->est = out->lo = out->hi = isfinite(out->lo) && isfinite(out->hi) ? v : NAN;
 	return 0;
 }
 
@@ -509,7 +507,9 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 		lag_eval(ts, nt, m->arg, out);
 		return 0;
 	case METRIC_INTERVAL:
-		return share_ci95(ts, nt, m->arg, out);
+	case METRIC_LOWER:
+	case METRIC_UPPER:
+		return share_bound(ts, nt, m->arg, m->kind, out);
 	case METRIC_TALLY:
 		if (m->arg != METRIC_ARG_SAMPLES && m->arg != METRIC_ARG_STALLS) {
 			run_total(ts, nt, out);

@@ -34,7 +34,10 @@ enum metric_kind {
 	METRIC_SHARE,    /* a share of wall time: the samples of class arg (SERIES_*, or METRIC_ARG_UNKEYED)
 	                  * among the off-CPU samples, scaled by schedstat's off-CPU share; RUNNING is
 	                  * schedstat's runnable share itself (all samples when schedstat is unknown) */
-	METRIC_INTERVAL, /* the 95% half-width of the share of class arg (binomial, the dashboard's) */
+	METRIC_INTERVAL, /* the half-width of the 95% interval of the share of class arg: the evaluator's (batch
+	                  * means over the periods' whole seconds, as check judges with; 0 when measured exactly) */
+	METRIC_LOWER,    /* that interval's lower bound */
+	METRIC_UPPER,    /* and its upper bound */
 	METRIC_RATE,     /* counter arg's (PROBE_SHM_*) growth per second */
 	METRIC_RATIO,    /* a clock's growth over wall time: METRIC_ARG_RUN, _WAIT (schedstat), _POLL_NS (the slot) */
 	METRIC_LEVEL,    /* counter arg as last read */
@@ -135,6 +138,12 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	X(idle_ci95,          POINTS, INTERVAL, SERIES_POLL, SAMPLED,  DOUBLE, 2, 0, NONE,   NULL, NULL, \
 	  LIST, "±", 5, 0, \
 	  "half-width of the 95% interval of idle_pct") \
+	X(idle_lo,            PCT,    LOWER,    SERIES_POLL, SAMPLED,  DOUBLE, 2, 0, NONE,   NULL, NULL, \
+	  NONE, NULL, 0, 0, \
+	  "lower bound of the 95% interval of idle_pct: the one check judges with") \
+	X(idle_hi,            PCT,    UPPER,    SERIES_POLL, SAMPLED,  DOUBLE, 2, 0, NONE,   NULL, NULL, \
+	  NONE, NULL, 0, 0, \
+	  "upper bound of the 95% interval of idle_pct: the one check judges with") \
 	X(cpu_pct,            PCT,    RATIO,    METRIC_ARG_RUN, SCHED, DOUBLE, 2, 1, CPU,    "cpu %s%%", NULL, \
 	  ALL, "CPU%", 5, 6, \
 	  "CPU time over wall time") \

@@ -160,29 +160,40 @@ static void view_keys(const struct series *a, struct worker_view *w)
 	w->keys_unkeyed_pct = total ? 100.0 * a->total.keys_overflow / (double)total : NAN;
 }
 
-/* Every row of the table over the track, into w's fields; a counter row of
- * a worker without readings of its slot stays unknown. */
-static void fill_rows(const struct eval_track *t, int instrumented, struct worker_view *w)
+int model_row_is_interval(const struct metric *m)
+{
+	return m->kind == METRIC_INTERVAL || m->kind == METRIC_LOWER || m->kind == METRIC_UPPER;
+}
+
+void model_set_row(struct worker_view *w, const struct metric *m, double v)
+{
+	char *field = (char *)w + m->offset;
+	if (m->type == METRIC_DOUBLE)
+		*(double *)field = v;
+	else if (m->type == METRIC_U64)
+		*(uint64_t *)field = isnan(v) ? 0 : (uint64_t)llround(v);
+}
+
+/* Every row of the table over the track t (the interval rows over ti: the
+ * whole seconds of t's periods), into w's fields; a counter row of a
+ * worker without readings of its slot stays unknown. */
+static void fill_rows(const struct eval_track *t, const struct eval_track *ti, int instrumented, struct worker_view *w)
 {
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
 		struct estimate e = { .ok = 0 };
 		if (m->source != METRIC_COUNTERS || instrumented)
-			model_eval(m, &t, 1, NULL, 0, &e);
-		double v = e.ok && isfinite(e.est) ? e.est : NAN;   /* unbounded headroom is shown as unknown */
-		char *field = (char *)w + m->offset;
-		if (m->type == METRIC_DOUBLE)
-			*(double *)field = v;
-		else if (m->type == METRIC_U64)
-			*(uint64_t *)field = isnan(v) ? 0 : (uint64_t)llround(v);
+			model_eval(m, model_row_is_interval(m) ? &ti : &t, 1, NULL, 0, &e);
+		/* unbounded headroom is shown as unknown */
+		model_set_row(w, m, e.ok && isfinite(e.est) ? e.est : NAN);
 	}
 }
 
-static void fill_worker(const struct series *a, const struct eval_track *t, int64_t now_sec, int instrumented,
-			struct worker_view *w)
+static void fill_worker(const struct series *a, const struct eval_track *t, const struct eval_track *ti,
+			int64_t now_sec, int instrumented, struct worker_view *w)
 {
 	instrumented = instrumented && a->shm_last.valid;
-	fill_rows(t, instrumented, w);
+	fill_rows(t, ti, instrumented, w);
 	fill_blockers(w, t);
 	struct lag_hist lag;
 	lag_collect(&t, 1, &lag);
@@ -209,7 +220,7 @@ void model_window_range(const struct series *a, int64_t lo, int64_t hi, int inst
 	if (hi - lo + 1 > SERIES_DETAIL_S)
 		lo = hi - SERIES_DETAIL_S + 1;
 	eval_track_seconds(&t, p, a, lo, hi);
-	fill_worker(a, &t, hi + 1, instrumented, w);
+	fill_worker(a, &t, &t, hi + 1, instrumented, w);
 }
 
 void model_window(const struct series *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w)
@@ -218,9 +229,17 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 	struct eval_period p[SERIES_DETAIL_S];
 	struct eval_track t;
 	struct series_bucket folded;
-	if (window_s > 0)
+	if (window_s > 0) {
 		eval_track_seconds(&t, p, a, now_sec - series_window_span(window_s) + 1, now_sec);
-	else
-		eval_track_run(&t, p, &folded, a);
-	fill_worker(a, &t, now_sec, instrumented, w);
+		fill_worker(a, &t, &t, now_sec, instrumented, w);
+		return;
+	}
+	/* the run folded into one period: its interval from its whole seconds
+	 * still in the ring (the feed's kept seconds replace it: track_intervals) */
+	struct eval_period ps[SERIES_DETAIL_S];
+	struct eval_track ti;
+	int64_t lo = a->first_sec > now_sec - SERIES_DETAIL_S + 2 ? a->first_sec : now_sec - SERIES_DETAIL_S + 2;
+	eval_track_seconds(&ti, ps, a, lo, now_sec - 1);
+	eval_track_run(&t, p, &folded, a);
+	fill_worker(a, &t, &ti, now_sec, instrumented, w);
 }
