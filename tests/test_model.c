@@ -66,6 +66,17 @@ Test(model, idle_share_and_wilson_interval)
 	cr_assert(isnan(view.ops_per_s), "uninstrumented: no rates");
 }
 
+/* A source that measures exactly says so: the interval is the value. */
+Test(model, exact_counts_have_the_measurements_interval)
+{
+	feed(1 * NS, 6 * NS, 1000, quarter_idle);
+	acc->exact = 1;
+	model_window(acc, 6 * NS - 1, 5, 0, &view);
+	cr_assert_float_eq(view.idle_pct, 25.0, 1e-9);
+	cr_assert_eq(view.idle_ci95, 0, "± %f", view.idle_ci95);
+	cr_assert(view.idle_lo == view.idle_pct && view.idle_hi == view.idle_pct, "[%f, %f]", view.idle_lo, view.idle_hi);
+}
+
 Test(model, ci95_properties)
 {
 	cr_assert_gt(model_ci95_pts(0.5, 100), model_ci95_pts(0.5, 10000));

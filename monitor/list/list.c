@@ -155,6 +155,8 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_key(j, "loop_basis");
 	json_string(j, w->loop_basis);
 	json_source(j, w, METRIC_SAMPLED);
+	json_key(j, "interval");   /* what idle_lo and idle_hi are */
+	json_string(j, w->exact ? "exact" : "batch_means");
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
 	char why[128];

@@ -303,14 +303,20 @@ static int share(const struct eval_track *const *ts, size_t nt, int arg, const s
 }
 
 /* A bound of a share's 95% interval, or its half-width: the evaluator's
- * own interval (whatever flags asked), the one check judges with. A
- * figure with no spread over the periods (one second) has none: NaN. */
+ * own interval (whatever flags asked), the one check judges with; for
+ * exact counts, the value (half-width 0). A sampled figure with no spread
+ * over the periods (one second) has none: NaN. */
 static int share_bound(const struct eval_track *const *ts, size_t nt, int arg, enum metric_kind kind,
 		       struct estimate *out)
 {
 	int err = share(ts, nt, arg, NULL, EVAL_INTERVAL, out);
 	if (err < 0 || !out->ok)
 		return err;
+	int exact = 1;
+	for (size_t i = 0; i < nt; i++)
+		exact &= ts[i]->exact;
+	if (exact)   /* measured, not estimated: the measurement's own interval, the value itself */
+		out->lo = out->hi = out->est;
 	double v = kind == METRIC_LOWER ? out->lo : kind == METRIC_UPPER ? out->hi : (out->hi - out->lo) / 2;
 	out->est = out->lo = out->hi = isfinite(out->lo) && isfinite(out->hi) ? v : NAN;
 	return 0;
@@ -611,6 +617,7 @@ void eval_track_seconds(struct eval_track *t, struct eval_period *p, const struc
 	t->p = p;
 	t->n = hi >= lo ? (size_t)(hi - lo + 1) : 0;
 	t->disagreements = a->self_disagreements;
+	t->exact = a->exact;
 	for (int64_t sec = lo; sec <= hi; sec++)
 		eval_period_of(&p[sec - lo], sec >= 0 ? &a->detail[sec % SERIES_DETAIL_S] : NULL, sec);
 	/* Baseline: the last readings before the range; else, for a worker
@@ -650,5 +657,5 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
 				   a->total.lag_max_ns, a->total.n2, a->samples };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
-				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements };
+				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements, .exact = a->exact };
 }

@@ -56,6 +56,7 @@ struct eval_track {
 	struct series_sched sched_base;
 	struct series_cgroup cg_base;
 	uint64_t disagreements;              /* run total of /proc contradicting the slot (a TALLY) */
+	int      exact;                      /* the class counts are exact: a share's interval is its value */
 };
 
 /* blocked_pct's filter: blocked samples of this syscall and fd only (-1: any). */

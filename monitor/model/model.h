@@ -87,6 +87,7 @@ struct worker_view {
 	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */
+	int      exact;                   /* its class counts were measured exactly, not sampled: its ± is 0 */
 	const char *backend;              /* "io_uring", "libev", "none" (static) */
 	int      gone;                    /* task exited; kept a few seconds, then dropped */
 	char     loop_basis[64];          /* how its loop's poll is told apart: "epoll fd 7", "plain poll loop ..." */

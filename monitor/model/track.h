@@ -36,6 +36,7 @@ struct track {
 	struct series_sched sched_first;
 	struct series_cgroup cg_first;
 	uint64_t disagreements;   /* run total, as the series counts it */
+	int      exact;           /* its class counts are exact (series.exact) */
 };
 
 struct tracks {
