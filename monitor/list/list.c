@@ -177,11 +177,9 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 		json_key(j, "counters");
 		json_object_begin(j);
 		json_source(j, w, METRIC_COUNTERS);
-		enum model_bound b;   /* what headroom_ops_per_s is the tightest of */
-		model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &b);
-		json_key(j, "headroom_bound");
-		if (model_bound_name(b))
-			json_string(j, model_bound_name(b));
+		json_key(j, "headroom_bound");   /* what headroom_ops_per_s is the tightest of */
+		if (model_bound_name(w->headroom_bound))
+			json_string(j, model_bound_name(w->headroom_bound));
 		else
 			json_null(j);
 		json_object_end(j);

@@ -232,10 +232,37 @@ static void clamp_interval(struct estimate *e, double lo, double hi)
 	e->hi = fmin(hi, fmax(e->hi, lo));
 }
 
+/*
+ * The one idle split, of every figure and the sparkline's seconds.
+ *
+ * A sample can say "running" only if the sampler gets a CPU while the
+ * worker has one. When the two share a CPU and the sampler cannot preempt,
+ * or the host runs the VM's vCPUs in turn, the sampler's wakeups slip past
+ * the worker's busy phases and find it back in its poll: a loop busy 10 %
+ * of the time read 98 % idle that way (docs/performance.md, "Monitor").
+ * schedstat knows the runnable share exactly (on a CPU or waiting for one,
+ * as /proc's "running"), so when it is known the samples only split the
+ * rest, the time off the CPU, between poll, blocked and other: a slip does
+ * not bias that split, the worker being off its CPU either way.
+ */
+double eval_split(double runnable, double n_running, double n_off, double *running, double *scale)
+{
+	if (!isnan(runnable) && n_off > 0) {
+		*running = fmin(fmax(runnable, 0), 1);
+		*scale = 1 - *running;
+		return n_off;
+	}
+	double all = n_running + n_off;
+	*running = all > 0 ? n_running / all : NAN;
+	*scale = all > 0 ? 1 : NAN;
+	return all;
+}
+
 /* 100 (1 − R) p, with the delta method's variance; p's Wilson floor kept. */
 static void split_share(const struct estimate *p, const struct estimate *R, struct estimate *out)
 {
-	double f = 1 - fmin(fmax(R->est, 0), 1);
+	double running, f;
+	eval_split(R->est, 0, 1, &running, &f);   /* R is known here, and off-CPU samples were taken */
 	*out = *p;
 	out->est = 100 * f * p->est;
 	double vp = f * f * p->se * p->se, vr = p->est * p->est * R->se * R->se;
@@ -292,8 +319,10 @@ static int share(const struct eval_track *const *ts, size_t nt, int arg, const s
 	} else if (arg != SERIES_RUNNING) {
 		split_share(&p, &R, out);
 	} else {
+		double running, f;
+		eval_split(R.est, 0, 1, &running, &f);
 		*out = R;
-		out->est = 100 * fmin(fmax(R.est, 0), 1);
+		out->est = 100 * running;
 		out->lo *= 100;
 		out->hi *= 100;
 		out->se *= 100;
@@ -370,12 +399,13 @@ static int headroom_loop(const struct eval_track *const *ts, size_t nt, int coun
 	double u = 1 - I.est / 100, ulo = 1 - I.hi / 100;   /* busy share, and its least */
 	out->df = fmin(O.df, I.df);
 	out->correlated = O.correlated || I.correlated;
-	if (u <= 0.01) {
+	double h = model_headroom(O.est, I.est);   /* the one loop bound (model.h): none at idle >= 99% */
+	if (isnan(h)) {
 		out->est = out->hi = out->se = INFINITY;
-		out->lo = I.lo < 99 && O.lo > 0 ? O.lo / (1 - I.lo / 100) : 0;
+		out->lo = I.lo < 99 && O.lo > 0 ? model_headroom(O.lo, I.lo) : 0;
 		return 0;
 	}
-	out->est = O.est / u;
+	out->est = h;
 	if (!(flags & EVAL_INTERVAL)) {
 		out->lo = out->hi = out->est;
 		return 0;

@@ -18,48 +18,6 @@ _Static_assert(MODEL_HISTORY <= SERIES_HISTORY, "the view's history is read from
 
 #define NS 1000000000ull
 
-/*
- * How the sparkline's seconds become shares of time, from the compact
- * history (the evaluator, eval.h, does the same for every figure).
- *
- * A sample can say "running" only if the sampler gets a CPU while the
- * worker has one. When the two share a CPU and the sampler cannot preempt,
- * or the host runs the VM's vCPUs in turn, the sampler's wakeups slip past
- * the worker's busy phases and find it back in its poll: a loop busy 10 %
- * of the time read 98 % idle that way (docs/performance.md, "Monitor").
- * schedstat knows the runnable share exactly (on a CPU or waiting for one,
- * as /proc's "running"), so when it is known the samples only split the
- * rest, the time off the CPU, between poll, blocked and other: a slip does
- * not bias that split, the worker being off its CPU either way.
- */
-struct split {
-	double   running;    /* share of time runnable, 0..1 */
-	double   scale;      /* share of time the basis covers */
-	uint64_t basis;      /* samples the other shares come from */
-};
-
-static struct split split_samples(uint64_t n_running, uint64_t n_off, double runnable)
-{
-	struct split s = { 0 };
-	if (!isnan(runnable) && n_off) {
-		s.running = fmin(fmax(runnable, 0.0), 1.0);
-		s.scale = 1.0 - s.running;
-		s.basis = n_off;
-	} else if (n_running + n_off) {
-		s.basis = n_running + n_off;
-		s.running = (double)n_running / (double)s.basis;
-		s.scale = 1.0;
-	}
-	return s;
-}
-
-/* n samples of the basis as a percentage of time; n == basis gives exactly
- * 100 * scale (an all-poll worker reads 100, not 99.99999999999999) */
-static double share_pct(const struct split *sp, uint64_t n)
-{
-	return sp->basis ? 100.0 * sp->scale * (double)n / (double)sp->basis : NAN;
-}
-
 static int by_count_desc(const void *x, const void *y)
 {
 	const struct series_block *a = x, *b = y;
@@ -115,9 +73,10 @@ static void view_history(const struct series *a, int64_t now_sec, struct worker_
 			w->idle_history[i] = NAN;
 			continue;
 		}
-		double runnable = hs->span_us ? (double)hs->busy_us / hs->span_us : NAN;
-		struct split sp = split_samples(hs->run, (uint64_t)hs->n - hs->run, runnable);
-		w->idle_history[i] = (float)share_pct(&sp, hs->poll);
+		double runnable = hs->span_us ? (double)hs->busy_us / hs->span_us : NAN, running, scale;
+		double basis = eval_split(runnable, hs->run, (double)hs->n - hs->run, &running, &scale);
+		/* n == basis gives exactly 100 * scale (an all-poll second reads 100, not 99.99999999999999) */
+		w->idle_history[i] = basis > 0 ? (float)(100.0 * scale * hs->poll / basis) : NAN;
 	}
 }
 
@@ -194,6 +153,8 @@ static void fill_worker(const struct series *a, const struct eval_track *t, cons
 {
 	instrumented = instrumented && a->shm_last.valid;
 	fill_rows(t, ti, instrumented, w);
+	/* which bound the evaluator's headroom is: the model says, views print */
+	model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &w->headroom_bound);
 	fill_blockers(w, t);
 	struct lag_hist lag;
 	lag_collect(&t, 1, &lag);
