@@ -198,7 +198,8 @@ Test(pools, a_loop_without_helpers_reads_as_before, .timeout = 60)
 	log_worker("plain loop", w);
 	cr_assert(json_object_object_get_ex(w, "pools", &ps));
 	cr_expect_eq(json_object_array_length(ps), 0);
-	cr_expect(isnan(tj_num(w, "pool_threads")) && isnan(tj_num(w, "pool_busy_pct")));
+	cr_expect(tj_null(w, "pool_threads") && tj_null(w, "pool_busy_pct"), "no pool is null: %s",
+		  json_object_to_json_string(w));
 	cr_expect_eq(tj_num(w, "limit_pool"), 0);
 	cr_expect_str_neq(tj_str(w, "limit"), "pool");
 	json_object_put(doc);
