@@ -137,8 +137,9 @@ Test(shm_flood, a_real_worker_keeps_its_samples_and_the_run_its_duration)
 	cr_assert_eq(json_object_get_int(get(w, "pid")), worker);
 	double expected = duration * rate;
 	int samples = json_object_get_int(get(w, "samples"));
-	cr_log_info("flood of %d: list took %.2f s wall, %.2f s CPU; the worker got %d samples of %.0f\n", FLOOD,
-		    wall, cpu, samples, expected);
+	cr_log_info("flood of %d: list took %.2f s wall, %.2f s CPU; the worker got %d samples of %.0f "
+		    "(list's own span %.3f s at %.0f Hz)\n", FLOOD, wall, cpu, samples, expected,
+		    json_object_get_double(get(doc, "duration_s")), json_object_get_double(get(doc, "rate_hz")));
 	cr_expect_geq(samples, 0.9 * expected, "the real worker got %d samples of %.0f", samples, expected);
 	cr_expect_leq(wall, 3.5, "a 2-s list took %.2f s", wall);
 	cr_expect_leq(cpu, 1.5, "a 2-s list spent %.2f s of CPU", cpu);
