@@ -326,3 +326,34 @@ $(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(F
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -I$(BUILD)/gen -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \
 	  $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm
+
+# ---- tests/programs: real pooled runtimes the scheduler tests measure -------
+# Built offline from Debian's packages, each only when its toolchain is
+# installed (the suites skip, naming what is missing, otherwise): a Go server
+# with and without symbols, a tokio server from /usr/share/cargo/registry
+# (tests/programs/tokioserver/.cargo/config.toml; Debian's rustc, not a
+# rustup one on PATH), a Netty server against /usr/share/java's jars.
+PROG_DIR   := $(BUILD)/programs
+GO_BIN     := $(shell command -v go 2>/dev/null)
+CARGO_BIN  := $(shell test -x /usr/bin/cargo && test -x /usr/bin/rustc && test -d /usr/share/cargo/registry/tokio-1.24.2 && echo /usr/bin/cargo)
+JAVAC_BIN  := $(shell test -f /usr/share/java/netty-transport.jar && command -v javac 2>/dev/null)
+NETTY_CP   := $(subst $(eval) ,:,$(foreach j,common buffer transport codec handler resolver,/usr/share/java/netty-$(j).jar))
+PROGRAMS   := $(if $(GO_BIN),$(PROG_DIR)/goserver $(PROG_DIR)/goserver-stripped) \
+              $(if $(CARGO_BIN),$(PROG_DIR)/tokioserver) $(if $(JAVAC_BIN),$(PROG_DIR)/netty/NettyServer.class)
+.PHONY: programs
+programs: $(PROGRAMS)
+tests check-tests: $(PROGRAMS)
+
+$(PROG_DIR)/goserver: tests/programs/goserver/main.go tests/programs/goserver/go.mod
+	@mkdir -p $(@D)
+	$(Q)cd tests/programs/goserver && GOFLAGS=-mod=mod GOCACHE=$(abspath $(PROG_DIR))/gocache $(GO_BIN) build -o $(abspath $@) .
+$(PROG_DIR)/goserver-stripped: tests/programs/goserver/main.go tests/programs/goserver/go.mod
+	@mkdir -p $(@D)
+	$(Q)cd tests/programs/goserver && GOFLAGS=-mod=mod GOCACHE=$(abspath $(PROG_DIR))/gocache $(GO_BIN) build -ldflags='-s -w' -o $(abspath $@) .
+$(PROG_DIR)/tokioserver: tests/programs/tokioserver/src/main.rs tests/programs/tokioserver/Cargo.toml tests/programs/tokioserver/.cargo/config.toml
+	@mkdir -p $(@D)
+	$(Q)cd tests/programs/tokioserver && RUSTC=/usr/bin/rustc CARGO_HOME=$(abspath $(PROG_DIR))/cargo-home \
+	  $(CARGO_BIN) build -q --release --target-dir $(abspath $(PROG_DIR))/cargo && cp $(abspath $(PROG_DIR))/cargo/release/tokioserver $(abspath $@)
+$(PROG_DIR)/netty/NettyServer.class: tests/programs/nettyserver/NettyServer.java
+	@mkdir -p $(@D)
+	$(Q)$(JAVAC_BIN) -nowarn -d $(@D) -cp '$(NETTY_CP)' $<
