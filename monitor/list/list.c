@@ -133,6 +133,42 @@ static void json_pools(struct json *j, const struct worker_view *w)
 	json_array_end(j);
 }
 
+/* kind, runtime, capacity in threads, and a scheduler's threads */
+static void json_runtime(struct json *j, const struct worker_view *w)
+{
+	json_key(j, "kind");
+	json_string(j, w->kind);
+	json_key(j, "runtime");
+	json_string(j, w->runtime);
+	json_key(j, "threads");
+	json_i64(j, w->threads);
+	json_key(j, "threads_from");
+	json_string(j, w->threads_from);
+	json_key(j, "thread_name");
+	json_string(j, w->thread_name);
+	json_key(j, "group");
+	if (w->group[0])
+		json_string(j, w->group);
+	else
+		json_null(j);
+	json_key(j, "members");
+	json_array_begin(j);
+	for (int i = 0; i < w->nmembers; i++) {
+		const struct member_view *m = &w->members[i];
+		json_object_begin(j);
+		json_key(j, "tid");
+		json_i64(j, m->tid);
+		json_key(j, "name");
+		json_string(j, m->name);
+		json_key(j, "role");
+		json_string(j, m->worker ? "worker" : "blocking");
+		json_key(j, "busy_pct");
+		json_double(j, m->busy_pct, 2);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 void list_json_worker(struct json *j, const struct worker_view *w)
 {
 	json_object_begin(j);
@@ -154,6 +190,7 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_boolean(j, w->gone);
 	json_key(j, "loop_basis");
 	json_string(j, w->loop_basis);
+	json_runtime(j, w);
 	json_source(j, w, METRIC_SAMPLED);
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);

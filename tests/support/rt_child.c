@@ -7,10 +7,12 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define NETTY_JARS "common buffer transport codec handler resolver"
@@ -50,6 +52,24 @@ static int read_line(int fd, char *line, size_t len, long long end)
 	return -1;
 }
 
+/*
+ * tc_spawn_argv at nice RC_NICE (inherited by every thread it makes): on a
+ * machine shared with builds, a server at nice 0 waits for a CPU so long
+ * that its CPU time is no longer its busy time. Unchanged where lowering
+ * nice is refused; the suites check the wait themselves.
+ */
+#define RC_NICE -15
+static pid_t spawn_favoured(const char *const argv[], int *fd)
+{
+	errno = 0;
+	int old = getpriority(PRIO_PROCESS, 0);
+	int lowered = errno == 0 && setpriority(PRIO_PROCESS, 0, RC_NICE) == 0;
+	pid_t pid = tc_spawn_argv(argv, fd);
+	if (lowered)
+		setpriority(PRIO_PROCESS, 0, old);
+	return pid;
+}
+
 /* Reads lines until one starts with key; its text after the key. */
 static void wait_key(int fd, const char *key, char *rest, size_t len, int timeout_ms)
 {
@@ -72,7 +92,7 @@ pid_t rc_spawn_go(const char *name, int procs, double busy, int *fd)
 	snprintf(p, sizeof(p), "%d", procs);
 	setenv("GOMAXPROCS", p, 1);
 	const char *argv[] = { path, "-busy", b, NULL };
-	pid_t pid = tc_spawn_argv(argv, fd);
+	pid_t pid = spawn_favoured(argv, fd);
 	unsetenv("GOMAXPROCS");
 	wait_key(*fd, "port", port, sizeof(port), 10000);
 	return pid;
@@ -84,7 +104,7 @@ pid_t rc_spawn_tokio(double busy, int *fd, pid_t *blocking_tid)
 	cr_assert_eq(rc_program("tokioserver", path, sizeof(path)), 0);
 	snprintf(b, sizeof(b), "%.3f", busy);
 	const char *argv[] = { path, "-busy", b, NULL };
-	pid_t pid = tc_spawn_argv(argv, fd);
+	pid_t pid = spawn_favoured(argv, fd);
 	wait_key(*fd, "port", rest, sizeof(rest), 10000);
 	wait_key(*fd, "blocking", rest, sizeof(rest), 10000);
 	*blocking_tid = (pid_t)atoi(rest);
@@ -103,7 +123,7 @@ pid_t rc_spawn_netty(double busy)
 	snprintf(b, sizeof(b), "%.3f", busy);
 	const char *argv[] = { "/usr/bin/java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", cp, "NettyServer", "-busy", b, NULL };
 	int fd;
-	pid_t pid = tc_spawn_argv(argv, &fd);
+	pid_t pid = spawn_favoured(argv, &fd);
 	wait_key(fd, "port", rest, sizeof(rest), 30000);
 	close(fd);
 	return pid;
@@ -116,21 +136,36 @@ void rc_read_pair(int fd, const char *key, double *a, double *wall_ns, int timeo
 	cr_assert_eq(sscanf(rest, "%lf wall_ns %lf", a, wall_ns), 2, "bad line: %s %s", key, rest);
 }
 
-double rc_cpu_s(pid_t pid, pid_t tid)
+static void add_sched(pid_t pid, const char *tid, double *run_s, double *wait_s)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid, tid);
+	char *text = ts_read_file(path);
+	unsigned long long run = 0, wait = 0;
+	if (text && sscanf(text, "%llu %llu", &run, &wait) == 2) {
+		*run_s += (double)run / 1e9;
+		*wait_s += (double)wait / 1e9;
+	}
+	free(text);
+}
+
+void rc_sched(pid_t pid, pid_t tid, double *run_s, double *wait_s)
 {
 	char path[128];
-	if (tid > 0)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	char *text = ts_read_file(path);
-	cr_assert(text, "read %s", path);
-	char *p = strrchr(text, ')');
-	unsigned long long ut = 0, st = 0;
-	/* after the comm: state is field 3, utime and stime 14 and 15 */
-	cr_assert(p && sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &ut, &st) == 2);
-	free(text);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	*run_s = *wait_s = 0;
+	if (tid > 0) {
+		snprintf(path, sizeof(path), "%d", (int)tid);
+		add_sched(pid, path, run_s, wait_s);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			add_sched(pid, e->d_name, run_s, wait_s);
+	if (d)
+		closedir(d);
 }
 
 int rc_threads_named(pid_t pid, const char *prefix, pid_t *tids, int cap)

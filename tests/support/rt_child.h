@@ -25,9 +25,9 @@ pid_t rc_spawn_netty(double busy);
  * the test when none comes. */
 void rc_read_pair(int fd, const char *key, double *a, double *wall_ns, int timeout_ms);
 
-/* CPU time (utime + stime) of pid, or of its thread tid when tid > 0, in
- * seconds. */
-double rc_cpu_s(pid_t pid, pid_t tid);
+/* Seconds thread tid of pid (every thread of pid when tid is 0) ran on a
+ * CPU, and waited for one, from schedstat. */
+void rc_sched(pid_t pid, pid_t tid, double *run_s, double *wait_s);
 
 /* The thread ids of pid whose comm starts with prefix, up to cap. */
 int rc_threads_named(pid_t pid, const char *prefix, pid_t *tids, int cap);

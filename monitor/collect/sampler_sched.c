@@ -1,0 +1,240 @@
+/*
+ * sampler_sched.c — pooled runtimes as schedulers (probe_rt.h): a Go,
+ * tokio or ForkJoinPool process's pool of threads is one worker row, its
+ * capacity the pool's threads' worth (GOMAXPROCS, tokio's workers).
+ *
+ * The row is a worker of its own (tid 0, no /proc file of its own); its
+ * pool's threads are workers too, sampled at every tick like loops but
+ * not shown (member). After the tick's reads each row counts its members'
+ * states: busy running, busy blocked (a tokio worker stuck in a syscall),
+ * or parked; capped at its capacity, that many samples go into its series
+ * (series_add_pooled), so idle is the parked share of the capacity and
+ * every figure, interval and verdict of a loop holds for it.
+ *
+ * Once a second a row lists its process's threads again, names new ones
+ * (their comm) and re-reads Go's GOMAXPROCS. Runs on the sampling thread
+ * with s->lock held, but for sampler_runtime_of, called by discovery
+ * before it takes the lock.
+ */
+#include "collect/sampler_int.h"
+#include "probe_stat.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A row's membership is looked at again this often. */
+#define SCHED_REFRESH_NS NS
+
+const struct probe_rt_proc *sampler_runtime_of(struct sampler *s, pid_t pid, uint64_t start_time, const char *comm)
+{
+	size_t i;
+	if (idmap_get(&s->rt_by_pid, (uint64_t)pid, &i) && s->rts[i].start_time == start_time)
+		return &s->rts[i].rt;
+	if (!idmap_get(&s->rt_by_pid, (uint64_t)pid, &i)) {
+		if (s->nrts == s->rtcap) {
+			size_t cap = s->rtcap ? s->rtcap * 2 : 16;
+			struct sampler_rt *n = realloc(s->rts, cap * sizeof(*n));
+			if (!n)
+				return NULL;
+			s->rts = n;
+			s->rtcap = cap;
+		}
+		if (idmap_put(&s->rt_by_pid, (uint64_t)pid, s->nrts) < 0)
+			return NULL;
+		i = s->nrts++;
+	}
+	s->rts[i].start_time = start_time;
+	if (probe_rt_detect(pid, comm, &s->rts[i].rt) < 0)
+		memset(&s->rts[i].rt, 0, sizeof(s->rts[i].rt));
+	return &s->rts[i].rt;
+}
+
+int sampler_rt_is_scheduler(const struct probe_rt_proc *rt)
+{
+	return rt && (rt->rt == PROBE_RT_GO || rt->rt == PROBE_RT_TOKIO);
+}
+
+struct sworker *sampler_sched_row(struct sampler *s, pid_t pid, const char *comm, const struct probe_rt_proc *rt)
+{
+	struct sworker *w = sampler_find_worker(s, pid, 0);
+	if (w && !w->gone_ns)
+		return w;
+	if (w)
+		return NULL; /* a row of the pid's last process: a new one once it is dropped */
+	if (!(w = sampler_add_worker(s, pid, 0, comm, &s->ignored_threads)))
+		return NULL;
+	if (!(w->sched = calloc(1, sizeof(*w->sched)))) {
+		sampler_mark_gone(w, 1);
+		return NULL;
+	}
+	w->sched->rt = *rt;
+	w->runtime = rt->rt;
+	return w;
+}
+
+void sampler_name_thread(struct sworker *w)
+{
+	struct probe_stat st;
+	if (w->tid > 0 && probe_stat_read(w->pid, w->tid, &st) == 0)
+		snprintf(w->thread_name, sizeof(w->thread_name), "%.15s", st.comm);
+}
+
+static struct sched_member *member_of(struct sched_row *r, pid_t tid)
+{
+	for (int i = 0; i < r->nm; i++)
+		if (r->m[i].tid == tid)
+			return &r->m[i];
+	return NULL;
+}
+
+/* The process's threads listed again: new pool threads become members
+ * (workers, sampled but not shown), those gone are no longer counted. */
+static void refresh_row(struct sampler *s, struct sworker *row, uint64_t now)
+{
+	struct sched_row *r = row->sched;
+	r->next_refresh = now + SCHED_REFRESH_NS;
+	int n = probe_discover_threads(row->pid, s->tids, SAMPLER_MAX_THREADS);
+	if (n == -ESRCH) {
+		sampler_mark_gone(row, now);
+		return;
+	}
+	if (n < 0)
+		return;
+	for (int i = 0; i < r->nm; i++)
+		r->m[i].live = 0;
+	for (int t = 0; t < n && t < SAMPLER_MAX_THREADS; t++) {
+		pid_t tid = s->tids[t];
+		struct sched_member *m = member_of(r, tid);
+		if (m) {
+			m->live = 1;
+			continue;
+		}
+		if (tid == s->self_tid || r->nm == SCHED_MEMBERS)
+			continue;
+		struct probe_stat st;
+		if (probe_stat_read(row->pid, tid, &st) < 0 || !probe_rt_member(r->rt.rt, st.comm))
+			continue;
+		struct sworker *w = sampler_find_worker(s, row->pid, tid);
+		if (!w && !(w = sampler_add_worker(s, row->pid, tid, row->name, &s->ignored_threads)))
+			continue;
+		w->member = 1;
+		snprintf(w->thread_name, sizeof(w->thread_name), "%.15s", st.comm);
+		m = &r->m[r->nm++];
+		memset(m, 0, sizeof(*m));
+		m->tid = tid;
+		m->live = 1;
+		snprintf(m->comm, sizeof(m->comm), "%.15s", st.comm);
+	}
+	/* the rest of a full table: every thread of a huge pool still counts */
+	if (r->rt.rt == PROBE_RT_GO && probe_rt_go_capacity(row->pid, &r->rt) == -ESRCH)
+		sampler_mark_gone(row, now);
+}
+
+/* tokio: a member is a worker unless its waits say blocking pool. */
+static int is_worker(const struct sched_row *r, const struct sched_member *m)
+{
+	return r->rt.rt != PROBE_RT_TOKIO || m->evidence >= 0;
+}
+
+static void sample_row(struct sampler *s, struct sworker *row, uint64_t now)
+{
+	struct sched_row *r = row->sched;
+	uint32_t run = 0, blk = 0, seen = 0;
+	int workers = 0;
+	struct probe_verdict blocked = { .cls = PROBE_BLOCKED, .nr = -1, .fd = -1 };
+	for (int i = 0; i < r->nm; i++) {
+		struct sched_member *m = &r->m[i];
+		struct sworker *w = m->live ? sampler_find_worker(s, row->pid, m->tid) : NULL;
+		if (!w || w->gone_ns) {
+			m->live = 0;
+			continue;
+		}
+		if (w->tick_mode == TICK_SKIP)
+			continue;
+		const struct probe_sc_sample *smp = &w->last_smp;
+		if (r->rt.rt == PROBE_RT_TOKIO) {
+			int ev = probe_rt_tokio_evidence(smp);
+			/* bounded, so that a worker that once ran blocking work recovers */
+			if ((ev > 0 && m->evidence < 1000) || (ev < 0 && m->evidence > -1000))
+				m->evidence += ev;
+		}
+		if (!is_worker(r, m))
+			continue;
+		workers++;
+		enum probe_rt_state st = probe_rt_state_of(r->rt.rt, smp);
+		if (st == PROBE_RT_UNSEEN)
+			continue;
+		seen++;
+		m->n++;
+		if (st == PROBE_RT_RUNNING) {
+			run++;
+			m->busy++;
+		} else if (st == PROBE_RT_BLOCKED) {
+			blk++;
+			m->busy++;
+			blocked.nr = w->last_v.nr;
+			blocked.fd = w->last_v.fd;
+		}
+	}
+	int cap = r->rt.rt == PROBE_RT_GO && r->rt.capacity > 0 ? r->rt.capacity : workers;
+	r->capacity = cap;
+	if (!seen || cap <= 0)
+		return;
+	/* more threads out of their park than the capacity (a Go M in its
+	 * entersyscall, sysmon): the capacity is all busy, no more */
+	if (run > (uint32_t)cap)
+		run = (uint32_t)cap;
+	if (blk > (uint32_t)cap - run)
+		blk = (uint32_t)cap - run;
+	series_add_pooled(&row->series, now, (uint32_t)cap, run, blk, &blocked);
+	s->total_samples++;
+}
+
+void sampler_sample_scheds(struct sampler *s, uint64_t now)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *row = s->w[i];
+		if (!row->sched || row->gone_ns)
+			continue;
+		if (now >= row->sched->next_refresh)
+			refresh_row(s, row, now);
+		if (!row->gone_ns)
+			sample_row(s, row, now);
+	}
+}
+
+void sampler_sched_copy(struct snap_worker *d, const struct sworker *w)
+{
+	const struct sched_row *r = w->sched;
+	memcpy(d->thread_name, w->thread_name, sizeof(d->thread_name));
+	d->nmembers = 0;
+	d->capacity = 1;
+	d->cap_from = PROBE_RT_CAP_NONE;
+	d->scheduler = r != NULL;
+	d->runtime = r ? (int)r->rt.rt : w->runtime;
+	if (!r)
+		return;
+	d->capacity = r->capacity;
+	d->cap_from = r->rt.from;
+	for (int i = 0; i < r->nm && d->nmembers < SNAP_MEMBERS; i++) {
+		const struct sched_member *m = &r->m[i];
+		if (!m->live)
+			continue;
+		struct snap_member *o = &d->members[d->nmembers++];
+		o->tid = m->tid;
+		memcpy(o->name, m->comm, sizeof(o->name));
+		o->worker = is_worker(r, m);
+		o->n = m->n;
+		o->busy = m->busy;
+	}
+}
+
+void sampler_free_rts(struct sampler *s)
+{
+	free(s->rts);
+	s->rts = NULL;
+	s->nrts = s->rtcap = 0;
+	idmap_done(&s->rt_by_pid);
+}

@@ -1,0 +1,210 @@
+/* Pooled runtimes read as schedulers on real programs: a Go server (GOMAXPROCS=2, with and without symbols) at 30/70/95% busy is one row within 5 points of its own time; idle prometheus reads idle >= 90 and no limit "loop"; a tokio server is one row within 5 points of worker_total_busy_duration, its spawn_blocking sleeper not counted; Netty's loops are named, grouped and each within 5 points of its thread's own time. */
+#include <criterion/criterion.h>
+
+#include <json-c/json.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support/children.h"
+#include "support/list_json.h"
+#include "support/rt_child.h"
+#include "support/support.h"
+
+#define WINDOW "4"
+#define WITHIN 5.0
+
+static void need(const char *name)
+{
+	char path[600];
+	if (rc_program(name, path, sizeof(path)) < 0)
+		cr_skip_test("%s was not built (its toolchain was missing at build time)", path);
+}
+
+/* The rows of pid in doc, of kind (NULL: any); n of them into rows. */
+static int rows_of(json_object *doc, pid_t pid, const char *kind, json_object **rows, int cap)
+{
+	json_object *ws;
+	int n = 0;
+	cr_assert(json_object_object_get_ex(doc, "workers", &ws));
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		json_object *w = json_object_array_get_idx(ws, i);
+		if (tj_num(w, "pid") == pid && (!kind || !strcmp(tj_str(w, "kind"), kind)) && n < cap)
+			rows[n++] = w;
+	}
+	return n;
+}
+
+/*
+ * The truth is the program's own: its CPU time over capacity x wall (Go),
+ * tokio's busy duration, a loop thread's CPU time. That is its busy time
+ * only while it never waits for a CPU: a runnable thread holds its P and
+ * reads as running, as a loop's does. The servers run at a favoured nice
+ * (rt_child.c); where they still waited for a CPU over WAIT_MAX of their
+ * capacity, the comparison cannot be made and the case says so.
+ */
+#define WAIT_MAX 0.05
+
+static void need_cpu(double wait_s, double capacity, double wall_s)
+{
+	if (wait_s > WAIT_MAX * capacity * wall_s)
+		cr_skip_test("the machine is too busy: the server waited %.2f s for a CPU in %.2f s, so its own CPU "
+			     "time is not its busy time (run this suite alone)", wait_s, wall_s);
+}
+
+static void go_case(const char *name, double busy)
+{
+	need(name);
+	int fd;
+	pid_t pid = rc_spawn_go(name, 2, busy, &fd);
+	sleep(1);
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	double r0, w0, r1, w1;
+	long long t0 = ts_now_ms();
+	rc_sched(pid, 0, &r0, &w0);
+	json_object *doc = tj_list(pids, WINDOW);
+	rc_sched(pid, 0, &r1, &w1);
+	double wall = (double)(ts_now_ms() - t0) / 1e3;
+	double truth_idle = 100.0 * (1.0 - (r1 - r0) / (2.0 * wall));
+	need_cpu(w1 - w0, 2, wall);
+	json_object *rows[8];
+	int n = rows_of(doc, pid, NULL, rows, 8);
+	cr_assert_eq(n, 1, "%s: %d rows, one scheduler expected: %s", name, n, json_object_to_json_string(doc));
+	cr_expect_str_eq(tj_str(rows[0], "kind"), "scheduler");
+	cr_expect_str_eq(tj_str(rows[0], "runtime"), "go");
+	cr_expect_eq(tj_num(rows[0], "threads"), 2);
+	double idle = tj_num(rows[0], "idle_pct");
+	cr_expect(fabs(idle - truth_idle) <= WITHIN,
+		  "%s at %.0f%% busy: idle %.1f, its own time says %.1f (ran %.2f s, waited %.2f s for a CPU in %.2f s)",
+		  name, busy * 100, idle, truth_idle, r1 - r0, w1 - w0, wall);
+	json_object_put(doc);
+	tc_kill(pid);
+	close(fd);
+}
+
+Test(schedulers, go_30, .timeout = 60) { go_case("goserver", 0.30); }
+Test(schedulers, go_70, .timeout = 60) { go_case("goserver", 0.70); }
+Test(schedulers, go_95, .timeout = 60) { go_case("goserver", 0.95); }
+Test(schedulers, go_stripped_30, .timeout = 60) { go_case("goserver-stripped", 0.30); }
+Test(schedulers, go_stripped_70, .timeout = 60) { go_case("goserver-stripped", 0.70); }
+Test(schedulers, go_stripped_95, .timeout = 60) { go_case("goserver-stripped", 0.95); }
+
+/* Debian's prometheus, idle: a stripped Go program whose netpoller once
+ * read as a saturated loop. */
+Test(schedulers, idle_prometheus, .timeout = 90)
+{
+	if (access("/usr/bin/prometheus", X_OK) != 0)
+		cr_skip_test("/usr/bin/prometheus is not installed (package prometheus)");
+	char *dir = ts_tmpdir("prom");
+	char *conf = ts_path_in(dir, "prometheus.yml"), *data = ts_path_in(dir, "data");
+	const char *yml = "global:\n  scrape_interval: 15s\n";
+	cr_assert_eq(ts_write_file(conf, yml, strlen(yml)), 0);
+	char cf[700], df[700];
+	snprintf(cf, sizeof(cf), "--config.file=%s", conf);
+	snprintf(df, sizeof(df), "--storage.tsdb.path=%s", data);
+	const char *argv[] = { "/usr/bin/prometheus", cf, df, "--web.listen-address=127.0.0.1:0", NULL };
+	pid_t pid = tc_spawn_argv(argv, NULL);
+	sleep(3); /* past its start-up: its TSDB opened, its Ms parked */
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	json_object *doc = tj_list(pids, WINDOW);
+	json_object *rows[16];
+	int n = rows_of(doc, pid, NULL, rows, 16), sched = 0;
+	for (int i = 0; i < n; i++) {
+		cr_expect_str_neq(tj_str(rows[i], "limit"), "loop", "a row says limit loop: %s",
+				  json_object_to_json_string(rows[i]));
+		if (!strcmp(tj_str(rows[i], "kind"), "scheduler")) {
+			sched++;
+			cr_expect_str_eq(tj_str(rows[i], "runtime"), "go");
+			cr_expect_geq(tj_num(rows[i], "idle_pct"), 90, "idle prometheus: %s",
+				      json_object_to_json_string(rows[i]));
+		}
+	}
+	cr_expect_eq(sched, 1, "one scheduler row: %s", json_object_to_json_string(doc));
+	json_object_put(doc);
+	tc_kill(pid);
+	free(conf);
+	free(data);
+	ts_rmtree_free(dir);
+}
+
+Test(schedulers, tokio_two_workers, .timeout = 90)
+{
+	need("tokioserver");
+	int fd;
+	pid_t blocking;
+	pid_t pid = rc_spawn_tokio(0.30, &fd, &blocking);
+	double b0, b1, wall0, wall1, r0, r1, q0, q1;
+	rc_read_pair(fd, "busy_ns", &b0, &wall0, 5000);
+	rc_sched(pid, 0, &r0, &q0);
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	json_object *doc = tj_list(pids, WINDOW);
+	rc_read_pair(fd, "busy_ns", &b1, &wall1, 5000);
+	rc_sched(pid, 0, &r1, &q1);
+	need_cpu(q1 - q0, 2, (wall1 - wall0) / 1e9);
+	/* tokio's own figure over whole seconds around the list's window */
+	double truth_idle = 100.0 * (1.0 - (b1 - b0) / (2.0 * (wall1 - wall0)));
+	json_object *rows[8];
+	int n = rows_of(doc, pid, "scheduler", rows, 8);
+	cr_assert_eq(n, 1, "one scheduler row: %s", json_object_to_json_string(doc));
+	cr_expect_str_eq(tj_str(rows[0], "runtime"), "tokio");
+	cr_expect_eq(tj_num(rows[0], "threads"), 2, "2 workers: %s", json_object_to_json_string(rows[0]));
+	double idle = tj_num(rows[0], "idle_pct");
+	cr_expect(fabs(idle - truth_idle) <= WITHIN, "idle %.1f, worker_total_busy_duration says %.1f", idle, truth_idle);
+	/* the sleeper is named, as the blocking pool's */
+	json_object *ms;
+	int found = 0;
+	cr_assert(json_object_object_get_ex(rows[0], "members", &ms));
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+		if (tj_num(m, "tid") == blocking) {
+			found = 1;
+			cr_expect_str_eq(tj_str(m, "role"), "blocking");
+		}
+	}
+	cr_expect(found, "the spawn_blocking thread %d is not among %s", (int)blocking, json_object_to_json_string(ms));
+	json_object_put(doc);
+	tc_kill(pid);
+	close(fd);
+}
+
+Test(schedulers, netty_loops_grouped, .timeout = 120)
+{
+	need("netty/NettyServer.class");
+	pid_t pid = rc_spawn_netty(0.30);
+	pid_t loops[8];
+	int nl = 0;
+	for (int i = 0; i < 100 && (nl = rc_threads_named(pid, "nioEventLoopGro", loops, 8)) < 3; i++)
+		usleep(100000);
+	cr_assert_eq(nl, 3, "a boss loop and 2 worker loops: %d", nl);
+	sleep(2); /* past the JIT's first compiles */
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	double r0[8], w0[8], r1[8], w1[8];
+	long long t0 = ts_now_ms();
+	for (int i = 0; i < nl; i++)
+		rc_sched(pid, loops[i], &r0[i], &w0[i]);
+	json_object *doc = tj_list(pids, WINDOW);
+	for (int i = 0; i < nl; i++)
+		rc_sched(pid, loops[i], &r1[i], &w1[i]);
+	double wall = (double)(ts_now_ms() - t0) / 1e3;
+	for (int i = 0; i < nl; i++) {
+		json_object *w = tj_worker(doc, pid, loops[i]);
+		cr_expect_str_eq(tj_str(w, "kind"), "loop");
+		cr_expect_str_eq(tj_str(w, "runtime"), "jvm");
+		cr_expect_str_eq(tj_str(w, "thread_name"), "nioEventLoopGro");
+		cr_expect_str_eq(tj_str(w, "group"), "nioEventLoopGro");
+		need_cpu(w1[i] - w0[i], 1, wall);
+		double truth_idle = 100.0 * (1.0 - (r1[i] - r0[i]) / wall);
+		double idle = tj_num(w, "idle_pct");
+		cr_expect(fabs(idle - truth_idle) <= WITHIN, "loop %d: idle %.1f, its own time says %.1f", (int)loops[i],
+			  idle, truth_idle);
+	}
+	json_object_put(doc);
+	tc_kill(pid);
+}
