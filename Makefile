@@ -146,9 +146,10 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # test_probe_cgroup, test_limit_rules and test_list_json; test_shm_flood's
 # (100,000 files: minutes under the sanitizers) by test_shm_owners;
 # test_pools' (busy shares of real pools) by test_discover, whose node,
-# redis and ruby servers have helper threads, and test_list_json. `make
-# check` runs everything.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools,$(TESTS))
+# redis and ruby servers have helper threads, and test_list_json;
+# test_schedulers' (shares of real Go, tokio and Netty servers) by
+# test_sched_rows. `make check` runs everything.
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers,$(TESTS))
 # End-to-end suites whose own code the sanitizers already run through
 # others, run once, in the plain build: a real Prometheus scraping serve
 # (serve's paths: test_serve), carbon restarts under cron (export's:
@@ -175,7 +176,8 @@ CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(
 SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_sampler test_sampler_shortcut test_sampler_unchanged \
              test_check_verdicts test_check_cmd test_check_usage test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
-             test_interleave test_stats test_check_ci test_limit_quota test_pools test_lag test_stall_capture test_profile_oncpu
+             test_interleave test_stats test_check_ci test_limit_quota test_pools test_lag test_stall_capture test_profile_oncpu \
+             test_schedulers test_probe_rt
 
 # Four at a time in the plain build, whose suites mostly wait (53 s against
 # 60 for three and 73 for two); two under the sanitizers, which keep both

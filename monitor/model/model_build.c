@@ -49,9 +49,6 @@ static void build_runtime(const struct snap_worker *w, struct worker_view *v)
 	v->group[0] = '\0';
 	if (w->runtime == PROBE_RT_JVM && probe_rt_jvm_loop(w->thread_name))
 		memcpy(v->group, w->thread_name, sizeof(v->group));
-	/* a loop named by its thread (Netty's): that name is its tag in every view */
-	if (!w->instrumented && !v->tag[0] && w->thread_name[0])
-		snprintf(v->tag, sizeof(v->tag), "%s", w->thread_name);
 	/* what its "poll" is: the pool's parks, said where a loop's basis is */
 	if (w->scheduler)
 		snprintf(v->loop_basis, sizeof(v->loop_basis), "%s scheduler, %d threads (%s)", v->runtime, v->threads,
