@@ -294,6 +294,7 @@ static void discover_threads(struct sampler *s)
 				continue;
 			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
 			if (!w && (w = sampler_add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads)) && rt) {
+				/* every thread of a -p process: named only where it matters */
 				w->runtime = rt->rt;
 				if (rt->rt == PROBE_RT_JVM)
 					sampler_name_thread(w);   /* its loops are told apart by name */

@@ -42,7 +42,7 @@ static void copy_targets(const struct snap_worker *w, struct worker_view *v)
 static void build_runtime(const struct snap_worker *w, struct worker_view *v)
 {
 	v->kind = w->scheduler ? "scheduler" : "loop";
-	v->runtime = probe_rt_name((enum probe_rt)w->runtime);
+	v->runtime = probe_rt_name(w->instrumented ? PROBE_RT_FIBERLOOP : (enum probe_rt)w->runtime);
 	v->threads = w->scheduler ? w->capacity : 1;
 	v->threads_from = w->scheduler ? probe_rt_cap_name((enum probe_rt_cap)w->cap_from) : "-";
 	memcpy(v->thread_name, w->thread_name, sizeof(v->thread_name));

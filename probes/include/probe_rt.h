@@ -38,7 +38,12 @@
 
 #define PROBE_RT_MAX_CAPACITY 1024   /* a GOMAXPROCS beyond this is not believed */
 
-enum probe_rt { PROBE_RT_UNKNOWN, PROBE_RT_GO, PROBE_RT_TOKIO, PROBE_RT_JVM, PROBE_RT_N };
+/* The first three are schedulers or loop groups; the rest name a loop's
+ * runtime only (by process name; fiberloop: a worker publishing a slot). */
+enum probe_rt {
+	PROBE_RT_UNKNOWN, PROBE_RT_GO, PROBE_RT_TOKIO, PROBE_RT_JVM,
+	PROBE_RT_NODE, PROBE_RT_PYTHON, PROBE_RT_RUBY, PROBE_RT_FIBERLOOP, PROBE_RT_N
+};
 
 /* Where a scheduler's capacity came from. */
 enum probe_rt_cap {
@@ -57,7 +62,7 @@ struct probe_rt_proc {
 	uint64_t ncpu_addr;       /* runtime.ncpu, its validation */
 };
 
-/* "go", "tokio", "jvm", "unknown". Static. */
+/* "go", "tokio", "jvm", "node", "python", "ruby", "fiberloop", "unknown". Static. */
 const char *probe_rt_name(enum probe_rt rt);
 /* "runtime.gomaxprocs", "GOMAXPROCS", "cpu affinity", "threads", "-". Static. */
 const char *probe_rt_cap_name(enum probe_rt_cap from);

@@ -19,6 +19,10 @@ const char *probe_rt_name(enum probe_rt rt)
 	case PROBE_RT_GO:    return "go";
 	case PROBE_RT_TOKIO: return "tokio";
 	case PROBE_RT_JVM:   return "jvm";
+	case PROBE_RT_NODE:  return "node";
+	case PROBE_RT_PYTHON: return "python";
+	case PROBE_RT_RUBY:  return "ruby";
+	case PROBE_RT_FIBERLOOP: return "fiberloop";
 	default:             return "unknown";
 	}
 }
@@ -90,6 +94,12 @@ int probe_rt_detect(pid_t pid, const char *comm, struct probe_rt_proc *out)
 	if (r == 1) {
 		out->rt = PROBE_RT_TOKIO;
 		out->from = PROBE_RT_CAP_THREADS;
+	} else if (!strcmp(comm, "node")) {
+		out->rt = PROBE_RT_NODE;
+	} else if (!strncmp(comm, "python", 6)) {
+		out->rt = PROBE_RT_PYTHON;
+	} else if (!strncmp(comm, "ruby", 4)) {
+		out->rt = PROBE_RT_RUBY;
 	}
 	return r < 0 ? r : 0;
 }
