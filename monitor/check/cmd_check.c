@@ -518,7 +518,8 @@ out:
 const struct cli_command cmd_check = {
 	"check", "judge capacity thresholds for CI (idle_pct>=30 stall_ms<100): pass, fail or inconclusive",
 	"[OPTIONS] THRESHOLD...",
-	"Samples the workers for --warmup + --duration seconds, then judges every worker and threshold\n"
+	"Samples " CLI_TARGETS_HELP " for --warmup +\n"
+	"--duration seconds, then judges every worker and threshold\n"
 	"(metric op limit, e.g. idle_pct>=30, stall_ms<100ms, blocked_pct{syscall=fsync}<5): pass when\n"
 	"the whole 95% interval is on the good side, fail when it is on the bad side, inconclusive\n"
 	"otherwise. Every threshold is checked before sampling. Exit 0 all passed, 1 a failure,\n"

@@ -197,21 +197,38 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 	return written;
 }
 
-int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen)
+/* PATH's directory, opened once and checked (the file is replaced
+ * relative to it), and its last component in *base. A dirfd or -errno. */
+static int textfile_dir(const char *path, const char **base, char *err, size_t errlen)
 {
-	/* PATH's directory is opened once, checked, and the file replaced relative to it */
-	char dir[4096], why[1024];
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
-	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, "..")) {
 		snprintf(err, errlen, "%s: names a directory, not a file", path);
 		return -EINVAL;
 	}
-	int dfd = safefile_dir_open(dir, 0, why, sizeof(why));
-	if (dfd < 0) {
-		snprintf(err, errlen, "%s", why);
+	return safefile_dir_open(dir, 0, err, errlen);
+}
+
+int export_prom_check(const char *path, char *err, size_t errlen)
+{
+	const char *base;
+	int dfd = textfile_dir(path, &base, err, errlen);
+	if (dfd < 0)
 		return dfd;
-	}
+	close(dfd);
+	return 0;
+}
+
+int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen)
+{
+	char why[1024];
+	const char *base;
+	int dfd = textfile_dir(path, &base, err, errlen);
+	if (dfd < 0)
+		return dfd;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);

@@ -235,6 +235,8 @@ void list_print_json(FILE *out, const struct model *m)
 	json_double(&j, model_span_s(m), 3);
 	json_key(&j, "rate_hz");
 	json_double(&j, m->rate_hz, 1);
+	json_key(&j, "precision_pts");
+	json_double(&j, m->precision_pts, 1);
 	json_key(&j, "workers");
 	json_array_begin(&j);
 	for (size_t i = 0; i < m->n; i++)
@@ -356,8 +358,10 @@ void list_print_services(FILE *out, const struct model *m)
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %.0f Hz)\n", m->nservices, m->nservices == 1 ? "" : "s",
-		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), m->rate_hz);
+	char how[64];
+	model_sampling_text(m, how, sizeof(how));
+	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %s)\n", m->nservices, m->nservices == 1 ? "" : "s",
+		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), how);
 }
 
 void list_print_text(FILE *out, const struct model *m)
@@ -368,14 +372,23 @@ void list_print_text(FILE *out, const struct model *m)
 	fputc('\n', out);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct worker_view *w = &m->workers[i];
-		model_worker_name(w, ":", name, sizeof(name));
+		model_worker_name(w, name, sizeof(name));
 		/* at most 24 bytes, cut at a character boundary (%.24s could split one) */
 		esc_copy(name, 25, &esc_term, name, SIZE_MAX, NULL);
 		fprintf(out, "%7d %7d %-24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
 		print_cells(out, w);
 		fputc('\n', out);
 	}
-	fprintf(out, "%u worker%s, mean idle %s%%, %s ops/s, headroom %s ops/s (%.1f s at %.0f Hz)\n", m->fleet.workers,
-		m->fleet.workers == 1 ? "" : "s", num(a, sizeof(a), m->fleet.mean_idle_pct, 1), num(b, sizeof(b), m->fleet.ops_per_s, 0),
-		num(c, sizeof(c), m->fleet.headroom_ops_per_s, 0), model_span_s(m), m->rate_hz);
+	/* a figure nobody measured is left out, not printed as "-" */
+	const struct fleet_view *f = &m->fleet;
+	char how[64];
+	model_sampling_text(m, how, sizeof(how));
+	fprintf(out, "%u worker%s", f->workers, f->workers == 1 ? "" : "s");
+	if (!isnan(f->mean_idle_pct))
+		fprintf(out, ", mean idle %s%%", num(a, sizeof(a), f->mean_idle_pct, 1));
+	if (!isnan(f->ops_per_s))
+		fprintf(out, ", %s ops/s", num(b, sizeof(b), f->ops_per_s, 0));
+	if (!isnan(f->headroom_ops_per_s))
+		fprintf(out, ", headroom %s ops/s", num(c, sizeof(c), f->headroom_ops_per_s, 0));
+	fprintf(out, " (%.1f s at %s)\n", model_span_s(m), how);
 }

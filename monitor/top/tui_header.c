@@ -31,8 +31,12 @@ int tui_draw_header(struct tui *t)
 	fmt_secs(delay, sizeof(delay), t->delay_s);
 	fmt_secs(win, sizeof(win), t->window_s);
 
-	mvprintw(0, 0, "loopstat  %s  %s  rate %.0f Hz  window %s s  refresh %s s", t->host, now,
-		 t->rate_hz, win, delay);
+	/* the rate the user set with + and -, the precision the figures were sampled at */
+	struct model at = t->m;
+	at.rate_hz = t->rate_hz;
+	char how[64];
+	model_sampling_text(&at, how, sizeof(how));
+	mvprintw(0, 0, "loopstat  %s  %s  rate %s  window %s s  refresh %s s", t->host, now, how, win, delay);
 	if (t->paused || ended) {
 		attron(A_BOLD | A_REVERSE);
 		printw(ended ? "  REPLAY ENDED " : "  PAUSED ");

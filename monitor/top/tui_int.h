@@ -42,7 +42,7 @@
 	X(SERVICES,   "S",          "group by service: a row per service, its workers rolled up", 'S', 0, 0) \
 	X(DETAIL,     "Enter",      "open the selected worker's detail view",               '\n', '\r', KEY_ENTER) \
 	X(PAUSE,      "Space",      "pause or resume sampling",                             ' ', 0, 0) \
-	X(FASTER,     "+ or =",     "sample 1.5x faster (at most 2000 Hz)",                 '+', '=', 0) \
+	X(FASTER,     "+ or =",     "sample 1.5x faster (at most 10000 Hz, as -r)",                 '+', '=', 0) \
 	X(SLOWER,     "-",          "sample 1.5x slower (at least 10 Hz)",                  '-', 0, 0) \
 	X(DELAY,      "d",          "cycle the refresh delay: 0.5, 1, 2, 5 s",              'd', 0, 0)
 

@@ -138,7 +138,7 @@ static void cell_text(const struct worker_view *w, int c, char *buf, size_t n)
 	case TUI_COL_PID:  snprintf(buf, n, "%d", (int)w->pid); return;
 	case TUI_COL_TID:  snprintf(buf, n, "%d", (int)w->tid); return;
 	case TUI_COL_NAME:
-		model_worker_name(w, "/", buf, n);
+		model_worker_name(w, buf, n);
 		textsafe(buf);
 		return;
 	case TUI_COL_BACKEND: snprintf(buf, n, "%s", w->backend ? w->backend : "-"); return;
