@@ -115,6 +115,8 @@ struct sched_row {
 	struct probe_rt_proc rt;
 	int      capacity;            /* threads' worth, at the last tick */
 	uint64_t next_refresh;        /* the series' clock */
+	int      nthreads;            /* its process's threads at the last listing, 0: never listed */
+	unsigned unchanged;           /* looks since, the count standing */
 	int      nm;
 	struct sched_member m[SCHED_MEMBERS];
 };

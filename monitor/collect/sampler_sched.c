@@ -17,6 +17,7 @@
  * before it takes the lock.
  */
 #include "collect/sampler_int.h"
+#include "probe_proc.h"
 #include "probe_stat.h"
 
 #include <errno.h>
@@ -24,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A row's membership is looked at again this often. */
-#define SCHED_REFRESH_NS NS
+/* A row's thread count and capacity are looked at again this often; its
+ * thread list when the count changed, else every SCHED_RELIST_EVERY looks. */
+#define SCHED_REFRESH_NS   NS
+#define SCHED_RELIST_EVERY 10
 
 const struct probe_rt_proc *sampler_runtime_of(struct sampler *s, pid_t pid, uint64_t start_time, const char *comm)
 {
@@ -95,6 +98,16 @@ static void refresh_row(struct sampler *s, struct sworker *row, uint64_t now)
 {
 	struct sched_row *r = row->sched;
 	r->next_refresh = now + SCHED_REFRESH_NS;
+	if (r->rt.rt == PROBE_RT_GO && probe_rt_go_capacity(row->pid, &r->rt) == -ESRCH) {
+		sampler_mark_gone(row, now);
+		return;
+	}
+	/* a thread list that kept its length is listed again only now and
+	 * then: its threads that are not the pool's would be named again */
+	int nt = probe_proc_nthreads(row->pid);
+	if (nt == r->nthreads && ++r->unchanged % SCHED_RELIST_EVERY)
+		return;
+	r->nthreads = nt;
 	int n = probe_discover_threads(row->pid, s->tids, SAMPLER_MAX_THREADS);
 	if (n == -ESRCH) {
 		sampler_mark_gone(row, now);
@@ -127,9 +140,6 @@ static void refresh_row(struct sampler *s, struct sworker *row, uint64_t now)
 		m->live = 1;
 		snprintf(m->comm, sizeof(m->comm), "%.15s", st.comm);
 	}
-	/* the rest of a full table: every thread of a huge pool still counts */
-	if (r->rt.rt == PROBE_RT_GO && probe_rt_go_capacity(row->pid, &r->rt) == -ESRCH)
-		sampler_mark_gone(row, now);
 }
 
 /* tokio: a member is a worker unless its waits say blocking pool. */
