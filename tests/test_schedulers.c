@@ -1,4 +1,4 @@
-/* Pooled runtimes read as schedulers on real programs: a Go server (GOMAXPROCS=2, with and without symbols) at 30/70/95% busy is one row within 5 points of its own time; idle prometheus reads idle >= 90 and no limit "loop"; a tokio server is one row within 5 points of worker_total_busy_duration, its spawn_blocking sleeper not counted; Netty's loops are named, grouped and each within 5 points of its thread's own time. */
+/* Pooled runtimes read as schedulers on real programs: a Go server (GOMAXPROCS=2, with and without symbols) at 30/70/95% busy is one row within 5 points of its own CPU time (cpu_pct always, idle_pct where it never waited for a CPU); idle prometheus reads idle >= 90 and no limit "loop"; a tokio server is one row within 5 points of worker_total_busy_duration, its spawn_blocking sleeper not counted; Netty's loops are named, grouped and each within 5 points of its thread's own time. */
 #include <criterion/criterion.h>
 
 #include <json-c/json.h>
@@ -42,17 +42,22 @@ static int rows_of(json_object *doc, pid_t pid, const char *kind, json_object **
  * The truth is the program's own: its CPU time over capacity x wall (Go),
  * tokio's busy duration, a loop thread's CPU time. That is its busy time
  * only while it never waits for a CPU: a runnable thread holds its P and
- * reads as running, as a loop's does. The servers run at a favoured nice
- * (rt_child.c); where they still waited for a CPU over WAIT_MAX of their
- * capacity, the comparison cannot be made and the case says so.
+ * reads as busy, as a loop's does, while its CPU time stands still. So
+ * cpu_pct (its threads' CPU time over capacity x wall, from schedstat) is
+ * judged against it always, and idle_pct where the program waited for a
+ * CPU under WAIT_MAX of its capacity (servers run at a favoured nice,
+ * rt_child.c); on a machine busier than that the log says the idle
+ * comparison was not made.
  */
 #define WAIT_MAX 0.05
 
-static void need_cpu(double wait_s, double capacity, double wall_s)
+static int quiet(double wait_s, double capacity, double wall_s)
 {
-	if (wait_s > WAIT_MAX * capacity * wall_s)
-		cr_skip_test("the machine is too busy: the server waited %.2f s for a CPU in %.2f s, so its own CPU "
-			     "time is not its busy time (run this suite alone)", wait_s, wall_s);
+	if (wait_s <= WAIT_MAX * capacity * wall_s)
+		return 1;
+	cr_log_warn("the machine is busy: the server waited %.2f s for a CPU in %.2f s, so its CPU time is not its "
+		    "busy time and idle_pct was not judged (run this suite alone)", wait_s, wall_s);
+	return 0;
 }
 
 static void go_case(const char *name, double busy)
@@ -69,18 +74,20 @@ static void go_case(const char *name, double busy)
 	json_object *doc = tj_list(pids, WINDOW);
 	rc_sched(pid, 0, &r1, &w1);
 	double wall = (double)(ts_now_ms() - t0) / 1e3;
-	double truth_idle = 100.0 * (1.0 - (r1 - r0) / (2.0 * wall));
-	need_cpu(w1 - w0, 2, wall);
+	double truth_busy = 100.0 * (r1 - r0) / (2.0 * wall);
 	json_object *rows[8];
 	int n = rows_of(doc, pid, NULL, rows, 8);
 	cr_assert_eq(n, 1, "%s: %d rows, one scheduler expected: %s", name, n, json_object_to_json_string(doc));
 	cr_expect_str_eq(tj_str(rows[0], "kind"), "scheduler");
 	cr_expect_str_eq(tj_str(rows[0], "runtime"), "go");
 	cr_expect_eq(tj_num(rows[0], "threads"), 2);
-	double idle = tj_num(rows[0], "idle_pct");
-	cr_expect(fabs(idle - truth_idle) <= WITHIN,
-		  "%s at %.0f%% busy: idle %.1f, its own time says %.1f (ran %.2f s, waited %.2f s for a CPU in %.2f s)",
-		  name, busy * 100, idle, truth_idle, r1 - r0, w1 - w0, wall);
+	double cpu = tj_num(rows[0], "cpu_pct"), idle = tj_num(rows[0], "idle_pct");
+	cr_expect(fabs(cpu - truth_busy) <= WITHIN, "%s at %.0f%% busy: cpu_pct %.1f, its own CPU time says %.1f", name,
+		  busy * 100, cpu, truth_busy);
+	if (quiet(w1 - w0, 2, wall))
+		cr_expect(fabs(idle - (100 - truth_busy)) <= WITHIN,
+			  "%s at %.0f%% busy: idle %.1f, its own CPU time says %.1f (it waited %.2f s for a CPU)", name,
+			  busy * 100, idle, 100 - truth_busy, w1 - w0);
 	json_object_put(doc);
 	tc_kill(pid);
 	close(fd);
@@ -138,24 +145,42 @@ Test(schedulers, tokio_two_workers, .timeout = 90)
 	int fd;
 	pid_t blocking;
 	pid_t pid = rc_spawn_tokio(0.30, &fd, &blocking);
-	double b0, b1, wall0, wall1, r0, r1, q0, q1;
+	double b0, b1, wall0, wall1, r0[2], r1[2], q0[2], q1[2];
+	pid_t wk[2];
 	rc_read_pair(fd, "busy_ns", &b0, &wall0, 5000);
-	rc_sched(pid, 0, &r0, &q0);
+	/* the workers: the tokio threads that are not the sleeper (no others at this load) */
+	pid_t tt[8];
+	int nt = rc_threads_named(pid, "tokio-runtime-w", tt, 8), nw = 0;
+	for (int i = 0; i < nt && nw < 2; i++)
+		if (tt[i] != blocking)
+			wk[nw++] = tt[i];
+	cr_assert_eq(nw, 2, "%d tokio threads", nt);
+	long long t0 = ts_now_ms();
+	for (int i = 0; i < 2; i++)
+		rc_sched(pid, wk[i], &r0[i], &q0[i]);
 	char pids[32];
 	snprintf(pids, sizeof(pids), "%d", (int)pid);
 	json_object *doc = tj_list(pids, WINDOW);
-	rc_read_pair(fd, "busy_ns", &b1, &wall1, 5000);
-	rc_sched(pid, 0, &r1, &q1);
-	need_cpu(q1 - q0, 2, (wall1 - wall0) / 1e9);
-	/* tokio's own figure over whole seconds around the list's window */
+	for (int i = 0; i < 2; i++)
+		rc_sched(pid, wk[i], &r1[i], &q1[i]);
+	double wall = (double)(ts_now_ms() - t0) / 1e3;
+	/* tokio's own figure over whole seconds around the list's window: the
+	 * lines printed meanwhile wait in the pipe, the last one is wanted */
+	do
+		rc_read_pair(fd, "busy_ns", &b1, &wall1, 5000);
+	while ((wall1 - wall0) / 1e9 < wall - 0.5);
 	double truth_idle = 100.0 * (1.0 - (b1 - b0) / (2.0 * (wall1 - wall0)));
+	double truth_cpu = 100.0 * (r1[0] - r0[0] + r1[1] - r0[1]) / (2.0 * wall);
 	json_object *rows[8];
 	int n = rows_of(doc, pid, "scheduler", rows, 8);
 	cr_assert_eq(n, 1, "one scheduler row: %s", json_object_to_json_string(doc));
 	cr_expect_str_eq(tj_str(rows[0], "runtime"), "tokio");
 	cr_expect_eq(tj_num(rows[0], "threads"), 2, "2 workers: %s", json_object_to_json_string(rows[0]));
-	double idle = tj_num(rows[0], "idle_pct");
-	cr_expect(fabs(idle - truth_idle) <= WITHIN, "idle %.1f, worker_total_busy_duration says %.1f", idle, truth_idle);
+	double idle = tj_num(rows[0], "idle_pct"), cpu = tj_num(rows[0], "cpu_pct");
+	cr_expect(fabs(cpu - truth_cpu) <= WITHIN, "cpu_pct %.1f, the workers' own CPU time says %.1f", cpu, truth_cpu);
+	if (quiet(q1[0] - q0[0] + q1[1] - q0[1], 2, wall))
+		cr_expect(fabs(idle - truth_idle) <= WITHIN, "idle %.1f, worker_total_busy_duration says %.1f", idle,
+			  truth_idle);
 	/* the sleeper is named, as the blocking pool's */
 	json_object *ms;
 	int found = 0;
@@ -199,11 +224,13 @@ Test(schedulers, netty_loops_grouped, .timeout = 120)
 		cr_expect_str_eq(tj_str(w, "runtime"), "jvm");
 		cr_expect_str_eq(tj_str(w, "thread_name"), "nioEventLoopGro");
 		cr_expect_str_eq(tj_str(w, "group"), "nioEventLoopGro");
-		need_cpu(w1[i] - w0[i], 1, wall);
-		double truth_idle = 100.0 * (1.0 - (r1[i] - r0[i]) / wall);
-		double idle = tj_num(w, "idle_pct");
-		cr_expect(fabs(idle - truth_idle) <= WITHIN, "loop %d: idle %.1f, its own time says %.1f", (int)loops[i],
-			  idle, truth_idle);
+		double truth_cpu = 100.0 * (r1[i] - r0[i]) / wall;
+		double idle = tj_num(w, "idle_pct"), cpu = tj_num(w, "cpu_pct");
+		cr_expect(fabs(cpu - truth_cpu) <= WITHIN, "loop %d: cpu_pct %.1f, its own CPU time says %.1f",
+			  (int)loops[i], cpu, truth_cpu);
+		if (quiet(w1[i] - w0[i], 1, wall))
+			cr_expect(fabs(idle - (100 - truth_cpu)) <= WITHIN, "loop %d: idle %.1f, its own CPU time says %.1f",
+				  (int)loops[i], idle, 100 - truth_cpu);
 	}
 	json_object_put(doc);
 	tc_kill(pid);

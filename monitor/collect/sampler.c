@@ -372,6 +372,7 @@ static void sample_tick(struct sampler *s, uint64_t now)
 	sampler_sample_pools(s, now);
 	if (now >= s->next_sched) {
 		read_sched_all(s, now);
+		sampler_sched_cpu(s, now);
 		s->next_sched = now + NS / 4;
 	}
 }

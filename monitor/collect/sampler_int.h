@@ -109,11 +109,14 @@ struct sched_member {
 	int      live;                /* listed at the last refresh and not gone */
 	int      evidence;            /* tokio: worker parks (+) against blocking-pool waits (-) */
 	uint32_t n, busy;             /* its samples over the run, and those out of its park */
+	int      ss_seen;             /* last_run and last_wait hold a reading */
+	uint64_t last_run, last_wait; /* its schedstat at the last 4 Hz pass */
 };
 
 struct sched_row {
 	struct probe_rt_proc rt;
 	int      capacity;            /* threads' worth, at the last tick */
+	uint64_t run_ns, wait_ns;     /* its threads' CPU and CPU-wait time over its capacity, summed */
 	uint64_t next_refresh;        /* the series' clock */
 	int      nthreads;            /* its process's threads at the last listing, 0: never listed */
 	unsigned unchanged;           /* looks since, the count standing */
@@ -259,6 +262,8 @@ struct sworker *sampler_sched_row(struct sampler *s, pid_t pid, const char *comm
 void sampler_name_thread(struct sworker *w);
 /* After a tick's reads: each row's members counted into its series. */
 void sampler_sample_scheds(struct sampler *s, uint64_t now);
+/* After the 4 Hz schedstat pass: each row's threads' times into its series. */
+void sampler_sched_cpu(struct sampler *s, uint64_t now);
 void sampler_sched_copy(struct snap_worker *d, const struct sworker *w);
 void sampler_free_rts(struct sampler *s);
 

@@ -12,7 +12,10 @@
  * every figure, interval and verdict of a loop holds for it.
  *
  * Once a second a row lists its process's threads again, names new ones
- * (their comm) and re-reads Go's GOMAXPROCS. Runs on the sampling thread
+ * (their comm) and re-reads Go's GOMAXPROCS. At the 4 Hz schedstat pass
+ * its threads' CPU and CPU-wait times, over its capacity, become its own
+ * (cpu_pct: CPU time / (capacity x wall), the runtime's own busy share
+ * on a machine where it never waits for a CPU). Runs on the sampling thread
  * with s->lock held, but for sampler_runtime_of, called by discovery
  * before it takes the lock.
  */
@@ -212,6 +215,33 @@ void sampler_sample_scheds(struct sampler *s, uint64_t now)
 			refresh_row(s, row, now);
 		if (!row->gone_ns)
 			sample_row(s, row, now);
+	}
+}
+
+void sampler_sched_cpu(struct sampler *s, uint64_t now)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct sworker *row = s->w[i];
+		struct sched_row *r = row->sched;
+		if (!r || row->gone_ns || r->capacity <= 0)
+			continue;
+		for (int k = 0; k < r->nm; k++) {
+			struct sched_member *m = &r->m[k];
+			const struct sworker *w = m->live ? sampler_find_worker(s, row->pid, m->tid) : NULL;
+			if (!w || !w->judged_ns)
+				continue;
+			const struct probe_schedstat *st = &w->judged;
+			/* deltas over the capacity, so that a thread that exits takes
+			 * nothing back and a new GOMAXPROCS scales what follows */
+			if (m->ss_seen && st->run_ns >= m->last_run && st->wait_ns >= m->last_wait) {
+				r->run_ns += (st->run_ns - m->last_run) / (uint64_t)r->capacity;
+				r->wait_ns += (st->wait_ns - m->last_wait) / (uint64_t)r->capacity;
+			}
+			m->last_run = st->run_ns;
+			m->last_wait = st->wait_ns;
+			m->ss_seen = 1;
+		}
+		series_add_sched(&row->series, now, r->run_ns, r->wait_ns);
 	}
 }
 
