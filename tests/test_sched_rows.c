@@ -1,4 +1,4 @@
-/* A pooled runtime's rows, whatever the load: an idle Go server (GOMAXPROCS=3, stripped) is one scheduler row of 3 threads from its environment with its Ms as members, named in the text table; a tokio server's row names its spawn_blocking thread as the blocking pool's; Netty's loops stay loops with their thread names. */
+/* A pooled runtime's rows, whatever the load: an idle Go server (GOMAXPROCS=3, stripped) is one scheduler row of 3 threads from its environment with its Ms as members, named in the text table and labelled in Prometheus output; a tokio server's row names its spawn_blocking thread as the blocking pool's; Netty's loops stay loops with their thread names. */
 #include <criterion/criterion.h>
 
 #include <json-c/json.h>
@@ -64,6 +64,17 @@ Test(sched_rows, go_is_one_row_of_gomaxprocs, .timeout = 60)
 	cr_assert_eq(ts_loopstat(&out, 30000, "list", "-p", pids, "--duration", "1", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "go scheduler, 3 threads (GOMAXPROCS)"), "%s", out);
 	free(out);
+	/* Prometheus labels say what it is */
+	char *dir = ts_tmpdir("schedrows"), *prom = ts_path_in(dir, "x.prom");
+	cr_assert_eq(ts_loopstat(&out, 30000, "export", "-p", pids, "--duration", "1", "--prometheus-textfile", prom, NULL),
+		     0, "%s", out);
+	free(out);
+	char *text = ts_read_file(prom), want[128];
+	snprintf(want, sizeof(want), "pid=\"%d\",tid=\"0\",kind=\"scheduler\",runtime=\"go\"} ", (int)pid);
+	cr_expect(text && strstr(text, want), "%s lacks %s", text, want);
+	free(text);
+	free(prom);
+	ts_rmtree_free(dir);
 	tc_kill(pid);
 	close(fd);
 }
