@@ -95,6 +95,15 @@ static struct sched_member *member_of(struct sched_row *r, pid_t tid)
 	return NULL;
 }
 
+/* Marks tid's member live; 1 when it is one. */
+static int m_tid_live(struct sched_row *r, pid_t tid)
+{
+	struct sched_member *m = member_of(r, tid);
+	if (m)
+		m->live = 1;
+	return m != NULL;
+}
+
 /* The process's threads listed again: new pool threads become members
  * (workers, sampled but not shown), those gone are no longer counted. */
 static void refresh_row(struct sampler *s, struct sworker *row, uint64_t now)
@@ -120,13 +129,18 @@ static void refresh_row(struct sampler *s, struct sworker *row, uint64_t now)
 		return;
 	for (int i = 0; i < r->nm; i++)
 		r->m[i].live = 0;
+	for (int t = 0; t < n && t < SAMPLER_MAX_THREADS; t++)
+		m_tid_live(r, s->tids[t]);
+	/* the exited go: tokio's blocking pool comes and goes with its load */
+	int j = 0;
+	for (int i = 0; i < r->nm; i++)
+		if (r->m[i].live)
+			r->m[j++] = r->m[i];
+	r->nm = j;
 	for (int t = 0; t < n && t < SAMPLER_MAX_THREADS; t++) {
 		pid_t tid = s->tids[t];
-		struct sched_member *m = member_of(r, tid);
-		if (m) {
-			m->live = 1;
+		if (member_of(r, tid))
 			continue;
-		}
 		if (tid == s->self_tid || r->nm == SCHED_MEMBERS)
 			continue;
 		struct probe_stat st;
@@ -137,7 +151,7 @@ static void refresh_row(struct sampler *s, struct sworker *row, uint64_t now)
 			continue;
 		w->member = 1;
 		snprintf(w->thread_name, sizeof(w->thread_name), "%.15s", st.comm);
-		m = &r->m[r->nm++];
+		struct sched_member *m = &r->m[r->nm++];
 		memset(m, 0, sizeof(*m));
 		m->tid = tid;
 		m->live = 1;
