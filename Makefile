@@ -351,7 +351,7 @@ CARGO_BIN  := $(shell test -x /usr/bin/cargo && test -x /usr/bin/rustc && test -
 JAVAC_BIN  := $(shell test -f /usr/share/java/netty-transport.jar && command -v javac 2>/dev/null)
 NETTY_CP   := $(subst $(eval) ,:,$(foreach j,common buffer transport codec handler resolver,/usr/share/java/netty-$(j).jar))
 PROGRAMS   := $(if $(GO_BIN),$(PROG_DIR)/goserver $(PROG_DIR)/goserver-stripped) \
-              $(if $(CARGO_BIN),$(PROG_DIR)/tokioserver) $(if $(JAVAC_BIN),$(PROG_DIR)/netty/NettyServer.class)
+              $(if $(CARGO_BIN),$(PROG_DIR)/tokioserver) $(if $(JAVAC_BIN),$(PROG_DIR)/netty/NettyServer.class $(PROG_DIR)/netty/FjpLoad.class)
 .PHONY: programs
 programs: $(PROGRAMS)
 tests check-tests: $(PROGRAMS)
@@ -366,6 +366,6 @@ $(PROG_DIR)/tokioserver: tests/programs/tokioserver/src/main.rs tests/programs/t
 	@mkdir -p $(@D)
 	$(Q)cd tests/programs/tokioserver && RUSTC=/usr/bin/rustc CARGO_HOME=$(abspath $(PROG_DIR))/cargo-home \
 	  $(CARGO_BIN) build -q --release --target-dir $(abspath $(PROG_DIR))/cargo && cp $(abspath $(PROG_DIR))/cargo/release/tokioserver $(abspath $@)
-$(PROG_DIR)/netty/NettyServer.class: tests/programs/nettyserver/NettyServer.java
+$(PROG_DIR)/netty/%.class: tests/programs/nettyserver/%.java
 	@mkdir -p $(@D)
 	$(Q)$(JAVAC_BIN) -nowarn -d $(@D) -cp '$(NETTY_CP)' $<

@@ -1,4 +1,4 @@
-/* A pooled runtime's rows, whatever the load: an idle Go server (GOMAXPROCS=3, stripped) is one scheduler row of 3 threads from its environment with its Ms as members, named in the text table and labelled in Prometheus output; a tokio server's row names its spawn_blocking thread as the blocking pool's; Netty's loops stay loops with their thread names. */
+/* A pooled runtime's rows, whatever the load: an idle Go server (GOMAXPROCS=3, stripped) is one scheduler row of 3 threads from its environment with its Ms as members, named in the text table and labelled in Prometheus output; a tokio server's row names its spawn_blocking thread as the blocking pool's; Netty's loops stay loops with their thread names; a ForkJoinPool of 2 is a jvm scheduler of 2 threads. */
 #include <criterion/criterion.h>
 
 #include <json-c/json.h>
@@ -125,6 +125,20 @@ Test(sched_rows, netty_loops_keep_their_rows, .timeout = 120)
 		cr_expect_str_eq(tj_str(w, "runtime"), "jvm");
 		cr_expect_str_eq(tj_str(w, "group"), "nioEventLoopGro");
 	}
+	json_object_put(doc);
+	tc_kill(pid);
+}
+
+Test(sched_rows, forkjoinpool_is_a_scheduler, .timeout = 120)
+{
+	need("netty/FjpLoad.class");
+	pid_t pid = rc_spawn_fjp(0.1);
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	json_object *doc = tj_list(pids, "2");
+	json_object *w = only_row(doc, pid, "scheduler");
+	cr_expect_str_eq(tj_str(w, "runtime"), "jvm");
+	cr_expect_eq(tj_num(w, "threads"), 2, "%s", json_object_to_json_string(w));
 	json_object_put(doc);
 	tc_kill(pid);
 }

@@ -1,4 +1,4 @@
-/* Pooled runtimes read as schedulers on real programs: a Go server (GOMAXPROCS=2, with and without symbols) at 30/70/95% busy is one row within 5 points of its own CPU time (cpu_pct always, idle_pct where it never waited for a CPU); idle prometheus reads idle >= 90 and no limit "loop"; a tokio server is one row within 5 points of worker_total_busy_duration, its spawn_blocking sleeper not counted; Netty's loops are named, grouped and each within 5 points of its thread's own time. */
+/* Pooled runtimes read as schedulers on real programs: a Go server (GOMAXPROCS=2, with and without symbols) at 30/70/95% busy is one row within 5 points of its own CPU time (cpu_pct always, idle_pct where it never waited for a CPU); idle prometheus reads idle >= 90 and no limit "loop"; a tokio server is one row within 5 points of worker_total_busy_duration, its spawn_blocking sleeper not counted; Netty's loops are named, grouped and each within 5 points of its thread's own time; a ForkJoinPool of 2 is one row within 5 points of its workers' own time. */
 #include <criterion/criterion.h>
 
 #include <json-c/json.h>
@@ -232,6 +232,40 @@ Test(schedulers, netty_loops_grouped, .timeout = 120)
 			cr_expect(fabs(idle - (100 - truth_cpu)) <= WITHIN, "loop %d: idle %.1f, its own CPU time says %.1f",
 				  (int)loops[i], idle, 100 - truth_cpu);
 	}
+	json_object_put(doc);
+	tc_kill(pid);
+}
+
+/* A ForkJoinPool of 2 workers: one row, judged as Go's against its workers' own time. */
+Test(schedulers, forkjoinpool_two_workers, .timeout = 120)
+{
+	need("netty/FjpLoad.class");
+	pid_t pid = rc_spawn_fjp(0.30);
+	sleep(2); /* past the JIT's first compiles */
+	pid_t wk[4];
+	int nw = rc_threads_named(pid, "ForkJoinPool", wk, 4);
+	cr_assert_eq(nw, 2, "%d pool workers", nw);
+	double r0[2], q0[2], r1[2], q1[2];
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	long long t0 = ts_now_ms();
+	for (int i = 0; i < 2; i++)
+		rc_sched(pid, wk[i], &r0[i], &q0[i]);
+	json_object *doc = tj_list(pids, WINDOW);
+	for (int i = 0; i < 2; i++)
+		rc_sched(pid, wk[i], &r1[i], &q1[i]);
+	double wall = (double)(ts_now_ms() - t0) / 1e3;
+	double truth_busy = 100.0 * (r1[0] - r0[0] + r1[1] - r0[1]) / (2.0 * wall);
+	json_object *rows[8];
+	int n = rows_of(doc, pid, "scheduler", rows, 8);
+	cr_assert_eq(n, 1, "one scheduler row: %s", json_object_to_json_string(doc));
+	cr_expect_str_eq(tj_str(rows[0], "runtime"), "jvm");
+	cr_expect_eq(tj_num(rows[0], "threads"), 2);
+	double cpu = tj_num(rows[0], "cpu_pct"), idle = tj_num(rows[0], "idle_pct");
+	cr_expect(fabs(cpu - truth_busy) <= WITHIN, "cpu_pct %.1f, its workers' own CPU time says %.1f", cpu, truth_busy);
+	if (quiet(q1[0] - q0[0] + q1[1] - q0[1], 2, wall))
+		cr_expect(fabs(idle - (100 - truth_busy)) <= WITHIN, "idle %.1f, its workers' own CPU time says %.1f", idle,
+			  100 - truth_busy);
 	json_object_put(doc);
 	tc_kill(pid);
 }

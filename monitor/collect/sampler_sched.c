@@ -3,6 +3,10 @@
  * tokio or ForkJoinPool process's pool of threads is one worker row, its
  * capacity the pool's threads' worth (GOMAXPROCS, tokio's workers).
  *
+ * A JVM's row holds its ForkJoinPool workers (virtual threads' carriers,
+ * parallel streams): its event loops keep their own rows; a row with no
+ * pool thread takes no sample and is not shown.
+ *
  * The row is a worker of its own (tid 0, no /proc file of its own); its
  * pool's threads are workers too, sampled at every tick like loops but
  * not shown (member). After the tick's reads each row counts its members'
@@ -59,7 +63,8 @@ const struct probe_rt_proc *sampler_runtime_of(struct sampler *s, pid_t pid, uin
 
 int sampler_rt_is_scheduler(const struct probe_rt_proc *rt)
 {
-	return rt && (rt->rt == PROBE_RT_GO || rt->rt == PROBE_RT_TOKIO);
+	/* a JVM's row holds its ForkJoinPool workers, once it has any */
+	return rt && (rt->rt == PROBE_RT_GO || rt->rt == PROBE_RT_TOKIO || rt->rt == PROBE_RT_JVM);
 }
 
 struct sworker *sampler_sched_row(struct sampler *s, pid_t pid, const char *comm, const struct probe_rt_proc *rt)

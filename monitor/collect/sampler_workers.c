@@ -384,6 +384,8 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	pthread_mutex_lock(&s->lock);
 	struct sworker *w = sampler_find_worker(s, p->pid, tid);
 	int taken = w != NULL;
+	if (rt && rt->rt == PROBE_RT_JVM)
+		sampler_sched_row(s, p->pid, p->comm, rt); /* its pool parks in futex: never found by a sweep */
 	if (!w && pooled) {
 		taken = sampler_sched_row(s, p->pid, p->comm, rt) != NULL;
 	} else if (!w && (w = sampler_add_worker(s, p->pid, tid, p->comm, &over))) {

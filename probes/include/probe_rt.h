@@ -20,9 +20,9 @@
  *   JVM    the executable is named java. Netty's event loops
  *          (nioEventLoopGro..., epollEventLoopG...) stay one loop each
  *          (a hot connection pins to one loop) in a group named by their
- *          truncated thread name. ForkJoinPool workers are its pool's
- *          members (probe_rt_member), parked in futex when idle; the
- *          monitor does not make them a scheduler row yet.
+ *          truncated thread name. ForkJoinPool workers ("ForkJoinPool-1-w",
+ *          "ForkJoinPool.co") are a scheduler's pool, parked in futex when
+ *          idle, busy running or in another syscall (a pinned carrier).
  *
  * Recognition reads the executable's ELF headers once per process and
  * never stops the target: no ptrace; memory only through process_vm_readv.

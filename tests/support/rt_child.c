@@ -129,6 +129,25 @@ pid_t rc_spawn_netty(double busy)
 	return pid;
 }
 
+pid_t rc_spawn_fjp(double busy)
+{
+	char cls[600], b[32];
+	cr_assert_eq(rc_program("netty/FjpLoad.class", cls, sizeof(cls)), 0);
+	*strrchr(cls, '/') = '\0';
+	snprintf(b, sizeof(b), "%.3f", busy);
+	const char *argv[] = { "/usr/bin/java", "-Xmx128m", "-XX:+UseSerialGC", "-cp", cls, "FjpLoad", "-busy", b, NULL };
+	int fd;
+	pid_t pid = spawn_favoured(argv, &fd);
+	/* "ready" alone on its line: wait_key wants a key and a value */
+	char line[64];
+	long long end = ts_now_ms() + 30000;
+	while (read_line(fd, line, sizeof(line), end) == 0 && strcmp(line, "ready"))
+		;
+	cr_assert_str_eq(line, "ready", "FjpLoad did not start");
+	close(fd);
+	return pid;
+}
+
 void rc_read_pair(int fd, const char *key, double *a, double *wall_ns, int timeout_ms)
 {
 	char rest[128];

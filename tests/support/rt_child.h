@@ -21,6 +21,10 @@ pid_t rc_spawn_tokio(double busy, int *fd, pid_t *blocking_tid);
 /* Starts NettyServer on /usr/bin/java at busy; returns once it listens. */
 pid_t rc_spawn_netty(double busy);
 
+/* Starts FjpLoad (a ForkJoinPool of 2 workers) at busy; returns once its
+ * pool runs. */
+pid_t rc_spawn_fjp(double busy);
+
 /* The next "key A wall_ns B" line on fd within timeout_ms: A and B. Fails
  * the test when none comes. */
 void rc_read_pair(int fd, const char *key, double *a, double *wall_ns, int timeout_ms);
