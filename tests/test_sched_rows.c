@@ -1,4 +1,4 @@
-/* A pooled runtime's rows, whatever the load: an idle Go server (GOMAXPROCS=3, stripped) is one scheduler row of 3 threads from its environment with its Ms as members, named in the text table and labelled in Prometheus output; a tokio server's row names its spawn_blocking thread as the blocking pool's; Netty's loops stay loops with their thread names; a ForkJoinPool of 2 is a jvm scheduler of 2 threads. */
+/* A pooled runtime's rows, whatever the load: an idle Go server (GOMAXPROCS=3, stripped) is one scheduler row of 3 threads from its environment with its Ms as members, named in the text table, grouped by --by runtime and labelled in Prometheus output; a tokio server's row names its spawn_blocking thread as the blocking pool's; Netty's loops stay loops with their thread names; a ForkJoinPool of 2 is a jvm scheduler of 2 threads. */
 #include <criterion/criterion.h>
 
 #include <json-c/json.h>
@@ -63,6 +63,9 @@ Test(sched_rows, go_is_one_row_of_gomaxprocs, .timeout = 60)
 	char *out = NULL;
 	cr_assert_eq(ts_loopstat(&out, 30000, "list", "-p", pids, "--duration", "1", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "go scheduler, 3 threads (GOMAXPROCS)"), "%s", out);
+	free(out);
+	cr_assert_eq(ts_loopstat(&out, 30000, "list", "-p", pids, "--duration", "1", "--by", "runtime", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "RUNTIME ") && strstr(out, "\ngo ") && strstr(out, "\n1 runtime, 1 worker"), "%s", out);
 	free(out);
 	/* Prometheus labels say what it is */
 	char *dir = ts_tmpdir("schedrows"), *prom = ts_path_in(dir, "x.prom");

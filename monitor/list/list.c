@@ -9,6 +9,7 @@
 #include "probe_shm.h"
 #include "util/escape.h"
 
+#include <ctype.h>
 #include <math.h>
 
 #define LIST_JSON_VERSION 1
@@ -384,11 +385,20 @@ const char *list_service_title(int metric)
 	return metric >= 0 && metric < METRIC_NFLEET ? service_titles[metric] : NULL;
 }
 
-/* One row per service: the fleet rows of the metric table over its workers. */
 void list_print_services(FILE *out, const struct model *m)
 {
-	char cell[64], name[PROBE_SERVICE_LEN];
-	fprintf(out, "%-32s", "SERVICE");
+	list_print_groups(out, m, "service");
+}
+
+/* One row per group: the fleet rows of the metric table over its workers. */
+void list_print_groups(FILE *out, const struct model *m, const char *what)
+{
+	char cell[64], name[PROBE_SERVICE_LEN], title[32];
+	size_t k = 0;
+	for (; what[k] && k < sizeof(title) - 1; k++)
+		title[k] = (char)toupper((unsigned char)what[k]);
+	title[k] = '\0';
+	fprintf(out, "%-32s", title);
 	for (int i = 0; i < METRIC_NFLEET; i++)
 		fprintf(out, " %14s", service_titles[i]);
 	fputc('\n', out);
@@ -403,7 +413,7 @@ void list_print_services(FILE *out, const struct model *m)
 	}
 	char how[64];
 	model_sampling_text(m, how, sizeof(how));
-	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %s)\n", m->nservices, m->nservices == 1 ? "" : "s",
+	fprintf(out, "%zu %s%s, %u worker%s (%.1f s at %s)\n", m->nservices, what, m->nservices == 1 ? "" : "s",
 		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), how);
 }
 
