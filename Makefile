@@ -354,7 +354,9 @@ PROGRAMS   := $(if $(GO_BIN),$(PROG_DIR)/goserver $(PROG_DIR)/goserver-stripped)
               $(if $(CARGO_BIN),$(PROG_DIR)/tokioserver) $(if $(JAVAC_BIN),$(PROG_DIR)/netty/NettyServer.class $(PROG_DIR)/netty/FjpLoad.class)
 .PHONY: programs
 programs: $(PROGRAMS)
-tests check-tests: $(PROGRAMS)
+# once, by the plain build: the sanitizer build's suites find them there
+# (tests/support/rt_child.c), and tokio is not compiled twice
+tests check-tests: $(if $(SAN),,$(PROGRAMS))
 
 $(PROG_DIR)/goserver: tests/programs/goserver/main.go tests/programs/goserver/go.mod
 	@mkdir -p $(@D)
