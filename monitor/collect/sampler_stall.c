@@ -125,7 +125,8 @@ static void stack_on_cpu(struct sampler *s, struct sworker *w, struct series_sta
 		return;
 	}
 	st->cur = &st->perf;
-	int n = probe_unwind_stack(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->frames, SERIES_STALL_FRAMES);
+	int n = probe_unwind_stack_fp(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->perf.fp, st->frames,
+				      SERIES_STALL_FRAMES);
 	st->cur = NULL;
 	if (n < 0) {
 		why_errno(rec, "unwind", n);

@@ -164,7 +164,8 @@ static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
 		return 0;
 	}
 	l->cur = p->last;
-	int n = probe_unwind_stack(l->u_perf, ev->pid, ev->tid, p->last->sp, p->last->pc, l->frames, l->o.depth);
+	int n = probe_unwind_stack_fp(l->u_perf, ev->pid, ev->tid, p->last->sp, p->last->pc, p->last->fp, l->frames,
+				      l->o.depth);
 	l->cur = NULL;
 	if (n <= 0) {
 		l->st.cpu_bare++;

@@ -23,6 +23,9 @@
  * Modules come from /proc/PID/maps (cached per pid; re-reported when the
  * maps change) and symbols from the .symtab or .dynsym of each file on
  * disk (no separate debuginfo is searched, and nothing is downloaded).
+ * The [vdso] is read from our own copy (the same image). Code outside
+ * every module is named from the process's perf map (probe_perfmap.h):
+ * module "[jit]", the map's name as symbol.
  *
  * A struct probe_unwind belongs to one thread (the sampler's).
  */
@@ -38,6 +41,7 @@
 #define PROBE_UNWIND_MAX_DEPTH 128 /* frames a caller may ask for */
 #define PROBE_UNWIND_MODULE_LEN 64
 #define PROBE_UNWIND_SYMBOL_LEN 128
+#define PROBE_UNWIND_JIT "[jit]"   /* the module of a frame named by the perf map */
 
 /* Reads len bytes of pid's memory at addr into buf. Returns the number of
  * bytes read (a short count at the end of a mapping), or -errno. */
@@ -79,6 +83,12 @@ void probe_unwind_delete(struct probe_unwind *u);
  * re-sampling a parked thread costs one small process_vm_readv. */
 int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 		       struct probe_unwind_frame *frames, int max);
+
+/* The same with the thread's frame-pointer register as sampled (a perf
+ * sample's; 0: unknown, found on the stack as above). With it the unwind
+ * goes on through code without CFI, such as JIT code, by the fp chain. */
+int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc, uint64_t fp,
+			  struct probe_unwind_frame *frames, int max);
 
 /* Drops pid's cached modules (call when the process is gone). */
 void probe_unwind_forget(struct probe_unwind *u, pid_t pid);

@@ -1,0 +1,170 @@
+/* Stacks name the code: node's JIT functions from its perf map, and a fiber's own frames on the loopstat runtime. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loopstat_shm.h"
+#include "support/children.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = ts_tmpdir("stacknames");
+	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
+}
+
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(stacks_names, .init = setup, .fini = teardown, .timeout = 60);
+
+static json_object *get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "missing key '%s'", key);
+	return v;
+}
+
+/* How many of the stalls of `list --json --stall-ms 50` on pid have a
+ * frame containing needle; their count in *nstalls. */
+static int stalls_naming(pid_t pid, const char *needle, int *nstalls, char **text)
+{
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--stall-ms", "50", "--duration", "4", "-p", p, NULL };
+	int rc = ts_run(argv, text, 30000);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, *text);
+	json_object *doc = json_tokener_parse(*text);
+	cr_assert(doc, "not JSON: %s", *text);
+	json_object *ws = get(doc, "workers");
+	int found = 0;
+	*nstalls = 0;
+	for (size_t w = 0; w < json_object_array_length(ws); w++) {
+		json_object *st = get(json_object_array_get_idx(ws, w), "stalls");
+		for (size_t i = 0; i < json_object_array_length(st); i++) {
+			json_object *fr = get(json_object_array_get_idx(st, i), "frames");
+			int has = 0;
+			for (size_t k = 0; k < json_object_array_length(fr); k++)
+				has |= strstr(json_object_get_string(json_object_array_get_idx(fr, k)), needle) != NULL;
+			found += has;
+			(*nstalls)++;
+		}
+	}
+	json_object_put(doc);
+	return found;
+}
+
+/* A fiber hogging the CPU: its stall's stack is the fiber's own (its stack
+ * is not the thread's), through clock_gettime's vdso down to the fiber's
+ * function. */
+Test(stacks_names, fiber_hog_names_the_fibers_function)
+{
+	pid_t pid = tc_spawn_hogger("hogs", 0.3, 0.2, 1000);
+	char *text = NULL;
+	int n, found = stalls_naming(pid, "`hog", &n, &text);
+	tc_kill(pid);
+	cr_assert_gt(n, 0, "no stall captured: %s", text);
+	cr_expect_geq(found * 2, n, "the fiber's function 'hog' in most stalls: %s", text);
+	cr_expect(strstr(text, "fl__fiber_entry"), "down to the fiber's entry: %s", text);
+	free(text);
+}
+
+static const char node_script[] =
+	"const http = require('http');\n"
+	"function burnCpuForAWhile(ms) {\n"
+	"  const end = Date.now() + ms; let x = 0;\n"
+	"  while (Date.now() < end) { x += Math.sqrt(x + 1); }\n"
+	"  return x;\n"
+	"}\n"
+	"const srv = http.createServer((req, res) => { burnCpuForAWhile(200); res.end('ok'); });\n"
+	"srv.listen(0, '127.0.0.1', () => console.log('port ' + srv.address().port));\n";
+
+struct node_run {
+	pid_t pid;
+	int   port;
+	volatile int stop;
+	pthread_t client;
+};
+
+/* One request at a time, each a 200 ms burn in the handler. */
+static void *client_main(void *arg)
+{
+	struct node_run *r = arg;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "curl -s -m 2 -o /dev/null http://127.0.0.1:%d/", r->port);
+	while (!r->stop)
+		if (system(cmd) != 0)
+			usleep(50000);
+	return NULL;
+}
+
+static void node_start(struct node_run *r)
+{
+	if (system("command -v node >/dev/null 2>&1 && command -v curl >/dev/null 2>&1") != 0)
+		cr_skip_test("node or curl is not installed");
+	char *script = ts_path_in(dir, "burn.js");
+	cr_assert_eq(ts_write_file(script, node_script, sizeof(node_script) - 1), 0);
+	int out[2];
+	cr_assert_eq(pipe(out), 0);
+	r->pid = fork();
+	cr_assert_geq(r->pid, 0);
+	if (r->pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		execlp("node", "node", "--perf-basic-prof", script, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	FILE *f = fdopen(out[0], "r");
+	char line[64] = "";
+	cr_assert(fgets(line, sizeof(line), f) && sscanf(line, "port %d", &r->port) == 1, "node said: %s", line);
+	fclose(f);
+	free(script);
+	cr_assert_eq(pthread_create(&r->client, NULL, client_main, r), 0);
+	usleep(500000);   /* warm: the function is compiled and in the map */
+}
+
+static void node_stop(struct node_run *r)
+{
+	r->stop = 1;
+	pthread_join(r->client, NULL);
+	kill(r->pid, SIGKILL);
+	waitpid(r->pid, NULL, 0);
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)r->pid);
+	unlink(map);
+}
+
+Test(stacks_names, node_jit_function_in_stall_stack)
+{
+	struct node_run r = { 0 };
+	node_start(&r);
+	char *text = NULL;
+	int n, found = stalls_naming(r.pid, "burnCpuForAWhile", &n, &text);
+	node_stop(&r);
+	cr_assert_gt(n, 0, "no stall captured: %s", text);
+	cr_expect_gt(found, 0, "burnCpuForAWhile in a stall's stack: %s", text);
+	free(text);
+}
+
+Test(stacks_names, node_jit_function_in_folded_profile)
+{
+	struct node_run r = { 0 };
+	node_start(&r);
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)r.pid);
+	char *argv[] = { (char *)ts_loopstat_bin(), "profile", "-p", p, "--duration", "3", "--format", "folded", NULL };
+	char *text = NULL;
+	int rc = ts_run(argv, &text, 30000);
+	node_stop(&r);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, text);
+	cr_expect(strstr(text, "burnCpuForAWhile"), "burnCpuForAWhile in the folded profile: %.4000s", text);
+	free(text);
+}
