@@ -118,6 +118,8 @@ static void node_start(struct node_run *r)
 	if (r->pid == 0) {
 		dup2(out[1], 1);
 		close(out[0]);
+		if (chdir(dir) != 0)   /* V8 leaves its isolate log in the cwd */
+			_exit(126);
 		execlp("node", "node", "--perf-basic-prof", script, (char *)NULL);
 		_exit(127);
 	}
