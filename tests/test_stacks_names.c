@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "loopstat_shm.h"
+#include "probe_unwind.h"
 #include "support/children.h"
 #include "support/support.h"
 
@@ -74,6 +75,32 @@ Test(stacks_names, fiber_hog_names_the_fibers_function)
 	cr_expect_geq(found * 2, n, "the fiber's function 'hog' in most stalls: %s", text);
 	cr_expect(strstr(text, "fl__fiber_entry"), "down to the fiber's entry: %s", text);
 	free(text);
+}
+
+/* Long names lose their templates, then parameters, then outer
+ * qualifiers — whole words only. */
+Test(stacks_names, long_names_shortened_never_mid_word)
+{
+	char out[64];
+	probe_unwind_shorten("node::Start(int, char**)", out, sizeof(out));
+	cr_expect_str_eq(out, "node::Start(int, char**)", "a name that fits stays whole");
+	probe_unwind_shorten("v8::internal::Factory<v8::internal::Heap, std::allocator<char> >::New(int, long)", out, sizeof(out));
+	cr_expect_str_eq(out, "v8::internal::Factory<...>::New(int, long)");
+	probe_unwind_shorten("v8::internal::(anonymous namespace)::Invoke(v8::internal::Isolate*, v8::internal::InvokeParams const&)",
+			     out, sizeof(out));
+	cr_expect_str_eq(out, "v8::internal::(anonymous namespace)::Invoke(...)");
+	probe_unwind_shorten("std::vector<int>::operator<<(std::basic_ostream<char, std::char_traits<char> >&, unsigned long long)",
+			     out, sizeof(out));
+	cr_expect_str_eq(out, "std::vector<...>::operator<<(...)", "operator< is no template");
+	probe_unwind_shorten("aaaa::bbbbbbbbbbbbbbbbbbbbbbbbbbbb::cccccccccccccccccccccccccccc::dddddddddddddddddddd::run(int)",
+			     out, sizeof(out));
+	cr_expect_str_eq(out, "...::dddddddddddddddddddd::run(...)", "the innermost parts that fit");
+	char big[200];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	probe_unwind_shorten(big, out, sizeof(out));
+	cr_expect_eq(strlen(out), sizeof(out) - 1);
+	cr_expect_str_eq(out + sizeof(out) - 4, "...", "one overlong word is cut and says so");
 }
 
 static const char node_script[] =
@@ -153,6 +180,9 @@ Test(stacks_names, node_jit_function_in_stall_stack)
 	node_stop(&r);
 	cr_assert_gt(n, 0, "no stall captured: %s", text);
 	cr_expect_gt(found, 0, "burnCpuForAWhile in a stall's stack: %s", text);
+	/* names once cut at 95 bytes come whole */
+	cr_expect(strstr(text, "InvokeParams const&)\"") || strstr(text, "v8::Local<v8::Value>*)\""),
+		  "whole C++ names in JSON: %s", text);
 	free(text);
 }
 

@@ -18,6 +18,7 @@
 #include "probe_classify.h"
 #include "probe_fd.h"
 #include "probe_shm.h"
+#include "probe_unwind.h"
 
 #define SERIES_DETAIL_S   64
 #define SERIES_BLOCK_KEYS 8
@@ -84,7 +85,7 @@ void series_lag_edges(int bin, double *lo, double *hi);
  */
 #define SERIES_STALLS       4
 #define SERIES_STALL_FRAMES 16
-#define SERIES_FRAME_LEN    96
+#define SERIES_FRAME_LEN    PROBE_UNWIND_LABEL_LEN /* whole labels */
 #define SERIES_STALL_WHY    160
 
 enum series_stack_from {

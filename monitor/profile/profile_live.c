@@ -34,7 +34,7 @@ struct profile_live {
 	int   nprobes;
 	struct profile_live_stats st;
 	struct probe_unwind_frame frames[PROFILE_LIVE_DEPTH];
-	char  labels[PROFILE_LIVE_DEPTH][PROBE_UNWIND_MODULE_LEN + PROBE_UNWIND_SYMBOL_LEN + 24];
+	char  labels[PROFILE_LIVE_DEPTH][PROBE_UNWIND_LABEL_LEN];
 	const char *lp[PROFILE_LIVE_DEPTH];
 };
 

@@ -40,7 +40,9 @@
 
 #define PROBE_UNWIND_MAX_DEPTH 128 /* frames a caller may ask for */
 #define PROBE_UNWIND_MODULE_LEN 64
-#define PROBE_UNWIND_SYMBOL_LEN 128
+#define PROBE_UNWIND_SYMBOL_LEN 512
+/* room for any label probe_unwind_label writes */
+#define PROBE_UNWIND_LABEL_LEN (PROBE_UNWIND_MODULE_LEN + PROBE_UNWIND_SYMBOL_LEN + 24)
 #define PROBE_UNWIND_JIT "[jit]"   /* the module of a frame named by the perf map */
 
 /* Reads len bytes of pid's memory at addr into buf. Returns the number of
@@ -58,7 +60,8 @@ struct probe_unwind_frame {
 	int      unreadable; /* 1: the module's file was refused or over the caps
 			      * ("[unreadable object]"): no symbol */
 	char     module[PROBE_UNWIND_MODULE_LEN]; /* basename of the mapped file, "" if none */
-	char     symbol[PROBE_UNWIND_SYMBOL_LEN]; /* "" when the module has no symbol there */
+	char     symbol[PROBE_UNWIND_SYMBOL_LEN]; /* "" when the module has no symbol there;
+						   * shortened, never cut mid-word */
 };
 
 struct probe_unwind;
@@ -97,6 +100,12 @@ void probe_unwind_forget(struct probe_unwind *u, pid_t pid);
  * "[unknown]" for an unknown frame or a pc outside every module. Returns
  * the length written (truncated to fit len). */
 int probe_unwind_label(const struct probe_unwind_frame *f, char *buf, size_t len);
+
+/* name into out (len bytes), whole when it fits; else shortened by
+ * eliding, in turn, template arguments ("<...>"), parameters ("(...)")
+ * and outer qualifiers ("...::Class::method(...)"), never cut mid-word
+ * (a single word longer than len is cut and ends in "..."). */
+void probe_unwind_shorten(const char *name, char *out, size_t len);
 
 /* After unwinding from before: samples p again and says whether the thread
  * is still in the same syscall with the same sp/pc/arguments. Returns 1

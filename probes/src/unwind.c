@@ -14,7 +14,6 @@
 #include "unwind_int.h"
 
 #include <elfutils/libdwfl.h>
-#include <libiberty/demangle.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -409,22 +408,6 @@ static void copy_str(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
-/* C++ names demangled (node's _ZN4node...), with their parameters when
- * they fit; the result is cached with the frame, so once per address. */
-static void set_symbol(struct probe_unwind_frame *f, const char *name)
-{
-	char *d = NULL;
-	if (name[0] == '_' && name[1] == 'Z') {
-		d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
-		if (d && strlen(d) >= sizeof(f->symbol)) {
-			free(d);
-			d = cplus_demangle(name, DMGL_ANSI);
-		}
-	}
-	copy_str(f->symbol, sizeof(f->symbol), d ? d : name);
-	free(d);
-}
-
 static void uw_resolve(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t lookup)
 {
 	const struct uw_exec *x = uw_exec_find(u->cur->exec, u->cur->nexec, lookup);
@@ -459,7 +442,7 @@ static void uw_resolve(struct probe_unwind *u, struct probe_unwind_frame *f, uin
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, lookup, &off, &sym, NULL, NULL, NULL);
 	if (name) {
-		set_symbol(f, name);
+		uw_set_symbol(f, name);
 		f->offset = off;
 	} else {
 		f->offset = lookup - start;

@@ -42,6 +42,11 @@ int uw_exec_parse(const char *maps, struct uw_exec **out, int *n);
  * remapped builtins) is named where the file's module has its symbols. */
 uint64_t uw_exec_canonical(const struct uw_exec *r, int n, const struct uw_exec *x, uint64_t addr);
 
+/* f->symbol from a symbol table's name: C++ demangled, shortened to fit
+ * (probe_unwind_shorten). */
+struct probe_unwind_frame;
+void uw_set_symbol(struct probe_unwind_frame *f, const char *name);
+
 /* Reads <root>/PID/maps whole into *buf (grown as needed, owned by the
  * caller, *cap its size). Returns its length or -errno (-ESRCH: gone). */
 ssize_t uw_maps_read(pid_t pid, char **buf, size_t *cap);
