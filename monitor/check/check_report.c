@@ -14,12 +14,14 @@
 #include "exitcodes.h"
 #include "util/json.h"
 
-/* "comm pid/tid [tag]", control characters and invalid UTF-8 as '?': names
- * are the target's to choose, and an escape sequence must not reach the
- * reader's terminal. */
+/* "comm pid/tid [tag]" ("fleet" for a roll-up, which has no thread),
+ * control characters and invalid UTF-8 as '?': names are the target's to
+ * choose, and an escape sequence must not reach the reader's terminal. */
 const char *check__worker(const struct check_result *r, char *buf, size_t len)
 {
-	if (r->tag[0])
+	if (!r->pid && !r->tid)
+		snprintf(buf, len, "%s", r->process);
+	else if (r->tag[0])
 		snprintf(buf, len, "%s %d/%d %s", r->process, (int)r->pid, (int)r->tid, r->tag);
 	else
 		snprintf(buf, len, "%s %d/%d", r->process, (int)r->pid, (int)r->tid);

@@ -22,7 +22,7 @@ int tui_draw_header(struct tui *t)
 	time_t tt = time(NULL);
 	double unix_s;
 	/* a replay shows its recording's clock, stopped at its end */
-	int ended = t->s ? model_feed_clock(t->s, &unix_s) : 0;
+	int ended = t->s ? feed_clock(t->s, &unix_s) : 0;
 	if (t->s)
 		tt = (time_t)unix_s;
 	struct tm tm;

@@ -113,7 +113,7 @@ enum tui_pair { TUI_PAIR_RED = 1, TUI_PAIR_YELLOW, TUI_PAIR_GREEN };
 #define TUI_FILTER_LEN 64
 
 struct tui {
-	const struct source *s;          /* borrowed; NULL in drawing tests */
+	struct feed *s;          /* borrowed; NULL in drawing tests */
 	struct model m;                  /* latest model, owned */
 	size_t *rows;                    /* owned: indices into m.workers, filtered and sorted */
 	size_t nrows, rows_cap;
@@ -165,7 +165,7 @@ void tui_draw_status(struct tui *t);
 void tui_draw(struct tui *t);                 /* the whole screen for the current mode */
 
 /* tui_state_init / _done: state without a terminal (tests fill t->m by hand). */
-void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts *o);
+void tui_state_init(struct tui *t, struct feed *s, const struct tui_opts *o);
 void tui_state_done(struct tui *t);
 
 /* Takes a new model from the source (t->s must be set). 0 or -errno. */
