@@ -88,6 +88,8 @@ static int run(int argc, char **argv)
 		struct profile_meta meta = { .title = rm.title, .rate_hz = rm.rate_hz, .duration_s = dur,
 					     .start_unix = rm.start_unix,
 					     .threads = c.threads };
+		if (res.st.threads > 0 && dur > 0)
+			meta.reached_hz = (double)res.st.samples / res.st.threads / dur;
 		if (!t) {
 			cli_error("out of memory");
 			goto out_acc;

@@ -71,10 +71,12 @@ struct uw_memo {
 
 /* dwfl_module_addrinfo scans the whole symbol table on every call (a
  * millisecond per stack through libc), and blocked stacks repeat the same
- * return addresses: so each (pid, module generation, pc) is resolved once. */
+ * return addresses: so each (pid, mapping, pc) is resolved once. Keyed by
+ * the mapping (start, inode), not the maps' generation: a JIT runtime's
+ * maps change many times a second, its binary's mapping does not. */
 struct uw_sym {
 	pid_t    pid;        /* 0: empty */
-	uint64_t gen;
+	uint64_t map_lo, map_ino;
 	uint64_t lookup;
 	struct probe_unwind_frame f; /* module, symbol, offset */
 };
@@ -454,7 +456,9 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 	struct uw_pid *e = u->cur;
 	uint64_t h = (lookup ^ (lookup >> 12) ^ ((uint64_t)e->pid * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 	struct uw_sym *c = &u->syms[(h >> 40) % UW_SYMS];
-	if (c->pid == e->pid && c->gen == e->gen && c->lookup == lookup) {
+	const struct uw_exec *x = uw_exec_find(e->exec, e->nexec, lookup);
+	uint64_t map_lo = x ? x->lo : 0, map_ino = x ? x->ino : 0;
+	if (x && x->file && c->pid == e->pid && c->map_lo == map_lo && c->map_ino == map_ino && c->lookup == lookup) {
 		memcpy(f->module, c->f.module, sizeof(f->module));
 		memcpy(f->symbol, c->f.symbol, sizeof(f->symbol));
 		f->offset = c->f.offset;
@@ -466,7 +470,8 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 		return; /* outside every module: not cached, maps are re-read;
 			 * JIT code: its map may name the address anew */
 	c->pid = e->pid;
-	c->gen = e->gen;
+	c->map_lo = map_lo;
+	c->map_ino = map_ino;
 	c->lookup = lookup;
 	c->f = *f;
 }
