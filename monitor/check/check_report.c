@@ -125,9 +125,10 @@ void check_report_table(FILE *out, const struct check_result *r, size_t n)
 		const struct estimate *e = &r[i].value;
 		snprintf(iv, sizeof(iv), "[%s, %s]", fmt(e->lo, lo, sizeof(lo)), fmt(e->hi, hi, sizeof(hi)));
 		snprintf(ne, sizeof(ne), "%.0f", e->n_eff);
-		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s\n", check__worker(&r[i], w, sizeof(w)),
+		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s%s\n", check__worker(&r[i], w, sizeof(w)),
 			r[i].threshold->text, fmt(e->est, v, sizeof(v)), iv, e->ok ? ne : "-",
-			check_verdict_str(r[i].verdict), e->correlated ? " (correlated: sample longer)" : "");
+			check_verdict_str(r[i].verdict), r[i].gone ? " (the worker exited)" : "",
+			e->correlated ? " (correlated: sample longer)" : "");
 	}
 }
 
@@ -225,6 +226,8 @@ static void json_result(struct json *j, const struct check_result *r)
 	json_boolean(j, r->value.correlated);
 	json_key(j, "time_s");
 	json_double(j, r->time_s, 3);
+	json_key(j, "gone");
+	json_boolean(j, r->gone);
 	json_key(j, "relative");
 	if (!t->relative) {
 		json_null(j);
