@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define LIVE_MAX_PROBES 256   /* threads whose syscall file we re-read after an unwind */
-#define PERF_FRESH_NS 100000000ull /* a perf sample older than this lends no stack */
+#define PERF_FRESH_NS 1000000000ull /* a perf sample older than this lends no stack */
 /* On-CPU stacks come from perf samples at most this often per second of
  * a thread's CPU time: each is unwound once and lent to the ticks until
  * the next, which keeps profile's own cost low enough for the sampler to
@@ -149,6 +149,22 @@ static int unwind(struct profile_live *l, const struct sampler_event *ev)
 	return label_frames(l, n);
 }
 
+/* p's perf stream, opened at its first sample of any kind: by its first
+ * on-CPU tick it has run and been sampled. */
+static void perf_open_once(struct profile_live *l, struct live_probe *p)
+{
+	double hz = l->o.rate_hz > 0 ? l->o.rate_hz : 1000;
+	if (!p->perf_tried) {
+		p->perf_tried = 1;
+		if ((p->last = calloc(1, sizeof(*p->last))))
+			p->perf = probe_perf_open(p->tid, (uint64_t)(1e9 / (hz < PERF_STACK_HZ ? hz : PERF_STACK_HZ)), 16);
+		if (!p->perf && (errno == EACCES || errno == EPERM) && !l->st.perf_why[0])
+			probe_perf_explain(l->st.perf_why, sizeof(l->st.perf_why));
+		else if (!p->perf && !l->st.perf_why[0])
+			snprintf(l->st.perf_why, sizeof(l->st.perf_why), "perf_event_open: %s", strerror(errno));
+	}
+}
+
 /* An on-CPU sample's stack, unwound into l->lp: the thread's newest perf
  * sample. One comes per period of the thread's CPU time, so the newest is
  * where it ran within its last period on a CPU, however little it runs;
@@ -157,16 +173,6 @@ static int unwind(struct profile_live *l, const struct sampler_event *ev)
 static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
 {
 	struct live_probe *p = task_of(l, ev->pid, ev->tid);
-	double hz = l->o.rate_hz > 0 ? l->o.rate_hz : 1000;
-	if (p && !p->perf_tried) {
-		p->perf_tried = 1;
-		if ((p->last = calloc(1, sizeof(*p->last))))
-			p->perf = probe_perf_open(ev->tid, (uint64_t)(1e9 / (hz < PERF_STACK_HZ ? hz : PERF_STACK_HZ)), 16);
-		if (!p->perf && (errno == EACCES || errno == EPERM) && !l->st.perf_why[0])
-			probe_perf_explain(l->st.perf_why, sizeof(l->st.perf_why));
-		else if (!p->perf && !l->st.perf_why[0])
-			snprintf(l->st.perf_why, sizeof(l->st.perf_why), "perf_event_open: %s", strerror(errno));
-	}
 	if (!p || !p->perf) {
 		l->st.cpu_bare++;
 		return 0;
@@ -208,6 +214,8 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 		return;
 	const struct probe_verdict *v = ev->verdict;
 	struct live_probe *tp = task_of(l, ev->pid, ev->tid);
+	if (tp && v->cls != PROBE_NO_ACCESS)
+		perf_open_once(l, tp);
 	if (tp && tp->perf && v->cls != PROBE_RUNNING)
 		probe_perf_latest(tp->perf, tp->last); /* drained at every sample: a full ring drops the newest */
 	if (v->cls == PROBE_NO_ACCESS) {
