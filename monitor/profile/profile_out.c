@@ -102,19 +102,6 @@ static void text_node(struct text_walk *w, const struct profile_node *n, int ind
 		text_node(w, c, child_indent, frames);
 }
 
-const char *profile_rate_phrase(const struct profile_meta *meta, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	if (!meta || meta->rate_hz <= 0)
-		return buf;
-	if (meta->reached_hz > 0 && meta->reached_hz < 0.95 * meta->rate_hz)
-		snprintf(buf, len, " at %.0f Hz of the %.0f asked (the sampler fell behind: a sample after skipped"
-			 " ticks counts for them too)", meta->reached_hz, meta->rate_hz);
-	else
-		snprintf(buf, len, " at %.0f Hz", meta->rate_hz);
-	return buf;
-}
-
 int profile_write_text(FILE *out, struct profile_tree *t, const struct profile_meta *meta,
 		       const struct profile_text_opts *opts)
 {
@@ -130,8 +117,8 @@ int profile_write_text(FILE *out, struct profile_tree *t, const struct profile_m
 	fprintf(out, "%llu samples", (unsigned long long)root->count);
 	if (meta && meta->duration_s > 0)
 		fprintf(out, " over %.1f s", meta->duration_s);
-	char rate[160];
-	fputs(profile_rate_phrase(meta, rate, sizeof(rate)), out);
+	if (meta && meta->rate_hz > 0)
+		fprintf(out, " at %.0f Hz", meta->rate_hz);
 	fputs("; shares are of each thread's samples, with their 95% interval\n", out);
 	if (root->count == 0)
 		fputs("no samples\n", out);

@@ -28,15 +28,10 @@
 struct profile_meta {
 	const char *title;     /* e.g. "pid 1234 (worker)"; NULL: "loopstat profile" */
 	double rate_hz;        /* target sampling rate */
-	double reached_hz;     /* samples taken per thread and second (0: unknown) */
 	double duration_s;     /* wall time sampled */
 	int    threads;        /* text and svg: every thread apart (--threads), not identical ones merged */
 	double start_unix;     /* pprof: when sampling began, seconds since the epoch (0: unknown) */
 };
-
-/* " at R Hz" for a header, or the rate reached against the one asked
- * when the sampler fell short of it; "" without a rate. Returns buf. */
-const char *profile_rate_phrase(const struct profile_meta *meta, char *buf, size_t len);
 
 struct profile_text_opts {
 	double min_pct;        /* rows below this share are left out (0: all) */

@@ -205,8 +205,8 @@ int profile_write_svg(FILE *out, struct profile_tree *t, const struct profile_me
 	fprintf(out, "<text x=\"%.1f\" y=\"44\">%llu samples", SVG_XPAD, (unsigned long long)root->count);
 	if (meta && meta->duration_s > 0)
 		fprintf(out, " over %.1f s", meta->duration_s);
-	char rate[160];
-	xml_text(out, profile_rate_phrase(meta, rate, sizeof(rate)), SIZE_MAX);
+	if (meta && meta->rate_hz > 0)
+		fprintf(out, " at %.0f Hz", meta->rate_hz);
 	fputs("; click a frame to zoom</text>\n", out);
 	fprintf(out, "<text id=\"unzoom\" x=\"%.1f\" y=\"44\" text-anchor=\"end\">Reset Zoom</text>\n",
 		SVG_W - SVG_XPAD);
