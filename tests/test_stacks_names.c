@@ -1,9 +1,11 @@
 /* Stacks name the code: node's JIT functions from its perf map, and a fiber's own frames on the loopstat runtime. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "loopstat_shm.h"
@@ -128,5 +130,49 @@ Test(stacks_names, node_jit_function_in_folded_profile)
 	node_stop(&r);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, text);
 	cr_expect(strstr(text, "burnCpuForAWhile"), "burnCpuForAWhile in the folded profile: %.4000s", text);
+	free(text);
+}
+
+static const char py_script[] =
+	"import time\n"
+	"def burn_python_for_a_while():\n"
+	"    end = time.monotonic() + 0.2\n"
+	"    while time.monotonic() < end:\n"
+	"        pass\n"
+	"while True:\n"
+	"    burn_python_for_a_while()\n"
+	"    time.sleep(0.1)\n";
+
+/* Python 3.12+ with -X perf writes the same map: its functions are named
+ * in on-CPU stacks. */
+Test(stacks_names, python_perf_trampoline_names_the_function)
+{
+	const char *py = getenv("LOOPSTAT_TEST_PYTHON") ? getenv("LOOPSTAT_TEST_PYTHON") : "python3";
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "%s -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null", py);
+	if (system(cmd) != 0)
+		cr_skip_test("%s is older than 3.12 (no -X perf; set LOOPSTAT_TEST_PYTHON)", py);
+	char *script = ts_path_in(dir, "burn.py");
+	cr_assert_eq(ts_write_file(script, py_script, sizeof(py_script) - 1), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		execlp(py, py, "-X", "perf", script, (char *)NULL);
+		_exit(127);
+	}
+	usleep(700000);
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *argv[] = { (char *)ts_loopstat_bin(), "profile", "-p", p, "--duration", "2", "--format", "folded", NULL };
+	char *text = NULL;
+	int rc = ts_run(argv, &text, 30000);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)pid);
+	unlink(map);
+	free(script);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, text);
+	cr_expect(strstr(text, "[jit]`py::burn_python_for_a_while:"), "the Python function in on-CPU stacks: %.3000s", text);
 	free(text);
 }
