@@ -101,6 +101,14 @@ Test(stacks_names, long_names_shortened_never_mid_word)
 	probe_unwind_shorten(big, out, sizeof(out));
 	cr_expect_eq(strlen(out), sizeof(out) - 1);
 	cr_expect_str_eq(out + sizeof(out) - 4, "...", "one overlong word is cut and says so");
+	/* a label too long for its field shortens the symbol, keeps the module */
+	struct probe_unwind_frame f = { .pc = 1 };
+	snprintf(f.module, sizeof(f.module), "node");
+	snprintf(f.symbol, sizeof(f.symbol), "v8::internal::(anonymous namespace)::Invoke(v8::internal::Isolate*, "
+		 "v8::internal::InvokeParams const&)");
+	char label[64];
+	probe_unwind_label(&f, label, sizeof(label));
+	cr_expect_str_eq(label, "node`v8::internal::(anonymous namespace)::Invoke(...)");
 }
 
 Test(stacks_names, node_jit_function_in_stall_stack)

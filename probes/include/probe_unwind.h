@@ -97,8 +97,9 @@ int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t
 void probe_unwind_forget(struct probe_unwind *u, pid_t pid);
 
 /* "module`symbol", "module`0xOFFSET" when the module has no symbol there,
- * "[unknown]" for an unknown frame or a pc outside every module. Returns
- * the length written (truncated to fit len). */
+ * "[unknown]" for an unknown frame or a pc outside every module. A symbol
+ * too long for len is shortened (probe_unwind_shorten), not cut. Returns
+ * the length written. */
 int probe_unwind_label(const struct probe_unwind_frame *f, char *buf, size_t len);
 
 /* name into out (len bytes), whole when it fits; else shortened by

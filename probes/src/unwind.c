@@ -663,7 +663,12 @@ int probe_unwind_label(const struct probe_unwind_frame *f, char *buf, size_t len
 		n = snprintf(buf, len, "[unknown]");
 	else if (f->unreadable)
 		n = snprintf(buf, len, "[unreadable object]");
-	else if (f->symbol[0])
+	else if (f->symbol[0] && strlen(f->module) + 1 + strlen(f->symbol) >= len && strlen(f->module) + 8 < len) {
+		/* too long for the caller's field: shortened by whole parts */
+		char sym[PROBE_UNWIND_SYMBOL_LEN];
+		probe_unwind_shorten(f->symbol, sym, len - strlen(f->module) - 1);
+		n = snprintf(buf, len, "%s`%s", f->module, sym);
+	} else if (f->symbol[0])
 		n = snprintf(buf, len, "%s`%s", f->module, f->symbol);
 	else
 		n = snprintf(buf, len, "%s`0x%llx", f->module, (unsigned long long)f->offset);
