@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define MINUTE_NS (60 * NS)
-#define PERF_PERIOD_US 1000   /* a sample after 1 ms of the thread's CPU time */
+#define PERF_PERIOD_US 200    /* a sample after 0.2 ms of the thread's CPU time: on a loaded
+                               * machine a stalled thread may get little of a CPU in PERF_WAIT_MS */
 #define PERF_WAIT_MS   20     /* and no longer than this for it: it may have left the CPU */
 /* Captures a second over all workers at most: each may hold the tick up
  * to PERF_WAIT_MS, and a host sweep can find hundreds of busy loops. A
