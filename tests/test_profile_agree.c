@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,6 +161,7 @@ Test(profile_agree, redis_on_cpu_samples_have_stacks)
 	pid_t redis = fork();
 	cr_assert_geq(redis, 0);
 	if (redis == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
 		execlp("redis-server", "redis-server", "--port", port, "--save", "", "--appendonly", "no",

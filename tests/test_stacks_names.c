@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -165,6 +166,7 @@ Test(stacks_names, python_perf_trampoline_names_the_function)
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		execlp(py, py, "-X", "perf", script, (char *)NULL);
 		_exit(127);
 	}

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ void node_start(struct node_run *r, const char *dir, int burn_ms)
 	r->pid = fork();
 	cr_assert_geq(r->pid, 0);
 	if (r->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test killed on its timeout leaks no node */
 		dup2(out[1], 1);
 		close(out[0]);
 		if (chdir(dir) != 0)   /* V8 leaves its isolate log in the cwd */
