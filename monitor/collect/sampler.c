@@ -82,7 +82,7 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
 		.sample = smp, .verdict = v, .fiber_tag = w->instrumented ? w->series.fiber_tag : NULL,
 		.run_ns = w->series.sched_last.run_ns, .wait_ns = w->series.sched_last.wait_ns,
 		.switches = w->instrumented ? w->series.shm_last.v[PROBE_SHM_switches] : 0,
-		.service = w->service,
+		.service = w->service, .weight = s->tick_weight ? s->tick_weight : 1,
 	};
 	for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
 		if (w->targets[i].fd == v->fd)
@@ -410,8 +410,17 @@ static void schedule_next(struct sampler *s, int paused, double hz)
 	uint64_t gap = paused ? NS / 20 : (uint64_t)(jitter * 1e9 / hz);
 	uint64_t now = mono_ns();
 	s->due_ns += gap;
-	if (s->due_ns < now) /* fell behind: skip, don't burst */
+	s->tick_weight = 1;
+	if (s->due_ns < now) { /* fell behind: skip, don't burst */
+		/* the next tick stands for the ticks skipped too (dithered to an
+		 * integer, unbiased): a tick slowed by what it found (stacks to
+		 * unwind) would otherwise leave that state under-sampled */
+		double lost = (double)(now - s->due_ns) * hz / 1e9;
+		double u = (double)rand_r(&s->rng) / ((double)RAND_MAX + 1.0);
+		if (!paused && lost < 1e6)
+			s->tick_weight += (uint32_t)(lost + u);
 		s->due_ns = now + gap;
+	}
 }
 
 void sampler_tick_if_due(void *arg)

@@ -199,6 +199,7 @@ struct sampler {
 	uint64_t check_ns, read_ns;
 	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
 	uint64_t due_ns;                 /* CLOCK_MONOTONIC of the next tick; 0: no thread keeps the schedule */
+	uint32_t tick_weight;            /* 1 + the ticks lost to lag just before this one (0 reads as 1) */
 	unsigned rng;
 	uint64_t stall_ns;               /* the stall threshold, 0: no capture */
 	struct sampler_stall *stall;     /* owned: the capture's unwinders (sampler_stall.c) */

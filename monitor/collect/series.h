@@ -84,7 +84,10 @@ void series_lag_edges(int bin, double *lo, double *hi);
  */
 #define SERIES_STALLS       4
 #define SERIES_STALL_FRAMES 16
-#define SERIES_FRAME_LEN    96
+/* a stall's frame label: whole up to this, shortened by whole parts
+ * beyond (probe_unwind_label); a worker keeps SERIES_STALLS of them in
+ * every view of it, so not the unwinder's full PROBE_UNWIND_LABEL_LEN */
+#define SERIES_FRAME_LEN    320
 #define SERIES_STALL_WHY    160
 
 enum series_stack_from {
