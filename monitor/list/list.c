@@ -155,6 +155,8 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_key(j, "loop_basis");
 	json_string(j, w->loop_basis);
 	json_source(j, w, METRIC_SAMPLED);
+	json_key(j, "interval");   /* what idle_lo and idle_hi are */
+	json_string(j, w->exact ? "exact" : "batch_means");
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
 	char why[128];
@@ -175,11 +177,9 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 		json_key(j, "counters");
 		json_object_begin(j);
 		json_source(j, w, METRIC_COUNTERS);
-		enum model_bound b;   /* what headroom_ops_per_s is the tightest of */
-		model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &b);
-		json_key(j, "headroom_bound");
-		if (model_bound_name(b))
-			json_string(j, model_bound_name(b));
+		json_key(j, "headroom_bound");   /* what headroom_ops_per_s is the tightest of */
+		if (model_bound_name(w->headroom_bound))
+			json_string(j, model_bound_name(w->headroom_bound));
 		else
 			json_null(j);
 		json_object_end(j);
@@ -309,7 +309,8 @@ const char *list_column_title(int metric)
 	return NULL;
 }
 
-/* The figure columns; TOP-BLOCKER follows blocked_pct and the loop's poll
+/* The figure columns; TOP-BLOCKER follows blocked_pct, then LIMIT (the
+ * verdict, "-" when the loop's own figure is unknown), and the loop's poll
  * basis ends the line. */
 static void print_cells(FILE *out, const struct worker_view *w)
 {
@@ -326,7 +327,24 @@ static void print_cells(FILE *out, const struct worker_view *w)
 			print_cell(out, w ? cell : "TOP-BLOCKER", -22, 0);
 		}
 	}
+	int l = w ? model_limit_of(w, NULL, 0) : -1;
+	print_cell(out, !w ? "LIMIT" : l < 0 ? "-" : model_limit_name((enum metric_limit)l), -7, 0);
 	print_cell(out, !w ? "LOOP-POLL" : w->loop_basis[0] ? w->loop_basis : "-", -40, 1);
+}
+
+/* The service table's column titles, keyed by the fleet rows' ids: list's
+ * own layout, in the worker table's words. */
+static const char *const service_titles[METRIC_NFLEET] = {
+	[METRIC_F_workers]            = "WORKERS",
+	[METRIC_F_mean_idle_pct]      = "MEAN-IDLE%",
+	[METRIC_F_ops_per_s]          = "OPS/s",
+	[METRIC_F_headroom_ops_per_s] = "HEADROOM-OPS/s",
+	[METRIC_F_idle_pct_min]       = "MIN-IDLE%",
+};
+
+const char *list_service_title(int metric)
+{
+	return metric >= 0 && metric < METRIC_NFLEET ? service_titles[metric] : NULL;
 }
 
 /* One row per service: the fleet rows of the metric table over its workers. */
@@ -335,7 +353,7 @@ void list_print_services(FILE *out, const struct model *m)
 	char cell[64], name[PROBE_SERVICE_LEN];
 	fprintf(out, "%-32s", "SERVICE");
 	for (int i = 0; i < METRIC_NFLEET; i++)
-		fprintf(out, " %14s", metric_fleet[i].name);
+		fprintf(out, " %14s", service_titles[i]);
 	fputc('\n', out);
 	for (size_t s = 0; s < m->nservices; s++) {
 		esc_copy(name, 33, &esc_term, m->services[s].name, SIZE_MAX, NULL);
