@@ -11,10 +11,12 @@
 #define LOOPSTAT_BPF_H
 
 #define LSB_SLOTS   4     /* poll keys kept per thread: epoll/ring fds, or a poll/select set */
-#define LSB_HIST    256   /* busy-span histogram buckets (lsb_bucket) */
-#define LSB_SUB     8     /* buckets per octave */
+#define LSB_HIST    512   /* busy-span histogram buckets (lsb_bucket_of) */
+#define LSB_SUB_BITS 4
+#define LSB_SUB     (1 << LSB_SUB_BITS) /* buckets per octave */
 #define LSB_STACK   32    /* user frames in a stall event */
-#define LSB_THREADS 10240 /* threads the kernel keeps figures for */
+#define LSB_THREADS 8192  /* threads the kernel keeps figures for */
+#define LSB_TGID_WORDS (1 << 17) /* the watched bitmap: every pid up to PID_MAX_LIMIT (2^22) */
 
 #define LSB_FD_NONE (-2)  /* a free slot */
 #define LSB_FD_SET  (-1)  /* poll/ppoll/select/pselect6 with fds: one slot for all sets */
@@ -130,15 +132,17 @@ static inline __u32 lsb_poll_key(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3
 }
 
 /*
- * Bucket of a span of v ns: 8 linear sub-buckets per power of two
- * (a pure log2 histogram is a factor of 2 wide, too coarse for a median
- * within 20 %; these are 12.5 %). Values below 8 ns index themselves.
+ * Bucket of a span of v ns (msb: its highest set bit): 16 linear
+ * sub-buckets per power of two, 6.25 % wide, so that a bucket's middle is
+ * within about 3 % of any span in it (a pure log2 histogram is a factor
+ * of 2 wide: too coarse for a p99 within 5 %). Values below 16 ns index
+ * themselves; spans past 2^35 ns (34 s) share the last bucket.
  */
 static inline __u32 lsb_bucket_of(__u32 msb, __u64 v)
 {
 	if (v < LSB_SUB)
 		return (__u32)v;
-	__u32 idx = (msb - 2) * LSB_SUB + (__u32)((v >> (msb - 3)) & (LSB_SUB - 1));
+	__u32 idx = (msb - LSB_SUB_BITS + 1) * LSB_SUB + (__u32)((v >> (msb - LSB_SUB_BITS)) & (LSB_SUB - 1));
 	return idx < LSB_HIST ? idx : LSB_HIST - 1;
 }
 
@@ -147,8 +151,8 @@ static inline __u64 lsb_bucket_lo(__u32 idx)
 {
 	if (idx < LSB_SUB)
 		return idx;
-	__u32 msb = idx / LSB_SUB + 2;
-	return (__u64)(LSB_SUB + idx % LSB_SUB) << (msb - 3);
+	__u32 msb = idx / LSB_SUB + LSB_SUB_BITS - 1;
+	return (__u64)(LSB_SUB + idx % LSB_SUB) << (msb - LSB_SUB_BITS);
 }
 
 #endif /* LOOPSTAT_BPF_H */

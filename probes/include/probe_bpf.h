@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROBE_BPF_HIST  256   /* span histogram buckets: probe_bpf_bucket_lo() */
+#define PROBE_BPF_HIST  512   /* span histogram buckets: probe_bpf_bucket_lo() */
 #define PROBE_BPF_STACK 32
 
 struct probe_bpf;
@@ -108,6 +108,12 @@ int probe_bpf_read(struct probe_bpf *b, pid_t tgid, struct probe_bpf_thread *out
 int probe_bpf_offcpu(struct probe_bpf *b, struct probe_bpf_off *out, size_t cap);
 /* Calls fn for each stall event waiting. Returns how many or -errno. */
 int probe_bpf_drain(struct probe_bpf *b, void (*fn)(const struct probe_bpf_stall *, void *), void *arg);
+
+/* The programs' own run time so far in ns and their runs, host-wide
+ * (every event they filtered counts): the kernel's share of the source's
+ * cost. Kernel run statistics are switched on (BPF_ENABLE_STATS, for this
+ * handle's life) at the first call, which reads 0. 0 or -errno. */
+int probe_bpf_kernel_ns(struct probe_bpf *b, uint64_t *ns, uint64_t *runs);
 
 /* ---- spans: the histogram (no kernel needed) ---- */
 

@@ -97,7 +97,7 @@ int probe_bpf_open(struct probe_bpf **out, char *why, size_t len)
 	}
 	b->threads_fd = bpf_map__fd(b->skel->maps.threads);
 	b->offcpu_fd = bpf_map__fd(b->skel->maps.offcpu);
-	b->watched_fd = bpf_map__fd(b->skel->maps.watched);
+	b->stats_fd = -1;
 	*out = b;
 	return 0;
 fail:
@@ -111,6 +111,8 @@ void probe_bpf_close(struct probe_bpf *b)
 	if (!b)
 		return;
 	bpf_read_done(b);
+	if (b->stats_fd >= 0)
+		close(b->stats_fd);
 	loopstat_bpf__destroy(b->skel);
 	free(b);
 }
@@ -189,10 +191,18 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 	free(t);
 }
 
+/* The programs read the bitmap through the same mmap'd .bss. */
+static void watch_bit(struct probe_bpf *b, pid_t tgid, int on)
+{
+	__u32 *w = &b->skel->bss->watched_bits[(unsigned)tgid >> 5], bit = 1U << ((unsigned)tgid & 31);
+	__atomic_fetch_or(w, on ? bit : 0, __ATOMIC_RELAXED);
+	__atomic_fetch_and(w, on ? ~0U : ~bit, __ATOMIC_RELAXED);
+}
+
 int probe_bpf_watch(struct probe_bpf *b, pid_t tgid)
 {
 	char path[64];
-	if (tgid <= 0)
+	if (tgid <= 0 || tgid >= LSB_TGID_WORDS * 32)
 		return -EINVAL;
 	if (probe_proc_path(path, sizeof(path), "%d/task", (int)tgid) < 0)
 		return -ENAMETOOLONG;
@@ -206,16 +216,15 @@ int probe_bpf_watch(struct probe_bpf *b, pid_t tgid)
 			seed_thread(b, tgid, tid);
 	}
 	closedir(d);
-	__u32 key = (__u32)tgid;
-	__u8 one = 1;
-	return bpf_map_update_elem(b->watched_fd, &key, &one, BPF_ANY) < 0 ? -errno : 0;
+	watch_bit(b, tgid, 1);
+	return 0;
 }
 
 int probe_bpf_unwatch(struct probe_bpf *b, pid_t tgid)
 {
-	__u32 key = (__u32)tgid;
-	if (bpf_map_delete_elem(b->watched_fd, &key) < 0 && errno != ENOENT)
-		return -errno;
+	if (tgid <= 0 || tgid >= LSB_TGID_WORDS * 32)
+		return -EINVAL;
+	watch_bit(b, tgid, 0);
 	return bpf_forget_tgid(b, tgid);
 }
 
@@ -233,7 +242,35 @@ int probe_bpf_set_stall_ms(struct probe_bpf *b, double ms)
 	return 0;
 }
 
+int probe_bpf_kernel_ns(struct probe_bpf *b, uint64_t *ns, uint64_t *runs)
+{
+	*ns = *runs = 0;
+	if (b->stats_fd < 0) {
+		b->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (b->stats_fd < 0)
+			return -errno;
+	}
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, b->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0)
+			return -errno;
+		*ns += info.run_time_ns;
+		*runs += info.run_cnt;
+	}
+	return 0;
+}
+
 #else /* built without bpf */
+
+int probe_bpf_kernel_ns(struct probe_bpf *b, uint64_t *ns, uint64_t *runs)
+{
+	(void)b;
+	*ns = *runs = 0;
+	return -ENOSYS;
+}
 
 #ifndef LOOPSTAT_BPF_MISSING
 #define LOOPSTAT_BPF_MISSING "the bpf build"

@@ -15,13 +15,14 @@
 
 struct probe_bpf {
 	struct loopstat_bpf *skel;     /* owned */
-	int threads_fd, offcpu_fd, watched_fd;
+	int threads_fd, offcpu_fd;
 	struct ring_buffer *rb;        /* owned; made at the first drain */
 	struct lsb_thread *vals;       /* batch buffers, owned */
 	__u32 *keys;
 	void (*stall_fn)(const struct probe_bpf_stall *, void *);
 	void *stall_arg;
 	int stall_n;
+	int stats_fd;                  /* BPF_ENABLE_STATS while held; -1 before */
 };
 
 /* Frees what bpf_read.c made. */
