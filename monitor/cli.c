@@ -10,6 +10,7 @@
 #include "probe_shm.h"
 #include "probe_stat.h"
 #include "probe_syscall.h"
+#include "collect/sampler.h"
 #include "model/model.h"
 #include "util/textsafe.h"
 
@@ -227,6 +228,24 @@ int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len)
 		return 0;
 	snprintf(msg, len, "invalid --stall-ms '%s': expected milliseconds from 1 to 3600000", arg);
 	return -1;
+}
+
+int cli_set_source(void *ctx, const char *arg, char *msg, size_t len)
+{
+	static const int kinds[] = { SAMPLER_SOURCE_AUTO, SAMPLER_SOURCE_BPF, SAMPLER_SOURCE_PROC };
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(arg, sampler_source_name(kinds[i])) == 0) {
+			((struct cli_common *)ctx)->source = kinds[i];
+			return 0;
+		}
+	snprintf(msg, len, "invalid --source '%s': expected auto, bpf or proc", arg);
+	return -1;
+}
+
+int cli_source_error(int err)
+{
+	cli_error("--source bpf: %s", sampler_source_why()[0] ? sampler_source_why() : strerror(-err));
+	return err == -EPERM || err == -EACCES ? EXIT_ACCESS : EXIT_FAIL;
 }
 
 static const struct cli_option help_option = { 'h', "help", NULL, "this help", NULL };

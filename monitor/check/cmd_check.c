@@ -169,6 +169,7 @@ static int add_text(void *ctx, const char *arg, char *msg, size_t len)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	{ 'j', "json", NULL, "the results as JSON version 1 on stdout (what --baseline reads)", cli_set_json },
 	{ 0, "duration", "DURATION", "time judged, after the warm-up: 10, 30s, 2m (default 10 s)", set_duration },
@@ -491,8 +492,13 @@ static int run(int argc, char **argv)
 	char timestamp[32];
 	time_t now = time(NULL);
 	strftime(timestamp, sizeof(timestamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	struct session_opts so = { .targets = &k.c.targets, .rate_hz = k.c.rate_hz, .precision_pts = k.c.precision_pts };
+	struct session_opts so = { .targets = &k.c.targets, .rate_hz = k.c.rate_hz, .precision_pts = k.c.precision_pts,
+				   .source = k.c.source };
 	int err = session_start(&se, &so);
+	if (err < 0 && k.c.source == SAMPLER_SOURCE_BPF && sampler_source_why()[0]) {
+		rc = cli_source_error(err);
+		goto out;
+	}
 	if (err < 0) {
 		cli_error("starting the sampler: %s", strerror(-err));
 		rc = err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;

@@ -91,6 +91,7 @@ struct sworker {
 	unsigned nstall_times;
 	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
 	int      ntargets;
+	uint32_t *bpf_hist;           /* the kernel's span histogram at the last exact reading (owned), NULL: none */
 	struct series series;
 };
 
@@ -154,6 +155,9 @@ struct sampler {
 	struct idmap by_listener;        /* pid -> index in lis */
 	struct probe_listen_row *listen_rows;   /* scratch: one namespace's LISTEN rows */
 	struct sampler_pools *pools;     /* the workers' processes' helper pools (sampler_pools.c) */
+	struct sampler_bpf *bpf;         /* the bpf source (sampler_bpf.c), NULL: proc alone */
+	char     source[8];              /* "bpf" or "proc" */
+	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	uint64_t total_samples;
 	uint64_t ticks;                  /* sample_all calls */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file

@@ -166,6 +166,26 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 	a->span_prev_busy = (uint8_t)busy;
 }
 
+void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, uint64_t max_ns)
+{
+	int64_t sec = (int64_t)(e->t_ns / NS);
+	struct series_bucket *b = bucket(a, sec);
+	b->exact = *e;
+	b->exact.valid = 1;
+	if (!a->total.exact_first.valid)
+		a->total.exact_first = b->exact;
+	a->exact_last = b->exact;
+	a->exact_spans = 1;
+	a->span_start_ns = a->span_prev_ns = 0;
+	for (int k = 0; k < SERIES_LAG_BINS; k++) {
+		uint32_t n = b->lag_n[k] + spans[k];
+		b->lag_n[k] = n < UINT16_MAX ? (uint16_t)n : UINT16_MAX;
+		a->total.lag_n[k] += spans[k];
+	}
+	if (max_ns)
+		lag_note_max(a, b, max_ns);
+}
+
 void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
 {
 	int c = series_class_of(v->cls);
@@ -184,7 +204,8 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 	b->taken++;
 	a->total.n[c] += w;
 	a->total.n2[c] += (uint64_t)w * w;
-	track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
+	if (!a->exact_spans)
+		track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
 	if (c == SERIES_BLOCKED) {
 		series_add_block(b->blocks, SERIES_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, w);
 		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, w);

@@ -13,7 +13,7 @@ int session_start(struct session *se, const struct session_opts *o)
 {
 	struct sampler_opts so = { .rate_hz = o->rate_hz, .precision_pts = o->precision_pts, .targets = o->targets, .all_threads = o->all_threads,
 				  .max_workers = o->max_workers, .on_sample = o->on_sample, .on_sample_arg = o->on_sample_arg,
-				  .stall_ms = o->stall_ms, .on_stall = o->on_stall };
+				  .stall_ms = o->stall_ms, .on_stall = o->on_stall, .source = (enum sampler_source)o->source };
 	memset(se, 0, sizeof(*se));
 	int err = sampler_new(&so, &se->sampler);
 	if (err == 0 && (err = sampler_start(se->sampler)) < 0) {

@@ -22,6 +22,7 @@ struct session_opts {
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;
 	void (*on_stall)(void *arg, const struct sampler_stall_event *ev);   /* sampler_opts.on_stall */
+	int    source;                   /* sampler_opts.source */
 };
 
 struct session {

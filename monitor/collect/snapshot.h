@@ -75,6 +75,8 @@ struct snapshot {
 	struct snap_worker *w;           /* owned; n used, cap allocated (reused across takes) */
 	size_t   n, cap;
 	uint64_t now_ns;                 /* on the series' clock */
+	char     source[8];              /* "bpf" or "proc": what measured the figures */
+	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	double   rate_hz;
 	uint64_t total_samples;
 	uint64_t tick_lag_max_ns;        /* the latest any tick started after its time, so far */

@@ -34,6 +34,7 @@ static int set_by(void *ctx, const char *arg, char *msg, size_t len)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,
@@ -53,7 +54,7 @@ static int run(int argc, char **argv)
 	if (rc >= 0 || (rc = cli_check_pids(&cc->targets)) >= 0)
 		goto out;
 	struct session_opts so = { .targets = &cc->targets, .rate_hz = cc->rate_hz, .precision_pts = cc->precision_pts, .max_workers = cc->max_workers,
-				   .stall_ms = cc->stall_ms };
+				   .stall_ms = cc->stall_ms, .source = cc->source };
 	struct session se;
 	int err = session_start(&se, &so);
 	if (err == 0) {
@@ -61,6 +62,10 @@ static int run(int argc, char **argv)
 		session_stop(&se);
 		err = model_of_session(&se, 0, &m);
 		session_end(&se);
+	}
+	if (err < 0 && cc->source == SAMPLER_SOURCE_BPF && sampler_source_why()[0]) {
+		rc = cli_source_error(err);
+		goto out;
 	}
 	if (err < 0) {
 		cli_error("sampling: %s", strerror(-err));

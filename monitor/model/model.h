@@ -112,7 +112,8 @@ struct worker_view {
 	 * 2^(MODEL_LAG_SHIFT + i) ns up to twice that, the first also every
 	 * shorter one, the last every longer one */
 	double   lag_octaves[MODEL_LAG_OCTAVES];
-	int      lag_exact;               /* from the runtime's slot, else sampled */
+	int      lag_exact;               /* from the runtime's slot or the kernel (bpf), else sampled */
+	int      exact;                   /* idle, cpu wait, spans and poll events counted by the kernel (bpf) */
 
 	struct stall_view stall_log[SERIES_STALLS]; /* the last stalls captured, newest first */
 	int      nstall_log;
@@ -146,6 +147,8 @@ struct model {
 	struct service_view *services;   /* owned; nservices, by name */
 	size_t   nservices;
 	double   rate_hz;                /* target sampling rate */
+	char     source[8];              /* "bpf" or "proc": what measured the figures */
+	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	double   window_s;               /* window the figures cover */
 	double   elapsed_s;              /* since sampling started */
 	uint64_t total_samples;          /* all samples taken, all workers */

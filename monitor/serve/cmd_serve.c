@@ -76,6 +76,7 @@ static int set_max_connections(void *ctx, const char *arg, char *msg, size_t len
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_MAX_WORKERS,
 	{ 'l', "listen", "ADDR:PORT", "where to serve /metrics and /healthz (default " SERVE_DEFAULT_LISTEN
@@ -178,11 +179,14 @@ static int serve_run(struct serve_ctx *x)
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	signal(SIGPIPE, SIG_IGN);
-	struct session_opts so = { .targets = &x->c.targets, .rate_hz = x->c.rate_hz, .precision_pts = x->c.precision_pts, .max_workers = x->c.max_workers };
+	struct session_opts so = { .targets = &x->c.targets, .rate_hz = x->c.rate_hz, .precision_pts = x->c.precision_pts, .max_workers = x->c.max_workers,
+				   .source = x->c.source };
 	struct session se;
 	if ((rc = session_start(&se, &so)) < 0) {
-		cli_error("starting the sampler: %s", strerror(-rc));
 		close(fd);
+		if (x->c.source == SAMPLER_SOURCE_BPF && sampler_source_why()[0])
+			return cli_source_error(rc);
+		cli_error("starting the sampler: %s", strerror(-rc));
 		return EXIT_FAIL;
 	}
 	struct serve_opts o = { .listen_fd = fd, .max_connections = fit_fd_limit((unsigned)x->max_connections),

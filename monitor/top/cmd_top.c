@@ -84,6 +84,7 @@ static int run_replay(struct top_ctx *c)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_MAX_WORKERS,
 	CLI_OPT_STALL_MS,
@@ -108,9 +109,14 @@ static int run(int argc, char **argv)
 	if ((rc = cli_check_pids(&c.common.targets)) >= 0 || (rc = cli_check_access(&c.common.targets)) >= 0)
 		goto out;
 	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .precision_pts = c.common.precision_pts, .targets = &c.common.targets,
-				   .max_workers = c.common.max_workers, .stall_ms = c.common.stall_ms };
+				   .max_workers = c.common.max_workers, .stall_ms = c.common.stall_ms,
+				   .source = (enum sampler_source)c.common.source };
 	struct sampler *s = NULL;
 	int err = sampler_new(&so, &s);
+	if (err < 0 && c.common.source == SAMPLER_SOURCE_BPF && sampler_source_why()[0]) {
+		rc = cli_source_error(err);
+		goto out;
+	}
 	if (err == 0 && (err = sampler_start(s)) < 0)
 		sampler_delete(s);
 	if (err < 0) {
