@@ -120,8 +120,9 @@ int probe_bpf_kernel_ns(struct probe_bpf *b, uint64_t *ns, uint64_t *runs);
 /* Lower bound of bucket idx in ns; the upper is that of idx + 1. */
 uint64_t probe_bpf_bucket_lo(int idx);
 /* The q-quantile (0 < q <= 1, nearest rank) of the spans counted in
- * hist[] (an interval's: the difference of two reads), in ns: the middle
- * of its bucket, within [lo_ns, max_ns] when those fall in it (max_ns: 0
+ * hist[] (an interval's: the difference of two reads), in ns: its place
+ * among its bucket's spans, as if spread evenly, never above max_ns when
+ * that falls in the bucket, and max_ns itself for the last rank (max_ns: 0
  * unknown). 0 when hist is empty. The bucket's bounds in lo and hi (either may be NULL). */
 uint64_t probe_bpf_quantile(const uint32_t *hist, double q, uint64_t max_ns, uint64_t *lo, uint64_t *hi);
 /* after -= before, bucket by bucket (an interval's histogram). */

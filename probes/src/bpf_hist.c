@@ -51,8 +51,12 @@ uint64_t probe_bpf_quantile(const uint32_t *hist, double q, uint64_t max_ns, uin
 	/* the largest span is known exactly: the last rank in the top bucket is it */
 	if (max_ns >= b_lo && max_ns < b_hi && idx == top && rank == n)
 		return max_ns;
-	uint64_t mid = b_lo + (b_hi - b_lo) / 2;
-	return max_ns >= b_lo && max_ns < mid ? max_ns : mid;
+	/* the rank's place among the bucket's spans, taken as spread evenly
+	 * across it (each at the middle of its share) */
+	double before = (double)(seen - hist[idx]);
+	double v = (double)b_lo + ((double)rank - before - 0.5) / (double)hist[idx] * (double)(b_hi - b_lo);
+	uint64_t est = (uint64_t)v;
+	return max_ns >= b_lo && max_ns < est ? max_ns : est;
 }
 
 void probe_bpf_hist_sub(uint32_t *after, const uint32_t *before)
