@@ -98,6 +98,7 @@ static void setup(void)
 	t.m.fleet.ops_per_s = 21000;
 	t.m.fleet.headroom_ops_per_s = 30000;
 	t.m.rate_hz = 200;
+	t.m.precision_pts = 2;
 	t.rate_hz = 200;   /* as tui_refresh_model would set it */
 	t.m.window_s = 5;
 	cr_assert_eq(tui_rows_update(&t), 0);
@@ -313,11 +314,11 @@ Test(tui_draw, selection_follows_its_worker_and_modes_switch)
 	tui_handle_key(&t, 'd');
 	tui_handle_key(&t, 'd');
 	cr_assert_float_eq(t.delay_s, 0.5, 1e-9, "5 s wraps to 0.5 s");
-	t.rate_hz = 1900;
+	t.rate_hz = 9000;
 	tui_handle_key(&t, '+');
-	cr_assert_float_eq(t.rate_hz, 2000, 1e-9, "rate capped");
+	cr_assert_float_eq(t.rate_hz, CLI_RATE_MAX, 1e-9, "rate capped where -r caps it");
 	tui_handle_key(&t, '-');
-	cr_assert_float_eq(t.rate_hz, 2000 / 1.5, 1e-6);
+	cr_assert_float_eq(t.rate_hz, CLI_RATE_MAX / 1.5, 1e-6);
 	tui_handle_key(&t, ' ');
 	cr_assert(t.paused);
 	cr_assert_eq(tui_handle_key(&t, 'q'), 1, "q in the table quits");

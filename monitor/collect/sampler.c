@@ -629,6 +629,7 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->rate_hz = s->rate_hz;
 	snprintf(snap->source, sizeof(snap->source), "%s", s->source);
 	snprintf(snap->source_why, sizeof(snap->source_why), "%s", s->source_why);
+	snap->precision_pts = s->precision_pts;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
 	snap->ignored = s->ignored_threads + s->ignored_slots + s->swept.ignored_limit;

@@ -99,6 +99,8 @@ struct sampler;
 int  sampler_new(const struct sampler_opts *o, struct sampler **out);
 /* Why sampler_new(source BPF) failed, in the calling thread: "" when it did not. */
 const char *sampler_source_why(void);
+/* 1 when the bpf source runs beside the samples. */
+int sampler_bpf_active(const struct sampler *s);
 /* Starts the sampling thread. Returns 0 or -errno. */
 int  sampler_start(struct sampler *s);
 void sampler_stop(struct sampler *s);

@@ -60,6 +60,11 @@ int sampler_bpf_open(struct sampler *s, enum sampler_source want)
 	return 0;
 }
 
+int sampler_bpf_active(const struct sampler *s)
+{
+	return s->bpf != NULL;
+}
+
 void sampler_bpf_close(struct sampler *s)
 {
 	struct sampler_bpf *x = s->bpf;

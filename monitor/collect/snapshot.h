@@ -78,6 +78,7 @@ struct snapshot {
 	char     source[8];              /* "bpf" or "proc": what measured the figures */
 	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	double   rate_hz;
+	double   precision_pts;          /* the target half-width of idle%; 0: every thread at every tick */
 	uint64_t total_samples;
 	uint64_t tick_lag_max_ns;        /* the latest any tick started after its time, so far */
 	struct snap_refusal refused[SNAP_REFUSED];

@@ -15,5 +15,8 @@ void list_print_text(FILE *out, const struct model *m);
 void list_print_source(FILE *out, const struct model *m);
 /* list --by service: a row per service. */
 void list_print_services(FILE *out, const struct model *m);
+/* The text table's title of a worker figure (enum worker_metric), NULL
+ * when it is not a column there. */
+const char *list_column_title(int metric);
 
 #endif /* LOOPSTAT_LIST_H */

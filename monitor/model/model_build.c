@@ -113,6 +113,7 @@ static int build(const struct snapshot *snap, double window_s, int64_t lo, int64
 	m->rate_hz = snap->rate_hz;
 	snprintf(m->source, sizeof(m->source), "%s", snap->source[0] ? snap->source : "proc");
 	snprintf(m->source_why, sizeof(m->source_why), "%s", snap->source_why);
+	m->precision_pts = snap->precision_pts;
 	m->window_s = window_s;
 	m->elapsed_s = (double)(snap->now_ns - NS) / 1e9;
 	m->total_samples = snap->total_samples;

@@ -24,8 +24,8 @@ __attribute__((constructor)) static void columns_from_rows(void)
 		struct tui_column_info *k = &tui_columns[c];
 		if (k->metric < 0)
 			continue;
-		const struct metric *m = &metric_worker[k->metric];
-		*k = (struct tui_column_info){ m->title, m->width, m->width, m->drop, k->metric, m->desc };
+		const struct tui_metric *l = &tui_metrics[k->metric];
+		*k = (struct tui_column_info){ l->title, l->width, l->width, l->drop, k->metric, metric_worker[k->metric].desc };
 	}
 }
 
@@ -138,7 +138,7 @@ static void cell_text(const struct worker_view *w, int c, char *buf, size_t n)
 	case TUI_COL_PID:  snprintf(buf, n, "%d", (int)w->pid); return;
 	case TUI_COL_TID:  snprintf(buf, n, "%d", (int)w->tid); return;
 	case TUI_COL_NAME:
-		model_worker_name(w, "/", buf, n);
+		model_worker_name(w, buf, n);
 		textsafe(buf);
 		return;
 	case TUI_COL_BACKEND: snprintf(buf, n, "%s", w->backend ? w->backend : "-"); return;
