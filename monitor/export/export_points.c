@@ -141,10 +141,8 @@ static int add_rollup(struct export_points *b, struct export_point *p, const cha
 	return 0;
 }
 
-/* What measured the figures, as one point: source.bpf or source.proc = 1,
- * in Prometheus source_info{source="bpf"} (with reason="..." when auto
- * fell back to proc). */
-static int add_source(struct export_points *b, const struct model *m, const char *prefix, const char *host, int64_t ts)
+int export_points_add_source(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+			     int64_t ts)
 {
 	const char *src = m->source[0] ? m->source : "proc";
 	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .value = 1,
@@ -178,7 +176,7 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 	for (size_t s = 0; s < m->nservices; s++)
 		if (add_rollup(b, &p, m->services[s].name, &m->services[s].f) < 0)
 			return -ENOMEM;
-	return add_source(b, m, prefix, host, ts);
+	return 0;
 }
 
 int export_points_add_second(struct export_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,

@@ -179,17 +179,16 @@ static void fill_rows(const struct eval_track *t, int instrumented, struct worke
 }
 
 /*
- * Figures the kernel counted (the bpf source: series_add_exact) where the
- * window has two exact readings: idle is the loop poll's time over the
- * time between them, measured, so its interval is the measurement's own
- * (zero wide: both ends are reads of the kernel's clock); cpu wait is the
- * run-queue time; an uninstrumented loop's ops are the events its poll
- * returned, which gives its headroom. The busy spans are already the
- * kernel's (the series took them instead of the samples').
+ * Rates the kernel counted (the bpf source: series_add_exact) where the
+ * window has two exact readings: an uninstrumented loop's poll returns,
+ * and its ops as the events its poll returned, which give its headroom
+ * over the evaluator's idle (itself exact there, eval.c's exact_share, as
+ * cpu wait is). The busy spans are already the kernel's (the series took
+ * them instead of the samples').
  */
-static void exact_rows(const struct series *a, const struct eval_track *t, struct worker_view *w)
+static void exact_rows(const struct eval_track *t, struct worker_view *w)
 {
-	const struct series_exact *first = NULL, *last = NULL;
+	const struct series_exact *first = t->exact_base.valid ? &t->exact_base : NULL, *last = NULL;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct series_bucket *b = t->p[i].b;
 		if (b && b->exact.valid) {
@@ -198,18 +197,11 @@ static void exact_rows(const struct series *a, const struct eval_track *t, struc
 			last = &b->exact;
 		}
 	}
-	if (t->n == 1 && t->p[0].lag_total) { /* the whole run, folded */
-		first = a->total.exact_first.valid ? &a->total.exact_first : NULL;
-		last = a->exact_last.valid ? &a->exact_last : NULL;
-	}
 	w->exact = 0;
 	if (!first || !last || last->t_ns < first->t_ns + NS / 2)
 		return;
 	w->exact = 1;
 	double dt = (double)(last->t_ns - first->t_ns);
-	w->idle_pct = fmin(100.0, 100.0 * (double)(last->poll_ns - first->poll_ns) / dt);
-	w->idle_ci95 = 0;
-	w->cpu_wait_pct = 100.0 * (double)(last->rq_ns - first->rq_ns) / dt;
 	if (isnan(w->polls_per_s))
 		w->polls_per_s = (double)(last->returns - first->returns) / (dt / 1e9);
 	if (isnan(w->ops_per_s) && last->events > first->events)
@@ -223,7 +215,7 @@ static void fill_worker(const struct series *a, const struct eval_track *t, int6
 {
 	instrumented = instrumented && a->shm_last.valid;
 	fill_rows(t, instrumented, w);
-	exact_rows(a, t, w);
+	exact_rows(t, w);
 	fill_blockers(w, t);
 	struct lag_hist lag;
 	lag_collect(&t, 1, &lag);
