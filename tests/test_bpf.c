@@ -1,4 +1,4 @@
-/* The bpf source on real processes: idle, busy spans and run-queue wait against the loops' own clocks and schedstat. */
+/* The bpf source on real processes: idle, busy spans, run-queue wait, stalls and off-CPU time against the loops' own clocks and schedstat. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -281,4 +282,87 @@ Test(bpf, unprivileged_refused)
 	cr_expect_lt(err, 0, "%s", buf);
 	cr_expect_eq(avail, 0, "%s", buf);
 	cr_expect(strstr(why, "CAP_BPF") || strstr(why, "built without bpf"), "reason: %s", why);
+}
+
+struct stalls_seen {
+	int n, with_stack;
+	double longest_ms;
+	pid_t tid;
+};
+
+static void on_stall(const struct probe_bpf_stall *s, void *arg)
+{
+	struct stalls_seen *seen = arg;
+	if (s->tid != seen->tid)
+		return;
+	seen->n++;
+	seen->with_stack += s->nframes > 0;
+	seen->longest_ms = fmax(seen->longest_ms, s->span_ns / 1e6);
+}
+
+/* Spans of 40 ms among 1-ms ones with a 20-ms threshold: one ring-buffer
+ * event per long span, with the user stack, none for the short ones. */
+Test(bpf, stalls_through_the_ring_buffer)
+{
+	struct probe_bpf *b = open_or_skip();
+	cr_assert_eq(probe_bpf_set_stall_ms(b, 20), 0);
+	int out;
+	const char *args[] = { "--case", "nested", "--spans", "1x9,40x1", "--idle-ms", "10", "--seconds", "3", NULL };
+	pid_t pid = tc_spawn_example("loop_truth", args, &out);
+	cr_assert_eq(probe_bpf_watch(b, pid), 0);
+	char text[1024];
+	slurp(out, text, sizeof(text));
+	waitpid(pid, NULL, 0);
+	unsigned long n;
+	double p50, p99, max;
+	const char *l = strstr(text, "spans n ");
+	cr_assert(l && sscanf(l, "spans n %lu p50 %lf p99 %lf max %lf", &n, &p50, &p99, &max) == 4, "%s", text);
+	struct stalls_seen seen = { .tid = pid };
+	int got = probe_bpf_drain(b, on_stall, &seen);
+	cr_assert_geq(got, 0, "probe_bpf_drain: %s", strerror(-got));
+	/* a 40-ms span in every 10, each followed by 10 ms idle: n / 10 of them */
+	long want = (long)n / 10;
+	cr_expect(seen.n >= want - 1 && seen.n <= want + 1, "%d stall events, %ld spans of 40 ms", seen.n, want);
+	cr_expect_eq(seen.with_stack, seen.n, "every event carries the user stack");
+	cr_expect(seen.longest_ms >= 20 && seen.longest_ms <= max + 1, "longest %.1f ms (loop's max %.1f)",
+		  seen.longest_ms, max);
+	probe_bpf_close(b);
+}
+
+static void blocked_reader(void *arg)
+{
+	int *p = arg;
+	char c;
+	close(p[1]);
+	for (;;)
+		if (read(p[0], &c, 1) <= 0)
+			pause();
+}
+
+/* A thread blocked in read(2) on a pipe is off the CPU in read for all
+ * of the time, by the kernel's count. */
+Test(bpf, offcpu_by_syscall)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork_child(blocked_reader, p);
+	struct probe_bpf *b = open_or_skip();
+	usleep(200 * 1000);
+	cr_assert_eq(probe_bpf_watch(b, pid), 0);
+	uint64_t t0 = ts_mono_ns();
+	usleep(500 * 1000);
+	cr_assert_eq(write(p[1], "x", 1), 1);   /* wakes it: the off-CPU stint ends, counted */
+	usleep(100 * 1000);
+	uint64_t t1 = ts_mono_ns();
+	static struct probe_bpf_off off[4096];
+	int n = probe_bpf_offcpu(b, off, 4096);
+	tc_kill(pid);
+	cr_assert_geq(n, 0, "probe_bpf_offcpu: %s", strerror(-n));
+	double read_ms = 0;
+	for (int i = 0; i < n; i++)
+		if (off[i].tid == pid && off[i].nr == SYS_read)
+			read_ms += off[i].ns / 1e6;
+	double wall_ms = (t1 - t0) / 1e6;
+	cr_expect(read_ms >= 0.9 * 500 && read_ms <= wall_ms + 1, "off CPU in read %.1f ms of %.1f", read_ms, wall_ms);
+	probe_bpf_close(b);
 }
