@@ -286,7 +286,7 @@ Test(bpf, unprivileged_refused)
 
 struct stalls_seen {
 	int n, with_stack;
-	double longest_ms;
+	double longest_ms, next_ms;   /* the two longest */
 	pid_t tid;
 };
 
@@ -297,7 +297,13 @@ static void on_stall(const struct probe_bpf_stall *s, void *arg)
 		return;
 	seen->n++;
 	seen->with_stack += s->nframes > 0;
-	seen->longest_ms = fmax(seen->longest_ms, s->span_ns / 1e6);
+	double ms = s->span_ns / 1e6;
+	if (ms > seen->longest_ms) {
+		seen->next_ms = seen->longest_ms;
+		seen->longest_ms = ms;
+	} else if (ms > seen->next_ms) {
+		seen->next_ms = ms;
+	}
 }
 
 /* Spans of 40 ms among 1-ms ones with a 20-ms threshold: one ring-buffer
@@ -335,8 +341,10 @@ Test(bpf, stalls_through_the_ring_buffer)
 	cr_expect(seen.n >= (int)lo && seen.n <= (int)hi + 1, "%d stall events, %lu to %lu spans past 20 ms", seen.n,
 		  (unsigned long)lo, (unsigned long)hi);
 	cr_expect_eq(seen.with_stack, seen.n, "every event carries the user stack");
-	cr_expect(seen.longest_ms >= 20 && seen.longest_ms <= max + 1, "longest %.1f ms (loop's max %.1f)",
-		  seen.longest_ms, max);
+	/* the longest may be the loop's end: out of its poll while it prints
+	 * and exits, which the loop does not count as a span */
+	cr_expect(seen.longest_ms >= 20 && seen.next_ms <= max + 1, "longest %.1f and %.1f ms (loop's max %.1f)",
+		  seen.longest_ms, seen.next_ms, max);
 	probe_bpf_close(b);
 }
 
