@@ -117,6 +117,34 @@ Test(metric_docs, list_and_dashboard_titles_agree, .timeout = 10)
 	cr_expect_gt(both, 5);
 }
 
+/* Every column of list's tables (workers, and --by service) is documented
+ * in usage.md, in a row of its own: the titles a user reads, not raw
+ * metric names. */
+Test(metric_docs, every_list_column_is_documented, .timeout = 10)
+{
+	char *doc = ts_read_file("docs/usage.md");
+	cr_assert(doc);
+	struct model empty = { 0 };
+	for (int k = 0; k < 2; k++) {
+		char *out = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&out, &len);
+		(k ? list_print_services : list_print_text)(f, &empty);
+		fclose(f);
+		out[strcspn(out, "\n")] = '\0';
+		int n = 0;
+		for (char *t = strtok(out, " "); t; t = strtok(NULL, " "), n++) {
+			char row[96];
+			snprintf(row, sizeof(row), "| `%s` |", t);
+			cr_expect(strstr(doc, row), "usage.md has no row for list's column %s", t);
+			cr_expect_null(metric_find_any(t), "list's header names the metric %s, not a title", t);
+		}
+		cr_expect_gt(n, 4);
+		free(out);
+	}
+	free(doc);
+}
+
 Test(metric_docs, names_are_unique_and_intervals_are_their_shares, .timeout = 10)
 {
 	for (int i = 0; i < METRIC_NWORKER; i++) {

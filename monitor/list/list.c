@@ -328,7 +328,8 @@ const char *list_column_title(int metric)
 	return NULL;
 }
 
-/* The figure columns; TOP-BLOCKER follows blocked_pct and the loop's poll
+/* The figure columns; TOP-BLOCKER follows blocked_pct, then LIMIT (the
+ * verdict, "-" when the loop's own figure is unknown), and the loop's poll
  * basis ends the line. */
 static void print_cells(FILE *out, const struct worker_view *w)
 {
@@ -345,7 +346,24 @@ static void print_cells(FILE *out, const struct worker_view *w)
 			print_cell(out, w ? cell : "TOP-BLOCKER", -22, 0);
 		}
 	}
+	int l = w ? model_limit_of(w, NULL, 0) : -1;
+	print_cell(out, !w ? "LIMIT" : l < 0 ? "-" : model_limit_name((enum metric_limit)l), -7, 0);
 	print_cell(out, !w ? "LOOP-POLL" : w->loop_basis[0] ? w->loop_basis : "-", -40, 1);
+}
+
+/* The service table's column titles, keyed by the fleet rows' ids: list's
+ * own layout, in the worker table's words. */
+static const char *const service_titles[METRIC_NFLEET] = {
+	[METRIC_F_workers]            = "WORKERS",
+	[METRIC_F_mean_idle_pct]      = "MEAN-IDLE%",
+	[METRIC_F_ops_per_s]          = "OPS/s",
+	[METRIC_F_headroom_ops_per_s] = "HEADROOM-OPS/s",
+	[METRIC_F_idle_pct_min]       = "MIN-IDLE%",
+};
+
+const char *list_service_title(int metric)
+{
+	return metric >= 0 && metric < METRIC_NFLEET ? service_titles[metric] : NULL;
 }
 
 /* One row per service: the fleet rows of the metric table over its workers. */
@@ -354,7 +372,7 @@ void list_print_services(FILE *out, const struct model *m)
 	char cell[64], name[PROBE_SERVICE_LEN];
 	fprintf(out, "%-32s", "SERVICE");
 	for (int i = 0; i < METRIC_NFLEET; i++)
-		fprintf(out, " %14s", metric_fleet[i].name);
+		fprintf(out, " %14s", service_titles[i]);
 	fputc('\n', out);
 	for (size_t s = 0; s < m->nservices; s++) {
 		esc_copy(name, 33, &esc_term, m->services[s].name, SIZE_MAX, NULL);

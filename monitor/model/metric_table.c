@@ -136,7 +136,7 @@ const struct metric metric_worker[METRIC_NWORKER] = {
 		WORKER_FIELD(stall_ms), .unit = METRIC_MS,
 		.kind = METRIC_PEAK, .arg = METRIC_ARG_STALL, .source = METRIC_COUNTERS,
 		.decimals = 2, .sort_desc = 1,
-		.desc = "the longest time in the window the loop ran without switching fibers (from 250 ms on), 0 when none",
+		.desc = "the longest time in the window the loop ran without switching fibers, from 250 ms on (none: 0, shown as - in tables)",
 	},
 	[METRIC_W_lag_p50_ms] = {
 		WORKER_FIELD(lag_p50_ms), .unit = METRIC_MS,

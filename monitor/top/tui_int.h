@@ -78,7 +78,7 @@ enum tui_action tui_key_action(int ch);
 #define TUI_COLUMNS(X) \
 	X(PID,      "PID",          7,  7, 0, NONE,         "process id") \
 	X(TID,      "TID",          7,  7, 5, NONE,         "thread id (the worker is one thread)") \
-	X(NAME,     "NAME",        16,  6, 0, NONE,         "process name, /thread tag if it has one") \
+	X(NAME,     "NAME",        16, 12, 0, NONE,         "process name, /thread tag if it has one") \
 	X(BACKEND,  "BACKEND",      8,  8, 4, NONE,         "event-loop backend: io_uring, libev, none (not on the runtime)") \
 	X(IDLE,     NULL,           0,  0, 0, idle_pct,     NULL) \
 	X(CPU,      NULL,           0,  0, 0, cpu_pct,      NULL) \
@@ -89,7 +89,7 @@ enum tui_action tui_key_action(int ch);
 	X(PEND,     NULL,           0,  0, 0, pending_ops,  NULL) \
 	X(STALL,    NULL,           0,  0, 0, stall_ms,     NULL) \
 	X(LAG,      NULL,           0,  0, 0, lag_p99_ms,   NULL) \
-	X(LIMIT,    "LIMIT",        7,  0, 0, NONE,         "what limits the worker: loop, quota, cpu, pool, backlog or none (the detail view says why)")
+	X(LIMIT,    "LIMIT",        7,  7, 6, NONE,         "what limits the worker: loop, quota, cpu, pool, backlog or none (the detail view says why)")
 
 /* The detail view's lines a figure may be shown on. */
 enum tui_line {
