@@ -1,11 +1,15 @@
-/* --source on the CLI: list's figures from the kernel under bpf, and an unprivileged run that falls back to proc and says why. */
+/* --source on the CLI: list's figures from the kernel under bpf, a loop saturated from the start listed, and an unprivileged run that falls back to proc and says why. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,4 +85,52 @@ Test(bpf_source, unprivileged_falls_back_and_says_why)
 	cr_expect(strstr(out, "loopstat list: --source bpf: bpf unavailable: not root and no CAP_BPF + CAP_PERFMON\nrc=5"),
 		  "%s", out);
 	free(out);
+}
+
+/* an epoll loop whose eventfd is always ready: its epoll_wait never blocks */
+static void saturated(void)
+{
+	int ep = epoll_create1(0), efd = eventfd(1, 0);
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev);
+	for (;;) {
+		epoll_wait(ep, &out, 1, -1);
+		uint64_t until = ts_mono_ns() + 1000000;
+		while (ts_mono_ns() < until)
+			;
+	}
+}
+
+/* A loop saturated from the start, never found waiting by a sample, is
+ * listed under bpf (the kernel sees its poll return), at idle about 0. */
+Test(bpf_source, saturated_loop_is_a_worker)
+{
+	char why[256];
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("bpf unavailable: %s", why);
+	pid_t parent = getpid(), pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		saturated();
+	}
+	char p[16], *text = NULL;
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--source", "bpf", "--duration", "3", "-p", p, NULL };
+	int rc = ts_run(argv, &text, 30000);
+	tc_kill(pid);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, text);
+	json_object *doc = json_tokener_parse(text);
+	cr_assert(doc, "not JSON: %s", text);
+	json_object *ws = get(doc, "workers");
+	cr_assert_eq(json_object_array_length(ws), 1, "%s", text);
+	json_object *w = json_object_array_get_idx(ws, 0);
+	double idle = json_object_get_double(get(w, "idle_pct"));
+	cr_expect_leq(idle, 5, "idle %.2f", idle);
+	json_object *ex = get(w, "exact");
+	cr_expect_gt(json_object_get_double(get(ex, "ops_per_s")), 100, "events its poll returned: %s", text);
+	json_object_put(doc);
+	free(text);
 }

@@ -170,6 +170,10 @@ void series_add_exact(struct series *a, const struct series_exact *e, const uint
 {
 	int64_t sec = (int64_t)(e->t_ns / NS);
 	struct series_bucket *b = bucket(a, sec);
+	/* the kernel saw its loop's poll return: a worker, even one so busy
+	 * (saturated from the start) that no sample ever finds it waiting */
+	if (a->exact_last.valid && e->returns > a->exact_last.returns)
+		a->polls_seen++;
 	b->exact = *e;
 	b->exact.valid = 1;
 	if (!a->total.exact_first.valid)
