@@ -89,6 +89,41 @@ $(PPROF_OBJ): $(PPROF_GEN).c $(PPROF_GEN).h
 $(BUILD)/obj/monitor/profile/profile_out_pprof.o: $(PPROF_GEN).h
 $(BUILD)/obj/monitor/profile/profile_out_pprof.o: MOD_INC := $(INC_MONITOR) -I$(BUILD)/gen
 
+# The bpf source (probes/bpf/*.bpf.c, probes/src/bpf*.c): built where
+# clang, bpftool, libbpf-dev and the running kernel's BTF are present, on
+# x86-64 (the programs name its syscall numbers and registers). vmlinux.h
+# is generated from that BTF at build time, each program compiled with
+# clang -target bpf and embedded in a skeleton (bpftool gen skeleton), so
+# nothing but libbpf is needed at run time. Elsewhere probe_bpf_* report
+# "unavailable: built without bpf (...)" and everything else builds as before.
+BPF_CLANG   ?= clang
+BPFTOOL     ?= $(firstword $(shell command -v bpftool 2>/dev/null) $(wildcard /usr/sbin/bpftool /sbin/bpftool))
+BTF_VMLINUX ?= /sys/kernel/btf/vmlinux
+BPF_MISSING := $(strip $(if $(shell command -v $(BPF_CLANG) 2>/dev/null),,clang) $(if $(BPFTOOL),,bpftool) \
+               $(if $(wildcard /usr/include/bpf/libbpf.h),,libbpf-dev) $(if $(wildcard $(BTF_VMLINUX)),,$(BTF_VMLINUX)) \
+               $(if $(filter x86_64,$(shell uname -m)),,x86-64))
+BPF_GEN     := $(BUILD)/gen/bpf
+BPF_SRC     := $(wildcard probes/bpf/*.bpf.c)
+BPF_SKELS   := $(BPF_SRC:probes/bpf/%.bpf.c=$(BPF_GEN)/%.skel.h)
+BPF_USER_OBJ := $(filter $(BUILD)/obj/probes/src/bpf.o $(BUILD)/obj/probes/src/bpf_%,$(PROBE_OBJ))
+ifeq ($(BPF_MISSING),)
+PROBE_LIBS  += -lbpf
+$(BPF_USER_OBJ): MOD_INC := $(INC_PROBES) -Iprobes/bpf -I$(BPF_GEN) -DLOOPSTAT_BPF=1
+$(BPF_USER_OBJ): $(BPF_SKELS)
+else
+$(BPF_USER_OBJ): MOD_INC := $(INC_PROBES) -Iprobes/bpf -DLOOPSTAT_BPF_MISSING='"$(BPF_MISSING)"'
+endif
+$(BPF_GEN)/vmlinux.h:
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  BTF     $@")
+	$(Q)$(BPFTOOL) btf dump file $(BTF_VMLINUX) format c > $@.tmp && mv $@.tmp $@
+$(BPF_GEN)/%.bpf.o: probes/bpf/%.bpf.c probes/bpf/loopstat_bpf.h $(BPF_GEN)/vmlinux.h
+	@$(if $(Q),echo "  BPF     $@")
+	$(Q)$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -I$(BPF_GEN) -Iprobes/bpf -c $< -o $@
+$(BPF_GEN)/%.skel.h: $(BPF_GEN)/%.bpf.o
+	@$(if $(Q),echo "  SKEL    $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
 LIBFL_A     := $(BUILD)/libfiberloop.a
 LIBFL_SO    := $(BUILD)/libfiberloop.so.$(ABI_SONAME)
 LIBPROBES_A := $(BUILD)/libprobes.a
@@ -155,8 +190,11 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # test_pools' (busy shares of real pools) by test_discover, whose node,
 # redis and ruby servers have helper threads, and test_list_json;
 # test_schedulers' (shares of real Go, tokio and Netty servers) by
-# test_sched_rows. `make check` runs everything.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers,$(TESTS))
+# test_sched_rows; test_bpf's (the loop's own clock against the kernel's, to
+# half a point: under ASan the loop's clock reads inside its wait cost more
+# than that) by test_bpf_source, whose list --source bpf loads, watches and
+# reads the programs. `make check` runs everything.
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers %/test_bpf,$(TESTS))
 # End-to-end suites whose own code the sanitizers already run through
 # others, run once, in the plain build: a real Prometheus scraping serve
 # (serve's paths: test_serve), carbon restarts under cron (export's:
@@ -184,7 +222,7 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_check_verdicts test_check_cmd test_check_usage test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
              test_interleave test_stats test_check_ci test_limit_quota test_pools test_lag test_stall_capture test_profile_oncpu \
-             test_schedulers test_probe_rt test_profile_agree test_stacks_names
+             test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source
 
 # Four at a time in the plain build, whose suites mostly wait (53 s against
 # 60 for three and 73 for two); two under the sanitizers, which keep both
@@ -307,7 +345,7 @@ FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-                -Iruntime/include -Iprobes/include -Iprobes/src -Ifuzz
+                -Iruntime/include -Iprobes/include -Iprobes/src -Iprobes/bpf -Ifuzz
 
 .PHONY: fuzz fuzz-build
 fuzz-build:

@@ -10,6 +10,7 @@
 #include "probe_shm.h"
 #include "probe_stat.h"
 #include "probe_syscall.h"
+#include "collect/sampler.h"
 #include "collect/recording.h"
 #include "collect/replay.h"
 #include "model/feed.h"
@@ -258,6 +259,24 @@ int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len)
 	return -1;
 }
 
+int cli_set_source(void *ctx, const char *arg, char *msg, size_t len)
+{
+	static const int kinds[] = { SAMPLER_SOURCE_AUTO, SAMPLER_SOURCE_BPF, SAMPLER_SOURCE_PROC };
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(arg, sampler_source_name(kinds[i])) == 0) {
+			((struct cli_common *)ctx)->source = kinds[i];
+			return 0;
+		}
+	snprintf(msg, len, "invalid --source '%s': expected auto, bpf or proc", arg);
+	return -1;
+}
+
+int cli_source_error(int err)
+{
+	cli_error("--source bpf: %s", sampler_source_why()[0] ? sampler_source_why() : strerror(-err));
+	return err == -EPERM || err == -EACCES ? EXIT_ACCESS : EXIT_FAIL;
+}
+
 int cli_set_replay(void *ctx, const char *arg, char *msg, size_t len)
 {
 	(void)msg, (void)len;
@@ -274,10 +293,13 @@ int cli_feed_open(const struct cli_common *c, const struct feed_opts *how, struc
 	o.max_workers = c->max_workers;
 	o.stall_ms = c->stall_ms;
 	o.replay = c->replay;
+	o.source = c->source;
 	long line = 0;
 	int err = feed_open(&o, out, &line);
 	if (err == 0)
 		return -1;
+	if (!c->replay && c->source == SAMPLER_SOURCE_BPF && sampler_source_why()[0])
+		return cli_source_error(err);
 	if (!c->replay) {
 		cli_error("starting the sampler: %s", strerror(-err));
 		return err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;

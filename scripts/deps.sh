@@ -88,6 +88,14 @@ redis-server:/usr/bin/redis-server
 ruby-eventmachine:/usr/lib/ruby/vendor_ruby/eventmachine.rb
 python3:/usr/bin/python3
 "
+# the bpf source: programs built by clang -target bpf against the kernel's
+# BTF (bpftool btf dump), embedded by bpftool gen skeleton, loaded by libbpf
+PKGS="$PKGS
+clang:clang
+llvm:llc
+libbpf-dev:/usr/include/bpf/libbpf.h
+bpftool:/usr/sbin/bpftool
+"
 
 if [ "$mode" = build ]; then PKGS=$BUILD_PKGS; else PKGS="$BUILD_PKGS $PKGS"; fi
 if [ "$list" = 1 ]; then

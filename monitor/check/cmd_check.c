@@ -170,6 +170,7 @@ static int add_text(void *ctx, const char *arg, char *msg, size_t len)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_REPLAY,
 	{ 'j', "json", NULL, "the results as JSON version 1 on stdout (what --baseline reads)", cli_set_json },

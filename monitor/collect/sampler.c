@@ -20,8 +20,10 @@
 #include "collect/sampler.h"
 #include "probe_classify.h"
 #include "collect/sampler_int.h"
+#include "collect/sampler_bpf.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,8 +35,11 @@ static uint64_t elapsed_ns(const struct sampler *s)
 	return mono_ns() - s->t0;
 }
 
+static __thread char source_why[200];
+
 int sampler_new(const struct sampler_opts *o, struct sampler **out)
 {
+	source_why[0] = '\0';
 	struct sampler *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -70,8 +75,19 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 		free(s);
 		return -ENOMEM;
 	}
+	int err = sampler_bpf_open(s, o->source);
+	if (err < 0) {
+		snprintf(source_why, sizeof(source_why), "%s", s->source_why);
+		sampler_delete(s);
+		return err;
+	}
 	*out = s;
 	return 0;
+}
+
+const char *sampler_source_why(void)
+{
+	return source_why;
 }
 
 static void report_sample(struct sampler *s, const struct sworker *w, uint64_t now, const struct probe_sc_sample *smp,
@@ -396,6 +412,7 @@ void sampler_step(struct sampler *s)
 	if (now >= s->next_limits) {
 		sampler_read_limits(s, now);
 		sampler_read_pools(s, now);
+		sampler_bpf_read(s, now);
 		s->next_limits = now + NS;
 	}
 	sampler_drop_gone(s, now);
@@ -500,6 +517,7 @@ void sampler_delete(struct sampler *s)
 	sampler_stall_free(s);
 	sampler_free_pools(s);
 	sampler_free_rts(s);
+	sampler_bpf_close(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	probe_sweep_delete(s->sweep);
@@ -626,6 +644,8 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 		if (shown(s, s->w[i]))
 			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
 	snap->rate_hz = s->rate_hz;
+	snprintf(snap->source, sizeof(snap->source), "%s", s->source);
+	snprintf(snap->source_why, sizeof(snap->source_why), "%s", s->source_why);
 	snap->precision_pts = s->precision_pts;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;

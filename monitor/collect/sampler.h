@@ -57,6 +57,15 @@ struct sampler_stall_event {
 	const struct series_stall *stall;
 };
 
+/* Where the figures come from (--source): the kernel's tracepoints where
+ * they load (bpf, probe_bpf.h) beside the /proc samples, or the samples alone. */
+enum sampler_source {
+	SAMPLER_SOURCE_PROC = 0,         /* the samples alone */
+	SAMPLER_SOURCE_AUTO,             /* bpf where it loads, else proc (saying why) */
+	SAMPLER_SOURCE_BPF,              /* bpf, or sampler_new fails */
+};
+const char *sampler_source_name(enum sampler_source src);
+
 struct sampler_opts {
 	double rate_hz;                  /* samples per second of a thread whose state changes; 0: default */
 	/* each thread's rate is what a 95% interval of its idle% this many
@@ -82,11 +91,18 @@ struct sampler_opts {
 	                                  * 0: SAMPLER_STALL_MS, < 0: never */
 	/* called like on_sample (same arg) for every stall captured */
 	void (*on_stall)(void *arg, const struct sampler_stall_event *ev);
+	enum sampler_source source;      /* 0: proc */
 };
 
 struct sampler;
 
+/* 0 or -errno; with source BPF, the bpf source's -errno when it cannot
+ * load (sampler_source_why says why; nothing is made). */
 int  sampler_new(const struct sampler_opts *o, struct sampler **out);
+/* Why sampler_new(source BPF) failed, in the calling thread: "" when it did not. */
+const char *sampler_source_why(void);
+/* 1 when the bpf source runs beside the samples. */
+int sampler_bpf_active(const struct sampler *s);
 /* Starts the sampling thread. Returns 0 or -errno. */
 int  sampler_start(struct sampler *s);
 void sampler_stop(struct sampler *s);

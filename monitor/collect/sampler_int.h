@@ -98,6 +98,7 @@ struct sworker {
 	int      member;              /* a thread of a scheduler's pool: sampled every tick, not shown */
 	int      runtime;             /* enum probe_rt of its process */
 	char     thread_name[16];     /* the thread's own comm, "" when not read */
+	uint32_t *bpf_hist;           /* the kernel's span histogram at the last exact reading (owned), NULL: none */
 	struct series series;
 };
 
@@ -192,6 +193,9 @@ struct sampler {
 	struct sampler_rt *rts;          /* processes' runtimes, nrts of rtcap (sampler_sched.c) */
 	size_t   nrts, rtcap;
 	struct idmap rt_by_pid;          /* pid -> index in rts */
+	struct sampler_bpf *bpf;         /* the bpf source (sampler_bpf.c), NULL: proc alone */
+	char     source[8];              /* "bpf" or "proc" */
+	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	uint64_t total_samples;
 	uint64_t ticks;                  /* sample_all calls */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file

@@ -95,6 +95,7 @@ static void free_worker(struct sworker *w)
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
 	probe_loop_done(&w->loop);
+	free(w->bpf_hist);
 	free(w);
 }
 

@@ -166,6 +166,30 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 	a->span_prev_busy = (uint8_t)busy;
 }
 
+void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, uint64_t max_ns)
+{
+	int64_t sec = (int64_t)(e->t_ns / NS);
+	struct series_bucket *b = bucket(a, sec);
+	/* the kernel saw its loop's poll return: a worker, even one so busy
+	 * (saturated from the start) that no sample ever finds it waiting */
+	if (a->exact_last.valid && e->returns > a->exact_last.returns)
+		a->polls_seen++;
+	b->exact = *e;
+	b->exact.valid = 1;
+	if (!a->total.exact_first.valid)
+		a->total.exact_first = b->exact;
+	a->exact_last = b->exact;
+	a->exact_spans = 1;
+	a->span_start_ns = a->span_prev_ns = 0;
+	for (int k = 0; k < SERIES_LAG_BINS; k++) {
+		uint32_t n = b->lag_n[k] + spans[k];
+		b->lag_n[k] = n < UINT16_MAX ? (uint16_t)n : UINT16_MAX;
+		a->total.lag_n[k] += spans[k];
+	}
+	if (max_ns)
+		lag_note_max(a, b, max_ns);
+}
+
 /* One sample of class c (of verdict v) counted w times into bucket b of
  * second sec: all but the span, which a tick tracks once. */
 static void add_counts(struct series *a, struct series_bucket *b, int64_t sec, int c, const struct probe_verdict *v,
@@ -211,7 +235,8 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 	int64_t sec = (int64_t)(t_ns / NS);
 	struct series_bucket *b = bucket(a, sec);
 	add_counts(a, b, sec, c, v, ctx, ctx && ctx->weight ? ctx->weight : 1);
-	track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
+	if (!a->exact_spans)   /* the kernel's spans (series_add_exact) stand instead */
+		track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
 }
 
 void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint32_t running, uint32_t blocked,

@@ -111,6 +111,22 @@ struct series_stall {
 	char     frames[SERIES_STALL_FRAMES][SERIES_FRAME_LEN]; /* innermost first, "module`symbol" */
 };
 
+/*
+ * Exact figures of a thread the kernel counted (the bpf source,
+ * probes/include/probe_bpf.h): cumulative clocks and counts at one
+ * instant, read once a second. An interval's figure is the difference of
+ * two readings: measured, not estimated.
+ */
+struct series_exact {
+	int      valid;
+	uint64_t t_ns;                   /* the series' clock */
+	uint64_t poll_ns;                /* inside the loop's poll */
+	uint64_t rq_ns;                  /* runnable, waiting for a CPU */
+	uint64_t oncpu_ns;               /* on a CPU */
+	uint64_t events;                 /* events (ready fds) its poll returned */
+	uint64_t returns;                /* its poll's returns */
+};
+
 struct series_pool {            /* the busiest helper pool of the worker's process, this second */
 	int      valid;
 	uint32_t threads;        /* its threads */
@@ -134,6 +150,7 @@ struct series_bucket {
 	uint32_t lag_max_us;                  /* the longest span seen in it, one in progress included */
 	uint32_t stalls;                      /* stalls captured in it */
 	struct series_pool pool;
+	struct series_exact exact;            /* the last exact reading in this second */
 };
 
 /*
@@ -181,6 +198,7 @@ struct series_totals {                       /* since the worker was first seen 
 	uint64_t lag_max_ns;                  /* the longest span, one in progress included */
 	uint32_t stalls;                      /* stalls captured */
 	struct series_pool pool;              /* n and busy summed over the run, the last threads */
+	struct series_exact exact_first;      /* the first exact reading */
 };
 
 /* One second of compact history: one slot, so that a sample touches one
@@ -210,6 +228,8 @@ struct series {
 	                                          * set by a source that measures so (source.h, SOURCE_EXACT) */
 	uint64_t span_prev_ns;                   /* when that sample was taken, 0: none to go on */
 	uint64_t span_start_ns;                  /* the estimated start of the span in progress, 0: none */
+	int      exact_spans;                    /* spans come from the kernel (series_add_exact), not the samples */
+	struct series_exact exact_last;          /* the last exact reading */
 	struct series_totals total;
 	struct series_reading shm_last;
 	struct series_sched sched_last;
@@ -258,6 +278,13 @@ void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t
 
 /* A reading of the worker's process's fullest listening socket at t_ns. */
 void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);
+
+/* An exact reading e (its t_ns the series' clock), with the busy spans
+ * that ended since the last one in lag bins (spans[SERIES_LAG_BINS]) and
+ * the longest of them or of one in progress (max_ns). From the first on,
+ * spans come only from these, not from the samples; a reading whose loop
+ * poll returned since the last marks a worker (polls_seen). */
+void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, uint64_t max_ns);
 
 /* A stall captured at st->t_ns (its span_start_ns the span in progress). */
 void series_add_stall(struct series *a, const struct series_stall *st);

@@ -92,6 +92,8 @@ struct snapshot {
 	struct snap_worker *w;           /* owned; n used, cap allocated (reused across takes) */
 	size_t   n, cap;
 	uint64_t now_ns;                 /* on the series' clock */
+	char     source[8];              /* "bpf" or "proc": what measured the figures */
+	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	double   rate_hz;
 	double   precision_pts;          /* the target half-width of idle%; 0: every thread at every tick */
 	uint64_t total_samples;

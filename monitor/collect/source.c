@@ -28,6 +28,12 @@ static const struct source_ops proc_ops = {
 	.set_paused = s_set_paused, .set_all_threads = s_set_all_threads, .stop = s_stop, .destroy = s_destroy,
 };
 
+/* the sampler with the kernel's exact counts beside its samples (sampler_bpf.c) */
+static const struct source_ops bpf_ops = {
+	.name = "bpf", .caps = SOURCE_EXACT, .snapshot = s_snapshot, .rate = s_rate, .set_rate = s_set_rate,
+	.set_paused = s_set_paused, .set_all_threads = s_set_all_threads, .stop = s_stop, .destroy = s_destroy,
+};
+
 void source_sampler(struct source *src, struct sampler *s)
 {
 	src->ops = &sampler_ops;
@@ -38,14 +44,15 @@ int source_proc_open(const struct source_conf *c, struct source *src)
 {
 	struct sampler_opts so = { .rate_hz = c->rate_hz, .precision_pts = c->precision_pts, .targets = c->targets,
 				   .all_threads = c->all_threads, .max_workers = c->max_workers, .on_sample = c->on_sample,
-				   .on_sample_arg = c->on_sample_arg, .stall_ms = c->stall_ms, .on_stall = c->on_stall };
+				   .on_sample_arg = c->on_sample_arg, .stall_ms = c->stall_ms, .on_stall = c->on_stall,
+				   .source = (enum sampler_source)c->source };
 	struct sampler *s = NULL;
 	memset(src, 0, sizeof(*src));
 	int err = sampler_new(&so, &s);
 	if (err == 0 && (err = sampler_start(s)) < 0)
 		sampler_delete(s);
 	if (err == 0) {
-		src->ops = &proc_ops;
+		src->ops = sampler_bpf_active(s) ? &bpf_ops : &proc_ops;
 		src->impl = s;
 	}
 	return err;

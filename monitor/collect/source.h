@@ -66,9 +66,12 @@ struct source_conf {
 	void (*on_sample)(void *arg, const struct sampler_event *ev);   /* sampler_opts.on_sample */
 	void  *on_sample_arg;
 	void (*on_stall)(void *arg, const struct sampler_stall_event *ev);
+	int    source;                   /* sampler_opts.source: proc, auto or bpf */
 };
 
-/* The live /proc sampler on c's targets, started. 0 or -errno. */
+/* The live /proc sampler on c's targets, started, with the bpf source
+ * beside it where c->source asks and it loads (ops->name "bpf", caps
+ * SOURCE_EXACT). 0 or -errno (sampler_source_why() says why bpf failed). */
 int  source_proc_open(const struct source_conf *c, struct source *src);
 
 /* A source reading the live sampler s (borrowed: tests, benches). */

@@ -142,6 +142,29 @@ static int add_rollup(struct export_points *b, struct export_point *p, const cha
 	return 0;
 }
 
+int export_points_add_source(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+			     int64_t ts)
+{
+	const char *src = m->source[0] ? m->source : "proc";
+	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .value = 1,
+				  .prom = "source_info", .prom_value = 1,
+				  .help = "what measured the figures: bpf (kernel tracepoints) or proc (samples), and why auto fell back" };
+	struct export_tag *t = calloc(2, sizeof(*t));
+	if (!t || grow((void **)&b->strs, &b->capstrs, b->nstrs + 1, sizeof(*b->strs)) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
+	b->strs[b->nstrs++] = (char *)t;   /* freed with the strings */
+	t[0].key = "source";
+	t[1].key = "reason";
+	if (keep(b, strcmp(src, "bpf") == 0 ? "source.bpf" : "source.proc", &p.metric) < 0 ||
+	    keep(b, src, &t[0].value) < 0 || keep(b, m->source_why, &t[1].value) < 0)
+		return -ENOMEM;
+	p.tags = t;
+	p.ntags = m->source_why[0] ? 2 : 1;
+	return add(b, &p);
+}
+
 int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
                             int64_t ts)
 {

@@ -30,6 +30,13 @@ void export_points_done(struct export_points *b);
 int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
                             int64_t ts);
 
+/* What measured the figures, as one point outside the metric table:
+ * source.bpf or source.proc = 1, in Prometheus source_info{source="bpf"}
+ * (with reason="..." when auto fell back to proc). serve's /metrics.
+ * Returns 0 or -ENOMEM. */
+int export_points_add_source(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+			     int64_t ts);
+
 struct snapshot;
 
 /* The same over second sec (the sampler's clock) of snap: model_build_range

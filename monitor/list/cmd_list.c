@@ -49,6 +49,7 @@ static void regroup(struct model *m, const char *by)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,

@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <string.h>
 
 #define LIST_JSON_VERSION 1
 
@@ -208,6 +209,18 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_string(j, why);
 	json_stalls(j, w);
 	json_pools(j, w);
+	if (w->exact && !w->instrumented) {
+		/* an uninstrumented loop's rates from its poll's returns and events (bpf) */
+		json_key(j, "exact");
+		json_object_begin(j);
+		json_key(j, "polls_per_s");
+		json_double(j, w->polls_per_s, 2);
+		json_key(j, "ops_per_s");
+		json_double(j, w->ops_per_s, 2);
+		json_key(j, "headroom_ops_per_s");
+		json_double(j, w->headroom_ops_per_s, 2);
+		json_object_end(j);
+	}
 	if (w->instrumented) {
 		json_key(j, "fiber_tag");
 		json_string(j, w->fiber_tag);
@@ -238,6 +251,12 @@ void list_print_json(FILE *out, const struct model *m)
 	json_double(&j, m->rate_hz, 1);
 	json_key(&j, "precision_pts");
 	json_double(&j, m->precision_pts, 1);
+	json_key(&j, "source");
+	json_string(&j, m->source[0] ? m->source : "proc");
+	if (m->source_why[0]) {
+		json_key(&j, "source_why");
+		json_string(&j, m->source_why);
+	}
 	json_key(&j, "workers");
 	json_array_begin(&j);
 	for (size_t i = 0; i < m->n; i++)
@@ -444,4 +463,16 @@ void list_print_text(FILE *out, const struct model *m)
 	if (!isnan(f->headroom_ops_per_s))
 		fprintf(out, ", headroom %s ops/s", num(c, sizeof(c), f->headroom_ops_per_s, 0));
 	fprintf(out, " (%.1f s at %s)\n", model_span_s(m), how);
+	list_print_source(out, m);
+}
+
+void list_print_source(FILE *out, const struct model *m)
+{
+	char why[sizeof(m->source_why) * 4];
+	if (strcmp(m->source, "bpf") == 0)
+		fprintf(out, "source: bpf (kernel tracepoints: idle, cpu wait, spans and poll events exact)\n");
+	else if (m->source_why[0]) {
+		esc_copy(why, sizeof(why), &esc_term, m->source_why, SIZE_MAX, NULL);
+		fprintf(out, "source: proc (%s)\n", why);
+	}
 }

@@ -11,6 +11,8 @@
  * Keys are added over time, never renamed or given a new meaning. */
 void list_print_json(FILE *out, const struct model *m);
 void list_print_text(FILE *out, const struct model *m);
+/* The line naming a bpf source, or why auto fell back to proc; nothing for proc as asked. */
+void list_print_source(FILE *out, const struct model *m);
 /* list --by service: a row per service. */
 void list_print_services(FILE *out, const struct model *m);
 /* The same over the model's services' roll-up named as what ("service",

@@ -534,6 +534,38 @@ static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct
 	return 0;
 }
 
+/*
+ * A share of time the kernel counted (the bpf source, series_add_exact):
+ * the clock's growth between the first and the last exact reading of
+ * each track, over the time between them, pooled over the tracks. It is
+ * measured, not estimated, so its interval is the measurement's own: zero
+ * wide. 0 when every track has two readings half a second apart at least,
+ * else -ENOENT (the samples' estimate stands).
+ */
+static int exact_share(const struct eval_track *const *ts, size_t nt, size_t field, struct estimate *out)
+{
+	double num = 0, den = 0;
+	for (size_t w = 0; w < nt; w++) {
+		const struct series_exact *first = ts[w]->exact_base.valid ? &ts[w]->exact_base : NULL, *last = NULL;
+		for (size_t i = 0; i < ts[w]->n; i++) {
+			const struct series_bucket *b = ts[w]->p[i].b;
+			if (b && b->exact.valid) {
+				if (!first)
+					first = &b->exact;
+				last = &b->exact;
+			}
+		}
+		if (!first || !last || last->t_ns < first->t_ns + NS / 2)
+			return -ENOENT;
+		uint64_t a = *(const uint64_t *)((const char *)first + field), z = *(const uint64_t *)((const char *)last + field);
+		num += z >= a ? (double)(z - a) : 0;
+		den += (double)(last->t_ns - first->t_ns);
+	}
+	*out = (struct estimate){ .kind = EST_PROPORTION, .ok = 1, .df = INFINITY, .n = den / NS, .n_eff = den / NS };
+	out->est = out->lo = out->hi = fmin(100.0, 100.0 * num / den);
+	return 0;
+}
+
 int model_eval(const struct metric *m, const struct eval_track *const *ts, size_t nt,
 	       const struct eval_filter *filter, unsigned flags, struct estimate *out)
 {
@@ -547,6 +579,17 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 	enum est_kind kind = EST_RATE;
 	double scale = 1;
 	int err;
+	/* the kernel's exact counts where a track has them: idle and its
+	 * interval (zero wide), cpu wait */
+	if ((m->kind == METRIC_SHARE || m->kind == METRIC_INTERVAL) && m->arg == SERIES_POLL &&
+	    exact_share(ts, nt, offsetof(struct series_exact, poll_ns), out) == 0) {
+		if (m->kind == METRIC_INTERVAL)
+			out->est = out->lo = out->hi = 0;
+		return 0;
+	}
+	if (m->kind == METRIC_RATIO && m->arg == METRIC_ARG_WAIT &&
+	    exact_share(ts, nt, offsetof(struct series_exact, rq_ns), out) == 0)
+		return 0;
 	switch (m->kind) {
 	case METRIC_SHARE:
 		return share(ts, nt, m->arg, m->arg == SERIES_BLOCKED ? filter : NULL, flags, out);
@@ -686,6 +729,10 @@ void eval_track_seconds(struct eval_track *t, struct eval_period *p, const struc
 		t->cg_base = before->cg;
 	else if (a->total.cg_first.valid && a->total.cg_first.t_ns >= lo_ns)
 		t->cg_base = a->total.cg_first;
+	if (have_before && before->exact.valid)
+		t->exact_base = before->exact;
+	else if (a->total.exact_first.valid && a->total.exact_first.t_ns >= lo_ns)
+		t->exact_base = a->total.exact_first;
 }
 
 void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_bucket *b, const struct series *a)
@@ -702,8 +749,10 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->runq_max = a->total.runq_max;
 	b->stall_max_ns = a->total.stall_max_ns;
 	b->stalls = a->total.stalls;
+	b->exact = a->exact_last;
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
 				   a->total.lag_max_ns, a->total.n2, a->samples };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
-				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements, .exact = a->exact };
+				  .cg_base = a->total.cg_first, .exact_base = a->total.exact_first,
+				  .disagreements = a->self_disagreements, .exact = a->exact };
 }

@@ -55,6 +55,7 @@ struct eval_track {
 	struct series_reading shm_base;      /* valid 0: none (rates start at the first period's reading) */
 	struct series_sched sched_base;
 	struct series_cgroup cg_base;
+	struct series_exact exact_base;      /* the kernel's counts before the first period (bpf), valid 0: none */
 	uint64_t disagreements;              /* run total of /proc contradicting the slot (a TALLY) */
 	int      exact;                      /* the class counts are exact: a share's interval is its value */
 };

@@ -62,7 +62,8 @@ int feed_open(const struct feed_opts *o, struct feed **out, long *line)
 	} else {
 		struct source_conf c = { .targets = o->targets, .rate_hz = o->rate_hz, .precision_pts = o->precision_pts,
 					 .all_threads = o->all_threads, .max_workers = o->max_workers, .stall_ms = o->stall_ms,
-					 .on_sample = o->on_sample, .on_sample_arg = o->on_sample_arg, .on_stall = o->on_stall };
+					 .on_sample = o->on_sample, .on_sample_arg = o->on_sample_arg, .on_stall = o->on_stall,
+					 .source = o->source };
 		err = source_proc_open(&c, &f->src);
 	}
 	if (err < 0) {

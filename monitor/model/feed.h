@@ -44,6 +44,7 @@ struct feed_opts {
 	void (*on_sample)(void *arg, const struct sampler_event *ev);
 	void  *on_sample_arg;
 	void (*on_stall)(void *arg, const struct sampler_stall_event *ev);
+	int    source;                   /* live: enum sampler_source (--source), 0 proc */
 };
 
 struct feed;

@@ -99,7 +99,8 @@ struct worker_view {
 	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */
-	int      exact;                   /* its class counts were measured exactly, not sampled: its ± is 0 */
+	int      exact;                   /* its class counts were measured exactly, not sampled (a source that
+	                                   * measures so, or the kernel's counts under bpf): its ± is 0 */
 	const char *kind;                 /* "loop" (one thread) or "scheduler" (a runtime's pool) (static) */
 	const char *runtime;              /* probe_rt_name of its process: "go", "tokio", "jvm", "unknown" (static) */
 	int      threads;                 /* its capacity in threads: 1 for a loop, GOMAXPROCS, tokio's workers */
@@ -133,7 +134,7 @@ struct worker_view {
 	 * 2^(MODEL_LAG_SHIFT + i) ns up to twice that, the first also every
 	 * shorter one, the last every longer one */
 	double   lag_octaves[MODEL_LAG_OCTAVES];
-	int      lag_exact;               /* from the runtime's slot, else sampled */
+	int      lag_exact;               /* from the runtime's slot or the kernel (bpf), else sampled */
 
 	struct stall_view stall_log[SERIES_STALLS]; /* the last stalls captured, newest first */
 	int      nstall_log;
@@ -168,6 +169,8 @@ struct model {
 	struct service_view *services;   /* owned; nservices, by name */
 	size_t   nservices;
 	double   rate_hz;                /* target sampling rate */
+	char     source[8];              /* "bpf" or "proc": what measured the figures */
+	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	double   precision_pts;          /* target half-width of idle%, points; 0: every thread at every tick */
 	double   window_s;               /* window the figures cover */
 	double   elapsed_s;              /* since sampling started */

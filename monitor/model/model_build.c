@@ -139,6 +139,8 @@ static int build(const struct snapshot *snap, double window_s, int64_t lo, int64
 		build_done(w, v);
 	}
 	m->rate_hz = snap->rate_hz;
+	snprintf(m->source, sizeof(m->source), "%s", snap->source[0] ? snap->source : "proc");
+	snprintf(m->source_why, sizeof(m->source_why), "%s", snap->source_why);
 	m->precision_pts = snap->precision_pts;
 	m->window_s = window_s;
 	m->elapsed_s = (double)(snap->now_ns - NS) / 1e9;

@@ -148,18 +148,50 @@ static void fill_rows(const struct eval_track *t, const struct eval_track *ti, i
 	}
 }
 
+/*
+ * Rates the kernel counted (the bpf source: series_add_exact) where the
+ * window has two exact readings: an uninstrumented loop's poll returns,
+ * and its ops as the events its poll returned, which give its headroom
+ * over the evaluator's idle (itself exact there, eval.c's exact_share, as
+ * cpu wait is). The busy spans are already the kernel's (the series took
+ * them instead of the samples').
+ */
+static void exact_rows(const struct eval_track *t, struct worker_view *w)
+{
+	const struct series_exact *first = t->exact_base.valid ? &t->exact_base : NULL, *last = NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct series_bucket *b = t->p[i].b;
+		if (b && b->exact.valid) {
+			if (!first)
+				first = &b->exact;
+			last = &b->exact;
+		}
+	}
+	if (!first || !last || last->t_ns < first->t_ns + NS / 2)
+		return;
+	w->exact = 1;   /* (a source may have said so already: model_build's identity) */
+	double dt = (double)(last->t_ns - first->t_ns);
+	if (isnan(w->polls_per_s))
+		w->polls_per_s = (double)(last->returns - first->returns) / (dt / 1e9);
+	if (isnan(w->ops_per_s) && last->events > first->events)
+		w->ops_per_s = (double)(last->events - first->events) / (dt / 1e9);
+	if (isnan(w->headroom_ops_per_s) && !isnan(w->ops_per_s) && w->idle_pct < 99)
+		w->headroom_ops_per_s = w->ops_per_s / (1 - w->idle_pct / 100);
+}
+
 static void fill_worker(const struct series *a, const struct eval_track *t, const struct eval_track *ti,
 			int64_t now_sec, int instrumented, struct worker_view *w)
 {
 	instrumented = instrumented && a->shm_last.valid;
 	fill_rows(t, ti, instrumented, w);
+	exact_rows(t, w);
 	/* which bound the evaluator's headroom is: the model says, views print */
 	model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &w->headroom_bound);
 	fill_blockers(w, t);
 	struct lag_hist lag;
 	lag_collect(&t, 1, &lag);
 	lag_octaves(&lag, MODEL_LAG_SHIFT, w->lag_octaves, MODEL_LAG_OCTAVES);
-	w->lag_exact = lag.exact;
+	w->lag_exact = lag.exact || a->exact_spans;
 	memset(w->totals, 0, sizeof(w->totals));
 	w->fiber_tag[0] = '\0';
 	w->shortcut_samples = 0;

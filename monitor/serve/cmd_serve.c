@@ -76,6 +76,7 @@ static int set_max_connections(void *ctx, const char *arg, char *msg, size_t len
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_MAX_WORKERS,
 	{ 'l', "listen", "ADDR:PORT", "where to serve /metrics and /healthz (default " SERVE_DEFAULT_LISTEN

@@ -35,6 +35,8 @@ int serve_body_new(const struct model *m, const char *prefix, const char *host, 
 	export_points_init(&b);
 	int rc = export_points_add_model(&b, m, prefix, host, now);
 	if (rc == 0)
+		rc = export_points_add_source(&b, m, prefix, host, now);
+	if (rc == 0)
 		rc = render(&b, EXPORT_PROM_TEXT, &body->text, &body->text_len);
 	if (rc == 0)
 		rc = render(&b, EXPORT_PROM_OPENMETRICS, &body->om, &body->om_len);

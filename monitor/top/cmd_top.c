@@ -39,6 +39,7 @@ static int exit_of(int rc)
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
+	CLI_OPT_SOURCE,
 	CLI_OPT_PRECISION,
 	CLI_OPT_MAX_WORKERS,
 	CLI_OPT_STALL_MS,

@@ -37,6 +37,11 @@ int tui_draw_header(struct tui *t)
 	char how[64];
 	model_sampling_text(&at, how, sizeof(how));
 	mvprintw(0, 0, "loopstat  %s  %s  rate %s  window %s s  refresh %s s", t->host, now, how, win, delay);
+	/* the kernel's exact counts, or why auto could not have them */
+	if (strcmp(t->m.source, "bpf") == 0)
+		printw("  source bpf");
+	else if (t->m.source_why[0])
+		printw("  source proc (%s)", t->m.source_why);
 	if (t->paused || ended) {
 		attron(A_BOLD | A_REVERSE);
 		printw(ended ? "  REPLAY ENDED " : "  PAUSED ");

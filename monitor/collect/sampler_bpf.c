@@ -1,0 +1,142 @@
+/*
+ * sampler_bpf.c — the bpf source beside the /proc samples: where it loads
+ * (--source auto or bpf), the kernel counts each worker's loop poll, its
+ * run-queue wait, its poll's returned events and every busy span; once a
+ * second those readings go into the worker's series as exact readings
+ * (series_add_exact), which the model prefers to the samples' estimates.
+ * The samples still say where a busy thread is (blocked on what, stacks).
+ */
+#include "collect/sampler_bpf.h"
+#include "collect/sampler_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe_bpf.h"
+
+struct sampler_bpf {
+	struct probe_bpf *b;              /* owned */
+	struct idmap watched;             /* pid -> 1 */
+	struct probe_bpf_thread *rows;    /* one second's reading, owned */
+	size_t cap;
+};
+
+const char *sampler_source_name(enum sampler_source src)
+{
+	switch (src) {
+	case SAMPLER_SOURCE_AUTO: return "auto";
+	case SAMPLER_SOURCE_BPF: return "bpf";
+	case SAMPLER_SOURCE_PROC: return "proc";
+	}
+	return "?";
+}
+
+int sampler_bpf_open(struct sampler *s, enum sampler_source want)
+{
+	snprintf(s->source, sizeof(s->source), "proc");
+	s->source_why[0] = '\0';
+	if (want == SAMPLER_SOURCE_PROC)
+		return 0;
+	char why[sizeof(s->source_why) - 32];
+	struct probe_bpf *b = NULL;
+	int err = probe_bpf_open(&b, why, sizeof(why));
+	if (err < 0) {
+		snprintf(s->source_why, sizeof(s->source_why), "bpf unavailable: %s", why);
+		return want == SAMPLER_SOURCE_BPF ? err : 0;
+	}
+	struct sampler_bpf *x = calloc(1, sizeof(*x));
+	if (!x) {
+		probe_bpf_close(b);
+		return -ENOMEM;
+	}
+	x->b = b;
+	idmap_init(&x->watched);
+	if (s->stall_ns)
+		probe_bpf_set_stall_ms(b, (double)s->stall_ns / 1e6);
+	s->bpf = x;
+	snprintf(s->source, sizeof(s->source), "bpf");
+	return 0;
+}
+
+int sampler_bpf_active(const struct sampler *s)
+{
+	return s->bpf != NULL;
+}
+
+void sampler_bpf_close(struct sampler *s)
+{
+	struct sampler_bpf *x = s->bpf;
+	if (!x)
+		return;
+	probe_bpf_close(x->b);
+	idmap_done(&x->watched);
+	free(x->rows);
+	free(x);
+	s->bpf = NULL;
+}
+
+/* The kernel's span buckets that grew since the worker's last reading, in
+ * the series' lag bins (each bucket by its middle), and the longest. */
+static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint32_t *bins, uint64_t *max_ns)
+{
+	memset(bins, 0, SERIES_LAG_BINS * sizeof(*bins));
+	*max_ns = t->span_now_ns;
+	if (!w->bpf_hist) {
+		/* spans before the first reading belong to no second of ours */
+		w->bpf_hist = malloc(sizeof(t->hist));
+		if (w->bpf_hist)
+			memcpy(w->bpf_hist, t->hist, sizeof(t->hist));
+		return;
+	}
+	for (int k = 0; k < PROBE_BPF_HIST; k++) {
+		uint32_t d = t->hist[k] >= w->bpf_hist[k] ? t->hist[k] - w->bpf_hist[k] : 0;
+		if (!d)
+			continue;
+		uint64_t lo = probe_bpf_bucket_lo(k), hi = probe_bpf_bucket_lo(k + 1);
+		bins[series_lag_bin(lo + (hi - lo) / 2)] += d;
+		uint64_t top = hi < t->span_max_ns ? hi : t->span_max_ns;
+		if (top > *max_ns)
+			*max_ns = top;
+	}
+	memcpy(w->bpf_hist, t->hist, sizeof(t->hist));
+}
+
+void sampler_bpf_read(struct sampler *s, uint64_t now)
+{
+	struct sampler_bpf *x = s->bpf;
+	if (!x)
+		return;
+	size_t v;
+	for (size_t i = 0; i < s->n; i++) {
+		pid_t pid = s->w[i]->pid;
+		if (!s->w[i]->gone_ns && !idmap_get(&x->watched, (uint64_t)pid, &v) &&
+		    probe_bpf_watch(x->b, pid) == 0)
+			idmap_put(&x->watched, (uint64_t)pid, 1);
+	}
+	if (x->cap < s->n + 64) {
+		struct probe_bpf_thread *r = realloc(x->rows, (s->n + 64) * sizeof(*r));
+		if (!r)
+			return;
+		x->rows = r;
+		x->cap = s->n + 64;
+	}
+	int n = probe_bpf_read(x->b, 0, x->rows, x->cap);
+	for (int i = 0; i < n; i++) {
+		const struct probe_bpf_thread *t = &x->rows[i];
+		struct sworker *w = sampler_find_worker(s, t->tgid, t->tid);
+		if (!w || w->gone_ns)
+			continue;
+		/* the reading's instant on the series' clock (CLOCK_MONOTONIC less t0) */
+		uint64_t at = t->now_ns > s->t0 ? t->now_ns - s->t0 : now;
+		struct series_exact e = {
+			.valid = 1, .t_ns = at, .poll_ns = t->poll_ns, .rq_ns = t->rq_ns, .oncpu_ns = t->oncpu_ns,
+			.events = t->poll_events, .returns = t->poll_returns,
+		};
+		uint32_t bins[SERIES_LAG_BINS];
+		uint64_t max_ns;
+		span_bins(w, t, bins, &max_ns);
+		series_add_exact(&w->series, &e, bins, max_ns);
+	}
+}

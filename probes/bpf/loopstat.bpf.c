@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopstat.bpf.c — exact loop figures from kernel tracepoints.
+ *
+ * tp_btf programs (no tracefs needed) on sys_enter/sys_exit, sched_switch
+ * and sched_wakeup keep, per thread of a watched thread group (or, with
+ * watch_all, of any thread that enters a poll-family wait):
+ *   - each poll key's waits, returns, returned events and time (up to
+ *     LSB_SLOTS keys: an epoll or ring fd each, one for all poll/select
+ *     sets), and which key is the loop's (lead): the epoll/ring fd waited
+ *     on most, the older on a tie; a thread with none is a plain poll loop
+ *     whose sets are its poll (probe_loop.h's rule, without reading sets);
+ *   - busy spans (the loop poll's exit to its next entry) in a log-linear
+ *     histogram, their count, sum and max;
+ *   - time on a CPU, run-queue wait (woken or preempted → switched in) and
+ *     off-CPU time by the syscall it slept in;
+ *   - a stall event (ring buffer) once per span that passes stall_us, with
+ *     the user stack where it was seen: at the exit of the syscall it
+ *     blocked in, when preempted, or at the next poll entry.
+ * The figures are cumulative; the user side adds what is in progress.
+ * A thread's entry is written by its own CPU except for the wake-up, so
+ * plain adds suffice.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "loopstat_bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+__u32 watch_all = 0;  /* 1: every thread entering a poll-family wait */
+__u32 stall_us = 0;   /* 0: no stall events */
+/* Watched thread groups, one bit per tgid, written by the user side
+ * through the mmap'd .bss: every syscall and switch on the host passes
+ * this test first, and an array bit costs a fraction of a hash lookup
+ * (the 1000-idle-loop bench: 1.3 % of a core host-wide with a hash). */
+__u32 watched_bits[LSB_TGID_WORDS] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LSB_THREADS);
+	__type(key, __u32);
+	__type(value, struct lsb_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4 * LSB_THREADS);
+	__type(key, struct lsb_offkey);
+	__type(value, struct lsb_offval);
+} offcpu SEC(".maps");
+
+/* a zeroed value to create thread entries from: too big for the stack */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lsb_thread);
+} zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} stalls SEC(".maps");
+
+static __always_inline __u32 msb64(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+static __always_inline int is_watched(__u32 tgid)
+{
+	return watched_bits[(tgid >> 5) & (LSB_TGID_WORDS - 1)] & (1U << (tgid & 31));
+}
+
+/* The thread's entry; create 1: made for a watched tgid, 2: made anyway. */
+static __always_inline struct lsb_thread *thread_get(__u32 tid, __u32 tgid, int create)
+{
+	int w = is_watched(tgid);
+	if (!w && !watch_all)
+		return NULL; /* the fast path of every other thread on the host */
+	struct lsb_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (t || !create)
+		return t;
+	if (!w && create < 2)
+		return NULL;
+	__u32 z = 0;
+	struct lsb_thread *tmpl = bpf_map_lookup_elem(&zero, &z);
+	if (!tmpl)
+		return NULL;
+	bpf_map_update_elem(&threads, &tid, tmpl, BPF_NOEXIST);
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return NULL;
+	if (t->tgid == 0) {
+		t->tgid = tgid;
+		t->lead = -1;
+		t->cur_nr = -1;
+		t->cur_slot = -1;
+		t->off_nr = -1;
+		for (int i = 0; i < LSB_SLOTS; i++)
+			t->slot[i].fd = LSB_FD_NONE;
+	}
+	return t;
+}
+
+static __always_inline void off_add(__u32 tid, __s32 nr, __u64 ns)
+{
+	struct lsb_offkey k = { .tid = tid, .nr = nr };
+	struct lsb_offval *v = bpf_map_lookup_elem(&offcpu, &k);
+	if (v) {
+		v->ns += ns;
+		v->count++;
+		return;
+	}
+	struct lsb_offval nv = { .ns = ns, .count = 1 };
+	bpf_map_update_elem(&offcpu, &k, &nv, BPF_ANY);
+}
+
+/* The loop's poll: the epoll/ring slot with the most waits (older on a
+ * tie); with none, the set slot. */
+static __always_inline __s32 leader(struct lsb_thread *t)
+{
+	__s32 best = -1, set = -1;
+	for (int i = 0; i < LSB_SLOTS; i++) {
+		struct lsb_slot *s = &t->slot[i];
+		if (s->kind == LSB_KIND_SET) {
+			set = i;
+			continue;
+		}
+		if (!s->kind)
+			continue;
+		if (best < 0) {
+			best = i;
+			continue;
+		}
+		struct lsb_slot *b = &t->slot[best & (LSB_SLOTS - 1)];
+		if (s->waits > b->waits || (s->waits == b->waits && s->born < b->born))
+			best = i;
+	}
+	return best >= 0 ? best : set;
+}
+
+/* The slot for (fd, kind): found, a free one, or the least-waited one
+ * that is not the loop's. */
+static __always_inline __s32 slot_get(struct lsb_thread *t, __s32 fd, __u32 kind)
+{
+	__s32 freei = -1, victim = -1;
+	for (int i = 0; i < LSB_SLOTS; i++) {
+		struct lsb_slot *s = &t->slot[i];
+		if (s->kind == kind && s->fd == fd)
+			return i;
+		if (!s->kind) {
+			if (freei < 0)
+				freei = i;
+		} else if (i != t->lead &&
+			   (victim < 0 || s->waits < t->slot[victim & (LSB_SLOTS - 1)].waits)) {
+			victim = i;
+		}
+	}
+	__s32 i = freei >= 0 ? freei : victim;
+	if (i < 0)
+		return -1;
+	struct lsb_slot *s = &t->slot[i & (LSB_SLOTS - 1)];
+	t->gone_wait_ns += s->wait_ns;
+	__builtin_memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->kind = kind;
+	s->born = t->seq;
+	return i;
+}
+
+/* A closed epoll/ring fd is forgotten, as the sampler forgets a closed
+ * candidate: a nested loop that creates, waits on and closes an epoll fd
+ * under the same number each time never accumulates waits against the loop's. */
+static __always_inline void slot_forget(struct lsb_thread *t, __s32 fd)
+{
+	for (int i = 0; i < LSB_SLOTS; i++) {
+		struct lsb_slot *s = &t->slot[i];
+		if (s->kind && s->kind != LSB_KIND_SET && s->fd == fd) {
+			t->gone_wait_ns += s->wait_ns;
+			__builtin_memset(s, 0, sizeof(*s));
+			s->fd = LSB_FD_NONE;
+			if (t->lead == i)
+				t->lead = leader(t);
+		}
+	}
+}
+
+static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 tid, __s32 nr, __u64 now)
+{
+	__u32 lim = stall_us;
+	if (!lim || !t->span_start || t->stall_sent || now - t->span_start < (__u64)lim * 1000)
+		return;
+	t->stall_sent = 1;
+	struct lsb_stall *e = bpf_ringbuf_reserve(&stalls, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->tid = tid;
+	e->tgid = t->tgid;
+	e->nr = nr;
+	e->span_ns = now - t->span_start;
+	e->ts = now;
+	e->stack_len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void span_end(struct lsb_thread *t, __u64 now)
+{
+	if (!t->span_start)
+		return;
+	__u64 v = now - t->span_start;
+	__u32 idx = lsb_bucket_of(msb64(v), v);
+	t->hist[idx & (LSB_HIST - 1)]++;
+	t->spans++;
+	t->span_ns += v;
+	if (v > t->span_max)
+		t->span_max = v;
+	t->span_start = 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pt, tgid = pt >> 32;
+	struct lsb_thread *t = thread_get(tid, tgid, (watch_all && lsb_is_poll_nr(id)) ? 2 : 1);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	t->cur_nr = id;
+	t->cur_slot = -1;
+	t->enter_ns = now;
+	if (id == LSB_NR_close) {
+		slot_forget(t, (__s32)BPF_CORE_READ(regs, di));
+		return 0;
+	}
+	__s32 fd = 0;
+	__u32 kind = 0;
+	if (lsb_is_poll_nr(id))
+		kind = lsb_poll_key(id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx),
+				BPF_CORE_READ(regs, r10), &fd);
+	if (!kind)
+		return 0;
+	__s32 i = slot_get(t, fd, kind);
+	if (i < 0)
+		return 0;
+	t->slot[i & (LSB_SLOTS - 1)].waits++;
+	t->seq++;
+	t->cur_slot = i;
+	t->lead = leader(t);
+	if (i == t->lead) {
+		stall_emit(ctx, t, tid, -1, now);
+		span_end(t, now);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ls_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pt;
+	struct lsb_thread *t = thread_get(tid, pt >> 32, 0);
+	if (!t || t->cur_nr < 0)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__s32 i = t->cur_slot;
+	if (i >= 0 && i < LSB_SLOTS) {
+		struct lsb_slot *s = &t->slot[i];
+		s->wait_ns += now - t->enter_ns;
+		s->returns++;
+		if (ret > 0 && s->kind != LSB_KIND_RING)
+			s->events += ret;
+		if (i == t->lead) {
+			t->span_start = now;
+			t->stall_sent = 0;
+		}
+	} else {
+		stall_emit(ctx, t, tid, t->cur_nr, now);
+	}
+	t->cur_nr = -1;
+	t->cur_slot = -1;
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	struct lsb_thread *t = ptid ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
+	if (t) {
+		if (t->oncpu_start)
+			t->oncpu_ns += now - t->oncpu_start;
+		t->oncpu_start = 0;
+		if (BPF_CORE_READ(prev, __state) == 0) { /* TASK_RUNNING: preempted, queued again */
+			t->rq_start = now;
+			stall_emit(ctx, t, ptid, -1, now);
+		} else {
+			t->off_start = now;
+			t->off_nr = t->cur_nr;
+		}
+	}
+	t = ntid ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
+	if (t) {
+		t->oncpu_start = now;
+		if (t->rq_start) {
+			t->rq_ns += now - t->rq_start;
+			t->rq_count++;
+			t->rq_start = 0;
+		}
+		if (t->off_start) { /* no wake-up seen: all of it off CPU */
+			off_add(ntid, t->off_nr, now - t->off_start);
+			t->off_start = 0;
+		}
+	}
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct lsb_thread *t = thread_get(tid, BPF_CORE_READ(p, tgid), 0);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (t->off_start) {
+		off_add(tid, t->off_nr, now - t->off_start);
+		t->off_start = 0;
+	}
+	if (!t->oncpu_start)
+		t->rq_start = now;
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(ls_sched_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
