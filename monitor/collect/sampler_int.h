@@ -46,6 +46,7 @@ struct sworker {
 	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
 	struct prec prec;             /* its sampling stride (precision.h) */
 	pid_t    pid, tid;
+	uint64_t start_time;          /* its process's (stat field 22), 0 unknown: (pid, start) names it */
 	int      instrumented;
 	uint32_t backend;
 	int      wait_fd;

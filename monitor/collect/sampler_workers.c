@@ -55,7 +55,26 @@ static int narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name
 	return targets_narrow(t, uid, t->has_service ? service_of(s, pid, name) : NULL);
 }
 
-static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
+/* w as a new worker of (pid, tid): its probes opened, nothing measured. */
+static void init_worker(struct sampler *s, struct sworker *w, pid_t pid, pid_t tid, uint64_t start,
+			const char *name)
+{
+	w->pid = pid;
+	w->tid = tid;
+	w->start_time = start;
+	w->wait_fd = -1;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
+	series_init(&w->series);
+	prec_init(&w->prec);
+	probe_syscall_open(&w->sc, pid, tid);
+	probe_schedstat_open(&w->ss, pid, tid);
+	probe_loop_init(&w->loop, pid, tid);
+	w->loop_fd = -1;
+}
+
+static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,
+				  unsigned *ignored)
 {
 	if (s->n >= s->max_workers) {
 		++*ignored;
@@ -74,27 +93,44 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 		free(w);
 		return NULL;
 	}
-	w->pid = pid;
-	w->tid = tid;
-	w->wait_fd = -1;
-	snprintf(w->name, sizeof(w->name), "%s", name);
-	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
-	series_init(&w->series);
-	prec_init(&w->prec);
-	probe_syscall_open(&w->sc, pid, tid);
-	probe_schedstat_open(&w->ss, pid, tid);
-	probe_loop_init(&w->loop, pid, tid);
-	w->loop_fd = -1;
+	init_worker(s, w, pid, tid, start, name);
 	s->w[s->n++] = w;
 	return w;
 }
 
-static void free_worker(struct sworker *w)
+static void close_worker(struct sworker *w)
 {
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
 	probe_loop_done(&w->loop);
+}
+
+static void free_worker(struct sworker *w)
+{
+	close_worker(w);
 	free(w);
+}
+
+/* The worker of thread tid of the process (pid, start) found now, added
+ * when there is none. An entry left by an earlier process with that pid
+ * (gone, or of another start time) must not stand in for it — the new
+ * one would never be sampled — so it is begun afresh in place, keeping
+ * one worker per (pid, tid) for every view. NULL past the cap. */
+static struct sworker *worker_of(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,
+				 unsigned *ignored)
+{
+	struct sworker *w = sampler_find_worker(s, pid, tid);
+	if (!w)
+		return add_worker(s, pid, tid, start, name, ignored);
+	if (!w->gone_ns && (!start || !w->start_time || w->start_time == start)) {
+		if (!w->start_time)
+			w->start_time = start;
+		return w;
+	}
+	close_worker(w);
+	memset(w, 0, sizeof(*w));
+	init_worker(s, w, pid, tid, start, name);
+	return w;
 }
 
 void sampler_free_workers(struct sampler *s)
@@ -271,7 +307,7 @@ static void discover_threads(struct sampler *s)
 		/* the sampling thread is in its own process's count, not a worker;
 		 * a process renamed since (an execve) is listed to rename them */
 		struct sworker *m = sampler_find_worker(s, pi->pid, pi->pid);
-		if (m && !strcmp(m->name, pi->comm) && idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
+		if (m && !strcmp(m->name, pi->comm) && m->start_time == pi->start_time && idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
 		    live + (pi->pid == getpid()) == (size_t)pi->threads) {
 			m->discover_gap = m->discover_gap ? m->discover_gap * 2 : 2;
 			if (m->discover_gap > DISCOVER_BACKOFF_MAX)
@@ -288,10 +324,9 @@ static void discover_threads(struct sampler *s)
 			/* the sampling thread itself is always running: not a worker */
 			if (s->tids[t] == s->self_tid)
 				continue;
-			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
-			if (!w)
-				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
-			else /* a process found just before its execve, or renamed since */
+			struct sworker *w = worker_of(s, pi->pid, s->tids[t], pi->start_time, pi->comm,
+						      &s->ignored_threads);
+			if (w) /* a process found just before its execve, or renamed since */
 				snprintf(w->name, sizeof(w->name), "%s", pi->comm);
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -370,7 +405,7 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	struct sampler *s = arg;
 	unsigned over = 0;
 	pthread_mutex_lock(&s->lock);
-	int taken = sampler_find_worker(s, p->pid, tid) || add_worker(s, p->pid, tid, p->comm, &over);
+	int taken = worker_of(s, p->pid, tid, p->start_time, p->comm, &over) != NULL;
 	pthread_mutex_unlock(&s->lock);
 	return taken;
 }
@@ -430,7 +465,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
+		if (!w && !(w = add_worker(s, sl->pid, sl->tid, 0, g->name, &s->ignored_slots)))
 			continue;
 		w->instrumented = 1;
 		w->backend = sl->backend;
