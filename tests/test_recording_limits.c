@@ -1,4 +1,4 @@
-/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, 40,000 threads replayed, 2^20 strings and a crafted schedstat jump cost time and memory linear in the file, or are refused with one line and exit 2. */
+/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings and a crafted schedstat jump cost time and memory linear in the file, or are refused with one line and exit 2. */
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
@@ -160,6 +160,27 @@ Test(recording_limits, eighty_thousand_labels_under_one_node_report_in_two_secon
 		free(out);
 		free(o_path);
 	}
+	free(p);
+}
+
+/* A NUL inside a string record is its own error, with the line, for
+ * report and replay alike: not "not a recording". */
+Test(recording_limits, a_nul_byte_is_named_with_its_line)
+{
+	char *p = path("nul.rec");
+	FILE *f = create(p);
+	fputs("s 1 4242/4242 ab", f);
+	fputc('\0', f);
+	fputs("cd\n", f);
+	fclose(f);
+	char *rep[] = { "report", p, NULL };
+	struct outcome o = run(rep);
+	cr_expect_eq(o.rc, 2, "exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "nul.rec:3: a NUL byte in this line"), "%s", o.err);
+	char *replay[] = { "top", "--replay", p, NULL };
+	o = run(replay);
+	cr_expect_eq(o.rc, 2, "exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "nul.rec:3: a NUL byte in this line"), "%s", o.err);
 	free(p);
 }
 

@@ -58,8 +58,8 @@ static int run_replay(struct top_ctx *c)
 	long line = 0;
 	int err = replay_open(f, &r, &line);
 	fclose(f);
-	if (err == -EPROTO) {
-		cli_error("%s:%ld: not a loopstat recording of version 1", c->replay, line);
+	if (rec_format_error(err)) {
+		cli_error("%s:%ld: %s", c->replay, line, rec_format_error(err));
 		return EXIT_USAGE;
 	}
 	if (err == -E2BIG) {
