@@ -55,8 +55,7 @@ static int run(int argc, char **argv)
 		profile_close_out(f, c.out, 0);
 		goto out;
 	}
-	struct profile_run_opts ro = { .targets = &c.common.targets, .pid = one, .rate_hz = rm.rate_hz,
-				       .duration_s = c.common.duration_s, .rec = rec };
+	struct profile_run_opts ro = { .common = &c.common, .pid = one, .rec = rec };
 	struct profile_run_result res;
 	int err = profile_run(&ro, &res);
 	int wrc = rec_writer_end(rec, round(res.elapsed_s * 1000) / 1000);
@@ -73,8 +72,8 @@ out:
 const struct cli_command cmd_record = {
 	"record", "write the raw sample stream of a run to a file, for report and top --replay",
 	"-o FILE [OPTIONS]",
-	"Samples the targets (-p, -n; default every instrumented worker) like profile and writes every\n"
-	"sample with its names, fd targets, fiber tags and stack frames resolved to text: version 1,\n"
-	"line-based, strings interned. 'loopstat report FILE' renders it anywhere, later.",
+	"Samples " CLI_TARGETS_HELP " like profile,\n"
+	"and writes every sample with its names, fd targets, fiber tags and stack frames resolved to\n"
+	"text: version 1, line-based, strings interned. 'loopstat report FILE' renders it anywhere, later.",
 	options, run,
 };
