@@ -149,6 +149,7 @@ struct sampler {
 	struct probe_sweep_counts swept; /* the last sweep's */
 	pid_t    service_pid;            /* the last process whose service was resolved, and it */
 	char     service_of[PROBE_SERVICE_LEN];
+	char     name_of[PROBE_SERVICE_LEN];     /* a process name as a service, cleaned */
 	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_limits.c) */
 	size_t   ncg;
 	struct sampler_listener *lis;    /* the workers' processes' listening sockets */

@@ -6,6 +6,7 @@
  */
 #include "collect/sampler_int.h"
 #include "probe_proc.h"
+#include "util/textsafe.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,15 +24,24 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
 }
 
 /* pid's service: its unit or container, else its name; one read of its
- * cgroup file per process (workers of a process are added in a row). */
+ * cgroup file per process (workers of a process are added in a row).
+ * Cleaned as every view shows it (textsafe_label, as a recording keeps
+ * it): services are rows keyed by name, and "dup\x01" and "dup\x02" would
+ * be two rows that every output then prints as "dup?" — two series of
+ * one label set, of which Prometheus keeps one. -s matches this name. */
 static const char *service_of(struct sampler *s, pid_t pid, const char *name)
 {
 	if (s->service_pid != pid) {
 		s->service_pid = pid;
-		if (probe_service_of(pid, s->service_of, sizeof(s->service_of)) <= 0)
-			s->service_of[0] = '\0';
+		char raw[PROBE_SERVICE_LEN];
+		if (probe_service_of(pid, raw, sizeof(raw)) <= 0)
+			raw[0] = '\0';
+		textsafe_label(s->service_of, sizeof(s->service_of), raw);
 	}
-	return *s->service_of ? s->service_of : name;
+	if (*s->service_of)
+		return s->service_of;
+	textsafe_label(s->name_of, sizeof(s->name_of), name);
+	return s->name_of;
 }
 
 /* The effective uid of pid (the owner of /proc/PID), or (uid_t)-1. */
