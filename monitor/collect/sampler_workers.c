@@ -72,6 +72,8 @@ static void init_worker(struct sampler *s, struct sworker *w, pid_t pid, pid_t t
 	w->pid = pid;
 	w->tid = tid;
 	w->start_time = start;
+	w->uid = s->adding_uid;
+	w->kept = s->adding_kept;
 	w->wait_fd = -1;
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
@@ -83,12 +85,67 @@ static void init_worker(struct sampler *s, struct sworker *w, pid_t pid, pid_t t
 	w->loop_fd = -1;
 }
 
+static void close_worker(struct sworker *w);
+static void reindex_workers(struct sampler *s);
+
+/* Whose worker makes room at the cap for a newcomer of uid (kept: an
+ * instrumented worker or a named target, which always gets in): a gone
+ * one first; else one of the user holding the most workers, users'
+ * (uid >= 1000) before the system's, when that is more than the newcomer's
+ * user would hold with it. A flood of one user's loops then cannot
+ * crowd out another's, nor the services'. NULL: none. */
+static struct sworker *room_from(struct sampler *s, uid_t uid, int kept)
+{
+	struct idmap count;
+	idmap_init(&count);
+	struct sworker *gone = NULL;
+	for (size_t i = 0; i < s->n && !gone; i++) {
+		struct sworker *w = s->w[i];
+		size_t c = 0;
+		if (w->kept)
+			continue;
+		if (w->gone_ns)
+			gone = w;
+		idmap_get(&count, (uint64_t)w->uid, &c);
+		idmap_put(&count, (uint64_t)w->uid, c + 1);
+	}
+	struct sworker *victim = gone;
+	if (!victim) {
+		size_t best = 0, mine = 0;
+		int best_user = 0;
+		idmap_get(&count, (uint64_t)uid, &mine);
+		for (size_t i = 0; i < s->n; i++) {
+			struct sworker *w = s->w[i];
+			size_t c = 0;
+			if (w->kept)
+				continue;
+			idmap_get(&count, (uint64_t)w->uid, &c);
+			int user = w->uid >= 1000;
+			if (user > best_user || (user == best_user && c > best))
+				victim = w, best = c, best_user = user;
+		}
+		int fair = victim && (kept || victim->uid != uid) &&
+			   (kept || (best_user && uid < 1000) || best > mine + 1);
+		if (!fair)
+			victim = NULL;
+	}
+	idmap_done(&count);
+	return victim;
+}
+
 static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,
 				  unsigned *ignored)
 {
 	if (s->n >= s->max_workers) {
-		++*ignored;
-		return NULL;
+		struct sworker *v = room_from(s, s->adding_uid, s->adding_kept);
+		++*ignored;   /* one is left out either way: the newcomer, or v */
+		if (!v)
+			return NULL;
+		close_worker(v);
+		memset(v, 0, sizeof(*v));
+		init_worker(s, v, pid, tid, start, name);
+		reindex_workers(s);
+		return v;
 	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
@@ -334,8 +391,11 @@ static void discover_threads(struct sampler *s)
 			/* the sampling thread itself is always running: not a worker */
 			if (s->tids[t] == s->self_tid)
 				continue;
+			s->adding_uid = (uid_t)-1;
+			s->adding_kept = 1;   /* named: -p or -n */
 			struct sworker *w = worker_of(s, pi->pid, s->tids[t], pi->start_time, pi->comm,
 						      &s->ignored_threads);
+			s->adding_kept = 0;
 			if (w) /* a process found just before its execve, or renamed since */
 				snprintf(w->name, sizeof(w->name), "%s", pi->comm);
 		}
@@ -415,7 +475,9 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	struct sampler *s = arg;
 	unsigned over = 0;
 	pthread_mutex_lock(&s->lock);
+	s->adding_uid = p->uid;
 	int taken = worker_of(s, p->pid, tid, p->start_time, p->comm, &over) != NULL;
+	s->adding_uid = (uid_t)-1;
 	pthread_mutex_unlock(&s->lock);
 	return taken;
 }
@@ -475,8 +537,13 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = add_worker(s, sl->pid, sl->tid, 0, g->name, &s->ignored_slots)))
+		s->adding_kept = 1;   /* instrumented: always in */
+		if (!w)
+			w = add_worker(s, sl->pid, sl->tid, 0, g->name, &s->ignored_slots);
+		s->adding_kept = 0;
+		if (!w)
 			continue;
+		w->kept = 1;
 		w->instrumented = 1;
 		w->backend = sl->backend;
 		w->wait_fd = sl->wait_fd;
