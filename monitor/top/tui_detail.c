@@ -173,7 +173,8 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
  * frames of the newest. */
 static int draw_stalls(const struct worker_view *w, int y, int end)
 {
-	section(y++, "Stalls");
+	/* the last ones captured, whenever: older ones than the window's count */
+	section(y++, "Stalls (the last captured, at seconds since sampling began)");
 	for (int i = 0; i < w->nstall_log && y < end; i++) {
 		const struct stall_view *s = &w->stall_log[i];
 		char fiber[LOOPSTAT_TAG_LEN], where[MODEL_TARGET_LEN + 48];

@@ -29,7 +29,7 @@ const struct tui_metric tui_metrics[METRIC_NWORKER] = {
 	[METRIC_W_lag_p50_ms]                 = { .line = TUI_LINE_LAG, .detail = "p50 %s" },
 	[METRIC_W_lag_p99_ms]                 = { .title = "LAG99", .width = 6, .drop = 1, .line = TUI_LINE_LAG, .detail = "p99 %s" },
 	[METRIC_W_lag_max_ms]                 = { .line = TUI_LINE_LAG, .detail = "max %s" },
-	[METRIC_W_stalls_captured]            = { .line = TUI_LINE_LAG, .detail = "stalls %s" },
+	[METRIC_W_stalls_captured]            = { .line = TUI_LINE_LAG, .detail = "stalls %s in the window" },
 	[METRIC_W_headroom_ops_per_s]         = { .line = TUI_LINE_SELF, .detail = "headroom %s ops/s" },
 	[METRIC_W_quota_cpus]                 = { .line = TUI_LINE_CPU, .detail = "quota %s cpus" },
 	[METRIC_W_throttled_pct]              = { .line = TUI_LINE_CPU, .detail = "throttled %s%%" },
