@@ -222,7 +222,8 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_check_verdicts test_check_cmd test_check_usage test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
              test_interleave test_stats test_check_ci test_limit_quota test_pools test_lag test_stall_capture test_profile_oncpu \
-             test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source
+             test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source \
+             test_unwind_budget test_serve_flood
 
 # Four at a time in the plain build, whose suites mostly wait (53 s against
 # 60 for three and 73 for two); two under the sanitizers, which keep both
@@ -319,6 +320,11 @@ clean:
 # bench/idle_truth samples with the model-like sampler of
 # tests/support/loop_child.c (shared with tests/test_probe_loop.c).
 $(BUILD)/bench/idle_truth: $(BUILD)/obj/bench/idle_truth.o $(BUILD)/obj/tests/support/loop_child.o $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
+
+# bench/serve_flood floods serve with tests/support/flood.c (shared with tests/test_serve_flood.c).
+$(BUILD)/bench/serve_flood: $(BUILD)/obj/bench/serve_flood.o $(BUILD)/obj/tests/support/flood.o $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
 

@@ -304,8 +304,8 @@ int cli_feed_open(const struct cli_common *c, const struct feed_opts *how, struc
 		cli_error("starting the sampler: %s", strerror(-err));
 		return err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;
 	}
-	if (err == -EPROTO) {
-		cli_error("%s:%ld: not a loopstat recording of version 1", c->replay, line);
+	if (rec_format_error(err)) {
+		cli_error("%s:%ld: %s", c->replay, line, rec_format_error(err));
 		return EXIT_USAGE;
 	}
 	if (err == -E2BIG) {

@@ -70,6 +70,9 @@ Test(escape, classes, .timeout = 5)
 	cr_expect_eq(esc_classify(1, 0x7f), ESC_DEL);
 	cr_expect_eq(esc_classify(2, 0x80), ESC_C1);
 	cr_expect_eq(esc_classify(2, 0x9f), ESC_C1);
+	cr_expect_eq(esc_classify(3, 0x202e), ESC_BIDI);
+	cr_expect_eq(esc_classify(3, 0x2069), ESC_BIDI);
+	cr_expect_eq(esc_classify(3, 0x2070), ESC_OTHER);
 	cr_expect_eq(esc_classify(2, 0xa0), ESC_OTHER);
 	cr_expect_eq(esc_classify(3, 0xfffe), ESC_NONCHAR);
 	cr_expect_eq(esc_classify(3, 0xfffd), ESC_OTHER);
@@ -134,7 +137,7 @@ static void assert_clean(const struct esc_format *f, const char *out, size_t len
 		cr_assert_gt(n, 0, "%s: invalid UTF-8 at %zu of %s", f->name, i, what);
 		enum esc_class c = esc_classify(n, cp);
 		int listed = n == 1 && f->ascii[cp] && f->ascii[cp][0] == (char)cp && !f->ascii[cp][1];
-		cr_assert(!(c == ESC_C0 || c == ESC_DEL || c == ESC_C1) || listed,
+		cr_assert(!(c == ESC_C0 || c == ESC_DEL || c == ESC_C1 || c == ESC_BIDI) || listed,
 			  "%s: U+%04X written at %zu of %s", f->name, cp, i, what);
 		i += (size_t)n;
 	}
@@ -143,13 +146,27 @@ static void assert_clean(const struct esc_format *f, const char *out, size_t len
 Test(escape, no_format_writes_a_control_or_invalid_utf8, .timeout = 20)
 {
 	/* every byte value, every C1 encoded, then random bytes */
-	char all[256 + 64 + 1];
+	char all[256 + 64 + 36 + 1];
 	size_t n = 0;
 	for (int b = 1; b < 256; b++)
 		all[n++] = (char)b;
 	for (int c = 0x80; c < 0xa0; c++) {
 		all[n++] = (char)(0xc0 | c >> 6);
 		all[n++] = (char)(0x80 | (c & 0x3f));
+	}
+	/* and the bidirectional controls: U+202E shows the rest of a line reversed */
+	static const unsigned bidi[] = { 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069,
+					  0x200e, 0x200f, 0x061c };
+	for (size_t k = 0; k < sizeof(bidi) / sizeof(bidi[0]); k++) {
+		unsigned c = bidi[k];
+		if (c < 0x800) {
+			all[n++] = (char)(0xc0 | c >> 6);
+			all[n++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			all[n++] = (char)(0xe0 | c >> 12);
+			all[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			all[n++] = (char)(0x80 | (c & 0x3f));
+		}
 	}
 	all[n] = '\0';
 	unsigned seed = 21;

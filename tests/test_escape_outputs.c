@@ -1,4 +1,4 @@
-/* Every output of the real binary, fed a worker whose comm, loop tag and fiber tag hold ESC, C1 (raw 0x9b and U+009B), invalid UTF-8 and each format's specials: no ESC, no C1, valid UTF-8, and each structured output parses. */
+/* Every output of the real binary, fed a worker whose comm, loop tag and fiber tag hold ESC, C1 (raw 0x9b and U+009B), invalid UTF-8, the bidi override U+202E and each format's specials: no ESC, no C1, no bidi control, valid UTF-8, and each structured output parses. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
  * a character cut in two, as the kernel cuts long names */
 static const char COMM[] = "\x1b\x9b\xc2\x9b\xff\"\\&<'#;\n\xe2\x96";
 /* up to 31 bytes each: an escape sequence, C1, U+FFFE, XML's ]]>, a tab */
-static const char LOOP_TAG[] = "L\x1b[2J\x9b\xc2\x85\xef\xbf\xbe]]>&'\"\\#;=~\t\r x";
+static const char LOOP_TAG[] = "L\x1b[2J\x9b\xc2\x85\xef\xbf\xbe]]>&'\"\\#;=~\t\r \xe2\x80\xaex";
 static const char FIBER_TAG[] = "F\x1b]0;t\x07\xc2\x9b\xfe<>&\"\\#;|\n\x7f y";
 /* for a hand-made recording (lines end at a newline, so none inside) */
 static const char REC_NAME[] = "R\x1b[2J\x9b\xc2\x9b\xff\"\\&<>'#;\r\x7f\xe2\x96";
@@ -134,7 +134,7 @@ static int check_clean(const char *row, const char *what, const char *s)
 		if (n < 0)
 			return snprintf(why, sizeof(why), "invalid UTF-8 at byte %zu of its %s", i, what), fail(row, why, s);
 		enum esc_class c = esc_classify(n, cp);
-		if ((c == ESC_C0 && cp != '\n' && cp != '\t') || c == ESC_DEL || c == ESC_C1)
+		if ((c == ESC_C0 && cp != '\n' && cp != '\t') || c == ESC_DEL || c == ESC_C1 || c == ESC_BIDI)
 			return snprintf(why, sizeof(why), "U+%04X at byte %zu of its %s", cp, i, what), fail(row, why, s);
 		i += (size_t)n;
 	}

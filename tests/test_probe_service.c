@@ -1,4 +1,4 @@
-/* A process's service from its cgroup file: systemd units, containers, pods, v1 and v2. */
+/* A process's service from its cgroup file: systemd units, containers, pods, v1 and v2; a user's or a container's own units named with their owner, never as the host's. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -15,8 +15,15 @@ static const struct service_case cases[] = {
 	/* v2, systemd */
 	{ "0::/system.slice/nginx.service\n", "nginx.service" },
 	{ "0::/system.slice/redis-server.service\n", "redis-server.service" },
-	/* a unit nested under a user's manager: the deepest unit, never user@ */
-	{ "0::/user.slice/user-1000.slice/user@1000.service/app.slice/api.service\n", "api.service" },
+	/* a unit nested under a user's manager: the deepest unit, never user@,
+	 * named with its owner: a user's duty.service is not the system's */
+	{ "0::/user.slice/user-1000.slice/user@1000.service/app.slice/api.service\n", "user 1000: api.service" },
+	{ "0::/user.slice/user-1001.slice/user@1001.service/app.slice/duty.service\n", "user 1001: duty.service" },
+	{ "0::/user.slice/user-1001.slice/user@1001.service/user.slice/"
+	  "docker-3f2a1bc4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80.scope\n",
+	  "user 1001: docker:3f2a1bc4d5e6" },
+	/* not a user manager: no owner read from it */
+	{ "0::/system.slice/user@x.service/duty.service\n", "duty.service" },
 	{ "0::/user.slice/user-1000.slice/user@1000.service/init.scope\n", "" },
 	/* a login session: no service */
 	{ "0::/user.slice/user-0.slice/session-3.scope\n", "" },
@@ -40,7 +47,7 @@ static const struct service_case cases[] = {
 	  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
 	  "pod:1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901" },
 	/* a unit wins over a container id further up */
-	{ "0::/system.slice/docker-3f2a1bc4d5e6f708.scope/app.service\n", "app.service" },
+	{ "0::/system.slice/docker-3f2a1bc4d5e6f708.scope/app.service\n", "docker:3f2a1bc4d5e6: app.service" },
 	/* not ids: too short, not hex */
 	{ "0::/system.slice/docker-xyz.scope\n", "" },
 	{ "", "" },

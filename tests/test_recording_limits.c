@@ -1,4 +1,4 @@
-/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 40,000 threads replayed, 2^20 strings and a crafted schedstat jump cost time and memory linear in the file, or are refused with one line and exit 2. */
+/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings and a crafted schedstat jump cost time and memory linear in the file, or are refused with one line and exit 2. */
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
@@ -23,6 +23,7 @@ TestSuite(recording_limits, .init = setup, .fini = teardown, .timeout = 60);
 struct outcome {
 	int  rc;            /* exit status, -1 when killed */
 	long ms;            /* wall time */
+	long cpu_ms;        /* user + system time */
 	long rss_mb;        /* peak RSS */
 	char err[4096];     /* stderr, cut */
 };
@@ -60,6 +61,7 @@ static struct outcome run(char *const args[])
 	o.ms = (long)(ts_now_ms() - t0);
 	o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	o.rss_mb = ru.ru_maxrss / 1024;
+	o.cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
 	return o;
 }
 
@@ -125,6 +127,60 @@ Test(recording_limits, eighty_thousand_threads_report_in_linear_time)
 	o = run(text);
 	cr_expect_eq(o.rc, 0, "exit %d: %s", o.rc, o.err);
 	cr_expect_lt(o.ms, 10000, "80k threads merged in %ld ms", o.ms);
+	free(p);
+}
+
+/* One thread on a CPU in 80,000 distinct functions: 80,000 siblings
+ * under one node, which a linear search of siblings made quadratic
+ * (115 s in pprof output). */
+Test(recording_limits, eighty_thousand_labels_under_one_node_report_in_two_seconds)
+{
+	char *p = path("80k-labels.rec");
+	FILE *f = create(p);
+	fputs("s 1 4242/4242 wide\n", f);
+	for (int i = 0; i < 80000; i++)
+		fprintf(f, "s %d fn_%d\n", i + 2, i);
+	for (int i = 0; i < 80000; i++)
+		fprintf(f, "e %d 4242 4242 0 2 -1 -1 0 0 0 0 0 1 0 0 0 1 %d\n", (i + 1) * 1000, i + 2);
+	fputs("m duration_s 1.000\n", f);
+	fclose(f);
+	/* text and svg show the largest; pprof is compressed */
+	static const char *const formats[] = { "folded", "json", "speedscope", "text", "svg", "pprof" };
+	for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++) {
+		char *o_path = path("80k-labels.out");
+		char *args[] = { "report", p, "-f", (char *)formats[k], "-o", o_path, NULL };
+		struct outcome o = run(args);
+		cr_expect_eq(o.rc, 0, "%s: exit %d: %s", formats[k], o.rc, o.err);
+		/* its CPU time: on the shared 2-core machine a load of 10 stretches
+		 * the wall time five-fold */
+		cr_expect_leq(o.cpu_ms, 2000, "%s: 80k labels took %ld ms of CPU", formats[k], o.cpu_ms);
+		cr_expect_leq(o.ms, 20000, "%s: 80k labels took %ld ms", formats[k], o.ms);
+		char *out = ts_read_file(o_path);
+		cr_expect(out && (k >= 3 || strstr(out, "fn_79999")), "%s: the last label is missing", formats[k]);
+		free(out);
+		free(o_path);
+	}
+	free(p);
+}
+
+/* A NUL inside a string record is its own error, with the line, for
+ * report and replay alike: not "not a recording". */
+Test(recording_limits, a_nul_byte_is_named_with_its_line)
+{
+	char *p = path("nul.rec");
+	FILE *f = create(p);
+	fputs("s 1 4242/4242 ab", f);
+	fputc('\0', f);
+	fputs("cd\n", f);
+	fclose(f);
+	char *rep[] = { "report", p, NULL };
+	struct outcome o = run(rep);
+	cr_expect_eq(o.rc, 2, "exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "nul.rec:3: a NUL byte in this line"), "%s", o.err);
+	char *replay[] = { "top", "--replay", p, NULL };
+	o = run(replay);
+	cr_expect_eq(o.rc, 2, "exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, "nul.rec:3: a NUL byte in this line"), "%s", o.err);
 	free(p);
 }
 

@@ -277,8 +277,9 @@ Test(serve, abusive_clients_block_nobody, .timeout = 60)
 	tc_kill(inst);
 }
 
-/* --timeout closes a connection that says nothing; --max-connections keeps
- * the rest out (closed, or left waiting unanswered) until slots free up. */
+/* --timeout closes a connection that says nothing; at --max-connections a
+ * new connection (a scraper's) is served and the oldest idle one closed,
+ * so the total holds and held connections cannot keep a scrape out. */
 Test(serve, idle_clients_time_out_and_the_limit_holds)
 {
 	struct serve_child c;
@@ -290,12 +291,20 @@ Test(serve, idle_clients_time_out_and_the_limit_holds)
 		cr_assert_geq(fds[i] = http_connect(c.port), 0);
 	usleep(100000);
 	int rc = http_get(c.port, "/metrics", NULL, 400, &r);
-	cr_assert(rc < 0 || r.status != 200, "a 9th connection was served with 8 of 8 held");
-	if (rc == 0)
-		http_response_free(&r);
+	cr_assert_eq(rc, 0, "a 9th connection with 8 of 8 held: %s", strerror(-rc));
+	cr_assert_eq(r.status, 200);
+	http_response_free(&r);
+	char b;
+	struct timeval tv0 = { 0, 300000 };
+	setsockopt(fds[0], SOL_SOCKET, SO_RCVTIMEO, &tv0, sizeof(tv0));
+	ssize_t k0 = recv(fds[0], &b, 1, 0);
+	cr_assert(k0 == 0 || (k0 < 0 && errno == ECONNRESET), "the oldest held connection still open: %zd %s", k0,
+		  strerror(errno));
+	cr_assert_eq(http_get(c.port, "/healthz", NULL, 1000, &r), 0);
+	cr_assert(strstr(r.body, "degraded: connections turned away"), "%s", r.body);
+	http_response_free(&r);
 	long long t0 = ts_now_ms();
-	for (int i = 0; i < 8; i++) {
-		char b;
+	for (int i = 1; i < 8; i++) {
 		struct timeval tv = { 5, 0 };
 		setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		ssize_t k = recv(fds[i], &b, 1, 0);

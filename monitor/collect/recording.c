@@ -285,7 +285,8 @@ static int parse_event(const struct strtab *t, char *p, struct rec_event *ev, co
 
 /* One line into buf (REC_MAX_LINE + 2 bytes), its newline kept and a NUL
  * after it: the length, 0 at the end of the file, -E2BIG for a longer
- * line, -EPROTO for a NUL byte in it. getline would grow to whatever a
+ * line, -EILSEQ for a NUL byte in it (text never holds one: a binary or
+ * damaged file). getline would grow to whatever a
  * file without newlines holds (/dev/zero). */
 static ssize_t read_line(FILE *f, char *buf)
 {
@@ -295,13 +296,22 @@ static ssize_t read_line(FILE *f, char *buf)
 		if (len == REC_MAX_LINE && c != '\n')
 			return -E2BIG;
 		if (c == '\0')
-			return -EPROTO;
+			return -EILSEQ;
 		buf[len++] = (char)c;
 		if (c == '\n')
 			break;
 	}
 	buf[len] = '\0';
 	return (ssize_t)len;
+}
+
+const char *rec_format_error(int err)
+{
+	if (err == -EILSEQ)
+		return "a NUL byte in this line: a recording is text; the file is damaged or not a recording";
+	if (err == -EPROTO)
+		return "not a loopstat recording of version 1";
+	return NULL;
 }
 
 int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),

@@ -104,11 +104,16 @@ int  rec_writer_end(struct rec_writer *w, double duration_s);
 /* ---- reading ---- */
 /* Calls fn for every event of the recording on f, in order, after filling
  * *meta from the header. Returns 0, -EPROTO (not a recording, a newer
- * major, a malformed line: *line says which), -E2BIG (past a REC_MAX_
+ * major, a malformed line: *line says which), -EILSEQ (a NUL byte in
+ * line *line), -E2BIG (past a REC_MAX_
  * cap, *line says where), -ENOMEM, or what fn returned when it was < 0
  * (which stops the read). A recording cut short reads as
  * far as its last complete line, with meta->cut set. */
 int  rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct rec_event *ev),
 		      void *arg, long *line);
+
+/* What a format error of rec_read (-EPROTO, -EILSEQ) means, for a
+ * "FILE:LINE: ..." message; NULL for any other error. */
+const char *rec_format_error(int err);
 
 #endif /* LOOPSTAT_RECORDING_H */

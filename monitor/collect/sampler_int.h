@@ -47,6 +47,9 @@ struct sworker {
 	int      tick_ss_ok;          /* so the 4 Hz pass need not read schedstat again */
 	struct prec prec;             /* its sampling stride (precision.h) */
 	pid_t    pid, tid;
+	uint64_t start_time;          /* its process's (stat field 22), 0 unknown: (pid, start) names it */
+	uid_t    uid;                 /* its process's owner, (uid_t)-1 unknown */
+	int      kept;                /* instrumented or a named target: never made room from */
 	int      instrumented;
 	uint32_t backend;
 	int      wait_fd;
@@ -183,6 +186,9 @@ struct sampler {
 	struct probe_sweep_counts swept; /* the last sweep's */
 	pid_t    service_pid;            /* the last process whose service was resolved, and it */
 	char     service_of[PROBE_SERVICE_LEN];
+	char     name_of[PROBE_SERVICE_LEN];     /* a process name as a service, cleaned */
+	uid_t    adding_uid;             /* the owner of the worker being added, (uid_t)-1 unknown */
+	int      adding_kept;            /* and whether it is kept (instrumented or named) */
 	struct sampler_cgroup *cg;       /* the workers' cgroups (sampler_limits.c) */
 	size_t   ncg;
 	struct sampler_listener *lis;    /* the workers' processes' listening sockets */

@@ -470,12 +470,21 @@ static void window_counts(const struct pool_thread *t, int64_t lo, int64_t now_s
 	}
 }
 
+/* The pool (pid, key, kind) of the snapshot, made if need be: NULL without
+ * memory, or when the process has SNAP_POOLS_PER_PROC already (a process
+ * of 1,000 threads each on a condition variable of its own is 1,000
+ * "pools", none of them a pool; the first ones found are kept, and the
+ * threads of the rest counted as dropped). */
 static struct snap_pool *snap_pool_of(struct snapshot *snap, pid_t pid, uint64_t key, enum snap_pool_kind kind,
 				      size_t first)
 {
 	for (size_t i = first; i < snap->npools; i++)
 		if (snap->pools[i].key == key && snap->pools[i].kind == kind)
 			return &snap->pools[i];
+	if (snap->npools - first >= SNAP_POOLS_PER_PROC) {
+		snap->pool_threads_dropped++;
+		return NULL;
+	}
 	if (snap->npools == snap->poolcap) {
 		size_t cap = snap->poolcap ? snap->poolcap * 2 : 8;
 		struct snap_pool *np = realloc(snap->pools, cap * sizeof(*np));
@@ -495,6 +504,7 @@ static struct snap_pool *snap_pool_of(struct snapshot *snap, pid_t pid, uint64_t
 void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double window_s)
 {
 	snap->npools = 0;
+	snap->pool_threads_dropped = 0;
 	const struct sampler_pools *P = s->pools;
 	if (!P)
 		return;

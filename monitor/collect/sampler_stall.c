@@ -24,6 +24,9 @@
  * to PERF_WAIT_MS, and a host sweep can find hundreds of busy loops. A
  * stall turned away here is tried again at the next tick while it lasts. */
 #define CAPTURES_PER_S 4
+/* Symbol look-ups one capture may spend on the sampling thread: the rest
+ * of a stack is module+offset until a later capture names it. */
+#define SYMBOLS_NS (5 * 1000000ull)
 
 struct sampler_stall {
 	struct probe_unwind *uw;             /* syscall stacks: process_vm_readv */
@@ -50,6 +53,8 @@ int sampler_stall_init(struct sampler *s)
 		free(st);
 		return -ENOMEM;
 	}
+	probe_unwind_set_budget(st->uw, SYMBOLS_NS);
+	probe_unwind_set_budget(st->uw_perf, SYMBOLS_NS);
 	s->stall = st;
 	return 0;
 }

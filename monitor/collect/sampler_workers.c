@@ -6,6 +6,7 @@
  */
 #include "collect/sampler_int.h"
 #include "probe_proc.h"
+#include "util/textsafe.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,15 +24,24 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid)
 }
 
 /* pid's service: its unit or container, else its name; one read of its
- * cgroup file per process (workers of a process are added in a row). */
+ * cgroup file per process (workers of a process are added in a row).
+ * Cleaned as every view shows it (textsafe_label, as a recording keeps
+ * it): services are rows keyed by name, and "dup\x01" and "dup\x02" would
+ * be two rows that every output then prints as "dup?" — two series of
+ * one label set, of which Prometheus keeps one. -s matches this name. */
 static const char *service_of(struct sampler *s, pid_t pid, const char *name)
 {
 	if (s->service_pid != pid) {
 		s->service_pid = pid;
-		if (probe_service_of(pid, s->service_of, sizeof(s->service_of)) <= 0)
-			s->service_of[0] = '\0';
+		char raw[PROBE_SERVICE_LEN];
+		if (probe_service_of(pid, raw, sizeof(raw)) <= 0)
+			raw[0] = '\0';
+		textsafe_label(s->service_of, sizeof(s->service_of), raw);
 	}
-	return *s->service_of ? s->service_of : name;
+	if (*s->service_of)
+		return s->service_of;
+	textsafe_label(s->name_of, sizeof(s->name_of), name);
+	return s->name_of;
 }
 
 /* The effective uid of pid (the owner of /proc/PID), or (uid_t)-1. */
@@ -55,11 +65,87 @@ static int narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name
 	return targets_narrow(t, uid, t->has_service ? service_of(s, pid, name) : NULL);
 }
 
-struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
+/* w as a new worker of (pid, tid): its probes opened, nothing measured. */
+static void init_worker(struct sampler *s, struct sworker *w, pid_t pid, pid_t tid, uint64_t start,
+			const char *name)
+{
+	w->pid = pid;
+	w->tid = tid;
+	w->start_time = start;
+	w->uid = s->adding_uid;
+	w->kept = s->adding_kept;
+	w->wait_fd = -1;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
+	series_init(&w->series);
+	prec_init(&w->prec);
+	probe_syscall_open(&w->sc, pid, tid);
+	probe_schedstat_open(&w->ss, pid, tid);
+	probe_loop_init(&w->loop, pid, tid);
+	w->loop_fd = -1;
+}
+
+static void close_worker(struct sworker *w);
+static void reindex_workers(struct sampler *s);
+
+/* Whose worker makes room at the cap for a newcomer of uid (kept: an
+ * instrumented worker or a named target, which always gets in): a gone
+ * one first; else one of the user holding the most workers, users'
+ * (uid >= 1000) before the system's, when that is more than the newcomer's
+ * user would hold with it. A flood of one user's loops then cannot
+ * crowd out another's, nor the services'. NULL: none. */
+static struct sworker *room_from(struct sampler *s, uid_t uid, int kept)
+{
+	struct idmap count;
+	idmap_init(&count);
+	struct sworker *gone = NULL;
+	for (size_t i = 0; i < s->n && !gone; i++) {
+		struct sworker *w = s->w[i];
+		size_t c = 0;
+		if (w->kept)
+			continue;
+		if (w->gone_ns)
+			gone = w;
+		idmap_get(&count, (uint64_t)w->uid, &c);
+		idmap_put(&count, (uint64_t)w->uid, c + 1);
+	}
+	struct sworker *victim = gone;
+	if (!victim) {
+		size_t best = 0, mine = 0;
+		int best_user = 0;
+		idmap_get(&count, (uint64_t)uid, &mine);
+		for (size_t i = 0; i < s->n; i++) {
+			struct sworker *w = s->w[i];
+			size_t c = 0;
+			if (w->kept)
+				continue;
+			idmap_get(&count, (uint64_t)w->uid, &c);
+			int user = w->uid >= 1000;
+			if (user > best_user || (user == best_user && c > best))
+				victim = w, best = c, best_user = user;
+		}
+		int fair = victim && (kept || victim->uid != uid) &&
+			   (kept || (best_user && uid < 1000) || best > mine + 1);
+		if (!fair)
+			victim = NULL;
+	}
+	idmap_done(&count);
+	return victim;
+}
+
+static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,
+				  unsigned *ignored)
 {
 	if (s->n >= s->max_workers) {
-		++*ignored;
-		return NULL;
+		struct sworker *v = room_from(s, s->adding_uid, s->adding_kept);
+		++*ignored;   /* one is left out either way: the newcomer, or v */
+		if (!v)
+			return NULL;
+		close_worker(v);
+		memset(v, 0, sizeof(*v));
+		init_worker(s, v, pid, tid, start, name);
+		reindex_workers(s);
+		return v;
 	}
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
@@ -74,29 +160,53 @@ struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, cons
 		free(w);
 		return NULL;
 	}
-	w->pid = pid;
-	w->tid = tid;
-	w->wait_fd = -1;
-	snprintf(w->name, sizeof(w->name), "%s", name);
-	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
-	series_init(&w->series);
-	prec_init(&w->prec);
-	probe_syscall_open(&w->sc, pid, tid);
-	probe_schedstat_open(&w->ss, pid, tid);
-	probe_loop_init(&w->loop, pid, tid);
-	w->loop_fd = -1;
+	init_worker(s, w, pid, tid, start, name);
 	s->w[s->n++] = w;
 	return w;
 }
 
-static void free_worker(struct sworker *w)
+struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
+{
+	return add_worker(s, pid, tid, 0, name, ignored);
+}
+
+static void close_worker(struct sworker *w)
 {
 	free(w->sched);
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
 	probe_loop_done(&w->loop);
 	free(w->bpf_hist);
+	w->sched = NULL;
+	w->bpf_hist = NULL;
+}
+
+static void free_worker(struct sworker *w)
+{
+	close_worker(w);
 	free(w);
+}
+
+/* The worker of thread tid of the process (pid, start) found now, added
+ * when there is none. An entry left by an earlier process with that pid
+ * (gone, or of another start time) must not stand in for it — the new
+ * one would never be sampled — so it is begun afresh in place, keeping
+ * one worker per (pid, tid) for every view. NULL past the cap. */
+static struct sworker *worker_of(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,
+				 unsigned *ignored)
+{
+	struct sworker *w = sampler_find_worker(s, pid, tid);
+	if (!w)
+		return add_worker(s, pid, tid, start, name, ignored);
+	if (!w->gone_ns && (!start || !w->start_time || w->start_time == start)) {
+		if (!w->start_time)
+			w->start_time = start;
+		return w;
+	}
+	close_worker(w);
+	memset(w, 0, sizeof(*w));
+	init_worker(s, w, pid, tid, start, name);
+	return w;
 }
 
 void sampler_free_workers(struct sampler *s)
@@ -273,7 +383,7 @@ static void discover_threads(struct sampler *s)
 		/* the sampling thread is in its own process's count, not a worker;
 		 * a process renamed since (an execve) is listed to rename them */
 		struct sworker *m = sampler_find_worker(s, pi->pid, pi->pid);
-		if (m && !strcmp(m->name, pi->comm) && idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
+		if (m && !strcmp(m->name, pi->comm) && m->start_time == pi->start_time && idmap_get(&s->live_by_pid, (uint64_t)pi->pid, &live) &&
 		    live + (pi->pid == getpid()) == (size_t)pi->threads) {
 			m->discover_gap = m->discover_gap ? m->discover_gap * 2 : 2;
 			if (m->discover_gap > DISCOVER_BACKOFF_MAX)
@@ -293,8 +403,13 @@ static void discover_threads(struct sampler *s)
 			/* the sampling thread itself is always running: not a worker */
 			if (s->tids[t] == s->self_tid)
 				continue;
+			s->adding_uid = (uid_t)-1;
+			s->adding_kept = 1;   /* named: -p or -n */
 			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
-			if (!w && (w = sampler_add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads)) && rt) {
+			int fresh = !w || w->gone_ns || (pi->start_time && w->start_time && w->start_time != pi->start_time);
+			w = worker_of(s, pi->pid, s->tids[t], pi->start_time, pi->comm, &s->ignored_threads);
+			s->adding_kept = 0;
+			if (w && fresh && rt) {
 				/* every thread of a -p process: named only where it matters */
 				w->runtime = rt->rt;
 				if (rt->rt == PROBE_RT_JVM)
@@ -383,18 +498,21 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	int pooled = sampler_rt_is_scheduler(rt) &&
 		     (rt->rt == PROBE_RT_GO || (probe_stat_read(p->pid, tid, &st) == 0 && probe_rt_member(rt->rt, st.comm)));
 	pthread_mutex_lock(&s->lock);
+	s->adding_uid = p->uid;
 	struct sworker *w = sampler_find_worker(s, p->pid, tid);
-	int taken = w != NULL;
+	/* an entry of an earlier process with this pid does not count (worker_of restarts it) */
+	int taken = w && !w->gone_ns && !(p->start_time && w->start_time && w->start_time != p->start_time);
 	if (rt && rt->rt == PROBE_RT_JVM)
 		sampler_sched_row(s, p->pid, p->comm, rt); /* its pool parks in futex: never found by a sweep */
-	if (!w && pooled) {
+	if (!taken && pooled) {
 		taken = sampler_sched_row(s, p->pid, p->comm, rt) != NULL;
-	} else if (!w && (w = sampler_add_worker(s, p->pid, tid, p->comm, &over))) {
+	} else if (!taken && (w = worker_of(s, p->pid, tid, p->start_time, p->comm, &over))) {
 		taken = 1;
 		w->runtime = rt ? rt->rt : PROBE_RT_UNKNOWN;
 		if (w->runtime == PROBE_RT_JVM)
 			sampler_name_thread(w);
 	}
+	s->adding_uid = (uid_t)-1;
 	pthread_mutex_unlock(&s->lock);
 	return taken;
 }
@@ -454,8 +572,13 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = sampler_add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
+		s->adding_kept = 1;   /* instrumented: always in */
+		if (!w)
+			w = add_worker(s, sl->pid, sl->tid, 0, g->name, &s->ignored_slots);
+		s->adding_kept = 0;
+		if (!w)
 			continue;
+		w->kept = 1;
 		w->instrumented = 1;
 		w->backend = sl->backend;
 		w->wait_fd = sl->wait_fd;

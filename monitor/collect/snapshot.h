@@ -66,6 +66,7 @@ struct snap_worker {
  * over the snapshot's window.
  */
 #define SNAP_POOL_TIDS 64   /* thread ids named per pool; nthreads counts them all */
+#define SNAP_POOLS_PER_PROC 64 /* pools named per process: a process may make one per thread */
 
 enum snap_pool_kind {
 	SNAP_POOL_CONDVAR,       /* threads seen waiting on the same futex key */
@@ -107,6 +108,7 @@ struct snapshot {
 	unsigned naccessible;            /* threads sampled, shown or not, whose samples we could read */
 	struct snap_pool *pools;         /* owned; npools used, poolcap allocated (reused across takes) */
 	size_t   npools, poolcap;
+	unsigned pool_threads_dropped;   /* threads of pools past SNAP_POOLS_PER_PROC, not in any */
 };
 
 void snapshot_done(struct snapshot *snap);

@@ -58,8 +58,8 @@ static int run(int argc, char **argv)
 	int err = acc ? rec_read(f, &rm, add, acc, &line) : -ENOMEM;
 	if (f != stdin)
 		fclose(f);
-	if (err == -EPROTO)
-		cli_error("%s:%ld: not a loopstat recording of version %d", c.file, line, REC_VERSION);
+	if (rec_format_error(err))
+		cli_error("%s:%ld: %s", c.file, line, rec_format_error(err));
 	else if (err == -E2BIG)
 		cli_error("%s:%ld: past what a report reads (lines of %d bytes, %u strings, %u threads, %u tree "
 			  "nodes): refused", c.file, line, REC_MAX_LINE, REC_MAX_STRINGS, PROFILE_ACC_MAX_THREADS,
@@ -83,7 +83,7 @@ static int run(int argc, char **argv)
 					     .start_unix = rm.start_unix,
 					     .threads = c.threads };
 		rc = profile_emit(c.out, c.fmt, t, &meta, acc);
-	} else if (err == -EPROTO || err == -E2BIG) {
+	} else if (rec_format_error(err) || err == -E2BIG) {
 		rc = EXIT_USAGE;
 	}
 	profile_acc_delete(acc);

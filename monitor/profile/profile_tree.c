@@ -1,9 +1,10 @@
 /*
  * profile_tree.c — the sample trie: insert along a path, count, sort.
  *
- * Children are a sibling list searched linearly: fan-out is small (a few
- * states, a handful of syscalls and call sites), and a list keeps the
- * order stable and sorting cheap.
+ * Children are a sibling list (stable order, cheap sorting), found through
+ * one hash over the tree of (parent, level, label): a recording may hold
+ * 80,000 distinct frames under one node, and a linear search of siblings
+ * made reading it quadratic (minutes).
  */
 #include "profile/profile_tree.h"
 #include "util/idmap.h"
@@ -18,7 +19,8 @@
 struct profile_tree {
 	struct profile_node root;
 	unsigned flags;
-	struct idmap threads;        /* hash of a thread's label → its node: a recording may hold 262,144 */
+	struct idmap index;          /* child_key → the node holding it first (a collision: the list) */
+	int      unindexed;  /* the index could not hold every key: look-ups walk the lists */
 	size_t   nodes;
 	size_t   next_id;    /* never reused, even after a failed insert is pruned */
 	int      depth;
@@ -56,7 +58,7 @@ struct profile_tree *profile_tree_new(unsigned flags)
 	}
 	t->root.level = PROFILE_L_ROOT;
 	t->flags = flags;
-	idmap_init(&t->threads);
+	idmap_init(&t->index);
 	t->nodes = 1;
 	return t;
 }
@@ -73,6 +75,7 @@ static void free_children(struct profile_node *n)
 		c = next;
 	}
 	n->child = NULL;
+	n->last = NULL;
 }
 
 void profile_tree_delete(struct profile_tree *t)
@@ -80,7 +83,7 @@ void profile_tree_delete(struct profile_tree *t)
 	if (!t)
 		return;
 	free_children(&t->root);
-	idmap_done(&t->threads);
+	idmap_done(&t->index);
 	free(t->root.label);
 	free(t);
 }
@@ -98,63 +101,117 @@ static uint64_t label_hash(const char *s)
 	return h;
 }
 
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* A node's key in the index: its parent (by id, never reused), level and
+ * label; never 0 or all ones, which idmap cannot hold. */
+static uint64_t child_key(const struct profile_node *parent, enum profile_level level, const char *label)
+{
+	return (mix64(label_hash(label) ^ mix64(parent->id * 8 + (uint64_t)level + 1)) >> 1) | 1;
+}
+
+static int is_child(const struct profile_node *c, const struct profile_node *parent, enum profile_level level,
+		    const char *label)
+{
+	return c->parent == parent && c->level == level && strcmp(c->label, label) == 0;
+}
+
+/* The child of parent labelled label, or NULL; *key its key and *free
+ * whether no node holds that key yet. Every key present is indexed by its
+ * first holder, so a miss is a new child and only a collision (another
+ * node holds the key) walks the list. */
+static struct profile_node *child_find(struct profile_tree *t, struct profile_node *parent,
+				       enum profile_level level, const char *label, uint64_t *key, int *free_key)
+{
+	size_t v;
+	*key = child_key(parent, level, label);
+	*free_key = !idmap_get(&t->index, *key, &v);
+	if (*free_key && !t->unindexed)
+		return NULL;
+	struct profile_node *n = *free_key ? NULL : (struct profile_node *)(uintptr_t)v;
+	if (n && is_child(n, parent, level, label))
+		return n;
+	for (n = parent->child; n; n = n->next)
+		if (is_child(n, parent, level, label))
+			return n;
+	return NULL;
+}
+
 /* The child of parent labelled label (sanitised already), created at the
  * end of the list if missing. NULL with *err -ENOMEM, or -E2BIG past
- * PROFILE_TREE_MAX_NODES. Other levels fan out little and are searched in
- * their list; threads are found by their label's hash. */
+ * PROFILE_TREE_MAX_NODES. */
 static struct profile_node *child_of(struct profile_tree *t, struct profile_node *parent,
 				     enum profile_level level, const char *label, int *err)
 {
-	struct profile_node **link = &parent->child;
-	size_t v;
-	int indexed = level == PROFILE_L_THREAD && idmap_get(&t->threads, label_hash(label), &v);
-	if (indexed && strcmp(((struct profile_node *)(uintptr_t)v)->label, label) == 0)
-		return (struct profile_node *)(uintptr_t)v;
-	/* every thread's hash is indexed by its first holder: a miss is a new
-	 * thread, a hit of another label a collision, found in the list */
-	if (level == PROFILE_L_THREAD && !indexed) {
-		link = NULL;
-	} else {
-		for (; *link; link = &(*link)->next)
-			if ((*link)->level == level && strcmp((*link)->label, label) == 0)
-				return *link;
-	}
+	uint64_t key;
+	int free_key;
+	struct profile_node *n = child_find(t, parent, level, label, &key, &free_key);
+	if (n)
+		return n;
 	*err = -E2BIG;
 	if (t->nodes >= PROFILE_TREE_MAX_NODES)
 		return NULL;
 	*err = -ENOMEM;
-	struct profile_node *n = calloc(1, sizeof(*n));
+	n = calloc(1, sizeof(*n));
 	if (!n || !(n->label = strdup(label))) {
 		free(n);
 		return NULL;
 	}
-	if (!link) {
-		if (idmap_put(&t->threads, label_hash(label), (uintptr_t)n) < 0) {
-			free(n->label);
-			free(n);
-			return NULL;
-		}
-		/* at the head: the writers sort threads, and the tail is a walk away */
-		n->next = parent->child;
-		link = &parent->child;
+	if (free_key && !t->unindexed && idmap_put(&t->index, key, (uintptr_t)n) < 0) {
+		free(n->label);
+		free(n);
+		return NULL;
 	}
 	n->level = level;
 	n->parent = parent;
 	n->id = ++t->next_id;
 	t->nodes++;
-	*link = n;
+	if (parent->last)
+		parent->last->next = n;
+	else
+		parent->child = n;
+	parent->last = n;
 	return n;
 }
 
-/* The thread index anew, after nodes under the root were freed. */
-static void reindex_threads(struct profile_tree *t)
+/* n's last child anew, after its list was rebuilt. */
+static void fix_last(struct profile_node *n)
 {
-	idmap_clear(&t->threads);
-	for (struct profile_node *c = t->root.child; c; c = c->next) {
-		size_t v;
-		if (!idmap_get(&t->threads, label_hash(c->label), &v))
-			idmap_put(&t->threads, label_hash(c->label), (uintptr_t)c);   /* -ENOMEM: the list finds it */
-	}
+	n->last = NULL;
+	for (struct profile_node *c = n->child; c; c = c->next)
+		n->last = c;
+}
+
+/* Indexes c under its parent unless its key is held: 0 or -ENOMEM. */
+static int index_node(struct profile_tree *t, struct profile_node *c)
+{
+	size_t v;
+	uint64_t key = child_key(c->parent, c->level, c->label);
+	return idmap_get(&t->index, key, &v) ? 0 : idmap_put(&t->index, key, (uintptr_t)c);
+}
+
+static int index_below(struct profile_tree *t, struct profile_node *n)
+{
+	for (struct profile_node *c = n->child; c; c = c->next)
+		if (index_node(t, c) < 0 || index_below(t, c) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The index anew, after nodes were freed or relabelled. An entry the
+ * index could not hold is a key no node holds: that child would be made
+ * twice. So a failed re-index empties the index, and every look-up walks
+ * the lists until the next one succeeds. */
+static void reindex(struct profile_tree *t)
+{
+	idmap_clear(&t->index);
+	t->unindexed = index_below(t, &t->root) < 0;
 }
 
 /* Removes the nodes a failed insert created (they have count 0). */
@@ -174,6 +231,7 @@ static void prune_empty(struct profile_tree *t, struct profile_node *n)
 		prune_empty(t, c);
 		link = &c->next;
 	}
+	fix_last(n);
 }
 
 int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uint64_t weight)
@@ -233,7 +291,7 @@ int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uin
 
 fail:
 	prune_empty(t, &t->root);
-	reindex_threads(t);
+	reindex(t);
 	return err;
 }
 
@@ -276,6 +334,7 @@ static struct profile_node *sort_list(struct profile_node *head)
 static void sort_node(struct profile_node *n)
 {
 	n->child = sort_list(n->child);
+	fix_last(n);
 	for (struct profile_node *c = n->child; c; c = c->next)
 		sort_node(c);
 }
@@ -301,11 +360,13 @@ double profile_node_share(const struct profile_node *n, double *ci95)
 
 /* ---- threads with the same tree ------------------------------------------ */
 
-static int same_shape(const struct profile_node *a, uint64_t ba, const struct profile_node *b, uint64_t bb);
+static int same_shape(struct profile_tree *t, const struct profile_node *a, uint64_t ba,
+		      const struct profile_node *b, uint64_t bb);
 
 /* a's and b's children pair up by level and label, and each pair has the
  * same shape. */
-static int same_children(const struct profile_node *a, uint64_t ba, const struct profile_node *b, uint64_t bb)
+static int same_children(struct profile_tree *t, const struct profile_node *a, uint64_t ba,
+			 const struct profile_node *b, uint64_t bb)
 {
 	size_t na = 0, nb = 0;
 	for (const struct profile_node *c = a->child; c; c = c->next)
@@ -315,10 +376,11 @@ static int same_children(const struct profile_node *a, uint64_t ba, const struct
 	if (na != nb)
 		return 0;
 	for (const struct profile_node *c = a->child; c; c = c->next) {
-		const struct profile_node *d = b->child;
-		while (d && (d->level != c->level || strcmp(d->label, c->label) != 0))
-			d = d->next;
-		if (!d || !same_shape(c, ba, d, bb))
+		uint64_t key;
+		int free_key;
+		const struct profile_node *d = child_find(t, (struct profile_node *)(uintptr_t)b, c->level, c->label,
+							  &key, &free_key);
+		if (!d || !same_shape(t, c, ba, d, bb))
 			return 0;
 	}
 	return 1;
@@ -327,36 +389,50 @@ static int same_children(const struct profile_node *a, uint64_t ba, const struct
 /* a and b (same level and label) agree: their shares of their threads'
  * samples differ by no more than sampling explains, and so do their
  * children's, recursively. */
-static int same_shape(const struct profile_node *a, uint64_t ba, const struct profile_node *b, uint64_t bb)
+static int same_shape(struct profile_tree *t, const struct profile_node *a, uint64_t ba,
+		      const struct profile_node *b, uint64_t bb)
 {
 	double ca, cb;
 	double pa = model_share_pct(a->count, ba, &ca), pb = model_share_pct(b->count, bb, &cb);
 	/* a 95% test of two proportions, with a floor for shares of 0 or 100 */
 	if (fabs(pa - pb) > fmax(1.0, sqrt(ca * ca + cb * cb)))
 		return 0;
-	return same_children(a, ba, b, bb);
+	return same_children(t, a, ba, b, bb);
 }
 
 /* Adds src's counts into dst and frees src; children pair up by label,
- * the unpaired move over. */
+ * the unpaired move over. The index stays sound: src's entry is pointed
+ * at dst (a live node that is not the key's: a collision, the list is
+ * walked), and a child moved over is indexed under dst. */
 static void merge_into(struct profile_tree *t, struct profile_node *dst, struct profile_node *src)
 {
 	dst->count += src->count;
 	dst->self += src->self;
 	struct profile_node *c = src->child;
 	while (c) {
-		struct profile_node *next = c->next, **link = &dst->child;
-		while (*link && ((*link)->level != c->level || strcmp((*link)->label, c->label) != 0))
-			link = &(*link)->next;
-		if (*link) {
-			merge_into(t, *link, c);
+		struct profile_node *next = c->next;
+		uint64_t key;
+		int free_key;
+		struct profile_node *d = child_find(t, dst, c->level, c->label, &key, &free_key);
+		if (d) {
+			merge_into(t, d, c);
 		} else {
 			c->next = NULL;
 			c->parent = dst;
-			*link = c;
+			if (dst->last)
+				dst->last->next = c;
+			else
+				dst->child = c;
+			dst->last = c;
+			if (!t->unindexed && index_node(t, c) < 0)
+				t->unindexed = 1;
 		}
 		c = next;
 	}
+	size_t v;
+	uint64_t skey = child_key(src->parent, src->level, src->label);
+	if (idmap_get(&t->index, skey, &v) && v == (uintptr_t)src)
+		idmap_put(&t->index, skey, (uintptr_t)dst);   /* an existing key: no allocation */
 	free(src->label);
 	free(src->service);
 	free(src);
@@ -420,14 +496,6 @@ static char *group_label(struct profile_node *const *g, size_t n)
 	char label[PROFILE_LABEL_MAX];
 	textsafe_label(label, sizeof(label), buf);
 	return strdup(label);
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
 }
 
 /* The paths below n as one number: the same for trees with the same
@@ -494,7 +562,7 @@ int profile_tree_merge_threads(struct profile_tree *t)
 			size_t k = 0, kmax = ng < MERGE_MAX_GROUPS ? ng : MERGE_MAX_GROUPS;
 			for (; k < kmax; k++) {
 				const struct shaped *l = &th[leads[k]];
-				if (l->n->count && c->count && same_children(l->n, l->n->count, c, c->count))
+				if (l->n->count && c->count && same_children(t, l->n, l->n->count, c, c->count))
 					break;
 			}
 			if (k < kmax)
@@ -534,7 +602,8 @@ int profile_tree_merge_threads(struct profile_tree *t)
 		}
 	}
 	*tail = NULL;
+	fix_last(&t->root);
 	free(th), free(group), free(leads);
-	reindex_threads(t);
+	reindex(t);
 	return err;
 }

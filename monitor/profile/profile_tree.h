@@ -69,6 +69,7 @@ struct profile_node {
 	struct profile_node *parent; /* NULL for the root */
 	struct profile_node *child;  /* first child; sorted by count after profile_tree_sort */
 	struct profile_node *next;   /* next sibling */
+	struct profile_node *last;   /* last child: new children go after it */
 	size_t   id;                 /* creation order, root = 0 */
 };
 

@@ -91,19 +91,22 @@ static const struct cli_option options[] = {
 };
 
 /* Room for every connection, the sampler's /proc files and the rest: the
- * soft limit goes up to the hard one if need be. Returns the connections
- * that fit. */
+ * soft limit goes up to the hard one if need be. The probes keep at most
+ * a quarter of the limit open (libprobes' fd budget: past it they recycle
+ * their files), so connections get the rest but 512. Returns the
+ * connections that fit. */
 static unsigned fit_fd_limit(unsigned want)
 {
-	const rlim_t spare = 512;
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return want;
+	rlim_t spare = 512 + (rl.rlim_cur == RLIM_INFINITY ? 1024 : rl.rlim_cur / 4);
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want + spare) {
-		rlim_t need = want + spare;
+		rlim_t need = (want + 512) * 4 / 3 + 1;
 		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
+		spare = 512 + (rl.rlim_cur == RLIM_INFINITY ? 1024 : rl.rlim_cur / 4);
 	}
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want + spare) {
 		unsigned fit = rl.rlim_cur > spare + 16 ? (unsigned)(rl.rlim_cur - spare) : 16;
@@ -172,12 +175,14 @@ static int serve_run(struct serve_ctx *x)
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	signal(SIGPIPE, SIG_IGN);
+	/* the limit raised before the sampler opens a file: its budget is a quarter of it */
+	unsigned max_connections = fit_fd_limit((unsigned)x->max_connections);
 	struct feed *f;
 	if ((rc = cli_feed_open(&x->c, NULL, &f)) >= 0) {
 		close(fd);
 		return rc;
 	}
-	struct serve_opts o = { .listen_fd = fd, .max_connections = fit_fd_limit((unsigned)x->max_connections),
+	struct serve_opts o = { .listen_fd = fd, .max_connections = max_connections,
 	                        .timeout_s = (unsigned)ceil(x->timeout_s), .threads = 2, .prefix = "loopstat",
 	                        .host = host, .stale_s = 3 * x->interval_s + 2 };
 	struct serve *sv;

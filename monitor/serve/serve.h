@@ -24,7 +24,8 @@
 struct serve_opts {
 	int listen_fd;            /* bound and listening; the server owns it from serve_start on */
 	unsigned max_connections; /* at once; more are closed on accept */
-	unsigned timeout_s;       /* a connection idle this long is closed */
+	unsigned timeout_s;       /* a connection idle this long, or a request not answered
+	                           * within it of its accept (or the last answer), is closed */
 	unsigned threads;         /* epoll threads */
 	const char *prefix;       /* of every name, "loopstat"; borrowed for the server's life */
 	const char *host;         /* the host label; borrowed likewise */

@@ -1,10 +1,13 @@
 /*
  * serve_http.c — the exporter's HTTP side (libmicrohttpd): GET /metrics
  * answers the last published bodies in the format the Accept header asks
- * for, GET /healthz says whether the figures are fresh, anything else is
- * 404 or 405. Connections are bounded in number, memory and idle time.
+ * for, GET /healthz says whether the figures are fresh (and whether
+ * connections are being turned away), anything else is 404 or 405.
+ * Connections are bounded in number, memory, idle time and request time
+ * (serve_conns.c).
  */
 #include "serve/serve_int.h"
+#include "serve/serve_conns.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -22,13 +25,43 @@
 #define CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
 #define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define CONN_MEMORY (16 * 1024)   /* a scrape's request is a few hundred bytes; the body is not in it */
+#define CONN_RESERVE 64            /* MHD's cap above ours: it keeps accepting while we make room */
 
 struct serve {
 	struct MHD_Daemon *daemon;
 	pthread_mutex_t lock;          /* guards body */
 	struct serve_body *body;       /* the last published, NULL before the first */
+	struct serve_conns *conns;     /* every connection, from its accept */
 	struct serve_opts o;
 };
+
+static struct serve_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct serve *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		serve_conns_closed(s->conns, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (fd)
+		*socket_context = serve_conns_opened(s->conns, fd->connect_fd, addr ? addr->client_addr : NULL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)con_cls, (void)toe;
+	struct serve *s = cls;
+	serve_conns_answered(s->conns, conn_of(c));
+}
 
 /* The q of one media range's parameters ("; version=1.0.0;q=0.5"): 1 when absent. */
 static double q_of(const char *params, size_t len)
@@ -115,7 +148,7 @@ static enum MHD_Result answer_metrics(struct serve *s, struct MHD_Connection *c)
 static enum MHD_Result answer_health(struct serve *s, struct MHD_Connection *c)
 {
 	struct serve_body *b = current(s);
-	char text[160];
+	char text[512], why[400];
 	unsigned status = MHD_HTTP_OK;
 	if (!b) {
 		status = MHD_HTTP_SERVICE_UNAVAILABLE;
@@ -125,6 +158,9 @@ static enum MHD_Result answer_health(struct serve *s, struct MHD_Connection *c)
 		if (age > s->o.stale_s) {
 			status = MHD_HTTP_SERVICE_UNAVAILABLE;
 			snprintf(text, sizeof(text), "stale: the last figures are %.1f s old\n", age);
+		} else if (serve_conns_health(s->conns, why, sizeof(why))) {
+			/* still serving fresh figures: 200, but said */
+			snprintf(text, sizeof(text), "degraded: %s\n", why);
 		} else {
 			snprintf(text, sizeof(text), "ok\n");
 		}
@@ -149,6 +185,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return MHD_YES;
 	}
 	struct serve *s = cls;
+	serve_conns_answering(s->conns, conn_of(c));
 	int get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	int metrics = !strcmp(url, "/metrics"), health = !strcmp(url, "/healthz");
 	if (!metrics && !health)
@@ -167,12 +204,21 @@ int serve_start(const struct serve_opts *o, struct serve **out, char *err, size_
 		return -ENOMEM;
 	}
 	s->o = *o;
+	int rc = serve_conns_new(o->max_connections, o->timeout_s, &s->conns);
+	if (rc < 0) {
+		close(o->listen_fd);
+		free(s);
+		snprintf(err, errlen, "starting the connection reaper: %s", strerror(-rc));
+		return rc;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	/* epoll threads: every socket non-blocking, so a client that never reads
 	 * or never sends waits in the poll set and holds nobody up */
 	s->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC, 0, NULL, NULL, handle, s,
 	                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)o->listen_fd,
-	                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+	                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections + CONN_RESERVE,
+	                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+	                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
 	                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 	                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 1),
@@ -180,6 +226,7 @@ int serve_start(const struct serve_opts *o, struct serve **out, char *err, size_
 	if (!s->daemon) {
 		int e = errno ? errno : EIO;
 		pthread_mutex_destroy(&s->lock);
+		serve_conns_delete(s->conns);
 		free(s);
 		snprintf(err, errlen, "starting the HTTP server (libmicrohttpd): %s", strerror(e));
 		return -e;
@@ -211,6 +258,7 @@ void serve_stop(struct serve *s)
 	MHD_stop_daemon(s->daemon);   /* joins its threads: no scrape holds a body after this */
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
+	serve_conns_delete(s->conns);   /* every connection was closed and reported */
 	serve_body_put(s->body);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -21,11 +21,14 @@
  * prom help      ?             ?        ?        kept      kept    ?        \ \n
  * graphite       _             _        _        _         _       _        all but [A-Za-z0-9_-] → _
  *
+ * The bidirectional controls (ESC_BIDI) go as C1 does, but in YAML (\uXXXX).
+ *
  * XML 1.0 cannot hold C0 (but tab, LF, CR) nor U+FFFE/F even as &#n;, and
  * its §2.2 asks documents to avoid DEL and C1, so XML gets U+FFFD. JSON and
  * YAML can say any character, so they keep the code point, escaped.
  */
-#define CONTROLS(...) [ESC_C0] = __VA_ARGS__, [ESC_DEL] = __VA_ARGS__, [ESC_C1] = __VA_ARGS__
+#define CONTROLS(...) [ESC_C0] = __VA_ARGS__, [ESC_DEL] = __VA_ARGS__, [ESC_C1] = __VA_ARGS__, \
+		      [ESC_BIDI] = __VA_ARGS__
 
 const struct esc_format esc_term = {
 	.name = "terminal",
@@ -63,7 +66,8 @@ const struct esc_format esc_xml_attr = {
 const struct esc_format esc_yaml = {
 	.name = "yaml",
 	.ascii = { ['"'] = "\\\"", ['\\'] = "\\\\" },
-	.cls = { CONTROLS({ "\\x", 2 }), [ESC_NONCHAR] = { "\\u", 4 }, [ESC_INVALID] = { "\\ufffd" } },
+	.cls = { [ESC_C0] = { "\\x", 2 }, [ESC_DEL] = { "\\x", 2 }, [ESC_C1] = { "\\x", 2 },
+		 [ESC_BIDI] = { "\\u", 4 }, [ESC_NONCHAR] = { "\\u", 4 }, [ESC_INVALID] = { "\\ufffd" } },
 };
 
 /* '#' would start a directive (# SKIP); '\' escapes it. */
@@ -149,6 +153,9 @@ enum esc_class esc_classify(int n, uint32_t cp)
 		return (cp >= '0' && cp <= '9') || ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') ? ESC_ALNUM : ESC_PUNCT;
 	if (cp <= 0x9f)
 		return cp == 0x7f ? ESC_DEL : ESC_C1;
+	if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f ||
+	    cp == 0x061c)
+		return ESC_BIDI;
 	return cp == 0xfffe || cp == 0xffff ? ESC_NONCHAR : ESC_OTHER;
 }
 
@@ -162,7 +169,7 @@ static const char *replacement(const struct esc_format *f, int n, uint32_t cp, c
 		return f->ascii[cp];
 	const struct esc_rule *r = &f->cls[c];
 	if (!r->text)
-		return c == ESC_C0 || c == ESC_DEL || c == ESC_C1 || c == ESC_INVALID ? "?" : NULL;
+		return c == ESC_C0 || c == ESC_DEL || c == ESC_C1 || c == ESC_BIDI || c == ESC_INVALID ? "?" : NULL;
 	if (!r->hex || c == ESC_INVALID)
 		return r->text;
 	snprintf(buf, ESC_REP_MAX, "%s%0*x", r->text, (int)r->hex, (unsigned)cp);

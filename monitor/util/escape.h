@@ -24,6 +24,10 @@ enum esc_class {
 	ESC_DEL,      /* U+007F */
 	ESC_C1,       /* U+0080..U+009F, UTF-8 encoded (a raw 0x80..0x9F byte is ESC_INVALID) */
 	ESC_NONCHAR,  /* U+FFFE, U+FFFF: neither XML 1.0 nor YAML can hold them */
+	ESC_BIDI,     /* the bidirectional embeddings, overrides and isolates (U+202A..U+202E,
+	               * U+2066..U+2069) and marks (U+200E, U+200F, U+061C): U+202E makes a
+	               * terminal or an editor show the rest of a line reversed, so a name
+	               * could show as another's */
 	ESC_OTHER,    /* every other valid character */
 	ESC_INVALID,  /* not UTF-8: one stray byte, or the maximal subpart of a cut or bad
 	               * sequence (Unicode's U+FFFD practice: "cut\xe2\x96" is one unit) */
@@ -43,8 +47,8 @@ struct esc_format {
 	/* per ASCII character, C0 and DEL included: its replacement (itself to
 	 * keep a control character, e.g. XML's newline); NULL: its class's rule */
 	const char *ascii[128];
-	/* per class; a NULL text keeps the unit, except for C0, DEL, C1 and
-	 * INVALID, which become "?": no format can let a control byte through */
+	/* per class; a NULL text keeps the unit, except for C0, DEL, C1, BIDI
+	 * and INVALID, which become "?": no format can let a control through */
 	struct esc_rule cls[ESC_NCLASS];
 };
 

@@ -24,6 +24,7 @@ struct probe_schedstat_file {
 	pid_t pid;
 	pid_t tid;
 	int   err; /* -errno of the open when fd is -1 */
+	unsigned fdb; /* its entry in the fd budget (probe_fdbudget.h), 0 none */
 };
 
 /* Opens <root>/PID/task/TID/schedstat. Returns 0 or -errno (-ENOENT when

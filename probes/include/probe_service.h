@@ -6,6 +6,11 @@
  * /proc/PID/cgroup (v2's "0::" line, else v1's systemd or any hierarchy).
  * A process in neither is its own service: the caller names it by its
  * process name.
+ *
+ * A unit or container below a user's own systemd (user@UID.service) or
+ * inside a container is named with its owner first, "user 1001:
+ * duty.service", "docker:0123456789ab: nginx.service", so that no user
+ * can pass a unit of theirs off as the host's unit of that name.
  */
 #ifndef PROBE_SERVICE_H
 #define PROBE_SERVICE_H
@@ -13,7 +18,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define PROBE_SERVICE_LEN 64
+#define PROBE_SERVICE_LEN 128
 
 /* The service in cgroup-file text (the content of /proc/PID/cgroup) into
  * out: 1 when a unit or container was found, else 0 and out is "". */

@@ -47,6 +47,8 @@ struct probe_syscall {
 	uint64_t serial; /* unique per open, never reused: lets a batch tell a
 	                  * re-opened probe from the file it registered even when
 	                  * the fd number (or the struct's address) comes back */
+	uint32_t fdb;    /* its entry in the fd budget (probe_fdbudget.h), 0 none:
+	                  * the budget may close fd, and the next sample reopens it */
 };
 
 /* Opens <root>/PID/task/TID/syscall. Always fills p, so that a task that is

@@ -71,6 +71,13 @@ struct probe_unwind;
 struct probe_unwind *probe_unwind_new(probe_unwind_mem_fn mem, void *ctx);
 void probe_unwind_delete(struct probe_unwind *u);
 
+/* Bounds the symbol look-ups of one probe_unwind_stack call to ns (0, the
+ * default: no bound): past it the remaining frames carry their module and
+ * offset only, and the stack is not remembered, so a later unwind names
+ * them. For a caller that must not be held up, such as a sampling thread:
+ * a target's symbol tables may be large (up to UW_ELF_MAX_NEED). */
+void probe_unwind_set_budget(struct probe_unwind *u, uint64_t ns);
+
 /* Unwinds the stack of task tid of pid from its sampled sp/pc into
  * frames[0..max), innermost first (frames[0] is pc). When unwinding stops
  * before the outermost frame for any reason but max, the last frame is an

@@ -6,6 +6,7 @@
 #include "probe_proc.h"
 
 #include <errno.h>
+#include "fdbudget_int.h"
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
@@ -59,25 +60,34 @@ malformed:
 	return -EINVAL;
 }
 
-int probe_schedstat_open(struct probe_schedstat_file *f, pid_t pid, pid_t tid)
+/* Opens f's file (again), charged to the fd budget as entry f->fdb. */
+static int ss_open(struct probe_schedstat_file *f)
 {
 	char path[PATH_MAX];
 
 	f->fd = -1;
-	f->pid = pid;
-	f->tid = tid;
-	f->err = probe_proc_path(path, sizeof(path), "%d/task/%d/schedstat", (int)pid, (int)tid);
+	f->err = probe_proc_path(path, sizeof(path), "%d/task/%d/schedstat", (int)f->pid, (int)f->tid);
 	if (f->err < 0)
 		return f->err;
 	f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	f->err = f->fd < 0 ? -errno : 0;
+	if (f->fd >= 0)
+		f->fdb = probe__fd_charge(f->fd, f->fdb);
 	return f->err;
+}
+
+int probe_schedstat_open(struct probe_schedstat_file *f, pid_t pid, pid_t tid)
+{
+	f->pid = pid;
+	f->tid = tid;
+	f->fdb = 0;
+	return ss_open(f);
 }
 
 void probe_schedstat_close(struct probe_schedstat_file *f)
 {
-	if (f->fd >= 0)
-		close(f->fd);
+	probe__fd_release(f->fdb, f->fd);
+	f->fdb = 0;
 	f->fd = -1;
 	f->err = -EBADF;
 }
@@ -87,6 +97,8 @@ int probe_schedstat_sample(struct probe_schedstat_file *f, struct probe_schedsta
 	char buf[SS_BUF_LEN];
 
 	memset(out, 0, sizeof(*out));
+	if (f->fd >= 0 && !probe__fd_live(f->fdb, f->fd))
+		ss_open(f);   /* the budget closed it */
 	if (f->fd < 0)
 		return f->err == -ENOENT ? -ESRCH : (f->err ? f->err : -EBADF);
 	ssize_t n;

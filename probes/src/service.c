@@ -77,8 +77,34 @@ static int pod(const char *comp, size_t n, char *out, size_t len)
 	return 1;
 }
 
+/* Who owns what is below comps[0..n): the user of the nearest
+ * user@UID.service (a user's own systemd, whose units and rootless
+ * containers that user names as they like), and the nearest container
+ * (whose systemd names its units as its owner likes): "user 1001: ",
+ * "docker:0123456789ab: ", both, or "". A unit or container below is
+ * named with it, so that it is never taken for the host's own. */
+static void owner_prefix(const char *const *comps, const size_t *lens, size_t n, char *pre, size_t len)
+{
+	char user[32] = "", box[PROBE_SERVICE_LEN + 4] = "";
+	for (size_t i = n; i-- > 0;) {
+		unsigned long uid;
+		int used = 0;
+		if (!*user && lens[i] > 13 && strncmp(comps[i], "user@", 5) == 0 &&
+		    strncmp(comps[i] + lens[i] - 8, ".service", 8) == 0 &&
+		    sscanf(comps[i] + 5, "%lu.service%n", &uid, &used) == 1 && (size_t)used == lens[i] - 5)
+			snprintf(user, sizeof(user), "user %lu: ", uid);
+		char c[PROBE_SERVICE_LEN];
+		if (!*box && (pod(comps[i], lens[i], c, sizeof(c)) ||
+			      container(comps[i], lens[i], i ? comps[i - 1] : NULL, i ? lens[i - 1] : 0, c, sizeof(c))))
+			snprintf(box, sizeof(box), "%s: ", c);
+	}
+	snprintf(pre, len, "%s%s", user, box);
+}
+
 /* The service in one cgroup path: its deepest .service unit (not a user
- * manager's user@UID.service), else its pod, else its container, else none. */
+ * manager's user@UID.service), else its pod, else its container, else
+ * none; named with who owns the part of the tree it is in (owner_prefix):
+ * "user 1001: duty.service" is not the system's duty.service. */
 static int from_path(const char *path, char *out, size_t len)
 {
 	const char *comps[64];
@@ -94,19 +120,29 @@ static int from_path(const char *path, char *out, size_t len)
 		lens[n++] = l;
 		p += l;
 	}
+	char pre[PROBE_SERVICE_LEN];
 	for (size_t i = n; i-- > 0;)
-		if (lens[i] > 8 && strncmp(comps[i] + lens[i] - 8, ".service", 8) == 0 && lens[i] < len &&
+		if (lens[i] > 8 && strncmp(comps[i] + lens[i] - 8, ".service", 8) == 0 &&
 		    strncmp(comps[i], "user@", 5) != 0) {
-			snprintf(out, len, "%.*s", (int)lens[i], comps[i]);
+			owner_prefix(comps, lens, i, pre, sizeof(pre));
+			if (strlen(pre) + lens[i] >= len)
+				return 0;   /* cut, it could be taken for another: the process name stands in */
+			snprintf(out, len, "%s%.*s", pre, (int)lens[i], comps[i]);
 			return 1;
 		}
 	/* a Kubernetes pod before the container in it: the pod is what is deployed */
-	for (size_t i = n; i-- > 0;)
-		if (pod(comps[i], lens[i], out, len))
-			return 1;
-	for (size_t i = n; i-- > 0;)
-		if (container(comps[i], lens[i], i ? comps[i - 1] : NULL, i ? lens[i - 1] : 0, out, len))
-			return 1;
+	char name[PROBE_SERVICE_LEN];
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = n; i-- > 0;)
+			if (pass == 0 ? pod(comps[i], lens[i], name, sizeof(name))
+				      : container(comps[i], lens[i], i ? comps[i - 1] : NULL, i ? lens[i - 1] : 0, name,
+						  sizeof(name))) {
+				owner_prefix(comps, lens, i, pre, sizeof(pre));
+				if (strlen(pre) + strlen(name) >= len)
+					return 0;
+				snprintf(out, len, "%s%s", pre, name);
+				return 1;
+			}
 	return 0;
 }
 

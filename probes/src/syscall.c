@@ -8,6 +8,7 @@
 #include "probe_syscall.h"
 #include "probe_proc.h"
 #include "syscall_int.h"
+#include "fdbudget_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -146,28 +147,43 @@ malformed:
 	return -EINVAL;
 }
 
-int probe_syscall_open(struct probe_syscall *p, pid_t pid, pid_t tid)
+/* Opens p's file (again), charged to the fd budget as entry p->fdb. */
+static int sc_open(struct probe_syscall *p)
 {
+	static uint64_t serials;
 	char path[PATH_MAX];
 
-	static uint64_t serials;
-
 	p->fd = -1;
-	p->pid = pid;
-	p->tid = tid;
 	p->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
-	p->err = probe_proc_path(path, sizeof(path), "%d/task/%d/syscall", (int)pid, (int)tid);
+	p->err = probe_proc_path(path, sizeof(path), "%d/task/%d/syscall", (int)p->pid, (int)p->tid);
 	if (p->err < 0)
 		return p->err;
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	p->err = p->fd < 0 ? -errno : 0;
+	if (p->fd >= 0)
+		p->fdb = probe__fd_charge(p->fd, p->fdb);
 	return p->err;
+}
+
+int probe_syscall_open(struct probe_syscall *p, pid_t pid, pid_t tid)
+{
+	p->pid = pid;
+	p->tid = tid;
+	p->fdb = 0;
+	return sc_open(p);
+}
+
+int probe__syscall_ensure(struct probe_syscall *p)
+{
+	if (p->fd >= 0 && !probe__fd_live(p->fdb, p->fd))
+		return sc_open(p);   /* the budget closed it: a new serial, so a batch registers it anew */
+	return 0;
 }
 
 void probe_syscall_close(struct probe_syscall *p)
 {
-	if (p->fd >= 0)
-		close(p->fd);
+	probe__fd_release(p->fdb, p->fd);
+	p->fdb = 0;
 	p->fd = -1;
 	p->err = -EBADF;
 	p->serial = 0;
@@ -198,6 +214,7 @@ int probe_syscall_sample(struct probe_syscall *p, struct probe_sc_sample *out)
 {
 	char buf[PROBE__SC_BUF_LEN];
 
+	probe__syscall_ensure(p);
 	if (p->fd < 0)
 		return probe__sc_result(NULL, p->err ? p->err : -EBADF, out);
 	ssize_t n;

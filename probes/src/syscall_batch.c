@@ -153,8 +153,10 @@ static void sync_files(struct probe_sc_batch *b, struct probe_syscall *const *pr
 {
 	size_t lo = SIZE_MAX, hi = 0, end = n > b->reg_used ? n : b->reg_used;
 	for (size_t i = 0; i < end; i++) {
-		const struct probe_syscall *p = i < n ? probes[i] : NULL;
+		struct probe_syscall *p = i < n ? probes[i] : NULL;
 		b->upd[i] = IORING_REGISTER_FILES_SKIP;
+		if (p && p->serial != b->reg_serial[i])
+			probe__syscall_ensure(p);   /* never register a number the budget closed */
 		if (i < n && (!p || p->fd < 0 || p->serial == b->reg_serial[i]))
 			continue; /* a skipped probe keeps its slot for when it is back */
 		if (i >= n && !b->reg_serial[i])

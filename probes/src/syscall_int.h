@@ -16,4 +16,8 @@
  * read, or -errno) into a sample, exactly as probe_syscall_sample does. */
 int probe__sc_result(const char *buf, long res, struct probe_sc_sample *out);
 
+/* Opens p's file again when the fd budget closed it (a new serial): 0 or
+ * the open's -errno. */
+int probe__syscall_ensure(struct probe_syscall *p);
+
 #endif /* PROBE_SYSCALL_INT_H */

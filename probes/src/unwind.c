@@ -31,6 +31,7 @@
 #define UW_SNAP_FIRST 8192       /* first read of the stack; more on demand */
 #define UW_MEMO      64          /* remembered stacks (direct-mapped by tid) */
 #define UW_RUNS      256         /* runs of read words a memo may hold */
+#define UW_IDLE_NS   (30 * 1000000000ull) /* a pid not unwound this long lets go of its objects */
 
 #if defined(__x86_64__)
 #define UW_DWARF_FP 6  /* %rbp */
@@ -48,6 +49,7 @@ struct uw_pid {
 	uint64_t maps_hash;  /* FNV-1a of the maps text last reported */
 	uint64_t checked_ns; /* when maps were last compared; 0 forces a check */
 	uint64_t used;       /* LRU tick */
+	uint64_t used_ns;    /* when it was last unwound (monotonic) */
 	uint64_t gen;        /* changes whenever the modules are re-reported */
 	struct uw_exec *exec; /* its executable mappings, owned */
 	int      nexec;
@@ -99,6 +101,9 @@ struct probe_unwind {
 	uint64_t snap_hi;    /* highest snapshot address the unwind used (exclusive) */
 	uint64_t touched[UW_SNAP / 8 / 64]; /* bitmap: snapshot words the unwind read */
 	int      outside;    /* the unwind read memory outside the snapshot */
+	uint64_t sym_budget;   /* ns of symbol look-ups one unwind may spend; 0: no bound */
+	uint64_t sym_deadline; /* symbol look-ups stop at this time (monotonic ns) */
+	int      sym_skipped;  /* some frame went without its symbol */
 	/* the request being unwound (read by the callbacks) */
 	struct uw_pid *cur;
 	uint64_t sp, pc, fp;
@@ -122,9 +127,29 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The pid whose modules libdwfl may load now: find_elf has no argument
- * of ours, and a struct probe_unwind belongs to one thread. */
-static __thread pid_t uw_loading_pid;
+/* The unwinder and pid entry whose modules libdwfl may load now:
+ * find_elf has no argument of ours, and a struct probe_unwind belongs to
+ * one thread. */
+static __thread struct probe_unwind *uw_loading;
+static __thread struct uw_pid *uw_loading_pid;
+
+static void uw_pid_clear(struct uw_pid *e);
+
+/* The run's budget for other users' objects is spent: the pid entries
+ * unwound least recently (never the one loading) let go of theirs. */
+static int uw_evict_one(struct probe_unwind *u, const struct uw_pid *keep)
+{
+	struct uw_pid *victim = NULL;
+	for (int i = 0; i < UW_PIDS; i++) {
+		struct uw_pid *e = &u->pids[i];
+		if (e->pid && e != keep && e->dwfl && (!victim || e->used < victim->used))
+			victim = e;
+	}
+	if (!victim)
+		return 0;
+	uw_pid_clear(victim);
+	return 1;
+}
 
 /* Only files on disk: "[vdso]" would need /proc/PID/mem (not our access
  * rule) and no thread blocks in it. No separate debuginfo is looked up:
@@ -137,6 +162,7 @@ static int uw_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwar
 	(void)userdata;
 	(void)base;
 	*elfp = NULL;
+	struct uw_pid *e = uw_loading_pid;
 	Dwarf_Addr lo, hi;
 	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
 		return -1;
@@ -144,13 +170,15 @@ static int uw_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwar
 		*elfp = uw_vdso_elf(lo, hi);
 		return -1;
 	}
-	if (name[0] != '/' || uw_loading_pid <= 0)
+	if (name[0] != '/' || !e || e->pid <= 0)
 		return -1;
-	int fd = uw_elf_open(uw_loading_pid, name, lo, hi);
+	int fd;
+	while ((fd = uw_elf_open(e->pid, name, lo, hi, e, elfp)) == -ENOSPC && uw_evict_one(uw_loading, e))
+		;
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(name);
-	return fd;
+	return *elfp ? -1 : fd;
 }
 
 static int uw_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -278,6 +306,7 @@ static void uw_pid_clear(struct uw_pid *e)
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
 	free(e->exec);
+	uw_map_release(e, 0); /* after dwfl_end: libelf no longer reads them */
 	memset(e, 0, sizeof(*e));
 }
 
@@ -287,6 +316,11 @@ static void uw_memo_free(struct uw_memo *m)
 	free(m->frames);
 	free(m->runs);
 	memset(m, 0, sizeof(*m));
+}
+
+void probe_unwind_set_budget(struct probe_unwind *u, uint64_t ns)
+{
+	u->sym_budget = ns;
 }
 
 void probe_unwind_delete(struct probe_unwind *u)
@@ -311,11 +345,50 @@ void probe_unwind_forget(struct probe_unwind *u, pid_t pid)
 	probe_perfmap_forget(u->pm, pid);
 }
 
+/* Pids not unwound for UW_IDLE_NS (gone, or no longer stalling) let go
+ * of their modules and mappings: nothing is held for a process no one
+ * watches. */
+static void uw_forget_idle(struct probe_unwind *u, uint64_t now)
+{
+	for (int i = 0; i < UW_PIDS; i++)
+		if (u->pids[i].pid && now - u->pids[i].used_ns > UW_IDLE_NS)
+			uw_pid_clear(&u->pids[i]);
+}
+
+/* The load addresses of the modules dwfl_report_end drops: their mappings
+ * are released once libdwfl has ended their Elf. */
+struct uw_removed {
+	uint64_t *lo;
+	size_t    n, cap;
+	int       lost;  /* one did not fit: release them all */
+};
+
+static int uw_removed_cb(Dwfl_Module *mod, void *userdata, const char *name, Dwarf_Addr base, void *arg)
+{
+	(void)mod;
+	(void)userdata;
+	(void)name;
+	struct uw_removed *r = arg;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		uint64_t *lo = realloc(r->lo, cap * sizeof(*lo));
+		if (!lo) {
+			r->lost = 1;
+			return DWARF_CB_OK;
+		}
+		r->lo = lo;
+		r->cap = cap;
+	}
+	r->lo[r->n++] = base;
+	return DWARF_CB_OK;
+}
+
 /* (Re-)reports e's modules when its maps changed since the last report. */
 static int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 {
 	uint64_t now = now_ns();
-	uw_loading_pid = e->pid;
+	uw_loading = u;
+	uw_loading_pid = e;
 	if (e->dwfl && e->checked_ns && now - e->checked_ns < UW_MAPS_NS)
 		return 0;
 	ssize_t len = uw_maps_read(e->pid, &u->maps, &u->maps_cap);
@@ -339,7 +412,15 @@ static int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 	fclose(f);
 	if (r == 0)
 		uw_report_vdso(e->dwfl, u->maps);
-	dwfl_report_end(e->dwfl, NULL, NULL);
+	struct uw_removed gone = { 0 };
+	dwfl_report_end(e->dwfl, uw_removed_cb, &gone);
+	for (size_t i = 0; i < gone.n; i++)
+		uw_map_release(e, gone.lo[i]);
+	free(gone.lo);
+	if (gone.lost) { /* cannot tell which: start over */
+		uw_pid_clear(e);
+		return -ENOMEM;
+	}
 	if (r != 0)
 		return r > 0 ? -r : -EINVAL;
 	if ((r = uw_exec_parse(u->maps, &e->exec, &e->nexec)) < 0)
@@ -463,6 +544,20 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 		memcpy(f->symbol, c->f.symbol, sizeof(f->symbol));
 		f->offset = c->f.offset;
 		f->unreadable = c->f.unreadable;
+		return;
+	}
+	if (u->sym_budget && now_ns() > u->sym_deadline) {
+		/* over this unwind's time: module and offset, the symbol later
+		 * (not cached, and the stack is not remembered) */
+		Dwfl_Module *mod = dwfl_addrmodule(e->dwfl, lookup);
+		Dwarf_Addr start;
+		const char *path = mod ? dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
+		if (path) {
+			const char *base = strrchr(path, '/');
+			copy_str(f->module, sizeof(f->module), base ? base + 1 : path);
+			f->offset = lookup - start;
+		}
+		u->sym_skipped = 1;
 		return;
 	}
 	uw_resolve(u, f, lookup);
@@ -595,7 +690,12 @@ int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t
 {
 	if (!u || pid <= 0 || tid <= 0 || !frames || max < 1 || max > PROBE_UNWIND_MAX_DEPTH || !pc)
 		return -EINVAL;
+	uint64_t now = now_ns();
+	uw_forget_idle(u, now);
 	struct uw_pid *e = uw_pid_get(u, pid);
+	e->used_ns = now;
+	u->sym_deadline = now + u->sym_budget;
+	u->sym_skipped = 0;
 	int err = uw_refresh(u, e);
 	if (err < 0) {
 		uw_pid_clear(e);
@@ -650,7 +750,7 @@ int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t
 	int any_unmapped = 0;
 	for (int i = 0; i < w.n; i++)
 		any_unmapped |= !frames[i].unknown && !frames[i].module[0];
-	if (!u->outside && !any_unmapped && u->snap_len)
+	if (!u->outside && !any_unmapped && !u->sym_skipped && u->snap_len)
 		uw_memo_store(u, m, tid, frames, w.n, max);
 	u->cur = NULL;
 	return w.n;

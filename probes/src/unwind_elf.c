@@ -1,6 +1,6 @@
 /*
  * unwind_elf.c — the target's ELF objects, opened so that a hostile target
- * cannot hurt the profiler.
+ * cannot hurt the profiler (nor, through it, the sampler or the host).
  *
  * libdwfl passes the path named in /proc/PID/maps, which the target's owner
  * controls: the file may since have become a FIFO (an open that blocks), a
@@ -12,10 +12,16 @@
  *   resolved inside the target's root (openat2 RESOLVE_IN_ROOT) with
  *   O_NOFOLLOW, and its dev/inode must be the mapping's;
  * - every open is O_NONBLOCK and the result must be a regular file;
- * - the content is copied (bounded) into a sealed memfd that nobody else
- *   can shrink, and libdwfl maps that copy — unless only root can write
- *   the file, as with the system's libraries, which are mapped as they are;
- * - an object over UW_ELF_MAX_* is refused before libelf sees it.
+ * - the header is checked first (a few preads): an object over the caps
+ *   (UW_ELF_MAX_*) or whose sections libdwfl reads (symbols, strings,
+ *   CFI, notes, anything it would decompress) exceed UW_ELF_MAX_NEED is
+ *   refused before libelf sees it; so is one carrying .gnu_debugdata,
+ *   whose xz content may inflate without bound;
+ * - unless only root can write the file (the system's libraries, handed
+ *   to libdwfl as they are), the object is mapped privately, never
+ *   copied (a sparse 256-MB file must cost nothing), under a budget per
+ *   run (unwind_map.c), and a page cut away under the mapping reads as
+ *   zeros instead of killing us with SIGBUS.
  */
 #include "unwind_int.h"
 #include "probe_proc.h"
@@ -29,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -38,6 +43,7 @@
 #define UW_ELF_MAX_SIZE  (256ull << 20) /* bytes of one object */
 #define UW_ELF_MAX_SHNUM 8192           /* sections of one object */
 #define UW_ELF_MAX_PHNUM 1024           /* program headers of one object */
+#define UW_ELF_MAX_NAMES (1u << 20)     /* bytes of the section-name table */
 
 struct uw_map {
 	uint64_t start, end;
@@ -138,80 +144,192 @@ static int uw_elf_open_mapped(pid_t pid, const char *name, const struct uw_map *
 	return fd;
 }
 
-static int uw_elf_copy(int src, int dst, uint64_t size)
-{
-	off_t off = 0;
-	while ((uint64_t)off < size) {
-		ssize_t n = sendfile(dst, src, &off, (size_t)(size - (uint64_t)off));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break; /* the file shrank: the header checks decide */
-	}
-	return (int)(off >= 0 ? 0 : -EIO);
-}
-
 static int uw_elf_pread(int fd, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n = pread(fd, buf, len, (off_t)off);
 	return n == (ssize_t)len ? 0 : -ENOEXEC;
 }
 
-/* The object's header against the caps, read from the sealed copy. */
-int uw_elf_check(int fd, uint64_t size)
+/* The header fields the checks need, for either class. */
+struct uw_ehdr {
+	int      is64;
+	uint64_t type, shoff, phoff, shnum, phnum, shent, phent, shstrndx;
+};
+
+struct uw_shdr {
+	uint64_t name, type, flags, offset, size;
+};
+
+static int uw_elf_shdr(int fd, const struct uw_ehdr *h, uint64_t i, struct uw_shdr *s)
+{
+	uint64_t at = h->shoff + i * h->shent;
+	if (h->is64) {
+		Elf64_Shdr x;
+		if (uw_elf_pread(fd, &x, sizeof(x), at) < 0)
+			return -ENOEXEC;
+		*s = (struct uw_shdr){ x.sh_name, x.sh_type, x.sh_flags, x.sh_offset, x.sh_size };
+	} else {
+		Elf32_Shdr x;
+		if (uw_elf_pread(fd, &x, sizeof(x), at) < 0)
+			return -ENOEXEC;
+		*s = (struct uw_shdr){ x.sh_name, x.sh_type, x.sh_flags, x.sh_offset, x.sh_size };
+	}
+	return 0;
+}
+
+/* Reads the ELF header; section 0 supplies the counts and the name table's
+ * index under extended numbering. */
+static int uw_elf_header(int fd, struct uw_ehdr *h)
 {
 	unsigned char ident[EI_NIDENT];
 	if (uw_elf_pread(fd, ident, sizeof(ident), 0) < 0 || memcmp(ident, ELFMAG, SELFMAG) != 0)
 		return -ENOEXEC;
-	uint64_t shoff, phoff, shnum, phnum, shent, phent, shdr_size, phdr_size;
 	if (ident[EI_CLASS] == ELFCLASS64) {
-		Elf64_Ehdr h;
-		if (uw_elf_pread(fd, &h, sizeof(h), 0) < 0)
+		Elf64_Ehdr e;
+		if (uw_elf_pread(fd, &e, sizeof(e), 0) < 0)
 			return -ENOEXEC;
-		shoff = h.e_shoff, phoff = h.e_phoff, shnum = h.e_shnum, phnum = h.e_phnum;
-		shent = h.e_shentsize, phent = h.e_phentsize;
-		shdr_size = sizeof(Elf64_Shdr), phdr_size = sizeof(Elf64_Phdr);
-		if (shoff && (shnum == 0 || phnum == PN_XNUM)) { /* extended numbering in section 0 */
-			Elf64_Shdr s0;
-			if (uw_elf_pread(fd, &s0, sizeof(s0), shoff) < 0)
-				return -ENOEXEC;
-			if (shnum == 0)
-				shnum = s0.sh_size;
-			if (phnum == PN_XNUM)
-				phnum = s0.sh_info;
-		}
+		*h = (struct uw_ehdr){ 1, e.e_type, e.e_shoff, e.e_phoff, e.e_shnum, e.e_phnum,
+				       e.e_shentsize, e.e_phentsize, e.e_shstrndx };
 	} else if (ident[EI_CLASS] == ELFCLASS32) {
-		Elf32_Ehdr h;
-		if (uw_elf_pread(fd, &h, sizeof(h), 0) < 0)
+		Elf32_Ehdr e;
+		if (uw_elf_pread(fd, &e, sizeof(e), 0) < 0)
 			return -ENOEXEC;
-		shoff = h.e_shoff, phoff = h.e_phoff, shnum = h.e_shnum, phnum = h.e_phnum;
-		shent = h.e_shentsize, phent = h.e_phentsize;
-		shdr_size = sizeof(Elf32_Shdr), phdr_size = sizeof(Elf32_Phdr);
-		if (shoff && (shnum == 0 || phnum == PN_XNUM)) {
-			Elf32_Shdr s0;
-			if (uw_elf_pread(fd, &s0, sizeof(s0), shoff) < 0)
-				return -ENOEXEC;
-			if (shnum == 0)
-				shnum = s0.sh_size;
-			if (phnum == PN_XNUM)
-				phnum = s0.sh_info;
-		}
+		*h = (struct uw_ehdr){ 0, e.e_type, e.e_shoff, e.e_phoff, e.e_shnum, e.e_phnum,
+				       e.e_shentsize, e.e_phentsize, e.e_shstrndx };
 	} else {
 		return -ENOEXEC;
 	}
-	if (shnum > UW_ELF_MAX_SHNUM || phnum > UW_ELF_MAX_PHNUM)
+	if (h->shoff && (h->shnum == 0 || h->phnum == PN_XNUM || h->shstrndx == SHN_XINDEX)) {
+		uint64_t sh_size, sh_info, sh_link;
+		if (h->is64) {
+			Elf64_Shdr s0;
+			if (uw_elf_pread(fd, &s0, sizeof(s0), h->shoff) < 0)
+				return -ENOEXEC;
+			sh_size = s0.sh_size, sh_info = s0.sh_info, sh_link = s0.sh_link;
+		} else {
+			Elf32_Shdr s0;
+			if (uw_elf_pread(fd, &s0, sizeof(s0), h->shoff) < 0)
+				return -ENOEXEC;
+			sh_size = s0.sh_size, sh_info = s0.sh_info, sh_link = s0.sh_link;
+		}
+		if (h->shnum == 0)
+			h->shnum = sh_size;
+		if (h->phnum == PN_XNUM)
+			h->phnum = sh_info;
+		if (h->shstrndx == SHN_XINDEX)
+			h->shstrndx = sh_link;
+	}
+	return 0;
+}
+
+/* The object's header against the caps. */
+int uw_elf_check(int fd, uint64_t size)
+{
+	struct uw_ehdr h;
+	int err = uw_elf_header(fd, &h);
+	if (err < 0)
+		return err;
+	uint64_t phdr_size = h.is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+	uint64_t shdr_size = h.is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	if (h.shnum > UW_ELF_MAX_SHNUM || h.phnum > UW_ELF_MAX_PHNUM)
 		return -EFBIG;
-	if (shnum && (shent != shdr_size || shoff > size || shnum * shent > size - shoff))
+	if (h.shnum && (h.shent != shdr_size || h.shoff > size || h.shnum * h.shent > size - h.shoff))
 		return -ENOEXEC;
-	if (phnum && (phent != phdr_size || phoff > size || phnum * phent > size - phoff))
+	if (h.phnum && (h.phent != phdr_size || h.phoff > size || h.phnum * h.phent > size - h.phoff))
 		return -ENOEXEC;
 	return 0;
 }
 
-int uw_elf_open(pid_t pid, const char *name, uint64_t lo, uint64_t hi)
+/* What libdwfl keeps of a section: what it reads (symbols, strings, notes,
+ * CFI) or inflates (a compressed section: its declared size). */
+static int uw_elf_section_need(int fd, const struct uw_ehdr *h, const struct uw_shdr *s, const char *name,
+			       uint64_t *need)
 {
+	if (strcmp(name, ".gnu_debugdata") == 0)
+		return -EFBIG;
+	*need = 0;
+	if (s->type == SHT_NOBITS)
+		return 0;
+	if (s->flags & SHF_COMPRESSED) {
+		uint64_t ch_size;
+		if (h->is64) {
+			Elf64_Chdr c;
+			if (uw_elf_pread(fd, &c, sizeof(c), s->offset) < 0)
+				return -ENOEXEC;
+			ch_size = c.ch_size;
+		} else {
+			Elf32_Chdr c;
+			if (uw_elf_pread(fd, &c, sizeof(c), s->offset) < 0)
+				return -ENOEXEC;
+			ch_size = c.ch_size;
+		}
+		*need = ch_size > s->size ? ch_size : s->size;
+		return 0;
+	}
+	switch (s->type) {
+	case SHT_SYMTAB: case SHT_DYNSYM: case SHT_STRTAB: case SHT_NOTE:
+	case SHT_HASH: case SHT_GNU_HASH: case SHT_DYNAMIC: case SHT_X86_64_UNWIND:
+		*need = s->size;
+		return 0;
+	}
+	if (strcmp(name, ".eh_frame") == 0 || strcmp(name, ".eh_frame_hdr") == 0 ||
+	    strcmp(name, ".debug_frame") == 0)
+		*need = s->size;
+	return 0;
+}
+
+int uw_elf_need(int fd, uint64_t size, uint64_t *need)
+{
+	int err = uw_elf_check(fd, size);
+	if (err < 0)
+		return err;
+	struct uw_ehdr h;
+	uw_elf_header(fd, &h);
+	if (h.type != ET_EXEC && h.type != ET_DYN)
+		return -ENOEXEC; /* what a process maps; nothing libdwfl would relocate */
+	uint64_t total = h.shnum * h.shent + h.phnum * h.phent;
+	char *names = NULL;
+	uint64_t nlen = 0;
+	if (h.shnum && h.shstrndx < h.shnum) {
+		struct uw_shdr t;
+		if ((err = uw_elf_shdr(fd, &h, h.shstrndx, &t)) < 0)
+			return err;
+		if (t.type != SHT_NOBITS && t.size) {
+			if (t.size > UW_ELF_MAX_NAMES)
+				return -EFBIG;
+			nlen = t.size;
+			names = malloc(nlen + 1);
+			if (!names)
+				return -ENOMEM;
+			if (uw_elf_pread(fd, names, nlen, t.offset) < 0) {
+				free(names);
+				return -ENOEXEC;
+			}
+			names[nlen] = '\0';
+		}
+	}
+	for (uint64_t i = 1; i < h.shnum && total <= UW_ELF_MAX_NEED; i++) {
+		struct uw_shdr s;
+		uint64_t n;
+		if ((err = uw_elf_shdr(fd, &h, i, &s)) < 0)
+			break;
+		const char *name = names && s.name < nlen ? names + s.name : "";
+		if ((err = uw_elf_section_need(fd, &h, &s, name, &n)) < 0)
+			break;
+		total += n;
+	}
+	free(names);
+	if (err < 0)
+		return err;
+	if (total > UW_ELF_MAX_NEED)
+		return -EFBIG;
+	*need = total;
+	return 0;
+}
+
+int uw_elf_open(pid_t pid, const char *name, uint64_t lo, uint64_t hi, const void *owner, Elf **elfp)
+{
+	*elfp = NULL;
 	struct uw_map m = { 0 };
 	int err = uw_elf_mapping(pid, name, lo, hi, &m);
 	if (err < 0)
@@ -221,44 +339,21 @@ int uw_elf_open(pid_t pid, const char *name, uint64_t lo, uint64_t hi)
 	if (fd < 0)
 		return fd;
 	if ((uint64_t)st.st_size > UW_ELF_MAX_SIZE) {
-		close(fd);
-		return -EFBIG;
-	}
-	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
-		/* only root can change it (the system's libraries): no copy,
-		 * libdwfl maps it from the page cache as before */
-		err = uw_elf_check(fd, (uint64_t)st.st_size);
-		if (err < 0) {
-			close(fd);
-			return err;
-		}
-		return fd;
-	}
-	int copy = memfd_create("loopstat-elf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (copy < 0) {
-		err = -errno;
+		err = -EFBIG;
 		goto close_fd;
 	}
-	err = uw_elf_copy(fd, copy, (uint64_t)st.st_size);
-	if (err < 0)
-		goto close_copy;
-	struct stat cs;
-	if (fstat(copy, &cs) < 0) {
-		err = -errno;
-		goto close_copy;
+	if (st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
+		/* only root can change it (the system's libraries): libdwfl
+		 * maps it from the page cache as before */
+		err = uw_elf_check(fd, (uint64_t)st.st_size);
+		if (err < 0)
+			goto close_fd;
+		return fd;
 	}
-	if (fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-		err = -errno;
-		goto close_copy;
-	}
-	err = uw_elf_check(copy, (uint64_t)cs.st_size);
-	if (err < 0)
-		goto close_copy;
-	close(fd);
-	return copy;
-
-close_copy:
-	close(copy);
+	uint64_t need;
+	err = uw_elf_need(fd, (uint64_t)st.st_size, &need);
+	if (err == 0)
+		err = uw_map_object(fd, (uint64_t)st.st_size, need, owner, lo, elfp);
 close_fd:
 	close(fd);
 	return err;
