@@ -14,6 +14,7 @@ VERSION     := 0.1.0
 ABI_SONAME  := 0
 PREFIX      ?= /usr/local
 DESTDIR     ?=
+DOCDIR      ?= $(PREFIX)/share/doc/loopstat
 BUILD       ?= build
 CC          ?= cc
 SAN         ?=
@@ -100,13 +101,19 @@ PCFILE      := $(BUILD)/fiberloop.pc
 # keep objects that only pattern rules name, so re-runs do not rebuild them
 .SECONDARY:
 
-.PHONY: all deps test check check-tests check-asan check-layers demo bench install clean tests examples benches
+.PHONY: all deps test-deps test check check-tests check-asan check-layers demo bench install clean tests examples benches
 
 # $(LOOPSTAT) only once monitor/ has sources: a branch without them still builds.
 all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)) examples
 
+# deps: what building needs (make demo uses nothing more, so it needs no
+# network but Debian's); test-deps: that and what the suites run against,
+# the pinned speedscope schema from npm among them.
 deps:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh build
+
+test-deps:
+	@sh scripts/deps.sh test
 	@sh scripts/speedscope-schema.sh $(BUILD)/npm >/dev/null
 
 tests: $(TESTS)
@@ -116,7 +123,7 @@ benches: $(BENCHES)
 # `make test`: deps first (not as a prerequisite of the objects, so that
 # `make -j` never compiles before packages exist), then both builds.
 # Both builds always run; the last line totals them.
-test: deps
+test: test-deps
 	@rc=0; sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
 	    >$(BUILD)/asan/.build.log 2>&1 ) & asan=$$!; \
@@ -197,7 +204,7 @@ demo: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@sh scripts/demo.sh $(BUILD)
 
-bench: deps
+bench: test-deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all benches
 	@sh scripts/run-bench.sh $(BUILD) $(B)
 
@@ -258,8 +265,11 @@ install: all
 	ln -sf libfiberloop.so.$(ABI_SONAME) $(DESTDIR)$(PREFIX)/lib/libfiberloop.so
 	install -m 0644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 0644 runtime/include/*.h $(DESTDIR)$(PREFIX)/include/
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0644 docs/loopstat.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(DOCDIR)
+	sed 's|docs/\([a-z-]*\.md\)|$(DOCDIR)/\1|g' docs/loopstat.1 > $(DESTDIR)$(PREFIX)/share/man/man1/loopstat.1
+	chmod 0644 $(DESTDIR)$(PREFIX)/share/man/man1/loopstat.1
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/
+	$(if $(DESTDIR),,[ "$$(id -u)" -ne 0 ] || ldconfig)
 
 clean:
 	rm -rf $(BUILD)

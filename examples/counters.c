@@ -2,7 +2,7 @@
  * counters.c — a plain epoll loop (no fibers) that publishes loopstat
  * counters through the public stats API: any event loop can be monitored.
  *
- *   counters [--seconds S] [--busy-pct P]
+ *   counters [-s|--seconds S] [-b|--busy-pct P]     (S 0: until SIGINT/SIGTERM; P default 30)
  *
  * Each 10 ms tick it spins P% of the tick ("work") and waits in epoll_wait
  * for the rest, counting polls, blocking-poll time and ops as it goes.
@@ -39,13 +39,19 @@ int main(int argc, char **argv)
 {
 	double seconds = 0;
 	int busy_pct = 30;
+	static const struct option longopts[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "busy-pct", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
 	int opt;
-	while ((opt = getopt(argc, argv, "s:b:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:b:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's': seconds = atof(optarg); break;
 		case 'b': busy_pct = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: counters [-s SECONDS] [-b BUSY_PCT]\n");
+			fprintf(stderr, "usage: counters [-s|--seconds S] [-b|--busy-pct P]\n");
 			return 2;
 		}
 	}

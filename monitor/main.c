@@ -33,6 +33,8 @@ static void print_usage(void)
 	       "environment:\n"
 	       "  LOOPSTAT_SHM_DIR    segment directory (default /dev/shm)\n"
 	       "  LOOPSTAT_PROC_ROOT  proc root (default /proc)\n"
+	       "  LOOPSTAT_SYS_ROOT   cgroup filesystem (default /sys/fs/cgroup)\n"
+	       "  LOOPSTAT_DISCOVER   'instrumented': --instrumented is the default (no sweep of the host)\n"
 	       "  NO_COLOR            top: no colours\n");
 }
 

@@ -2,34 +2,52 @@
 # Checks for every Debian package the build and the tests need; as root it
 # installs what is missing, otherwise it prints the exact install line and fails.
 # Quiet when everything is present, so `make test` output stays readable.
+#
+#   deps.sh build             what building loopstat needs (make demo)
+#   deps.sh [test]            that, and what the suites run against (make test)
+#   deps.sh --list build|test the package names, installing nothing
 set -eu
+
+list=0
+[ "${1:-}" = "--list" ] && { list=1; shift; }
+mode=${1:-test}
+case "$mode" in
+build|test) ;;
+*) echo "usage: deps.sh [--list] [build|test]" >&2; exit 2 ;;
+esac
 
 # "package:probe" pairs; the probe is a header or a command that proves the
 # package is installed without asking dpkg (works in containers with odd dpkg state).
-PKGS="
+BUILD_PKGS="
+gcc:gcc
+make:make
+pkg-config:pkg-config
 liburing-dev:/usr/include/liburing.h
 libev-dev:/usr/include/ev.h
 libproc2-dev:/usr/include/libproc2/pids.h
 libncurses-dev:/usr/include/ncursesw/ncurses.h
-libcriterion-dev:/usr/include/criterion/criterion.h
 libseccomp-dev:/usr/include/seccomp.h
 libjson-c-dev:/usr/include/json-c/json.h
 libdw-dev:/usr/include/elfutils/libdwfl.h
 libiberty-dev:/usr/include/libiberty/demangle.h
+libmicrohttpd-dev:/usr/include/microhttpd.h
+protobuf-c-compiler:protoc-c
+libprotobuf-c-dev:/usr/include/protobuf-c/protobuf-c.h
+zlib1g-dev:/usr/include/zlib.h
+"
+# The suites: Criterion, and the real peers they run against.
+PKGS="
+libcriterion-dev:/usr/include/criterion/criterion.h
 python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py
 npm:npm
-pkg-config:pkg-config
 tmux:tmux
-gcc:gcc
-make:make
 graphite-carbon:carbon-cache
 python3-whisper:whisper-fetch
 carbon-c-relay:carbon-c-relay
 prometheus:promtool
 "
-# loopstat serve: the exporter's HTTP server; its tests scrape it with a real Prometheus
+# loopstat serve: its tests scrape it with a real Prometheus
 PKGS="$PKGS
-libmicrohttpd-dev:/usr/include/microhttpd.h
 prometheus:prometheus
 "
 # loopstat check's report tests: JUnit read back by junitparser (Debian's
@@ -48,12 +66,9 @@ PKGS="$PKGS
 util-linux:setpriv
 strace:strace
 "
-# profile --format pprof: profile.proto's C code from protoc-c, gzipped with
-# zlib; its tests read it back with go tool pprof and protoc --decode.
+# profile --format pprof: its tests read it back with go tool pprof and
+# protoc --decode.
 PKGS="$PKGS
-protobuf-c-compiler:protoc-c
-libprotobuf-c-dev:/usr/include/protobuf-c/protobuf-c.h
-zlib1g-dev:/usr/include/zlib.h
 golang-go:go
 protobuf-compiler:protoc
 "
@@ -65,6 +80,12 @@ ruby-eventmachine:/usr/lib/ruby/vendor_ruby/eventmachine.rb
 python3:/usr/bin/python3
 "
 
+if [ "$mode" = build ]; then PKGS=$BUILD_PKGS; else PKGS="$BUILD_PKGS $PKGS"; fi
+if [ "$list" = 1 ]; then
+	for pair in $PKGS; do echo "${pair%%:*}"; done | sort -u
+	exit 0
+fi
+
 missing=""
 for pair in $PKGS; do
 	pkg=${pair%%:*}
@@ -73,13 +94,14 @@ for pair in $PKGS; do
 	/*) [ -e "$probe" ] && continue ;;
 	*) command -v "$probe" >/dev/null 2>&1 && continue ;;
 	esac
+	case " $missing " in *" $pkg "*) continue ;; esac
 	missing="$missing $pkg"
 done
 
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "loopstat: missing build/test packages; install them with:" >&2
+	echo "loopstat: missing $mode packages; install them with:" >&2
 	echo "  sudo apt-get install -y$missing" >&2
 	exit 1
 fi

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,69 @@ Test(cli, main_usage_lists_commands_and_exit_codes)
 	for (int i = 0; i < exit_ncodes; i++)
 		cr_assert(strstr(out, exit_codes[i].desc), "%s", out);
 	free(out);
+}
+
+/* Every environment variable loopstat reads (a "LOOPSTAT_..." string in
+ * the monitor's or the probes' sources) is in --help and docs/usage.md. */
+Test(cli, main_usage_lists_every_environment_variable, .timeout = 20)
+{
+	char *help, *names = NULL;
+	cr_assert_eq(sh_loopstat("--help", "", &help), 0);
+	char *doc = ts_read_file("docs/usage.md");
+	cr_assert(doc);
+	char *const argv[] = { "/bin/sh", "-c", "grep -rhoE '\"LOOPSTAT_[A-Z_]+\"' monitor probes | tr -d '\"' | sort -u",
+			       NULL };
+	cr_assert_eq(ts_run(argv, &names, 10000), 0);
+	int n = 0;
+	for (char *name = strtok(names, "\n"); name; name = strtok(NULL, "\n"), n++) {
+		cr_expect(strstr(help, name), "loopstat --help does not mention %s", name);
+		cr_expect(strstr(doc, name), "docs/usage.md does not mention %s", name);
+	}
+	cr_assert_geq(n, 4, "found only %d variables in the sources", n);
+	free(names);
+	free(doc);
+	free(help);
+}
+
+/* Commands that sweep the host say so, and no doc still says the old
+ * default (instrumented workers only). */
+Test(cli, sweeping_commands_say_their_default_targets, .timeout = 20)
+{
+	const char *cmds[] = { "list", "record", "check" };
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char *out, args[64];
+		snprintf(args, sizeof(args), "%s --help", cmds[i]);
+		cr_assert_eq(sh_loopstat(args, "", &out), 0);
+		cr_expect(strstr(out, CLI_TARGETS_HELP), "%s --help does not say its default targets:\n%s", cmds[i], out);
+		cr_expect(!strstr(out, "every instrumented worker"), "%s --help says the old default", cmds[i]);
+		free(out);
+	}
+	const char *docs[] = { "docs/usage.md", "docs/check.md", "docs/loopstat.1" };
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		char *doc = ts_read_file(docs[i]);
+		cr_assert(doc);
+		cr_expect(!strstr(doc, "every instrumented worker"), "%s still says 'every instrumented worker'", docs[i]);
+		free(doc);
+	}
+}
+
+/* The user's docs speak to users: no project history ("wave 3", "issue
+ * 17"), and no alert said to never fire. */
+Test(cli, user_docs_have_no_internal_wording, .timeout = 10)
+{
+	const char *docs[] = { "README.md", "docs/usage.md", "docs/check.md", "docs/export.md", "docs/profile.md",
+			       "docs/shm-abi.md", "docs/loopstat.1" };
+	regex_t re;
+	cr_assert_eq(regcomp(&re, "[Ww]ave [0-9]|[Ii]ssue [0-9]|never fire", REG_EXTENDED), 0);
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		char *doc = ts_read_file(docs[i]);
+		cr_assert(doc, "%s", docs[i]);
+		regmatch_t m;
+		if (regexec(&re, doc, 1, &m, 0) == 0)
+			cr_expect(0, "%s says \"%.40s\"", docs[i], doc + m.rm_so);
+		free(doc);
+	}
+	regfree(&re);
 }
 
 /* Every line of a command's stderr says the command first: "loopstat

@@ -146,3 +146,32 @@ Test(examples, bad_usage_exits_2, .timeout = 10)
 		fclose(o);
 	}
 }
+
+/* Every --option an example's header documents is one it parses (a
+ * getopt_long row or a "--name" it compares), so the usage a reader copies
+ * from the top of the file works. */
+Test(examples, header_options_are_parsed, .timeout = 10)
+{
+	const char *files[] = { "examples/counters.c", "examples/duty_cycle.c", "examples/echo_server.c",
+				"examples/load.c", "examples/loop_truth.c", "examples/pool.c" };
+	int seen = 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *src = ts_read_file(files[i]);
+		cr_assert(src, "%s", files[i]);
+		char *end = strstr(src, "#include");
+		cr_assert(end);
+		for (char *p = src; (p = strstr(p, "--")) && p < end; p += 2) {
+			size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
+			if (n == 0)
+				continue;
+			char row[80], cmp[80];
+			snprintf(row, sizeof(row), "{ \"%.*s\",", (int)n, p + 2);
+			snprintf(cmp, sizeof(cmp), "\"--%.*s\"", (int)n, p + 2);
+			cr_expect(strstr(end, row) || strstr(end, cmp), "%s documents --%.*s but does not parse it",
+				  files[i], (int)n, p + 2);
+			seen++;
+		}
+		free(src);
+	}
+	cr_assert_gt(seen, 15);
+}

@@ -507,6 +507,23 @@ Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 		free(err);
 	}
 
+	/* paths are refused before sampling, not after --duration: a textfile
+	 * whose directory is missing, a spool that is a file */
+	char spool_file[400];
+	snprintf(spool_file, sizeof(spool_file), "%s/not-a-dir", dir);
+	carbon_write_text(spool_file, "x\n");
+	const char *late[] = { "--prometheus-textfile /nonexistent/textfiles/loopstat.prom --duration 10",
+			       "--graphite 127.0.0.1:2003 --spool '%s' --duration 10" };
+	for (size_t i = 0; i < 2; i++) {
+		t = ts_now_ms();
+		rc = export_cmd(&out, &err, late[i], spool_file);
+		cr_expect_eq(rc, EXIT_USAGE, "'%s': exit %d: %s", late[i], rc, err);
+		cr_expect(strstr(err, i == 0 ? "--prometheus-textfile" : "spool"), "'%s' says why: %s", late[i], err);
+		cr_expect_lt(ts_now_ms() - t, 2000, "'%s' refused only after sampling (%lld ms)", late[i], ts_now_ms() - t);
+		free(out);
+		free(err);
+	}
+
 	/* the file first, the command line over it */
 	const char *cargs[] = { "-b", "30", "-s", "20", NULL };
 	pid_t inst = spawn_published("counters", cargs, NULL);

@@ -1,4 +1,4 @@
-/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; one sharing its CPU with three spinners reads limit "cpu". */
+/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; a loop moved into the group while list runs takes its quota; one sharing its CPU with three spinners reads limit "cpu". */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -109,6 +109,46 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	free(out);
 	tc_kill(held);
 	tc_kill(free_loop);
+}
+
+/* A process moved into a group while loopstat runs takes that group's
+ * quota: the cgroup is looked up again (every 10 s), not once per run. */
+Test(limit_quota, a_loop_moved_into_a_group_takes_its_quota, .timeout = 60, .fini = remove_group)
+{
+	if (!make_group())
+		cr_skip_test("no writable cpu controller (v1 cpu/ or v2 with cpu delegated): needs root");
+	const char *args[] = { "--idle", "0.95", "--seconds", "30", "--plain", NULL };
+	pid_t loop = tc_spawn_example("duty_cycle", args, NULL);
+	char pid[16], *out = NULL;
+	snprintf(pid, sizeof(pid), "%d", (int)loop);
+	char *const argv[] = { (char *)ts_loopstat_bin(), "list", "-p", pid, "--duration", "12", "--json", NULL };
+	char *const *const argvs[] = { argv };
+	char *outs[1] = { NULL };
+	int rcs[1] = { -1 };
+	/* list runs in the background of ts_run_all: move the loop while it samples */
+	pid_t mover = fork();
+	cr_assert(mover >= 0);
+	if (mover == 0) {
+		usleep(2000 * 1000);
+		char p[320], n[32];
+		snprintf(p, sizeof(p), "%s/cgroup.procs", group);
+		int len = snprintf(n, sizeof(n), "%d", (int)loop);
+		_exit(ts_write_file(p, n, (size_t)len) == 0 ? 0 : 1);
+	}
+	ts_run_all(1, argvs, outs, rcs, 30000);
+	int st = 0;
+	waitpid(mover, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "moving %d into %s failed", (int)loop, group);
+	out = outs[0];
+	cr_assert_eq(rcs[0], 0, "list: %s", out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "%s", out);
+	json_object *w = worker_of(doc, loop);
+	cr_assert(w, "no worker %d: %s", (int)loop, out);
+	cr_expect_float_eq(tj_num(w, "quota_cpus"), 0.2, 1e-6, "the moved loop reads quota %g", tj_num(w, "quota_cpus"));
+	json_object_put(doc);
+	free(out);
+	tc_kill(loop);
 }
 
 /* Three spinners and a loop on one CPU: the loop waits for it. */

@@ -67,7 +67,7 @@ static void setup(void)
 	c->blocked_unkeyed_pct = NAN;
 	snprintf(c->tag, sizeof(c->tag), "w3");
 
-	m = (struct model){ .workers = workers, .n = 3, .rate_hz = 100, .window_s = 0, .elapsed_s = 2.0,
+	m = (struct model){ .workers = workers, .n = 3, .rate_hz = 100, .precision_pts = 2, .window_s = 0, .elapsed_s = 2.0,
 			    .total_samples = 800 };
 	m.nrefused = 1;
 	m.refused[0].pid = 400;
@@ -99,3 +99,19 @@ static void check(void (*print)(FILE *, const struct model *), const char *golde
 
 Test(list_golden, json_is_unchanged) { check(list_print_json, "tests/golden/list.json"); }
 Test(list_golden, text_is_unchanged) { check(list_print_text, "tests/golden/list.txt"); }
+
+/* The footer leaves out what nobody measured rather than print "-". */
+Test(list_golden, footer_leaves_out_unknown_figures)
+{
+	m.fleet.mean_idle_pct = m.fleet.ops_per_s = m.fleet.headroom_ops_per_s = NAN;
+	m.precision_pts = 0;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	list_print_text(f, &m);
+	fclose(f);
+	const char *foot = strstr(out, "3 workers");
+	cr_assert(foot, "%s", out);
+	cr_assert_str_eq(foot, "3 workers (2.0 s at 100 Hz, every tick)\n");
+	free(out);
+}

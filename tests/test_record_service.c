@@ -14,6 +14,7 @@
 #include "collect/replay.h"
 #include "model/feed.h"
 #include "model/model_build.h"
+#include "profile/profile_out.h"
 #include "profile/profile_tree.h"
 #include "support/probe_child.h"
 #include "support/support.h"
@@ -366,4 +367,39 @@ Test(record_service, merged_threads_keep_a_shared_service_only, .timeout = PROBE
 	cr_assert(c && !c->next, "three threads of one shape merge");
 	cr_expect_str_eq(profile_node_service(c), "a.service");
 	profile_tree_delete(t);
+}
+
+/* report's text, SVG, speedscope and pprof name each thread's service, as
+ * its JSON does; a service that is only the process name says nothing. */
+Test(record_service, every_report_format_names_the_service, .timeout = PROBE_TEST_TIMEOUT)
+{
+	struct profile_tree *t = profile_tree_new(0);
+	cr_assert(t);
+	struct profile_sample s = { .thread = "7/7 worker", .state = PROFILE_IDLE, .service = "web-frontend.service" };
+	cr_assert_eq(profile_tree_add(t, &s, 100), 0);
+	s = (struct profile_sample){ .thread = "9/9 lone", .state = PROFILE_ON_CPU };
+	cr_assert_eq(profile_tree_add(t, &s, 100), 0);
+	char *d = ts_tmpdir("svcfmt");
+	const enum profile_format fmts[] = { PROFILE_FMT_TEXT, PROFILE_FMT_SVG, PROFILE_FMT_SPEEDSCOPE, PROFILE_FMT_PPROF };
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		char *path = ts_path_in(d, profile_format_name(fmts[i]));
+		FILE *f = fopen(path, "w");
+		cr_assert(f);
+		struct profile_meta meta = { .title = "t", .rate_hz = 1000, .duration_s = 0.2 };
+		cr_assert_eq(profile_write(f, fmts[i], t, &meta, NULL), 0);
+		cr_assert_eq(fclose(f), 0);
+		char *cmd = NULL, *out = NULL;
+		cr_assert(asprintf(&cmd, "%s '%s' | grep -c 'web-frontend.service'; %s '%s' | grep -c 'service lone'",
+				   fmts[i] == PROFILE_FMT_PPROF ? "gzip -dc" : "cat", path,
+				   fmts[i] == PROFILE_FMT_PPROF ? "gzip -dc" : "cat", path) > 0);
+		char *const argv[] = { "/bin/sh", "-c", cmd, NULL };
+		ts_run(argv, &out, 10000);
+		int named = 0, lone = 0;
+		cr_assert_eq(sscanf(out ? out : "", "%d %d", &named, &lone), 2, "%s", out ? out : "");
+		cr_expect_gt(named, 0, "%s does not name the service", profile_format_name(fmts[i]));
+		cr_expect_eq(lone, 0, "%s names a service that is only the process name", profile_format_name(fmts[i]));
+		free(cmd), free(out), free(path);
+	}
+	profile_tree_delete(t);
+	ts_rmtree_free(d);
 }

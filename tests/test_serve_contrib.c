@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/limit.h"
 #include "model/metric.h"
 #include "serve/serve.h"
 #include "support/support.h"
@@ -173,6 +174,19 @@ Test(serve_contrib, every_name_is_the_tables, .timeout = 10)
 	}
 	regfree(&re);
 	cr_assert_gt(names, 20);
+}
+
+/* The "What limits" panel stacks every limit the model can give. */
+Test(serve_contrib, dashboard_shows_every_limit, .timeout = 10)
+{
+	char *text = ts_read_file(DASHBOARD);
+	cr_assert(text);
+	for (int l = METRIC_LIMIT_NONE + 1; l < METRIC_NLIMITS; l++) {
+		char want[96];
+		snprintf(want, sizeof(want), "loopstat_worker_limit_%s{", model_limit_name((enum metric_limit)l));
+		cr_expect(strstr(text, want), "the dashboard has no panel target for %s", want);
+	}
+	free(text);
 }
 
 Test(serve_contrib, systemd_unit_runs_the_installed_binary_on_the_default_port, .timeout = 10)

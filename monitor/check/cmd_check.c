@@ -299,8 +299,9 @@ static int await_workers(struct check_cmd *k, struct feed *f)
 struct judged {
 	struct check_result *r;      /* owned */
 	size_t n;
-	int gone;                    /* a worker exited during the check */
-	char gone_what[128];
+	int gone;                    /* every worker exited during the check: nothing left to measure */
+	unsigned ngone;              /* workers that exited (the others are judged to the end) */
+	char gone_what[128];         /* the first of them */
 };
 
 static void fill_worker(struct check_result *r, const struct track *tr)
@@ -339,13 +340,13 @@ static int judge(const struct check_cmd *k, const struct check_set *set, const s
 	}
 	for (size_t i = 0; i < tr->n; i++) {
 		all[i] = &tr->v[i];
-		if (tr->v[i].gone && !out->gone) {
-			out->gone = 1;
+		if (tr->v[i].gone && !out->ngone++) {
 			snprintf(out->gone_what, sizeof(out->gone_what), "worker %s %d/%d exited during the check",
 				 tr->v[i].name, (int)tr->v[i].pid, (int)tr->v[i].tid);
 			textsafe(out->gone_what);   /* for stderr and TAP's Bail out! */
 		}
 	}
+	out->gone = tr->n && out->ngone == tr->n;
 	int err = 0;
 	for (size_t w = 0; w < nw && !err; w++)
 		for (size_t i = 0; i < set->n && !err; i++) {
@@ -360,9 +361,13 @@ static int judge(const struct check_cmd *k, const struct check_set *set, const s
 				fill_worker(r, all[w]);
 			err = whole ? judge_one(k, base, all, tr->n, lo, hi, &set->v[i], r)
 				    : judge_one(k, base, &all[w], 1, lo, hi, &set->v[i], r);
-			/* a worker that exited is not measured to the end: never a pass */
-			if (!err && !whole && all[w]->gone && r->verdict != CHECK_FAIL)
-				r->verdict = CHECK_NOTHING;
+			/* a worker that exited is not measured to the end: never a pass;
+			 * with others still running it is inconclusive and they are judged */
+			if (!err && !whole && all[w]->gone) {
+				r->gone = 1;
+				if (r->verdict != CHECK_FAIL)
+					r->verdict = out->gone ? CHECK_NOTHING : CHECK_INCONCLUSIVE;
+			}
 		}
 	free(all);
 	return err;
@@ -387,12 +392,13 @@ struct judging {
 	int err;
 };
 
-static int any_gone(const struct tracks *tr)
+/* Every worker exited: what was measured is all there will be. */
+static int all_gone(const struct tracks *tr)
 {
 	for (size_t i = 0; i < tr->n; i++)
-		if (tr->v[i].gone)
-			return 1;
-	return 0;
+		if (!tr->v[i].gone)
+			return 0;
+	return tr->n > 0;
 }
 
 /* Judges [lo, end]: 1 when that is the verdict, 0 to go on a second. */
@@ -412,7 +418,7 @@ static int on_second(void *arg, int64_t done)
 {
 	struct judging *x = arg;
 	const struct tracks *tr = feed_tracks(x->f);
-	int gone = any_gone(tr);
+	int gone = all_gone(tr);
 	if (gone)   /* what was measured */
 		done = tr->now_sec - 1;
 	if (done < x->hi && !gone)
@@ -474,6 +480,9 @@ static int report(struct check_cmd *k, struct feed *f, const struct judged *j, d
 	}
 	if (j->gone)
 		cli_error("%s", j->gone_what);
+	else if (j->ngone)
+		cli_error("%s%s: %s inconclusive, the others judged to the end", j->gone_what,
+			  j->ngone > 1 ? " (and others)" : "", j->ngone > 1 ? "theirs are" : "its thresholds are");
 	check_report_table(people, j->r, j->n);
 	check_report_summary(people, j->r, j->n);
 	int lost = 0;
@@ -532,7 +541,8 @@ out:
 const struct cli_command cmd_check = {
 	"check", "judge capacity thresholds for CI (idle_pct>=30 stall_ms<100): pass, fail or inconclusive",
 	"[OPTIONS] THRESHOLD...",
-	"Samples the workers for --warmup + --duration seconds, then judges every worker and threshold\n"
+	"Samples " CLI_TARGETS_HELP " for --warmup +\n"
+	"--duration seconds, then judges every worker and threshold\n"
 	"(metric op limit, e.g. idle_pct>=30, stall_ms<100ms, blocked_pct{syscall=fsync}<5): pass when\n"
 	"the whole 95% interval is on the good side, fail when it is on the bad side, inconclusive\n"
 	"otherwise. Every threshold is checked before sampling. Exit 0 all passed, 1 a failure,\n"

@@ -263,6 +263,7 @@ static int rp_snapshot(void *impl, double window_s, int with_history, struct sna
 		series_copy_window(&d->series, &k->series, (int64_t)(now / 1000000000ull), window_s, with_history);
 	}
 	snap->rate_hz = r->rate_hz;
+	snap->precision_pts = 0;     /* record samples every thread at every tick */
 	snap->total_samples = r->cursor;
 	snap->tick_lag_max_ns = 0;
 	snap->nrefused = snap->ignored = 0;

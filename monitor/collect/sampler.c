@@ -609,6 +609,7 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 		if (shown(s, s->w[i]))
 			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
 	snap->rate_hz = s->rate_hz;
+	snap->precision_pts = s->precision_pts;
 	snap->total_samples = s->total_samples;
 	snap->tick_lag_max_ns = s->tick_lag_max_ns;
 	snap->ignored = s->ignored_threads + s->ignored_slots + s->swept.ignored_limit;

@@ -82,6 +82,7 @@ struct sworker {
 	enum probe_loop_basis basis;  /* how, as of the last sample */
 	int      loop_fd;
 	int      cg;                  /* its cgroup: index + 1 in s->cg, 0 not looked up yet, -1 none */
+	uint64_t cg_at;               /* when cg was looked up (a process may be moved to another) */
 	int      no_access;
 	char     access_text[PROBE_ACCESS_TEXT_LEN]; /* why, once no_access was first seen */
 	int      seen;                /* mark for discovery sweeps */

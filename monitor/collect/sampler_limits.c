@@ -23,11 +23,18 @@ struct sampler_cgroup {
 	struct probe_cgroup_cpu now;
 };
 
-/* w's group: its index + 1, found at its first pass (0 before, -1 none). */
-static int group_of(struct sampler *s, struct sworker *w, pid_t *last_pid, int *last_cg)
+/* A worker's cgroup is looked up again this often, as its listening
+ * sockets are: a process moved to another group (systemctl set-property,
+ * a container runtime) takes the new group's quota and throttling. */
+#define CGROUP_RELOOK_NS (10 * NS)
+
+/* w's group: its index + 1 (-1 none), looked up at its first pass and
+ * again every CGROUP_RELOOK_NS. */
+static int group_of(struct sampler *s, struct sworker *w, uint64_t now, pid_t *last_pid, int *last_cg)
 {
-	if (w->cg)
+	if (w->cg && now - w->cg_at < CGROUP_RELOOK_NS)
 		return w->cg;
+	w->cg_at = now;
 	if (w->pid == *last_pid)   /* a process's threads come one after another */
 		return w->cg = *last_cg;
 	char dir[PROBE_CGROUP_PATH_LEN];
@@ -61,7 +68,7 @@ static void read_cgroups(struct sampler *s, uint64_t now)
 	int last_cg = 0;
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->w[i]->gone_ns)
-			group_of(s, s->w[i], &last_pid, &last_cg);
+			group_of(s, s->w[i], now, &last_pid, &last_cg);
 	for (size_t i = 0; i < s->ncg; i++)
 		s->cg[i].ok = probe_cgroup_cpu_read(s->cg[i].dir, s->cg[i].version, &s->cg[i].now) == 0;
 	for (size_t i = 0; i < s->n; i++) {
@@ -69,7 +76,7 @@ static void read_cgroups(struct sampler *s, uint64_t now)
 		if (w->gone_ns || w->cg <= 0 || !s->cg[w->cg - 1].ok)
 			continue;
 		const struct probe_cgroup_cpu *c = &s->cg[w->cg - 1].now;
-		series_add_cgroup(&w->series, now, c->throttled_ns, c->quota_cpus);
+		series_add_cgroup(&w->series, now, (uint32_t)w->cg, c->throttled_ns, c->quota_cpus);
 	}
 }
 

@@ -47,6 +47,7 @@ struct series_sched {           /* schedstat at one instant */
 
 struct series_cgroup {          /* the worker's cgroup's cpu controller at one instant */
 	int      valid;
+	uint32_t group;          /* which of the worker's cgroups: readings of two are never subtracted */
 	uint64_t t_ns;
 	uint64_t throttled_ns;   /* the group's, since it was made */
 	double   quota_cpus;     /* NaN: no quota */
@@ -242,7 +243,8 @@ void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag);
 void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);
 
 /* A reading of the worker's cgroup at t_ns (read once a second per group). */
-void series_add_cgroup(struct series *a, uint64_t t_ns, uint64_t throttled_ns, double quota_cpus);
+/* A cgroup reading; group tells the worker's cgroups apart (it may be moved). */
+void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t throttled_ns, double quota_cpus);
 
 /* A reading of the worker's process's fullest listening socket at t_ns. */
 void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);

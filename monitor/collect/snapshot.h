@@ -76,6 +76,7 @@ struct snapshot {
 	size_t   n, cap;
 	uint64_t now_ns;                 /* on the series' clock */
 	double   rate_hz;
+	double   precision_pts;          /* the target half-width of idle%; 0: every thread at every tick */
 	uint64_t total_samples;
 	uint64_t tick_lag_max_ns;        /* the latest any tick started after its time, so far */
 	struct snap_refusal refused[SNAP_REFUSED];

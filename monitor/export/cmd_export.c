@@ -142,6 +142,10 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	struct export_dest d[EXPORT_DEST_MAX];
 	if (o->graphite[0] && export_dest_parse(o->graphite, d, EXPORT_DEST_MAX, err, sizeof(err)) < 0)
 		return cli_usage_error("export", "--graphite: %s", err);
+	/* paths refused now, not after --duration of sampling (cron would mail it every run) */
+	int code = export_run_check(o, stderr);
+	if (code != EXIT_OK)
+		return code;
 	cli_check_pids(&x->c.targets);   /* said; but the run goes on: it still delivers the spool */
 	return -1;
 }

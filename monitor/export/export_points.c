@@ -13,7 +13,7 @@
 /* fleet rows are exported as fleet.<name>: made from the table itself */
 static const char *const fleet_names[METRIC_NFLEET] = {
 #define FLEET_NAME_X(name, ...) "fleet." #name,
-	FLEET_METRICS(FLEET_NAME_X)
+	METRIC_FLEET_IDS(FLEET_NAME_X)
 #undef FLEET_NAME_X
 };
 

@@ -2,6 +2,7 @@
  * export_prom.c — Prometheus text exposition (format 0.0.4) of export points.
  */
 #include "export/export_prom.h"
+#include "model/metric.h"
 #include "util/escape.h"
 #include "util/safefile.h"
 
@@ -12,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PROM_NAME_MAX 256
+#define PROM_NAME_MAX METRIC_PROM_NAME_MAX
 
 /* [a-zA-Z_][a-zA-Z0-9_]*: colons are for recording rules, so never ours. */
 static void put_name_part(char *dst, size_t *n, size_t cap, const char *src)
@@ -43,25 +44,17 @@ static void family_name(char out[PROM_NAME_MAX], const struct export_point *p)
 		strcat(out, "_total");
 }
 
-/*
- * Prometheus names carry base units, spelled out (promtool's lint refuses
- * "_s" and "_ms"): "_per_s" becomes "_per_second", a trailing "_ms" becomes
- * "_seconds" and the value is scaled to match. Returns the scale.
- */
+/* The name in base units (model/metric.h's one rule) and the scale to
+ * them. A point made by hand has no row to give its unit: a name ending in
+ * "_ms" is in ms, any other keeps its unit. */
 static double base_units(char name[PROM_NAME_MAX])
 {
-	char *at;
-	while ((at = strstr(name, "_per_s")) && (at[6] == '\0' || at[6] == '_') &&
-	       strlen(name) + 5 < PROM_NAME_MAX) {
-		memmove(at + 11, at + 6, strlen(at + 6) + 1);
-		memcpy(at, "_per_second", 11);
-	}
+	char in[PROM_NAME_MAX];
 	size_t n = strlen(name);
-	if (n > 3 && !strcmp(name + n - 3, "_ms") && n + 6 < PROM_NAME_MAX) {
-		strcpy(name + n - 3, "_seconds");
-		return 1e-3;
-	}
-	return 1;
+	enum metric_unit u = n > 3 && !strcmp(name + n - 3, "_ms") ? METRIC_MS : METRIC_COUNT;
+	snprintf(in, sizeof(in), "%s", name);
+	metric_prom_spell(name, PROM_NAME_MAX, in, u);
+	return metric_prom_scale(u);
 }
 
 /* Escapes \ and newline, and " too in label values; control characters and
@@ -192,21 +185,38 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 	return written;
 }
 
-int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen)
+/* PATH's directory, opened once and checked (the file is replaced
+ * relative to it), and its last component in *base. A dirfd or -errno. */
+static int textfile_dir(const char *path, const char **base, char *err, size_t errlen)
 {
-	/* PATH's directory is opened once, checked, and the file replaced relative to it */
-	char dir[4096], why[1024];
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
-	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, "..")) {
 		snprintf(err, errlen, "%s: names a directory, not a file", path);
 		return -EINVAL;
 	}
-	int dfd = safefile_dir_open(dir, 0, why, sizeof(why));
-	if (dfd < 0) {
-		snprintf(err, errlen, "%s", why);
+	return safefile_dir_open(dir, 0, err, errlen);
+}
+
+int export_prom_check(const char *path, char *err, size_t errlen)
+{
+	const char *base;
+	int dfd = textfile_dir(path, &base, err, errlen);
+	if (dfd < 0)
 		return dfd;
-	}
+	close(dfd);
+	return 0;
+}
+
+int export_prom_write(const char *path, const struct export_point *pts, size_t n, char *err, size_t errlen)
+{
+	char why[1024];
+	const char *base;
+	int dfd = textfile_dir(path, &base, err, errlen);
+	if (dfd < 0)
+		return dfd;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);

@@ -30,6 +30,10 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 /* export_prom_render in the text format 0.0.4. */
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped);
 
+/* What export_prom_write would refuse of PATH before anything is written:
+ * its directory (missing, unsafe). 0 or -errno, with the reason in err. */
+int export_prom_check(const char *path, char *err, size_t errlen);
+
 /* export_prom_format into PATH atomically, relative to its directory
  * (util/safefile.h: the directory must not let another user replace what
  * is in it; the temp file is new, never opened through a link). Only a

@@ -169,6 +169,13 @@ static const char *access_hint(int rc)
 	return rc == -EACCES || rc == -EROFS ? " (give this user write access to it, or choose another --spool)" : "";
 }
 
+/* -EPERM: its directory refused (the message says how to fix it); -EEXIST:
+ * PATH is not a regular file of ours, a usage error */
+static int textfile_error_code(int rc)
+{
+	return rc == -EACCES || rc == -EPERM || rc == -EROFS ? EXIT_ACCESS : EXIT_USAGE;
+}
+
 static int spool_error_code(int rc)
 {
 	if (rc == -EACCES || rc == -EPERM || rc == -EROFS)
@@ -176,6 +183,28 @@ static int spool_error_code(int rc)
 	if (rc == -ENOSPC || rc == -EDQUOT || rc == -EIO || rc == -EWOULDBLOCK)
 		return EXIT_DEFERRED;
 	return EXIT_USAGE;
+}
+
+int export_run_check(const struct export_opts *o, FILE *log)
+{
+	if (o->dry_run)
+		return EXIT_OK;
+	char err[1400];
+	int rc;
+	if (o->prometheus_textfile[0] && (rc = export_prom_check(o->prometheus_textfile, err, sizeof(err))) < 0) {
+		cli_log(log, "--prometheus-textfile: %s", err);
+		return textfile_error_code(rc);
+	}
+	if (o->graphite[0]) {
+		struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000), o->no_resend };
+		struct export_spool sp;
+		if ((rc = export_spool_open(&sp, o->spool, &so, err, sizeof(err))) < 0) {
+			cli_log(log, "%s%s", err, access_hint(rc));
+			return spool_error_code(rc);
+		}
+		export_spool_close(&sp);
+	}
+	return EXIT_OK;
 }
 
 static int graphite(const struct export_opts *o, const struct export_name_opts *no, const char *lines,
@@ -315,10 +344,8 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, n ? pts + last : pts, n - last, err,
 		                                                          sizeof(err)) : 0;
 		if (prc < 0) {
-			/* -EPERM: its directory refused (the message says how to fix it); -EEXIST: PATH
-			 * is not a regular file of ours, a usage error */
 			cli_log(log, "--prometheus-textfile: %s", err);
-			code = prc == -EACCES || prc == -EPERM || prc == -EROFS ? EXIT_ACCESS : EXIT_USAGE;
+			code = textfile_error_code(prc);
 		}
 		if (r->ndest) {
 			int g = graphite(o, &no, lines, len, in, log, r);

@@ -45,6 +45,11 @@ struct export_input {
 	uint64_t seconds_missed;          /* --resolution 1s: seconds nothing was sampled in (self-report) */
 };
 
+/* Refuses before sampling what export_run would refuse after it: the
+ * textfile's directory and the spool (opened, locked, closed). EXIT_OK or
+ * the exit code export_run would give, the reason said on log. */
+int export_run_check(const struct export_opts *o, FILE *log);
+
 /* Runs one export of in->pts. Prints --dry-run lines to out,
  * and at most one line per destination plus one per problem to log (cron
  * mails whatever is printed, so a clean run prints nothing). Returns

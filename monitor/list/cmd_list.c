@@ -87,9 +87,9 @@ out:
 const struct cli_command cmd_list = {
 	"list", "sample for a while, then print every worker once (the default when stdout is not a terminal)",
 	"[OPTIONS]",
-	"Samples every event loop on the host (found by a sweep; --instrumented: only the workers that\n"
-	"publish a segment; -p or -n: those processes) for --duration seconds, then prints one row per\n"
-	"worker (--by service: per service), or JSON version 1 with --json. No worker found is exit 4\n"
-	"(the empty table or JSON is still printed). --replay FILE: the figures of a whole recording.",
+	"Samples " CLI_TARGETS_HELP " for --duration seconds,\n"
+	"then prints one row per worker (--by service: per service), or JSON version 1 with --json.\n"
+	"No worker found is exit 4 (the empty table or JSON is still printed). --replay FILE: the\n"
+	"figures of a whole recording.",
 	options, run,
 };

@@ -198,6 +198,8 @@ void list_print_json(FILE *out, const struct model *m)
 	json_double(&j, model_span_s(m), 3);
 	json_key(&j, "rate_hz");
 	json_double(&j, m->rate_hz, 1);
+	json_key(&j, "precision_pts");
+	json_double(&j, m->precision_pts, 1);
 	json_key(&j, "workers");
 	json_array_begin(&j);
 	for (size_t i = 0; i < m->n; i++)
@@ -281,25 +283,68 @@ static void print_cell(FILE *out, const char *text, int width, int last)
 		fprintf(out, " %*s", width, text);
 }
 
-/* The rows marked as list columns, in table order; TOP-BLOCKER follows
- * blocked_pct and the loop's poll basis ends the line. */
+/* The text table's figures, keyed as the metric table: the dashboard's
+ * columns (their titles as top's) and idle_pct's interval beside it. */
+static const struct {
+	int metric;          /* enum worker_metric */
+	const char *title;
+	int width;           /* cells */
+} list_columns[] = {
+	{ METRIC_W_idle_pct,     "IDLE%",    5 },
+	{ METRIC_W_idle_ci95,    "±",        5 },
+	{ METRIC_W_cpu_pct,      "CPU%",     5 },
+	{ METRIC_W_blocked_pct,  "BLOCKED%", 8 },
+	{ METRIC_W_ops_per_s,    "OPS/s",    7 },
+	{ METRIC_W_runqueue_len, "RUNQ",     4 },
+	{ METRIC_W_pending_ops,  "PEND",     4 },
+	{ METRIC_W_stall_ms,     "STALL",    6 },
+	{ METRIC_W_lag_p99_ms,   "LAG99",    6 },
+};
+
+const char *list_column_title(int metric)
+{
+	for (size_t c = 0; c < sizeof(list_columns) / sizeof(list_columns[0]); c++)
+		if (list_columns[c].metric == metric)
+			return list_columns[c].title;
+	return NULL;
+}
+
+/* The figure columns; TOP-BLOCKER follows blocked_pct, then LIMIT (the
+ * verdict, "-" when the loop's own figure is unknown), and the loop's poll
+ * basis ends the line. */
 static void print_cells(FILE *out, const struct worker_view *w)
 {
 	char cell[64];
-	for (int i = 0; i < METRIC_NWORKER; i++) {
+	for (size_t c = 0; c < sizeof(list_columns) / sizeof(list_columns[0]); c++) {
+		int i = list_columns[c].metric;
 		const struct metric *m = &metric_worker[i];
-		if (m->cols == METRIC_COL_NONE)
-			continue;
 		if (w)
 			metric_format(cell, sizeof(cell), m->unit, metric_applies(m, w) ? metric_value(m, w) : NAN, 1);
-		print_cell(out, w ? cell : m->title, m->width, 0);
+		print_cell(out, w ? cell : list_columns[c].title, list_columns[c].width, 0);
 		if (i == METRIC_W_blocked_pct) {
 			if (w)
 				top_blocker(cell, sizeof(cell), w);
 			print_cell(out, w ? cell : "TOP-BLOCKER", -22, 0);
 		}
 	}
+	int l = w ? model_limit_of(w, NULL, 0) : -1;
+	print_cell(out, !w ? "LIMIT" : l < 0 ? "-" : model_limit_name((enum metric_limit)l), -7, 0);
 	print_cell(out, !w ? "LOOP-POLL" : w->loop_basis[0] ? w->loop_basis : "-", -40, 1);
+}
+
+/* The service table's column titles, keyed by the fleet rows' ids: list's
+ * own layout, in the worker table's words. */
+static const char *const service_titles[METRIC_NFLEET] = {
+	[METRIC_F_workers]            = "WORKERS",
+	[METRIC_F_mean_idle_pct]      = "MEAN-IDLE%",
+	[METRIC_F_ops_per_s]          = "OPS/s",
+	[METRIC_F_headroom_ops_per_s] = "HEADROOM-OPS/s",
+	[METRIC_F_idle_pct_min]       = "MIN-IDLE%",
+};
+
+const char *list_service_title(int metric)
+{
+	return metric >= 0 && metric < METRIC_NFLEET ? service_titles[metric] : NULL;
 }
 
 /* One row per service: the fleet rows of the metric table over its workers. */
@@ -308,7 +353,7 @@ void list_print_services(FILE *out, const struct model *m)
 	char cell[64], name[PROBE_SERVICE_LEN];
 	fprintf(out, "%-32s", "SERVICE");
 	for (int i = 0; i < METRIC_NFLEET; i++)
-		fprintf(out, " %14s", metric_fleet[i].name);
+		fprintf(out, " %14s", service_titles[i]);
 	fputc('\n', out);
 	for (size_t s = 0; s < m->nservices; s++) {
 		esc_copy(name, 33, &esc_term, m->services[s].name, SIZE_MAX, NULL);
@@ -319,8 +364,10 @@ void list_print_services(FILE *out, const struct model *m)
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %.0f Hz)\n", m->nservices, m->nservices == 1 ? "" : "s",
-		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), m->rate_hz);
+	char how[64];
+	model_sampling_text(m, how, sizeof(how));
+	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %s)\n", m->nservices, m->nservices == 1 ? "" : "s",
+		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), how);
 }
 
 void list_print_text(FILE *out, const struct model *m)
@@ -331,14 +378,23 @@ void list_print_text(FILE *out, const struct model *m)
 	fputc('\n', out);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct worker_view *w = &m->workers[i];
-		model_worker_name(w, ":", name, sizeof(name));
+		model_worker_name(w, name, sizeof(name));
 		/* at most 24 bytes, cut at a character boundary (%.24s could split one) */
 		esc_copy(name, 25, &esc_term, name, SIZE_MAX, NULL);
 		fprintf(out, "%7d %7d %-24s %-8s", (int)w->pid, (int)w->tid, name, w->backend);
 		print_cells(out, w);
 		fputc('\n', out);
 	}
-	fprintf(out, "%u worker%s, mean idle %s%%, %s ops/s, headroom %s ops/s (%.1f s at %.0f Hz)\n", m->fleet.workers,
-		m->fleet.workers == 1 ? "" : "s", num(a, sizeof(a), m->fleet.mean_idle_pct, 1), num(b, sizeof(b), m->fleet.ops_per_s, 0),
-		num(c, sizeof(c), m->fleet.headroom_ops_per_s, 0), model_span_s(m), m->rate_hz);
+	/* a figure nobody measured is left out, not printed as "-" */
+	const struct fleet_view *f = &m->fleet;
+	char how[64];
+	model_sampling_text(m, how, sizeof(how));
+	fprintf(out, "%u worker%s", f->workers, f->workers == 1 ? "" : "s");
+	if (!isnan(f->mean_idle_pct))
+		fprintf(out, ", mean idle %s%%", num(a, sizeof(a), f->mean_idle_pct, 1));
+	if (!isnan(f->ops_per_s))
+		fprintf(out, ", %s ops/s", num(b, sizeof(b), f->ops_per_s, 0));
+	if (!isnan(f->headroom_ops_per_s))
+		fprintf(out, ", headroom %s ops/s", num(c, sizeof(c), f->headroom_ops_per_s, 0));
+	fprintf(out, " (%.1f s at %s)\n", model_span_s(m), how);
 }

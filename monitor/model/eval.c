@@ -119,7 +119,8 @@ static void fill_track(const struct eval_track *t, const struct stream_spec *sp,
 		case S_THROTTLE:
 			if (!b->cg.valid)
 				break;
-			if (pc.valid && b->cg.t_ns > pc.t_ns && b->cg.throttled_ns >= pc.throttled_ns) {
+			if (pc.valid && pc.group == b->cg.group && b->cg.t_ns > pc.t_ns &&
+			    b->cg.throttled_ns >= pc.throttled_ns) {
 				o->num = (double)(b->cg.throttled_ns - pc.throttled_ns);
 				o->den = (double)(b->cg.t_ns - pc.t_ns);
 			}
@@ -453,8 +454,23 @@ static int level_value(const struct series_bucket *b, int arg, double *v)
 	}
 }
 
-/* The last reading of arg in the range, summed over the workers: an
- * observed fact, no interval. */
+/* Whether worker w's last quota reading is of a cgroup an earlier worker
+ * of ts already gave (workers sharing a group share its quota: once). */
+static int quota_counted(const struct eval_track *const *ts, size_t w, uint32_t group)
+{
+	for (size_t k = 0; k < w; k++)
+		for (size_t i = ts[k]->n; i-- > 0;)
+			if (ts[k]->p[i].b && ts[k]->p[i].b->cg.valid) {
+				if (ts[k]->p[i].b->cg.group == group)
+					return 1;
+				break;
+			}
+	return 0;
+}
+
+/* The last reading of arg in the range, summed over the workers (a
+ * cgroup's quota once however many of them it holds): an observed fact,
+ * no interval. */
 static void level(const struct eval_track *const *ts, size_t nt, int arg, struct estimate *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -466,6 +482,8 @@ static void level(const struct eval_track *const *ts, size_t nt, int arg, struct
 			double v;
 			if (level_value(ts[w]->p[i].b, arg, &v)) {
 				if (isnan(v))
+					break;
+				if (arg == METRIC_ARG_QUOTA && quota_counted(ts, w, ts[w]->p[i].b->cg.group))
 					break;
 				sum += v;
 				out->ok = 1;

@@ -73,10 +73,18 @@ double model_span_s(const struct model *m)
 	return m->window_s > 0 ? m->window_s : m->elapsed_s;
 }
 
-void model_worker_name(const struct worker_view *w, const char *sep, char *buf, size_t len)
+void model_sampling_text(const struct model *m, char *buf, size_t len)
+{
+	if (m->precision_pts > 0)
+		snprintf(buf, len, "%.0f Hz, +-%g pts", m->rate_hz, m->precision_pts);
+	else
+		snprintf(buf, len, "%.0f Hz, every tick", m->rate_hz);
+}
+
+void model_worker_name(const struct worker_view *w, char *buf, size_t len)
 {
 	if (w->tag[0] && strcmp(w->tag, w->name) != 0)
-		snprintf(buf, len, "%s%s%s", w->name, sep, w->tag);
+		snprintf(buf, len, "%s/%s", w->name, w->tag);
 	else
 		snprintf(buf, len, "%s", w->name);
 }

@@ -104,10 +104,10 @@ struct worker_view {
 	uint64_t unchanged_samples;       /* samples reused, schedstat showing the thread had not run (run total) */
 	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber at the last reading */
 
-	/* every row of the metric table (metric_table.h: its unit and meaning);
+	/* every row of the metric table (metric_table.c: its unit and meaning);
 	 * NaN: not known (no samples, not instrumented, unbounded) */
-#define MODEL_X_FIELD(name, unit, kind, arg, source, type, ...) METRIC_CTYPE_##type name;
-	WORKER_METRICS(MODEL_X_FIELD)
+#define MODEL_X_FIELD(name, type) METRIC_CTYPE_##type name;
+	METRIC_WORKER_IDS(MODEL_X_FIELD)
 
 	float    idle_history[MODEL_HISTORY]; /* per-second idle%, oldest first; NaN = no samples */
 	int      nhistory;
@@ -132,8 +132,8 @@ struct worker_view {
 
 struct fleet_view {
 	/* every fleet row of the metric table */
-#define MODEL_X_FLEET_FIELD(name, unit, reduce, of, type, ...) METRIC_CTYPE_##type name;
-	FLEET_METRICS(MODEL_X_FLEET_FIELD)
+	METRIC_FLEET_IDS(MODEL_X_FIELD)
+#undef MODEL_X_FIELD
 	float    idle_history[MODEL_HISTORY]; /* per-second mean idle%, oldest first */
 	int      nhistory;
 };
@@ -151,6 +151,7 @@ struct model {
 	struct service_view *services;   /* owned; nservices, by name */
 	size_t   nservices;
 	double   rate_hz;                /* target sampling rate */
+	double   precision_pts;          /* target half-width of idle%, points; 0: every thread at every tick */
 	double   window_s;               /* window the figures cover */
 	double   elapsed_s;              /* since sampling started */
 	uint64_t total_samples;          /* all samples taken, all workers */
@@ -174,8 +175,13 @@ void model_done(struct model *m);
 /* Seconds the figures cover: the window, or the whole run. */
 double model_span_s(const struct model *m);
 
-/* "name", or "name<sep>tag" when the worker has a tag other than its name. */
-void model_worker_name(const struct worker_view *w, const char *sep, char *buf, size_t len);
+/* How the figures were sampled, for a header or a footer: "100 Hz, +-2
+ * pts" (precision-targeted) or "100 Hz, every tick". */
+void model_sampling_text(const struct model *m, char *buf, size_t len);
+
+/* "name", or "name/tag" when the worker has a tag other than its name:
+ * every view writes a worker's name this one way. */
+void model_worker_name(const struct worker_view *w, char *buf, size_t len);
 
 /* Wilson score interval half-width for a proportion p of n samples, in points (0..100). */
 double model_ci95_pts(double p, uint64_t n);

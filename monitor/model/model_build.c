@@ -112,6 +112,7 @@ static int build(const struct snapshot *snap, double window_s, int64_t lo, int64
 		build_done(w, v);
 	}
 	m->rate_hz = snap->rate_hz;
+	m->precision_pts = snap->precision_pts;
 	m->window_s = window_s;
 	m->elapsed_s = (double)(snap->now_ns - NS) / 1e9;
 	m->total_samples = snap->total_samples;

@@ -72,8 +72,8 @@ out:
 const struct cli_command cmd_record = {
 	"record", "write the raw sample stream of a run to a file, for report and top --replay",
 	"-o FILE [OPTIONS]",
-	"Samples the targets (-p, -n; default every instrumented worker) like profile and writes every\n"
-	"sample with its names, fd targets, fiber tags and stack frames resolved to text: version 1,\n"
-	"line-based, strings interned. 'loopstat report FILE' renders it anywhere, later.",
+	"Samples " CLI_TARGETS_HELP " like profile,\n"
+	"and writes every sample with its names, fd targets, fiber tags and stack frames resolved to\n"
+	"text: version 1, line-based, strings interned. 'loopstat report FILE' renders it anywhere, later.",
 	options, run,
 };

@@ -72,6 +72,10 @@ int profile_write_speedscope(FILE *out, struct profile_tree *t, const struct pro
 int profile_write_svg(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
 int profile_write_pprof(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
 
+/* A thread node's title in every output that names it: its label, and
+ * "(service S)" when the service is known and is not the label's name. */
+void profile_thread_title(const struct profile_node *n, char *buf, size_t len);
+
 /* What a writer returns once it has written everything: flushes out and
  * gives 0, or its error (the cause of the first failed write, -EIO when
  * it is unknown). */

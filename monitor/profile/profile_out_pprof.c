@@ -37,7 +37,7 @@
 /* string_table's fixed entries, before the labels */
 enum {
 	S_EMPTY, S_SAMPLES, S_COUNT, S_WALL, S_NANOSECONDS, S_THREAD, S_STATE, S_FIBER, S_MAPPING, S_TITLE,
-	S_NFIXED
+	S_SERVICE, S_NFIXED
 };
 
 /* Profile's fields that are written piece by piece */
@@ -123,8 +123,8 @@ struct pprof_walk {
 	uint64_t path[PROFILE_MAX_PATH];    /* location ids from the thread down */
 	enum profile_level level[PROFILE_MAX_PATH];
 	int depth;
-	Perftools__Profiles__Label tag[3];  /* thread, fiber, state of the path */
-	int tagged[3];
+	Perftools__Profiles__Label tag[4];  /* thread, fiber, state, service of the path */
+	int tagged[4];
 };
 
 static int tag_slot(enum profile_level l)
@@ -141,9 +141,9 @@ static void put_sample(struct pprof_walk *w, uint64_t self)
 			if (w->level[i] == leaf_first[k])
 				ids[n++] = w->path[i];
 	int64_t values[2] = { (int64_t)self, (int64_t)self * w->period_ns };
-	Perftools__Profiles__Label *tags[3];
+	Perftools__Profiles__Label *tags[4];
 	size_t ntags = 0;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		if (w->tagged[k])
 			tags[ntags++] = &w->tag[k];
 	Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT;
@@ -170,11 +170,21 @@ static void samples_below(struct pprof_walk *w, const struct profile_node *n)
 			w->tag[slot].str = S_NFIXED + li;
 			w->tagged[slot] = 1;
 		}
+		/* the thread's service, a label of its own (pprof -tagfocus service=...) */
+		const char *svc = c->level == PROFILE_L_THREAD ? profile_node_service(c) : NULL;
+		if (svc) {
+			perftools__profiles__label__init(&w->tag[3]);
+			w->tag[3].key = S_SERVICE;
+			w->tag[3].str = S_NFIXED + profile_labels_index(w->labels, svc);
+			w->tagged[3] = 1;
+		}
 		if (c->self)
 			put_sample(w, c->self);
 		samples_below(w, c);
 		if (slot >= 0)
 			w->tagged[slot] = 0;
+		if (svc)
+			w->tagged[3] = 0;
 		w->depth--;
 	}
 }
@@ -183,6 +193,8 @@ static void index_below(struct profile_labels *l, const struct profile_node *n, 
 {
 	for (const struct profile_node *c = n->child; c && depth < PROFILE_MAX_PATH; c = c->next) {
 		profile_labels_index(l, c->label);
+		if (c->level == PROFILE_L_THREAD && profile_node_service(c))
+			profile_labels_index(l, profile_node_service(c));
 		index_below(l, c, depth + 1);
 	}
 }
@@ -197,7 +209,7 @@ static void put_header(struct gz_sink *g, const struct profile_meta *meta, int64
 	char *fixed[S_NFIXED] = {
 		[S_EMPTY] = "", [S_SAMPLES] = "samples", [S_COUNT] = "count", [S_WALL] = "wall",
 		[S_NANOSECONDS] = "nanoseconds", [S_THREAD] = "thread", [S_STATE] = "state", [S_FIBER] = "fiber",
-		[S_MAPPING] = "[loopstat]", [S_TITLE] = title,
+		[S_MAPPING] = "[loopstat]", [S_TITLE] = title, [S_SERVICE] = "service",
 	};
 	Perftools__Profiles__ValueType vt_samples = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	Perftools__Profiles__ValueType vt_wall = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
@@ -247,7 +259,8 @@ int profile_write_pprof(FILE *out, struct profile_tree *t, const struct profile_
 	struct profile_labels labels;
 	profile_tree_sort(t);
 	const struct profile_node *root = profile_tree_root(t);
-	if (profile_labels_init(&labels, profile_tree_nodes(t)) < 0)
+	/* every node's label, and a service name per thread node at most */
+	if (profile_labels_init(&labels, 2 * profile_tree_nodes(t)) < 0)
 		return -ENOMEM;
 	index_below(&labels, root, 0);
 	struct gz_sink *g = calloc(1, sizeof(*g));

@@ -63,11 +63,12 @@ static void samples_below(struct sample_walk *w, const struct profile_node *n)
 
 static void write_profile(struct json *j, struct profile_labels *f, const struct profile_node *p)
 {
-	char name[2 * PROFILE_LABEL_MAX + 4];
+	char name[3 * PROFILE_LABEL_MAX + 24], thread[2 * PROFILE_LABEL_MAX + 16];
+	profile_thread_title(p->level == PROFILE_L_FIBER ? p->parent : p, thread, sizeof(thread));
 	if (p->level == PROFILE_L_FIBER)
-		snprintf(name, sizeof(name), "%s / %s", p->parent->label, p->label);
+		snprintf(name, sizeof(name), "%s / %s", thread, p->label);
 	else
-		snprintf(name, sizeof(name), "%s", p->label);
+		snprintf(name, sizeof(name), "%s", thread);
 	json_object_begin(j);
 	json_key(j, "type");
 	json_string(j, "sampled");

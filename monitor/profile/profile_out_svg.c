@@ -111,7 +111,12 @@ static void svg_node(struct svg_walk *w, const struct profile_node *n, double x,
 	fill_of(n, fill, sizeof(fill));
 
 	fprintf(w->out, "<g class=\"f\" data-x=\"%.2f\" data-w=\"%.2f\" data-d=\"%d\"><title>", x, width, depth);
-	xml_text(w->out, n->label, SIZE_MAX);
+	char title[2 * PROFILE_LABEL_MAX + 16];
+	if (n->level == PROFILE_L_THREAD)
+		profile_thread_title(n, title, sizeof(title));
+	else
+		snprintf(title, sizeof(title), "%s", n->label);
+	xml_text(w->out, title, SIZE_MAX);
 	if (n->level == PROFILE_L_ROOT)
 		fprintf(w->out, " (%llu samples, 100%%)", (unsigned long long)n->count);
 	else

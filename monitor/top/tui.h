@@ -7,12 +7,13 @@
 #ifndef LOOPSTAT_TUI_H
 #define LOOPSTAT_TUI_H
 
+#include "cli.h"
 #include "model/feed.h"
 
 #define TUI_DEFAULT_DELAY_S   1.0
 #define TUI_DEFAULT_WINDOW_S  5.0   /* 500 samples at 100 Hz: idle% within ±4.4 points */
 #define TUI_MIN_RATE_HZ       10.0
-#define TUI_MAX_RATE_HZ       2000.0
+#define TUI_MAX_RATE_HZ       ((double)CLI_RATE_MAX) /* + goes as far as -r */
 
 struct tui_opts {
 	double delay_s;      /* seconds between screen refreshes; 0: default */

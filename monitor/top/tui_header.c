@@ -31,24 +31,30 @@ int tui_draw_header(struct tui *t)
 	fmt_secs(delay, sizeof(delay), t->delay_s);
 	fmt_secs(win, sizeof(win), t->window_s);
 
-	mvprintw(0, 0, "loopstat  %s  %s  rate %.0f Hz  window %s s  refresh %s s", t->host, now,
-		 t->rate_hz, win, delay);
+	/* the rate the user set with + and -, the precision the figures were sampled at */
+	struct model at = t->m;
+	at.rate_hz = t->rate_hz;
+	char how[64];
+	model_sampling_text(&at, how, sizeof(how));
+	mvprintw(0, 0, "loopstat  %s  %s  rate %s  window %s s  refresh %s s", t->host, now, how, win, delay);
 	if (t->paused || ended) {
 		attron(A_BOLD | A_REVERSE);
 		printw(ended ? "  REPLAY ENDED " : "  PAUSED ");
 		attroff(A_BOLD | A_REVERSE);
 	}
 
-	/* the fleet line: every fleet row's part, mean idle in its colour */
+	/* the fleet line: every fleet row's part that some worker measured
+	 * (an unknown one is left out, not shown as "-"), mean idle in its colour */
 	int a = tui_idle_attr(t, f->workers ? f->mean_idle_pct : NAN);
 	move(1, 0);
 	for (int i = 0; i < METRIC_NFLEET; i++) {
 		const struct metric *m = &metric_fleet[i];
+		double x = f->workers || i == METRIC_F_workers ? metric_value(m, f) : NAN;
+		if (isnan(x))
+			continue;
 		char val[32], part[64];
-		metric_format(val, sizeof(val), m->unit, f->workers || i == METRIC_F_workers ? metric_value(m, f) : NAN, 0);
-		snprintf(part, sizeof(part), m->detail, val);
-		if (strcmp(val, "-") == 0 && m->unit == METRIC_PCT)
-			part[strlen(part) - 1] = '\0';   /* "-", not "-%" */
+		metric_format(val, sizeof(val), m->unit, x, 0);
+		snprintf(part, sizeof(part), tui_fleet_detail[i], val);
 		if (i)
 			printw("  ");
 		if (i != METRIC_F_mean_idle_pct) {
