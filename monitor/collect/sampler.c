@@ -56,6 +56,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	idmap_init(&s->live_by_pid);
 	idmap_init(&s->by_listener);
 	idmap_init(&s->by_pid);
+	idmap_init(&s->rt_by_pid);
 	/* t0 one second back: bucket 0 never starts at a partial instant */
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
@@ -185,13 +186,14 @@ static void sample_all(struct sampler *s, uint64_t now)
 	size_t nreads = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		slot[i] = w->gone_ns ? NULL : &w->sc;
+		slot[i] = w->gone_ns || w->sched ? NULL : &w->sc; /* a row's members are read for it */
 		w->tick_mode = TICK_SKIP;
 		w->gate_fresh = w->tick_ss_ok = 0;
 		if (!slot[i])
 			continue;
-		/* not this tick: what it would have seen, its next sample counts for */
-		if (!(w->weight = prec_take(&w->prec, &s->prec, sec, &s->rng))) {
+		/* not this tick: what it would have seen, its next sample counts
+		 * for; a pool's thread at every tick, its row counts them all */
+		if (!(w->weight = w->member ? 1 : prec_take(&w->prec, &s->prec, sec, &s->rng))) {
 			slot[i] = NULL;
 			continue;
 		}
@@ -365,10 +367,12 @@ static void sample_tick(struct sampler *s, uint64_t now)
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
 	}
 	sample_all(s, now);
+	sampler_sample_scheds(s, now);
 	sampler_check_stalls(s, now);
 	sampler_sample_pools(s, now);
 	if (now >= s->next_sched) {
 		read_sched_all(s, now);
+		sampler_sched_cpu(s, now);
 		s->next_sched = now + NS / 4;
 	}
 }
@@ -486,6 +490,7 @@ void sampler_delete(struct sampler *s)
 	sampler_free_limits(s);
 	sampler_stall_free(s);
 	sampler_free_pools(s);
+	sampler_free_rts(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	probe_sweep_delete(s->sweep);
@@ -544,7 +549,9 @@ void sampler_set_all_threads(struct sampler *s, int on)
 
 static int shown(const struct sampler *s, const struct sworker *w)
 {
-	return w->instrumented || w->series.polls_seen > 0 || s->all_threads;
+	if (w->sched)
+		return w->series.samples > 0;
+	return w->instrumented || (w->series.polls_seen > 0 && !w->member) || s->all_threads;
 }
 
 static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t now_sec, double window_s,
@@ -564,6 +571,7 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	memcpy(d->access_text, w->access_text, sizeof(d->access_text));
 	d->ntargets = w->ntargets;
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));
+	sampler_sched_copy(d, w);
 	series_copy_window(&d->series, &w->series, now_sec, window_s, with_history);
 }
 

@@ -55,7 +55,7 @@ static int narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name
 	return targets_narrow(t, uid, t->has_service ? service_of(s, pid, name) : NULL);
 }
 
-static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
+struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
 {
 	if (s->n >= s->max_workers) {
 		++*ignored;
@@ -91,6 +91,7 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 
 static void free_worker(struct sworker *w)
 {
+	free(w->sched);
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
 	probe_loop_done(&w->loop);
@@ -282,16 +283,22 @@ static void discover_threads(struct sampler *s)
 		if (m)
 			m->discover_gap = 0;   /* changed: every round again */
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
+		const struct probe_rt_proc *rt = sampler_runtime_of(s, pi->pid, pi->start_time, pi->comm);
 		/* the table changes under the lock, one process at a time */
 		pthread_mutex_lock(&s->lock);
+		if (sampler_rt_is_scheduler(rt))
+			sampler_sched_row(s, pi->pid, pi->comm, rt); /* it names its pool's threads */
 		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++) {
 			/* the sampling thread itself is always running: not a worker */
 			if (s->tids[t] == s->self_tid)
 				continue;
 			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
-			if (!w)
-				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
-			else /* a process found just before its execve, or renamed since */
+			if (!w && (w = sampler_add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads)) && rt) {
+				/* every thread of a -p process: named only where it matters */
+				w->runtime = rt->rt;
+				if (rt->rt == PROBE_RT_JVM)
+					sampler_name_thread(w);   /* its loops are told apart by name */
+			} else if (w) /* a process found just before its execve, or renamed since */
 				snprintf(w->name, sizeof(w->name), "%s", pi->comm);
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -369,8 +376,24 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 {
 	struct sampler *s = arg;
 	unsigned over = 0;
+	const struct probe_rt_proc *rt = sampler_runtime_of(s, p->pid, p->start_time, p->comm);
+	struct probe_stat st;
+	/* a pooled runtime's wait is its scheduler's: the row takes its pool */
+	int pooled = sampler_rt_is_scheduler(rt) &&
+		     (rt->rt == PROBE_RT_GO || (probe_stat_read(p->pid, tid, &st) == 0 && probe_rt_member(rt->rt, st.comm)));
 	pthread_mutex_lock(&s->lock);
-	int taken = sampler_find_worker(s, p->pid, tid) || add_worker(s, p->pid, tid, p->comm, &over);
+	struct sworker *w = sampler_find_worker(s, p->pid, tid);
+	int taken = w != NULL;
+	if (rt && rt->rt == PROBE_RT_JVM)
+		sampler_sched_row(s, p->pid, p->comm, rt); /* its pool parks in futex: never found by a sweep */
+	if (!w && pooled) {
+		taken = sampler_sched_row(s, p->pid, p->comm, rt) != NULL;
+	} else if (!w && (w = sampler_add_worker(s, p->pid, tid, p->comm, &over))) {
+		taken = 1;
+		w->runtime = rt ? rt->rt : PROBE_RT_UNKNOWN;
+		if (w->runtime == PROBE_RT_JVM)
+			sampler_name_thread(w);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return taken;
 }
@@ -430,7 +453,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
+		if (!w && !(w = sampler_add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
 			continue;
 		w->instrumented = 1;
 		w->backend = sl->backend;

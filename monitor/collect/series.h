@@ -230,6 +230,13 @@ int series_class_of(enum probe_class c);
 /* One classified syscall sample taken at t_ns; ctx may be NULL. */
 void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx);
 
+/* One tick of a pooled runtime's scheduler (collect/sampler_sched.c): of
+ * capacity threads' worth, running and blocked busy (blocked_v names the
+ * syscall), the rest parked; each unit counts as a sample. A busy span is
+ * a run of ticks with the whole capacity busy. */
+void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint32_t running, uint32_t blocked,
+		       const struct probe_verdict *blocked_v);
+
 /* A reading of the worker's shm slot values at t_ns, which is mono_ns on
  * CLOCK_MONOTONIC (to count a blocking poll still in progress). */
 void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],

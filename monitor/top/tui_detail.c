@@ -93,6 +93,26 @@ static int bar_attr(const struct tui *t, const struct worker_view *w, int metric
 	}
 }
 
+/* A scheduler's threads, a line of "tid name busy%" cells: its capacity's
+ * parts, as list --json's members. */
+static void draw_members(const struct worker_view *w, int *y)
+{
+	if (!w->nmembers)
+		return;
+	mvprintw((*y)++, 2, "%d threads' capacity (%s); its threads, busy over the run:", w->threads, w->threads_from);
+	move(*y, 4);
+	for (int i = 0; i < w->nmembers; i++) {
+		const struct member_view *m = &w->members[i];
+		char busy[16];
+		if (isnan(m->busy_pct))
+			snprintf(busy, sizeof(busy), "-");
+		else
+			snprintf(busy, sizeof(busy), "%.0f%%", m->busy_pct);
+		printw("%d %s%s  ", (int)m->tid, busy, m->worker ? "" : " (blocking pool)");
+	}
+	(*y)++;
+}
+
 static int draw_breakdown(const struct tui *t, const struct worker_view *w, int y)
 {
 	section(y++, "Where the time goes");
@@ -110,6 +130,7 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 	const char *pool = metric_line(w, TUI_LINE_POOL);
 	if (pool[0])   /* list --json's pools name its threads */
 		mvprintw(y++, 2, "helper %s", pool);
+	draw_members(w, &y);
 	char why[128];
 	const char *limit = metric_line(w, TUI_LINE_LIMIT);
 	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */
