@@ -183,10 +183,12 @@ static void progress(const struct feed *f, const struct feed_follow *ff, int tty
 		fprintf(stderr, "\rloopstat: sampling %.1f / %.1f s", feed_elapsed_s(f), ff->expect_s);
 }
 
-/* Waits for the next reading (live: a poll period, cut at until_s). */
+/* Waits for the next reading (live: a poll period, cut at until_s). With
+ * no callback, only the kept seconds want readings: one a second keeps
+ * them (a reading carries FEED_WINDOW_MIN_S) at a tenth of the copying. */
 static void wait_poll(const struct feed *f, const struct feed_follow *ff)
 {
-	double step = FEED_POLL_MS / 1000.0;
+	double step = ff->second || ff->poll ? FEED_POLL_MS / 1000.0 : 1.0;
 	if (ff->until_s > 0 && ff->until_s - feed_elapsed_s(f) < step)
 		step = fmax(ff->until_s - feed_elapsed_s(f), 0);
 	struct timespec ts = { (time_t)step, (long)((step - floor(step)) * 1e9) };
