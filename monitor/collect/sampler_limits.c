@@ -162,6 +162,14 @@ static void read_listeners(struct sampler *s, uint64_t now)
 	}
 }
 
+int sampler_listens(struct sampler *s, pid_t pid)
+{
+	size_t k;
+	if (!idmap_get(&s->by_listener, (uint64_t)pid, &k))
+		return -1;
+	return s->lis[k].now.sockets > 0;
+}
+
 void sampler_read_limits(struct sampler *s, uint64_t now)
 {
 	read_cgroups(s, now);

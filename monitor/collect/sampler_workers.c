@@ -55,6 +55,17 @@ static int narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name
 	return targets_narrow(t, uid, t->has_service ? service_of(s, pid, name) : NULL);
 }
 
+/* tid's own name (its comm: "nioEventLoopGro", "tokio-runtime-w"), "" unknown. */
+static void thread_name(pid_t pid, pid_t tid, char out[PROBE_COMM_LEN])
+{
+	char path[PATH_MAX];
+	out[0] = '\0';
+	if (probe_proc_path(path, sizeof(path), "%d/task/%d/comm", (int)pid, (int)tid) < 0 ||
+	    probe_read_file(path, out, PROBE_COMM_LEN) <= 0)
+		return;
+	out[strcspn(out, "\n")] = '\0';
+}
+
 static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
 {
 	if (s->n >= s->max_workers) {
@@ -79,6 +90,9 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 	w->wait_fd = -1;
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
+	w->in_unit = s->service_of[0] != '\0';
+	thread_name(pid, tid, w->thread);
+	s->next_limits = 0;   /* its role (and limits) at the next tick, not a second later */
 	series_init(&w->series);
 	prec_init(&w->prec);
 	probe_syscall_open(&w->sc, pid, tid);
@@ -433,6 +447,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
 			continue;
 		w->instrumented = 1;
+		w->role = SNAP_ROLE_SERVER;
 		w->backend = sl->backend;
 		w->wait_fd = sl->wait_fd;
 		w->generation = sl->generation;

@@ -73,6 +73,13 @@ static int draw_identity(const struct tui *t, const struct worker_view *w, int y
 	       w->instrumented ? "instrumented" : "not instrumented");
 	if (w->gone)
 		printw("  (exited)");
+	if (w->thread[0] && strcmp(w->thread, w->name) != 0) {
+		snprintf(name, sizeof(name), "%s", w->thread);
+		printw("  thread %s", textsafe(name));
+	}
+	printw("  role %s", w->role ? w->role : "unknown");
+	for (int i = 0; i < w->nhelpers; i++)
+		printw(i ? ", %d" : "  helper loops folded in: tid %d", (int)w->helpers[i]);
 	mvprintw(y++, 0, "%s over %.1f s  loop poll: %s", metric_line(w, METRIC_LINE_IDENTITY), t->m.window_s,
 		 w->loop_basis[0] ? w->loop_basis : "-");
 	if (w->no_access) {
