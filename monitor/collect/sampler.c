@@ -22,6 +22,7 @@
 #include "collect/sampler_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -571,8 +572,8 @@ static int shown_counted(const struct sampler *s, const struct sworker *w, struc
 	return 0;
 }
 
-static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t now_sec, double window_s,
-			int with_history)
+static void copy_worker(const struct sampler *s, struct snap_worker *d, const struct sworker *w, int64_t now_sec,
+			double window_s, int with_history)
 {
 	d->pid = w->pid;
 	d->tid = w->tid;
@@ -580,6 +581,9 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	memcpy(d->thread, w->thread, sizeof(d->thread));
 	d->role = w->role;
 	d->nhelpers = 0;
+	const char *cg;
+	d->nspenders = sampler_cgroup_spenders(s, w->cg, d->spenders, SNAP_SPENDERS, &cg);
+	snprintf(d->cgroup, sizeof(d->cgroup), "%s", cg ? cg : "");
 	memcpy(d->service, w->service, sizeof(d->service));
 	memcpy(d->tag, w->tag, sizeof(d->tag));
 	d->instrumented = w->instrumented;
@@ -655,7 +659,7 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->servers_only = s->servers_only && !s->all_threads;
 	for (size_t i = 0; i < s->n; i++)
 		if (shown_counted(s, s->w[i], snap))
-			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
+			copy_worker(s, &snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
 	fold_helpers(s, snap);
 	snap->rate_hz = s->rate_hz;
 	snap->precision_pts = s->precision_pts;

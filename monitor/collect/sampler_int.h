@@ -204,6 +204,10 @@ void sampler_free_workers(struct sampler *s);
  * second, each worker's cgroup's quota and throttled time and its process's
  * fullest accept queue into its series */
 void sampler_read_limits(struct sampler *s, uint64_t now);
+/* The processes spending group cg's quota (cg: a worker's cg field), the
+ * largest first, at most cap into pids: how many; the group's path in
+ * *name (NULL: no group). */
+int  sampler_cgroup_spenders(const struct sampler *s, int cg, pid_t *pids, int cap, const char **name);
 /* Whether pid holds a listening TCP socket, as of the last pass: 1, 0,
  * or -1 when its sockets were not read yet. */
 int  sampler_listens(struct sampler *s, pid_t pid);

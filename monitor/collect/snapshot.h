@@ -22,6 +22,8 @@
 
 #define SNAP_TARGETS 16   /* fds a worker recently blocked on, resolved */
 #define SNAP_HELPERS 4    /* helper loops named per worker they fold into */
+#define SNAP_SPENDERS 3   /* processes named spending a worker's cgroup's quota */
+#define SNAP_CGROUP_LEN 128
 
 struct snap_target {
 	int  fd;
@@ -48,6 +50,9 @@ struct snap_worker {
 	enum snap_role role;
 	pid_t    helpers[SNAP_HELPERS];    /* its process's helper loops folded into it (not shown apart) */
 	int      nhelpers;
+	char     cgroup[SNAP_CGROUP_LEN];  /* its cgroup with a cpu controller ("/system.slice/x.service"), "" none */
+	pid_t    spenders[SNAP_SPENDERS];  /* the processes spending that group's CPU, the largest first */
+	int      nspenders;
 	char     service[PROBE_SERVICE_LEN]; /* systemd unit, container, or the process name */
 	char     tag[LOOPSTAT_TAG_LEN];
 	int      instrumented;

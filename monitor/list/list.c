@@ -166,7 +166,7 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_source(j, w, METRIC_SAMPLED);
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
-	char why[128];
+	char why[320];   /* a quota verdict names its cgroup */
 	int l = model_limit_of(w, why, sizeof(why));
 	json_key(j, "limit");   /* the verdict of the limit_* rows, as a word */
 	if (l < 0)

@@ -457,8 +457,26 @@ static void run_total(const struct eval_track *const *ts, size_t nt, struct esti
 	out->n = out->n_eff = (double)nt;
 }
 
+int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt)
+{
+	for (size_t w = 0; w < nt; w++) {
+		int shared = 0;
+		for (size_t i = ts[w]->n; i-- > 0;) {   /* the last reading that knows */
+			const struct series_bucket *b = ts[w]->p[i].b;
+			if (b && b->cg.valid && !isnan(b->cg.quota_cpus) && b->cg.shared_only >= 0) {
+				shared = b->cg.shared_only;
+				break;
+			}
+		}
+		if (!shared)
+			return 0;
+	}
+	return nt > 0;
+}
+
 /* The verdict over the periods: each rule's figure evaluated there (values
- * only), then the rules; a 0/1 figure for the row's kind. */
+ * only), then the rules; a 0/1 figure for the row's kind. A worker whose
+ * process only shares its group's quota is not held back by it (limit.h). */
 static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct estimate *out)
 {
 	double fig[METRIC_NLIMITS] = { 0 };
@@ -473,6 +491,8 @@ static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct
 #undef LIMIT_X_EVAL
 	if (err < 0)
 		return err;
+	if (model_eval_quota_shared(ts, nt))
+		model_limit_shared_quota(fig);
 	int v = model_limit_verdict(fig, NULL, 0);
 	memset(out, 0, sizeof(*out));
 	out->kind = EST_MAX;

@@ -73,6 +73,11 @@ struct eval_filter {
  * no period has data for the rule; out->est is then NaN. Returns 0, or
  * -EINVAL (a fleet row, no tracks, unequal lengths), -ENOMEM.
  */
+/* 1 when, at the last reading in the periods that knows, each worker's
+ * process spent almost none of its group's CPU: others spend the quota it
+ * shares (collect/series.h's shared_only); 0 otherwise. */
+int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt);
+
 int model_eval(const struct metric *m, const struct eval_track *const *ts, size_t nt,
 	       const struct eval_filter *filter, unsigned flags, struct estimate *out);
 

@@ -8,7 +8,10 @@
  * a busy loop limits it whatever its pool does; a loop that waits for its
  * saturated pool is held back by the pool; and a busy loop (or pool) is
  * why connections wait, where an idle one that leaves them waiting is held
- * back by its accepting.
+ * back by its accepting. The quota holds back only a worker whose process
+ * spends it (a fifth of its group's CPU or more): one that only shares the
+ * group keeps its headroom bound by the quota but gets no quota verdict,
+ * nor a CPU one for the waits the group's throttling causes.
  */
 #ifndef LOOPSTAT_LIMIT_H
 #define LOOPSTAT_LIMIT_H
@@ -35,6 +38,11 @@ const char *model_limit_name(enum metric_limit l);
  * trips its rule), and why in why (may be NULL); -1 when the loop's own
  * figure (idle_pct) is unknown. */
 int model_limit_verdict(const double fig[METRIC_NLIMITS], char *why, size_t len);
+
+/* fig of a worker whose process only shares its group's quota, others
+ * spending it: neither the quota's rule nor, while the group is throttled
+ * past that rule, the CPU's (its waits for a CPU are the throttling). */
+void model_limit_shared_quota(double fig[METRIC_NLIMITS]);
 
 struct worker_view;
 

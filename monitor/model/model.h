@@ -32,6 +32,8 @@
 #define MODEL_NROLES      5    /* loops' roles as snapshot.h numbers them, for the counts of those left out */
 #define MODEL_ROLE_SERVER 1    /* of them, the one shown by default */
 #define MODEL_HELPERS     4    /* helper loops named per worker they fold into */
+#define MODEL_SPENDERS    3    /* processes named spending a cgroup's quota */
+#define MODEL_CGROUP_LEN  128
 
 struct blocker_view {
 	long   nr;                        /* syscall number */
@@ -91,6 +93,10 @@ struct worker_view {
 	const char *role;                 /* "server", "client", "interactive", "helper", "unknown" (static) */
 	pid_t    helpers[MODEL_HELPERS];  /* its process's helper loops folded into it */
 	int      nhelpers;
+	char     cgroup[MODEL_CGROUP_LEN]; /* its cgroup with a cpu controller, "" none or unknown */
+	pid_t    quota_spenders[MODEL_SPENDERS]; /* the processes spending its CPU, the largest first */
+	int      nquota_spenders;
+	int      quota_shared;            /* its process only shares the quota others spend: never held back by it */
 	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */

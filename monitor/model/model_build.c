@@ -48,6 +48,9 @@ static void build_identity(const struct snap_worker *w, struct worker_view *v)
 	v->role = snap_role_name(w->role);
 	v->nhelpers = w->nhelpers;
 	memcpy(v->helpers, w->helpers, sizeof(v->helpers));
+	snprintf(v->cgroup, sizeof(v->cgroup), "%s", w->cgroup);
+	v->nquota_spenders = w->nspenders;
+	memcpy(v->quota_spenders, w->spenders, sizeof(v->quota_spenders));
 	snprintf(v->service, sizeof(v->service), "%s", *w->service ? w->service : w->name);
 	snprintf(v->tag, sizeof(v->tag), "%s", w->tag);
 	v->instrumented = w->instrumented;
@@ -190,4 +193,5 @@ char *model_left_out_text(const struct model *m, char *buf, size_t len)
 		snprintf(buf + at, len - at, " (--all shows them)");
 	return buf;
 }
-_Static_assert(MODEL_ROLE_SERVER == SNAP_ROLE_SERVER && MODEL_HELPERS == SNAP_HELPERS, "the same numbers");
+_Static_assert(MODEL_ROLE_SERVER == SNAP_ROLE_SERVER && MODEL_HELPERS == SNAP_HELPERS &&
+	       MODEL_SPENDERS == SNAP_SPENDERS && MODEL_CGROUP_LEN == SNAP_CGROUP_LEN, "the same numbers");

@@ -117,7 +117,7 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 	const char *pool = metric_line(w, METRIC_LINE_POOL);
 	if (pool[0])   /* list --json's pools name its threads */
 		mvprintw(y++, 2, "helper %s", pool);
-	char why[128];
+	char why[320];
 	const char *limit = metric_line(w, METRIC_LINE_LIMIT);
 	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */
 		mvprintw(y++, 2, "%s: %s", limit, why);
