@@ -79,6 +79,7 @@ struct sworker {
 	int      in_unit;             /* its process is in a systemd unit or a container */
 	enum snap_role role;          /* sampler_roles.c */
 	uint64_t role_at;             /* when it was judged (0: not yet) */
+	unsigned role_n;              /* how many times */
 	unsigned waits;               /* what its loop waits on (probe_waitset.h), at that judgement */
 	int      worked;              /* seen waiting on more than wake-ups, or on a CPU: never a helper */
 	int      poll_fds[PROBE_VERDICT_FDS]; /* the fds of its last plain poll-loop wait */

@@ -7,15 +7,16 @@
  *   instrumented                                              server
  *   a secondary thread whose loop waits only for wake-ups from its own
  *   process (pipes, eventfds), that has used almost no CPU, while another
- *   loop of its process waits on sockets or a terminal: node's second
- *   libuv loop                                                 helper
+ *   loop of its process waits on sockets or a terminal or used CPU:
+ *   node's second libuv loop                                   helper
  *   its process holds a listening TCP socket                   server
  *   it waits on a terminal (bash, tmux)                        interactive
  *   its process runs in a systemd unit or a container          server
  *   otherwise: only connections it opened (curl, ab)           client
  * What a loop waits on is read from its epoll fd's watch list or its poll
- * set (probe_waitset.h), once when it is judged: a loop is judged at its
- * first pass with a known loop fd and again every ROLE_REJUDGE_NS.
+ * set (probe_waitset.h), each time it is judged: a loop is judged at its
+ * first pass, a second after each of its first judgements, then every
+ * ROLE_REJUDGE_NS.
  */
 #include "collect/sampler_int.h"
 #include "probe_waitset.h"
@@ -54,16 +55,29 @@ static unsigned waits_of(const struct sworker *w)
 	return kinds;
 }
 
-/* Another loop of w's process waits on sockets or a terminal: w is not its main loop. */
+/* Another loop of w's process does the work: it is instrumented, waits
+ * on sockets or a terminal, or has used CPU (node's main loop beside its
+ * threadpool waits only on its own eventfds). */
 static int has_main_loop(const struct sampler *s, const struct sworker *w)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		const struct sworker *o = s->w[i];
-		if (o != w && o->pid == w->pid && !o->gone_ns &&
-		    (o->instrumented || (o->waits & (PROBE_WAITS_SOCKET | PROBE_WAITS_TERMINAL))))
+		if (o != w && o->pid == w->pid && !o->gone_ns && (o->instrumented || o->worked))
 			return 1;
 	}
 	return 0;
+}
+
+/* A role is judged again a second after each of its first ROLE_EARLY
+ * judgements (a loop just found has little CPU time and a half-learnt loop
+ * fd), then every ROLE_REJUDGE_NS. */
+#define ROLE_EARLY 3
+
+static int due(const struct sworker *w, uint64_t now)
+{
+	if (w->role == SNAP_ROLE_UNKNOWN)
+		return 1;
+	return now - w->role_at >= (w->role_n < ROLE_EARLY ? NS : ROLE_REJUDGE_NS);
 }
 
 static enum snap_role judge(struct sampler *s, struct sworker *w)
@@ -90,7 +104,7 @@ int sampler_judge_roles(struct sampler *s, uint64_t now)
 	/* what each due loop waits on first: a helper is told by its process's other loops */
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (w->gone_ns || (w->role != SNAP_ROLE_UNKNOWN && now - w->role_at < ROLE_REJUDGE_NS))
+		if (w->gone_ns || !due(w, now))
 			continue;
 		if (!w->instrumented && w->series.polls_seen)
 			w->waits = waits_of(w);
@@ -99,7 +113,7 @@ int sampler_judge_roles(struct sampler *s, uint64_t now)
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (w->gone_ns || (w->role != SNAP_ROLE_UNKNOWN && now - w->role_at < ROLE_REJUDGE_NS))
+		if (w->gone_ns || !due(w, now))
 			continue;
 		if (!w->instrumented && !w->series.polls_seen) {
 			/* not sampled yet, or a thread listed by -p or 't' that
@@ -113,6 +127,7 @@ int sampler_judge_roles(struct sampler *s, uint64_t now)
 		}
 		w->role = judge(s, w);
 		w->role_at = now ? now : 1;
+		w->role_n++;
 		pending |= s->servers_only && w->role == SNAP_ROLE_UNKNOWN;
 	}
 	return pending;
