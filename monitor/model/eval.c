@@ -457,6 +457,25 @@ static void run_total(const struct eval_track *const *ts, size_t nt, struct esti
 	out->n = out->n_eff = (double)nt;
 }
 
+double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt)
+{
+	double held = NAN;
+	for (size_t w = 0; w < nt; w++) {
+		double q[2];
+		int n = 0;
+		for (size_t i = ts[w]->n; i-- > 0 && n < 2;) {
+			const struct series_bucket *b = ts[w]->p[i].b;
+			if (b && b->listen.valid)
+				q[n++] = (double)b->listen.queue;
+		}
+		if (n) {
+			double v = n == 2 ? fmin(q[0], q[1]) : q[0];
+			held = isnan(held) ? v : fmax(held, v);
+		}
+	}
+	return held;
+}
+
 int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt)
 {
 	for (size_t w = 0; w < nt; w++) {
@@ -493,6 +512,7 @@ static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct
 		return err;
 	if (model_eval_quota_shared(ts, nt))
 		model_limit_shared_quota(fig);
+	model_limit_backlog_held(fig, model_eval_acceptq_held(ts, nt));
 	int v = model_limit_verdict(fig, NULL, 0);
 	memset(out, 0, sizeof(*out));
 	out->kind = EST_MAX;

@@ -34,6 +34,12 @@ int model_limit_verdict(const double fig[METRIC_NLIMITS], char *why, size_t len)
 	return METRIC_LIMIT_NONE;
 }
 
+void model_limit_backlog_held(double fig[METRIC_NLIMITS], double held)
+{
+	if (!isnan(fig[METRIC_LIMIT_BACKLOG]))
+		fig[METRIC_LIMIT_BACKLOG] = isnan(held) ? NAN : fmin(fig[METRIC_LIMIT_BACKLOG], held);
+}
+
 void model_limit_shared_quota(double fig[METRIC_NLIMITS])
 {
 	double quota_only[METRIC_NLIMITS];
@@ -68,6 +74,7 @@ int model_limit_of(const struct worker_view *w, char *why, size_t len)
 #undef LIMIT_X_FIG
 	if (w->quota_shared)
 		model_limit_shared_quota(fig);
+	model_limit_backlog_held(fig, w->accept_queue_held);
 	int v = model_limit_verdict(fig, why, len);
 	if (v == METRIC_LIMIT_QUOTA)
 		quota_why(w, why, len);

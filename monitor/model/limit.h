@@ -29,7 +29,7 @@
 	X(CPU,   cpu_wait_pct,  >=, 20, "it waited for a CPU %.0f%% of the time") \
 	X(LOOP,  idle_pct,      <,  20, "its loop was idle only %.0f%% of the time") \
 	X(POOL,  pool_busy_pct, >=, 80, "its helper pool was busy %.0f%% of the time while its loop waited") \
-	X(BACKLOG, accept_queue_max, >=, 20, "%.0f connections waited in its accept queue at once")
+	X(BACKLOG, accept_queue_max, >=, 20, "%.0f connections waited in its accept queue, a second later too")
 
 /* "none", "loop", "quota", "cpu", "backlog", "pool". Static. */
 const char *model_limit_name(enum metric_limit l);
@@ -43,6 +43,11 @@ int model_limit_verdict(const double fig[METRIC_NLIMITS], char *why, size_t len)
  * spending it: neither the quota's rule nor, while the group is throttled
  * past that rule, the CPU's (its waits for a CPU are the throttling). */
 void model_limit_shared_quota(double fig[METRIC_NLIMITS]);
+
+/* fig's backlog figure (the window's longest accept queue) no longer than
+ * held, the queue at the last two readings (model_eval_acceptq_held): a
+ * burst that filled the queue and drained, the loop idle, is no backlog. */
+void model_limit_backlog_held(double fig[METRIC_NLIMITS], double held);
 
 struct worker_view;
 

@@ -97,6 +97,8 @@ struct worker_view {
 	pid_t    quota_spenders[MODEL_SPENDERS]; /* the processes spending its CPU, the largest first */
 	int      nquota_spenders;
 	int      quota_shared;            /* its process only shares the quota others spend: never held back by it */
+	double   accept_queue_held;       /* its accept queue at its last two readings, the lesser (NaN: none):
+	                                   * the backlog verdict needs a queue that does not drain */
 	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */

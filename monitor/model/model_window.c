@@ -184,6 +184,7 @@ static void fill_worker(const struct series *a, const struct eval_track *t, int6
 	instrumented = instrumented && a->shm_last.valid;
 	fill_rows(t, instrumented, w);
 	w->quota_shared = model_eval_quota_shared(&t, 1);
+	w->accept_queue_held = model_eval_acceptq_held(&t, 1);
 	fill_blockers(w, t);
 	struct lag_hist lag;
 	lag_collect(&t, 1, &lag);
