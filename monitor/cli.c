@@ -10,6 +10,9 @@
 #include "probe_shm.h"
 #include "probe_stat.h"
 #include "probe_syscall.h"
+#include "collect/recording.h"
+#include "collect/replay.h"
+#include "model/feed.h"
 #include "model/model.h"
 #include "util/textsafe.h"
 
@@ -234,6 +237,48 @@ int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len)
 		return 0;
 	snprintf(msg, len, "invalid --stall-ms '%s': expected milliseconds from 1 to 3600000", arg);
 	return -1;
+}
+
+int cli_set_replay(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)msg, (void)len;
+	((struct cli_common *)ctx)->replay = arg;
+	return 0;
+}
+
+int cli_feed_open(const struct cli_common *c, const struct feed_opts *how, struct feed **out)
+{
+	struct feed_opts o = how ? *how : (struct feed_opts){ 0 };
+	o.targets = &c->targets;
+	o.rate_hz = c->rate_hz;
+	o.precision_pts = c->precision_pts;
+	o.max_workers = c->max_workers;
+	o.stall_ms = c->stall_ms;
+	o.replay = c->replay;
+	long line = 0;
+	int err = feed_open(&o, out, &line);
+	if (err == 0)
+		return -1;
+	if (!c->replay) {
+		cli_error("starting the sampler: %s", strerror(-err));
+		return err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;
+	}
+	if (err == -EPROTO) {
+		cli_error("%s:%ld: not a loopstat recording of version 1", c->replay, line);
+		return EXIT_USAGE;
+	}
+	if (err == -E2BIG) {
+		cli_error("%s:%ld: past what a replay reads (lines of %d bytes, %u strings, %d threads; "
+			  "'loopstat report' takes more threads): refused", c->replay, line, REC_MAX_LINE,
+			  REC_MAX_STRINGS, REPLAY_MAX_THREADS);
+		return EXIT_USAGE;
+	}
+	if (err != -ENOMEM && err != -EIO) {   /* fopen's */
+		cli_error("open(%s): %s", c->replay, strerror(-err));
+		return err == -ENOENT ? EXIT_USAGE : EXIT_FAIL;
+	}
+	cli_error("reading %s: %s", c->replay, strerror(-err));
+	return EXIT_FAIL;
 }
 
 static const struct cli_option help_option = { 'h', "help", NULL, "this help", NULL };

@@ -25,6 +25,7 @@ struct cli_common {
 	size_t max_workers;          /* 0: the sampler's default */
 	double stall_ms;             /* the stall threshold, ms; 0: the sampler's default */
 	double precision_pts;        /* sampler_opts.precision_pts: 0 the default, < 0 every thread at the rate */
+	const char *replay;          /* --replay FILE: a recording instead of sampling (borrowed from argv) */
 };
 
 /*
@@ -88,6 +89,7 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
 #define CLI_OPT_STALL_MS { 0, "stall-ms", "MS", "capture a worker out of its poll longer than MS ms: state, syscall, fd, stack, fiber (default 100)", cli_set_stall_ms }
+#define CLI_OPT_REPLAY   { 0, "replay", "FILE", "read a recording (loopstat record) instead of sampling", cli_set_replay }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_name(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len);
@@ -99,6 +101,7 @@ int cli_set_all(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_json(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_replay(void *ctx, const char *arg, char *msg, size_t len);
 
 void cli_common_init(struct cli_common *c);
 void cli_common_done(struct cli_common *c);
@@ -149,6 +152,18 @@ int cli_parse_precision(const char *arg, double *out, char *msg, size_t len);
 void cli_print_help(const struct cli_command *cmd);
 
 struct model;
+struct feed;
+struct feed_opts;
+
+/*
+ * The one place a command's common options become its feed (model/feed.h):
+ * c's targets, rate, precision, worker cap, stall threshold and --replay,
+ * with what only the command knows in how (pacing, kept seconds, hooks;
+ * its option fields are ignored; may be NULL). Returns -1 with *out open,
+ * or an exit code after a message (a recording that cannot be read, a
+ * sampler that cannot start).
+ */
+int cli_feed_open(const struct cli_common *c, const struct feed_opts *how, struct feed **out);
 
 /*
  * Says on stderr which -p targets cannot be measured: gone, or kernel

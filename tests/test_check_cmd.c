@@ -77,6 +77,48 @@ Test(check_cmd, target_exiting_mid_check_is_exit_4_and_bails_out)
 	tc_kill(p);
 }
 
+/* Two workers, one of which ends after 2.5 s: the other is still judged to
+ * the end (a pass), the one that ended is inconclusive, never a pass, and
+ * the run is not cut short nor "nothing to measure". */
+Test(check_cmd, one_worker_exiting_leaves_the_others_judged)
+{
+	const char *brief[] = { "--idle", "0.5", "--seconds", "2.5", NULL };
+	const char *stays[] = { "--idle", "0.8", "--seconds", "30", NULL };
+	pid_t p = tc_spawn_example("duty_cycle", brief, NULL), q = tc_spawn_example("duty_cycle", stays, NULL);
+	char a[256], *out;
+	snprintf(a, sizeof(a), "-p %d,%d --duration 6 --json 'idle_pct>=10'", (int)p, (int)q);
+	long long ms;
+	int rc = ck_check(a, 0, &out, &ms);
+	cr_expect_eq(rc, 3, "exit %d: %s", rc, out);
+	cr_expect_geq(ms, 6000, "stopped when one worker was gone (%lld ms)", ms);
+	json_object *doc = json_tokener_parse(strchr(out, '{') ? strchr(out, '{') : out), *res;
+	cr_assert(doc && json_object_object_get_ex(doc, "results", &res), "%s", out);
+	int seen = 0;
+	for (size_t i = 0; i < json_object_array_length(res); i++) {
+		json_object *r = json_object_array_get_idx(res, i), *v;
+		json_object_object_get_ex(r, "pid", &v);
+		pid_t pid = (pid_t)json_object_get_int(v);
+		json_object_object_get_ex(r, "verdict", &v);
+		const char *verdict = json_object_get_string(v);
+		json_object_object_get_ex(r, "gone", &v);
+		int gone = json_object_get_boolean(v);
+		if (pid == p) {
+			cr_expect(gone, "the ended worker is not said gone: %s", out);
+			cr_expect_str_eq(verdict, "inconclusive");
+			seen++;
+		} else if (pid == q) {
+			cr_expect(!gone);
+			cr_expect_str_eq(verdict, "pass", "the running worker: %s", out);
+			seen++;
+		}
+	}
+	cr_expect_eq(seen, 2, "%s", out);
+	json_object_put(doc);
+	free(out);
+	tc_kill(p);
+	tc_kill(q);
+}
+
 /* One second of data bounds nothing: every sampled kind is inconclusive;
  * a maximum is an observed fact and decides. */
 Test(check_cmd, inconclusive_and_what_decides_it)

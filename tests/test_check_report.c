@@ -133,6 +133,18 @@ Test(check_report, summary_and_table, .init = setup, .fini = teardown, .timeout 
 	free(s);
 }
 
+/* A roll-up row has no thread: it reads "fleet", not "fleet 0/0". */
+Test(check_report, fleet_row_is_named_without_a_thread, .init = setup, .fini = teardown, .timeout = 10)
+{
+	res[0].pid = res[0].tid = 0;
+	snprintf(res[0].process, sizeof(res[0].process), "fleet");
+	res[0].tag[0] = '\0';
+	char *s = render(check_report_table, 1);
+	cr_expect(strstr(s, "fleet "), "%s", s);
+	cr_expect(!strstr(s, "0/0"), "the fleet row names a thread: %s", s);
+	free(s);
+}
+
 /* junitparser reads the file; we print what it read as JSON and compare. */
 static const char junit_py[] =
 	"import json, sys\n"

@@ -38,6 +38,47 @@ static const struct check_metric *row(const char *name)
 	return NULL;
 }
 
+/* 1 when part is a whole "_"-separated part of name. */
+static int has_part(const char *name, const char *part)
+{
+	size_t n = strlen(part);
+	for (const char *p = name; (p = strstr(p, part)); p++)
+		if ((p == name || p[-1] == '_') && (p[n] == '\0' || p[n] == '_'))
+			return 1;
+	return 0;
+}
+
+/* A row's unit, the unit its name says (idle_pct, stall_ms, ops_per_s: a
+ * user writes thresholds by name) and the unit check takes its limit in
+ * all agree; a rate's unit is what it counts ("ops/s"), from the row. */
+Test(check_series, every_rows_unit_is_its_names_and_checks)
+{
+	for (size_t i = 0; i < METRIC_NWORKER + METRIC_NFLEET; i++) {
+		const struct metric *x = i < METRIC_NWORKER ? &metric_worker[i] : &metric_fleet[i - METRIC_NWORKER];
+		const char *per = strstr(x->name, "_per_s");
+		cr_expect_eq(x->unit == METRIC_PCT, has_part(x->name, "pct"), "%s: unit %s", x->name, metric_unit_name(x->unit));
+		cr_expect_eq(x->unit == METRIC_MS, has_part(x->name, "ms"), "%s: unit %s", x->name, metric_unit_name(x->unit));
+		cr_expect_eq(x->unit == METRIC_PER_S, per != NULL, "%s: unit %s", x->name, metric_unit_name(x->unit));
+		cr_expect_eq(x->unit == METRIC_PER_S, x->counts != NULL, "%s: only a rate says what it counts", x->name);
+		char want[64] = "";
+		if (x->unit == METRIC_PCT)
+			snprintf(want, sizeof(want), "%%");
+		else if (x->unit == METRIC_MS)
+			snprintf(want, sizeof(want), "ms");
+		else if (x->unit == METRIC_PER_S && per && x->counts) {
+			const char *w = per;
+			while (w > x->name && w[-1] != '_')
+				w--;
+			cr_expect(strlen(x->counts) == (size_t)(per - w) && !strncmp(w, x->counts, (size_t)(per - w)),
+				  "%s counts %s", x->name, x->counts);
+			snprintf(want, sizeof(want), "%s/s", x->counts);
+		}
+		const struct check_metric *c = metric_is_fleet(x) && metric_find(x->name) ? NULL : row(x->name);
+		if (c)
+			cr_expect_str_eq(c->unit, want, "%s: check's unit", x->name);
+	}
+}
+
 Test(check_series, names_and_units_come_from_the_metric_table)
 {
 	size_t n, want = 0;

@@ -39,7 +39,7 @@ static const struct row {
 	enum parse parse;
 	const char *needle;
 } rows[] = {
-	{ "list text", "%L list -p %P --duration 0.5", 0, P_TEXT, "?\??\?\"\\&<'#;?\?:L?[2J?\?" },
+	{ "list text", "%L list -p %P --duration 0.5", 0, P_TEXT, "?\??\?\"\\&<'#;?\?/L?[2J?\?" },
 	{ "list json", "%L list -p %P --duration 0.5 --json", 0, P_JSON, "\"name\":\"\\u001b\\ufffd\\u009b" },
 	{ "check text", "%L check -p %P --duration 1 'idle_pct>=0'", 0, P_TEXT, "?\??\?\"\\&<'#;?\? %P/%P" },
 	{ "check tap", "%L check -p %P --duration 1 --tap --tap-version 13 'idle_pct>=0'", 0, P_TAP,

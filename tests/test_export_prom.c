@@ -94,6 +94,31 @@ Test(export_prom, base_units_spelled_out, .timeout = 10)
 	free(text);
 }
 
+/* One naming rule: a point made by hand with a row's name in ms, per
+ * second or a count reads as that row's Prometheus name, scaled alike. */
+Test(export_prom, hand_names_follow_the_table_rule, .timeout = 10)
+{
+	int checked = 0;
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		if (metric_prom_counter(m) || m->unit == METRIC_PCT || m->unit == METRIC_POINTS)
+			continue;   /* a hand-made name has no unit but its "_ms" */
+		char metric[128], want[256];
+		snprintf(metric, sizeof(metric), "worker_%s", m->name);
+		struct export_point p = { .prefix = "loopstat", .pid = -1, .tid = -1, .metric = metric, .value = 250 };
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		export_prom_format(f, &p, 1, NULL);
+		fclose(f);
+		snprintf(want, sizeof(want), "\nloopstat_%s %.15g\n", metric_prom_name(m), 250 * metric_prom_scale(m->unit));
+		cr_assert(strstr(text, want), "%s: want%s in %s", m->name, want, text);
+		free(text);
+		checked++;
+	}
+	cr_assert_gt(checked, 10);
+}
+
 /* PATH is replaced by rename: as root that turned /dev/full into a regular
  * file. A device (made here, in a scratch directory), a FIFO, a link, a
  * directory or another user's file is refused with exit 2 and left as it was. */

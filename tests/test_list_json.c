@@ -122,7 +122,7 @@ Test(list, text_table_lists_the_worker)
 	snprintf(pid, sizeof(pid), " %d ", (int)getpid());
 	cr_assert(strstr(out, "PID"), "%s", out);
 	cr_assert(strstr(out, pid), "%s", out);
-	cr_assert(strstr(out, ":textual"), "%s", out);
+	cr_assert(strstr(out, "/textual"), "%s", out);
 	cr_assert(strstr(out, "io_uring"), "%s", out);
 	cr_assert(strstr(out, "\n1 worker, mean idle"), "one worker, singular: %s", out);
 	free(out);

@@ -153,25 +153,26 @@ Test(tui_draw, layout_fits_every_width_and_drops_top_blocker_first)
 				total += w[c] + 1;
 				shown++;
 			}
-		shown += w[TUI_COL_LIMIT] == 0;   /* not dropped: shown once the others are readable */
 		cr_assert_leq(total, cols, "%d columns need %d cells", cols, total);
 		cr_assert(w[TUI_COL_PID] && w[TUI_COL_NAME] && w[TUI_COL_IDLE], "%d cols lost a key column", cols);
 		if (shown < TUI_NCOLS)
 			cr_assert_eq(w[TUI_COL_BLOCKER], 0, "%d cols: TOP-BLOCKER goes first", cols);
 	}
-	/* the lag column goes with TOP-BLOCKER, and LIMIT (a word: the detail
-	 * view says why) shows once TOP-BLOCKER is readable: 80 cells hold the rest */
+	/* the lag column goes with TOP-BLOCKER, then PEND, RUNQ and BACKEND;
+	 * LIMIT, the verdict, outlasts them and TID: 80 cells hold the rest, with
+	 * a readable NAME */
 	tui_layout(80, w);
 	for (int c = 0; c < TUI_NCOLS; c++)
-		if (c != TUI_COL_BLOCKER && c != TUI_COL_LAG && c != TUI_COL_LIMIT)
+		if (c != TUI_COL_BLOCKER && c != TUI_COL_LAG && c != TUI_COL_PEND && c != TUI_COL_RUNQ &&
+		    c != TUI_COL_BACKEND)
 			cr_assert_gt(w[c], 0, "80 cols keep %s", tui_columns[c].title);
-	cr_assert_eq(w[TUI_COL_LIMIT], 0, "80 cols: no room for LIMIT");
-	tui_layout(100, w);
+	cr_assert_geq(w[TUI_COL_NAME], 12, "80 cols: NAME %d cells", w[TUI_COL_NAME]);
+	tui_layout(64, w);
+	cr_assert_gt(w[TUI_COL_LIMIT], 0, "64 cols keep LIMIT");
+	cr_assert_eq(w[TUI_COL_TID], 0, "64 cols drop TID before LIMIT");
+	tui_layout(107, w);
 	for (int c = 0; c < TUI_NCOLS; c++)
-		if (c != TUI_COL_LIMIT)
-			cr_assert_gt(w[c], 0, "100 cols show %s", tui_columns[c].title);
-	tui_layout(140, w);   /* LAG99's 7 cells more than without it */
-	cr_assert_gt(w[TUI_COL_LIMIT], 0, "140 cols show LIMIT");
+		cr_assert_gt(w[c], 0, "107 cols show %s", tui_columns[c].title);
 }
 
 Test(tui_draw, formatting_helpers)
@@ -345,11 +346,11 @@ Test(tui_draw, table_at_80x24)
 	cr_assert(mvinch(title + 1, 2) & A_REVERSE);
 }
 
-/* 128 cells: the columns' widths (the lag column's included) and the
+/* 136 cells: the columns' widths (the lag's and LIMIT's included) and the
  * blocker's 31 characters */
-Test(tui_draw, table_at_128_shows_the_top_blocker_and_colours_idle)
+Test(tui_draw, table_at_136_shows_the_top_blocker_and_colours_idle)
 {
-	open_screen(30, 128);
+	open_screen(30, 136);
 	tui_handle_key(&t, KEY_DOWN);   /* keep the colour check off the selected row */
 	tui_handle_key(&t, KEY_DOWN);
 	tui_draw(&t);
@@ -361,6 +362,18 @@ Test(tui_draw, table_at_128_shows_the_top_blocker_and_colours_idle)
 	int x = (int)(strstr(l, " 5.0") - l) + 1;
 	chtype c = mvinch(y, x);
 	cr_assert_eq(PAIR_NUMBER(c & A_COLOR), TUI_PAIR_RED, "idle 5%% is red (pair %d)", (int)PAIR_NUMBER(c));
+}
+
+/* The fleet line leaves out what no worker measured, rather than "-". */
+Test(tui_draw, fleet_line_leaves_out_unknown_figures)
+{
+	open_screen(24, 100);
+	t.m.fleet.ops_per_s = t.m.fleet.headroom_ops_per_s = NAN;
+	tui_draw(&t);
+	const char *l = line(1);
+	cr_assert(strstr(l, "workers 3") && strstr(l, "mean idle 26.7%"), "%s", l);
+	cr_assert_null(strstr(l, "ops/s"), "unknown ops/s shown: %s", l);
+	cr_assert_null(strstr(l, " - "), "a '-' in the fleet line: %s", l);
 }
 
 Test(tui_draw, many_rows_scroll_with_the_selection)

@@ -272,7 +272,7 @@ static void assert_terminal_restored(void)
 Test(tui_tmux, lists_real_workers_and_quits_cleanly)
 {
 	pid_t a = start_worker(10), b = start_worker(20);
-	start_top(108, 30, "top");   /* every column, TOP-BLOCKER's title whole */
+	start_top(112, 30, "top");   /* every column, TOP-BLOCKER's title whole */
 	assert_shows("IDLE%");
 	assert_shows(pid_text(a));
 	assert_shows(pid_text(b));
@@ -563,7 +563,7 @@ Test(tui_tmux, top_blocker_and_detail_name_the_syscall_and_fd)
 	pid_t loop = start_blocking_loop();
 	char args[64];
 	snprintf(args, sizeof(args), "top -p %d", (int)loop);
-	start_top(130, 30, args);
+	start_top(138, 30, args);   /* the blocker's 35 characters beside LAG99 and LIMIT */
 	assert_shows(pid_text(loop));
 	assert_shows("TOP-BLOCKER");
 	assert_shows("timerfd");
@@ -608,7 +608,7 @@ Test(tui_tmux, replays_a_recording)
 	cr_assert_eq(fclose(f), 0);
 	char args[4200];
 	snprintf(args, sizeof(args), "top --replay '%s' -d 0.5", path);
-	start_top(118, 30, args);   /* room for the blocker's 23 characters beside LAG99 */
+	start_top(122, 30, args);   /* room for the blocker's 23 characters beside LAG99 and LIMIT */
 	assert_shows("replayed");
 	assert_shows(pid_text(4242));
 	assert_shows("read 50% fd 6 pipe:[77]");

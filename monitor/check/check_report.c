@@ -14,12 +14,14 @@
 #include "exitcodes.h"
 #include "util/json.h"
 
-/* "comm pid/tid [tag]", control characters and invalid UTF-8 as '?': names
- * are the target's to choose, and an escape sequence must not reach the
- * reader's terminal. */
+/* "comm pid/tid [tag]" ("fleet" for a roll-up, which has no thread),
+ * control characters and invalid UTF-8 as '?': names are the target's to
+ * choose, and an escape sequence must not reach the reader's terminal. */
 const char *check__worker(const struct check_result *r, char *buf, size_t len)
 {
-	if (r->tag[0])
+	if (!r->pid && !r->tid)
+		snprintf(buf, len, "%s", r->process);
+	else if (r->tag[0])
 		snprintf(buf, len, "%s %d/%d %s", r->process, (int)r->pid, (int)r->tid, r->tag);
 	else
 		snprintf(buf, len, "%s %d/%d", r->process, (int)r->pid, (int)r->tid);
@@ -123,9 +125,10 @@ void check_report_table(FILE *out, const struct check_result *r, size_t n)
 		const struct estimate *e = &r[i].value;
 		snprintf(iv, sizeof(iv), "[%s, %s]", fmt(e->lo, lo, sizeof(lo)), fmt(e->hi, hi, sizeof(hi)));
 		snprintf(ne, sizeof(ne), "%.0f", e->n_eff);
-		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s\n", check__worker(&r[i], w, sizeof(w)),
+		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s%s\n", check__worker(&r[i], w, sizeof(w)),
 			r[i].threshold->text, fmt(e->est, v, sizeof(v)), iv, e->ok ? ne : "-",
-			check_verdict_str(r[i].verdict), e->correlated ? " (correlated: sample longer)" : "");
+			check_verdict_str(r[i].verdict), r[i].gone ? " (the worker exited)" : "",
+			e->correlated ? " (correlated: sample longer)" : "");
 	}
 }
 
@@ -223,6 +226,8 @@ static void json_result(struct json *j, const struct check_result *r)
 	json_boolean(j, r->value.correlated);
 	json_key(j, "time_s");
 	json_double(j, r->time_s, 3);
+	json_key(j, "gone");
+	json_boolean(j, r->gone);
 	json_key(j, "relative");
 	if (!t->relative) {
 		json_null(j);

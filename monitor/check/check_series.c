@@ -26,6 +26,18 @@ static int has_form(const struct metric *m)
 	return m->kind != METRIC_TALLY && m->kind != METRIC_INTERVAL;
 }
 
+/* The unit a threshold's limit is written in, from the row's unit: "%",
+ * "ms", what a rate counts per second ("ops/s"), else "" (a count). */
+static void unit_of(const struct metric *m, char *u, size_t len)
+{
+	switch (m->unit) {
+	case METRIC_PCT:   snprintf(u, len, "%%"); return;
+	case METRIC_MS:    snprintf(u, len, "ms"); return;
+	case METRIC_PER_S: snprintf(u, len, "%s/s", m->counts ? m->counts : "1"); return;
+	default:           u[0] = '\0'; return;
+	}
+}
+
 const struct check_metric *check_series_metrics(size_t *n)
 {
 	static struct check_metric rows[METRIC_NWORKER + METRIC_NFLEET];
@@ -36,23 +48,10 @@ const struct check_metric *check_series_metrics(size_t *n)
 			const struct metric *m = i < METRIC_NWORKER ? &metric_worker[i] : &metric_fleet[i - METRIC_NWORKER];
 			if (!has_form(m))
 				continue;
-			char *u = units[nrows];
-			const char *per = strstr(m->name, "_per_s");
-			if (m->unit == METRIC_PCT) {
-				snprintf(u, CHECK_UNIT_LEN, "%%");
-			} else if (m->unit == METRIC_MS) {
-				snprintf(u, CHECK_UNIT_LEN, "ms");
-			} else if (m->unit == METRIC_PER_S && per) {
-				/* "headroom_ops_per_s" counts ops: its unit is "ops/s" */
-				const char *w = per;
-				while (w > m->name && w[-1] != '_')
-					w--;
-				snprintf(u, CHECK_UNIT_LEN, "%.*s/s", (int)(per - w), w);
-			} else {
-				u[0] = '\0';
-			}
+			unit_of(m, units[nrows], CHECK_UNIT_LEN);
 			rows[nrows] = (struct check_metric){
-				.name = m->name, .unit = u, .filters = m == &metric_worker[METRIC_W_blocked_pct] ? "syscall,fd" : NULL,
+				.name = m->name, .unit = units[nrows],
+				.filters = m == &metric_worker[METRIC_W_blocked_pct] ? "syscall,fd" : NULL,
 			};
 			nrows++;
 		}

@@ -4,10 +4,10 @@
  * SERIES_DETAIL_S), and the estimate of a threshold's metric over a range
  * of them, through the batch-means interval of estimate.h.
  *
- * The command takes a snapshot every CHECK_POLL_MS and appends each
- * worker's new complete seconds (a copy of the sampler's bucket, plus the
- * largest stall seen during that second), so a check may run far longer
- * than the ring. The threshold names are the metric table's rows
+ * The feed (model/feed.h) reads the source every FEED_POLL_MS and appends
+ * each worker's new complete seconds (a copy of the sampler's bucket, plus
+ * the largest stall seen during that second), so a check may run far
+ * longer than the ring. The threshold names are the metric table's rows
  * (metric.h) that have a per-second form here; see docs/check.md for how
  * each becomes per-second inputs and how that matches the model's figure.
  */
@@ -23,7 +23,6 @@
 #include "model/metric.h"
 #include "model/track.h"
 
-#define CHECK_POLL_MS   100   /* snapshot period: the stall's resolution, as the shm reads' (10 Hz) */
 #define CHECK_UNIT_LEN  24
 
 /* The threshold names: one row per metric-table row that has a per-second

@@ -41,6 +41,7 @@ struct check_result {
 	double   abs_limit;                  /* the limit in the metric's unit (coef·baseline + offset) */
 	enum check_verdict verdict;
 	double   time_s;                     /* seconds sampled for it */
+	int      gone;                       /* the worker exited before the end: judged on what was measured */
 };
 
 /*

@@ -5,11 +5,12 @@
  *
  * Everything a user wrote is validated before sampling starts (exit 2):
  * thresholds, the config file, the baseline, the report files. Then the
- * sampler runs; every CHECK_POLL_MS a snapshot's new complete seconds are
- * appended to each worker's track (check_series.h), so a check may last
- * longer than the sampler's 64-s ring. The check covers the whole seconds
- * from --warmup on for --duration, and with --max-duration goes on a
- * second at a time while any threshold is undecided.
+ * feed (model/feed.h) keeps every worker's seconds (model/track.h), so a
+ * check may last longer than the sampler's 64-s ring, and calls back at
+ * each completed second. The check covers the whole seconds from --warmup
+ * on for --duration, and with --max-duration goes on a second at a time
+ * while any threshold is undecided. With --replay the seconds are a
+ * recording's, read at once; one that ends first is judged as far as it goes.
  */
 #include "check/check_baseline.h"
 #include "check/check_expr.h"
@@ -20,7 +21,7 @@
 #include "util/clock.h"
 #include "util/textsafe.h"
 #include "probe_syscall.h"
-#include "collect/session.h"
+#include "model/feed.h"
 
 #include <errno.h>
 #include <math.h>
@@ -170,6 +171,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
 	CLI_OPT_PRECISION,
+	CLI_OPT_REPLAY,
 	{ 'j', "json", NULL, "the results as JSON version 1 on stdout (what --baseline reads)", cli_set_json },
 	{ 0, "duration", "DURATION", "time judged, after the warm-up: 10, 30s, 2m (default 10 s)", set_duration },
 	{ 0, "warmup", "DURATION", "time sampled first and not judged (default 0)", set_warmup },
@@ -236,20 +238,6 @@ static int prepare(struct check_cmd *k, struct check_set *set, struct check_base
 
 /* ---- sampling ---- */
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
-static int take(struct session *se, struct snapshot *snap, struct tracks *tr)
-{
-	int err = sampler_snapshot(se->sampler, 8, 0, snap);
-	if (err == 0)
-		err = tracks_update(tr, snap);
-	return err;
-}
-
 static size_t live_workers(const struct tracks *tr)
 {
 	size_t n = 0;
@@ -258,39 +246,51 @@ static size_t live_workers(const struct tracks *tr)
 	return n;
 }
 
-/* Waits for workers to appear. EXIT_OK, or the exit code after a message. */
-static int await_workers(struct check_cmd *k, struct session *se, struct snapshot *snap, struct tracks *tr)
+struct waiting {
+	struct feed *f;
+	unsigned want;
+};
+
+static int enough_workers(void *arg)
 {
-	unsigned want = k->wait_workers ? k->wait_workers : 1;
+	struct waiting *w = arg;
+	return live_workers(feed_tracks(w->f)) >= w->want;
+}
+
+/* Waits for workers to appear. EXIT_OK, or the exit code after a message. */
+static int await_workers(struct check_cmd *k, struct feed *f)
+{
+	struct waiting w = { f, k->wait_workers ? k->wait_workers : 1 };
 	double limit = k->wait_workers ? (k->timeout_s > 0 ? k->timeout_s : 30) : CHECK_DISCOVER_S;
-	double t0 = (double)mono_ns() / 1e9;
-	for (;;) {
-		if (take(se, snap, tr) < 0)
-			return EXIT_FAIL;
-		if (live_workers(tr) >= want)
-			return EXIT_OK;
-		if ((double)mono_ns() / 1e9 - t0 >= limit)
-			break;
-		sleep_ms(CHECK_POLL_MS);
-	}
+	struct feed_follow ff = { .poll = enough_workers, .arg = &w, .until_s = feed_elapsed_s(f) + limit };
+	int rc = feed_follow(f, &ff);
+	if (rc < 0)
+		return EXIT_FAIL;
+	if (rc == 1)
+		return EXIT_OK;
 	/* is anything there that we may not read? */
-	sampler_set_all_threads(se->sampler, 1);
-	sleep_ms(300);
 	int refused = 0;
-	if (sampler_snapshot(se->sampler, 1, 0, snap) == 0)
-		for (size_t i = 0; i < snap->n; i++)
-			refused |= snap->w[i].no_access;
-	sampler_set_all_threads(se->sampler, 0);
+	struct model m;
+	if (feed_set_all_threads(f, 1) == 0) {
+		struct feed_follow settle = { .until_s = feed_elapsed_s(f) + 0.3 };
+		feed_follow(f, &settle);
+		if (feed_now(f, 1, 0, &m) == 0) {
+			for (size_t i = 0; i < m.n; i++)
+				refused |= m.workers[i].no_access;
+			model_done(&m);
+		}
+		feed_set_all_threads(f, 0);
+	}
 	if (refused) {
 		cli_error("%s", probe_no_access_text());
 		return EXIT_ACCESS;
 	}
-	size_t found = live_workers(tr);
+	size_t found = live_workers(feed_tracks(f));
 	char why[512] = "";
 	if (!found)
 		cli_no_worker_why(&k->c.targets, why, sizeof(why));
 	cli_error("%zu worker%s found, %u wanted within %g s: nothing to measure%s%s", found, found == 1 ? "" : "s",
-		  want, limit, found ? "" : ": ", why);
+		  w.want, limit, found ? "" : ": ", why);
 	return EXIT_NOTHING;
 }
 
@@ -299,8 +299,9 @@ static int await_workers(struct check_cmd *k, struct session *se, struct snapsho
 struct judged {
 	struct check_result *r;      /* owned */
 	size_t n;
-	int gone;                    /* a worker exited during the check */
-	char gone_what[128];
+	int gone;                    /* every worker exited during the check: nothing left to measure */
+	unsigned ngone;              /* workers that exited (the others are judged to the end) */
+	char gone_what[128];         /* the first of them */
 };
 
 static void fill_worker(struct check_result *r, const struct track *tr)
@@ -339,13 +340,13 @@ static int judge(const struct check_cmd *k, const struct check_set *set, const s
 	}
 	for (size_t i = 0; i < tr->n; i++) {
 		all[i] = &tr->v[i];
-		if (tr->v[i].gone && !out->gone) {
-			out->gone = 1;
+		if (tr->v[i].gone && !out->ngone++) {
 			snprintf(out->gone_what, sizeof(out->gone_what), "worker %s %d/%d exited during the check",
 				 tr->v[i].name, (int)tr->v[i].pid, (int)tr->v[i].tid);
 			textsafe(out->gone_what);   /* for stderr and TAP's Bail out! */
 		}
 	}
+	out->gone = tr->n && out->ngone == tr->n;
 	int err = 0;
 	for (size_t w = 0; w < nw && !err; w++)
 		for (size_t i = 0; i < set->n && !err; i++) {
@@ -360,9 +361,13 @@ static int judge(const struct check_cmd *k, const struct check_set *set, const s
 				fill_worker(r, all[w]);
 			err = whole ? judge_one(k, base, all, tr->n, lo, hi, &set->v[i], r)
 				    : judge_one(k, base, &all[w], 1, lo, hi, &set->v[i], r);
-			/* a worker that exited is not measured to the end: never a pass */
-			if (!err && !whole && all[w]->gone && r->verdict != CHECK_FAIL)
-				r->verdict = CHECK_NOTHING;
+			/* a worker that exited is not measured to the end: never a pass;
+			 * with others still running it is inconclusive and they are judged */
+			if (!err && !whole && all[w]->gone) {
+				r->gone = 1;
+				if (r->verdict != CHECK_FAIL)
+					r->verdict = out->gone ? CHECK_NOTHING : CHECK_INCONCLUSIVE;
+			}
 		}
 	free(all);
 	return err;
@@ -376,68 +381,92 @@ static int decided(const struct judged *j)
 	return 1;
 }
 
+/* The seconds judged, as the feed completes them. */
+struct judging {
+	const struct check_cmd *k;
+	const struct check_set *set;
+	const struct check_baseline *base;
+	struct feed *f;
+	struct judged *j;
+	int64_t lo, hi, hi_max;
+	int err;
+};
+
+/* Every worker exited: what was measured is all there will be. */
+static int all_gone(const struct tracks *tr)
+{
+	for (size_t i = 0; i < tr->n; i++)
+		if (!tr->v[i].gone)
+			return 0;
+	return tr->n > 0;
+}
+
+/* Judges [lo, end]: 1 when that is the verdict, 0 to go on a second. */
+static int judge_to(struct judging *x, int64_t end, int last)
+{
+	if (judge(x->k, x->set, x->base, feed_tracks(x->f), x->lo, end, x->j) < 0) {
+		x->err = 1;
+		return 1;
+	}
+	if (last || decided(x->j) || end >= x->hi_max)
+		return 1;
+	x->hi = end + 1;   /* --max-duration: one more second */
+	return 0;
+}
+
+static int on_second(void *arg, int64_t done)
+{
+	struct judging *x = arg;
+	const struct tracks *tr = feed_tracks(x->f);
+	int gone = all_gone(tr);
+	if (gone)   /* what was measured */
+		done = tr->now_sec - 1;
+	if (done < x->hi && !gone)
+		return 0;
+	return judge_to(x, done < x->hi ? done : x->hi, gone);
+}
+
 /* Samples and judges; EXIT_OK with j filled, or an exit code after a message. */
 static int sample_and_judge(struct check_cmd *k, const struct check_set *set, const struct check_baseline *base,
-			    struct session *se, struct tracks *tr, struct judged *j, int64_t *lo_out)
+			    struct feed *f, struct judged *j)
 {
-	struct snapshot snap = { 0 };
-	int tty = isatty(STDERR_FILENO);
-	int rc = await_workers(k, se, &snap, tr);
+	int rc = await_workers(k, f);
 	if (rc != EXIT_OK)
-		goto out;
+		return rc;
 	/* whole seconds, from the first one that starts after the warm-up */
-	int64_t lo = (int64_t)ceil(((double)snap.now_ns / 1e9) + k->warmup_s);
-	if ((double)lo * 1e9 <= (double)snap.now_ns)
+	double now = feed_time_s(f);
+	int64_t lo = (int64_t)ceil(now + k->warmup_s);
+	if ((double)lo <= now)
 		lo++;
-	int64_t hi = lo + (int64_t)ceil(k->c.duration_s) - 1;
-	int64_t hi_max = k->max_duration_s > 0 ? lo + (int64_t)ceil(k->max_duration_s) - 1 : hi;
-	*lo_out = lo;
-	for (;;) {
-		sleep_ms(CHECK_POLL_MS);
-		if (take(se, &snap, tr) < 0) {
-			rc = EXIT_FAIL;
-			goto out;
+	struct judging x = { k, set, base, f, j, lo, lo + (int64_t)ceil(k->c.duration_s) - 1, 0, 0 };
+	x.hi_max = k->max_duration_s > 0 ? lo + (int64_t)ceil(k->max_duration_s) - 1 : x.hi;
+	struct feed_follow ff = { .second = on_second, .arg = &x,
+				  .expect_s = feed_elapsed_s(f) + (double)(x.hi - lo + 1) + (lo - now) };
+	rc = feed_follow(f, &ff);
+	if (rc == FEED_ENDED) {   /* a recording ended first: its seconds are what was measured */
+		int64_t end = feed_tracks(f)->now_sec - 1;
+		if (end < lo) {
+			cli_error("%s ends before the seconds to judge (from %.0f s in)", k->c.replay,
+				  (double)lo - (now - feed_elapsed_s(f)));
+			return EXIT_NOTHING;
 		}
-		int64_t done = tr->now_sec - 1;   /* the last complete second */
-		int gone = 0;
-		for (size_t i = 0; i < tr->n; i++)
-			gone |= tr->v[i].gone;
-		if (tty && done >= lo)
-			fprintf(stderr, "\rloopstat check: sampling %lld / %lld s", (long long)(done - lo + 1),
-				(long long)(hi - lo + 1));
-		else if (tty)
-			fprintf(stderr, "\rloopstat check: warming up %lld s", (long long)(lo - done - 1));
-		if (done < hi && !gone)
-			continue;
-		int64_t end = done < hi ? done : hi;   /* gone early: what was measured; else the range */
-		if (judge(k, set, base, tr, lo, end, j) < 0) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		if (gone || decided(j) || end >= hi_max)
-			break;
-		hi = end + 1;   /* --max-duration: one more second */
+		judge_to(&x, end < x.hi ? end : x.hi, 1);
 	}
-	rc = EXIT_OK;
-out:
-	if (tty)
-		fputs("\r\033[K", stderr);
-	snapshot_done(&snap);
-	return rc;
+	return rc < 0 || x.err ? EXIT_FAIL : EXIT_OK;
 }
 
 /* ---- reports ---- */
 
 /* The exit code: the verdicts', or EXIT_FAIL when a report was lost (a
  * CI job must not read a pass, or a skip, from a report it cannot have). */
-static int report(struct check_cmd *k, struct session *se, const struct judged *j, double duration_s,
+static int report(struct check_cmd *k, struct feed *f, const struct judged *j, double duration_s,
 		  const char *timestamp, FILE **junit)
 {
 	struct utsname u;
 	if (uname(&u) < 0)
 		memset(&u, 0, sizeof(u));
 	struct check_run_info info = {
-		.host = u.nodename, .kernel = u.release, .timestamp = timestamp, .rate_hz = sampler_rate(se->sampler),
+		.host = u.nodename, .kernel = u.release, .timestamp = timestamp, .rate_hz = feed_rate(f),
 		.duration_s = duration_s, .inconclusive_fail = k->inconclusive_fail, .point_estimate = k->point_estimate,
 		.tap_version = k->tap_version,
 	};
@@ -452,6 +481,9 @@ static int report(struct check_cmd *k, struct session *se, const struct judged *
 	}
 	if (j->gone)
 		cli_error("%s", j->gone_what);
+	else if (j->ngone)
+		cli_error("%s%s: %s inconclusive, the others judged to the end", j->gone_what,
+			  j->ngone > 1 ? " (and others)" : "", j->ngone > 1 ? "theirs are" : "its thresholds are");
 	check_report_table(people, j->r, j->n);
 	check_report_summary(people, j->r, j->n);
 	int lost = 0;
@@ -474,14 +506,12 @@ static int run(int argc, char **argv)
 	struct check_cmd k = { 0 };
 	struct check_set set;
 	struct check_baseline base = { 0 };
-	struct tracks tr;
 	struct judged j = { 0 };
-	struct session se = { 0 };
+	struct feed *f = NULL;
 	FILE *junit = NULL;
 	cli_common_init(&k.c);
 	k.c.duration_s = 10;
 	check_set_init(&set);
-	tracks_init(&tr);
 	int rc = cli_parse(&cmd_check, argc, argv, &k);
 	if (rc < 0)
 		rc = prepare(&k, &set, &base, &junit);
@@ -491,24 +521,18 @@ static int run(int argc, char **argv)
 	char timestamp[32];
 	time_t now = time(NULL);
 	strftime(timestamp, sizeof(timestamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	struct session_opts so = { .targets = &k.c.targets, .rate_hz = k.c.rate_hz, .precision_pts = k.c.precision_pts };
-	int err = session_start(&se, &so);
-	if (err < 0) {
-		cli_error("starting the sampler: %s", strerror(-err));
-		rc = err == -EACCES || err == -EPERM ? EXIT_ACCESS : EXIT_FAIL;
+	struct feed_opts how = { .keep_seconds = 1 };
+	if ((rc = cli_feed_open(&k.c, &how, &f)) >= 0)
 		goto out;
-	}
-	int64_t lo = 0;
-	rc = sample_and_judge(&k, &set, &base, &se, &tr, &j, &lo);
-	session_stop(&se);
+	rc = sample_and_judge(&k, &set, &base, f, &j);
+	feed_stop(f);
 	if (rc == EXIT_OK)
-		rc = report(&k, &se, &j, j.n ? j.r[0].time_s : 0, timestamp, &junit);
-	session_end(&se);
+		rc = report(&k, f, &j, j.n ? j.r[0].time_s : 0, timestamp, &junit);
+	feed_close(f);
 out:
 	if (junit)
 		fclose(junit);
 	free(j.r);
-	tracks_done(&tr);
 	check_baseline_done(&base);
 	check_set_done(&set);
 	cli_common_done(&k.c);

@@ -294,12 +294,41 @@ static int rp_clock(void *impl, double *unix_s)
 	return t >= r->end_ns;
 }
 
-static const struct source_ops replay_ops = {
-	rp_snapshot, rp_rate, NULL, rp_set_paused, rp_set_all_threads, rp_clock,
-};
+static int rp_advance(void *impl, uint64_t t_ns)
+{
+	struct replay *r = impl;
+	replay_advance_to(r, t_ns);
+	return t_ns > r->end_ns;
+}
+
+static uint64_t rp_start_ns(void *impl) { return ((struct replay *)impl)->first_ns; }
+static int rp_truncated(void *impl) { return ((struct replay *)impl)->cut; }
+static void rp_destroy(void *impl) { replay_delete(impl); }
+
+#define REPLAY_OPS .name = "replay", .caps = SOURCE_SAMPLED | SOURCE_RECORDED, .snapshot = rp_snapshot, \
+	.rate = rp_rate, .set_paused = rp_set_paused, .set_all_threads = rp_set_all_threads, .clock = rp_clock, \
+	.advance = rp_advance, .start_ns = rp_start_ns, .truncated = rp_truncated
+
+static const struct source_ops replay_ops = { REPLAY_OPS };
+static const struct source_ops replay_owned_ops = { REPLAY_OPS, .destroy = rp_destroy };
 
 void replay_source(struct replay *r, struct source *src)
 {
 	src->ops = &replay_ops;
 	src->impl = r;
+}
+
+int replay_source_open(const char *path, struct source *src, long *line)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	struct replay *r = NULL;
+	int err = replay_open(f, &r, line);
+	fclose(f);
+	if (err == 0) {
+		src->ops = &replay_owned_ops;
+		src->impl = r;
+	}
+	return err;
 }

@@ -29,8 +29,12 @@ struct replay;
 int  replay_open(FILE *f, struct replay **out, long *line);
 void replay_delete(struct replay *r);
 
-/* The source to hand to tui_run (valid while r lives). */
+/* r as a source (borrowed: valid while r lives). */
 void replay_source(struct replay *r, struct source *src);
+
+/* The recording at path as a source that owns it (source_close frees it).
+ * Returns 0, or replay_open's errors, or fopen's -errno. */
+int  replay_source_open(const char *path, struct source *src, long *line);
 
 /* Feeds every sample recorded up to t_ns (the recording's clock) and pins
  * the replay clock there: tests and seeking. */

@@ -26,8 +26,6 @@
 #include "export/export_config.h"
 #include "export/export_points.h"
 #include "export/export_run.h"
-#include "model/model_build.h"
-#include "collect/session.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -132,6 +130,10 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 		x->c.targets.all_roles = 1;
 	if (o->max_workers && !x->c.max_workers)
 		x->c.max_workers = o->max_workers;
+	/* the feed reads the common options (cli_feed_open): the merged ones */
+	x->c.rate_hz = o->rate_hz;
+	x->c.precision_pts = o->precision_pts;
+	x->c.duration_s = o->duration_s;
 	if (!o->graphite[0] && !o->prometheus_textfile[0] && !o->dry_run)
 		return cli_usage_error("export", "nothing to do: give --graphite HOST:PORT, --prometheus-textfile "
 		                       "PATH or --dry-run");
@@ -152,83 +154,68 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 	return -1;
 }
 
-static int64_t wall_ns(void)
+/* --resolution 1s: the points of every second sampled, taken live (see the
+ * top of the file). */
+struct seconds {
+	struct feed *f;
+	const struct export_opts *o;
+	const char *host;
+	struct export_points *b;
+	int nsec, made, err;
+};
+
+static int one_second(void *arg, int64_t sec)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+	struct seconds *x = arg;
+	/* the run's seconds are 1..nsec: the sampler's clock starts at 1 s */
+	if (sec < 1 || sec > x->nsec)
+		return sec > x->nsec;
+	struct model m;
+	int sampled = 0, rc = feed_range(x->f, sec, sec, &m);
+	if (rc == 0) {
+		int64_t ts = (int64_t)floor(feed_unix_at(x->f, sec) + 0.5);
+		rc = export_points_add_model_sampled(x->b, &m, ts, x->o->prefix, x->host, &sampled);
+		model_done(&m);
+	}
+	x->made += sampled;
+	x->err = rc;
+	return rc < 0 || sec == x->nsec;
 }
 
-/* --resolution 1s: the points of every second sampled, taken live (see the
- * top of the file). *missed gets the seconds of the run that have no
- * points. Returns 0 or -ENOMEM. */
-
-static int collect_seconds(struct session *se, const struct export_opts *o, const char *host,
-                           struct export_points *b, uint64_t *missed)
+/* *missed gets the seconds of the run that have no points. 0 or -ENOMEM. */
+static int collect_seconds(struct feed *f, const struct export_opts *o, const char *host, struct export_points *b,
+			   uint64_t *missed)
 {
-	int nsec = (int)ceil(o->duration_s - 1e-9);
-	/* the run's seconds are 1..nsec: the sampler's clock starts at 1 s */
-	int64_t next = 1, off = 0;   /* the first second not yet exported */
-	int have_off = 0, rc = 0, made = 0;
-	struct snapshot snap = { 0 };
-	/* one more snapshot when the last second is not in yet (the sampler
-	 * started a little after the session) */
-	for (int k = 1; k <= nsec + 1 && next <= nsec && rc == 0; k++) {
-		/* a tenth past the second: the sampler's seconds start at its own t0 */
-		session_wait_until(se, k + 0.1);
-		if (sampler_snapshot(se->sampler, 2.0, 0, &snap) < 0)
-			continue;   /* the next snapshot fills it */
-		if (!have_off) {
-			off = wall_ns() - (int64_t)snap.now_ns;
-			have_off = 1;
-		}
-		int64_t now_sec = (int64_t)(snap.now_ns / NS), upto = now_sec - 1;   /* the last complete second */
-		if (upto > nsec)
-			upto = nsec;
-		if (upto < next)
-			continue;
-		/* late (a loaded machine, a stopped process): the seconds since the
-		 * last snapshot are still in the series' ring; copy them too, and the
-		 * one before (their baseline), and one for a clock that moved on */
-		if (upto > next && sampler_snapshot(se->sampler, (double)(now_sec - next + 2), 0, &snap) < 0)
-			continue;
-		for (int64_t sec = next; sec <= upto && rc == 0; sec++) {
-			int sampled;
-			int64_t ts = (int64_t)floor((double)(off + sec * NS) / 1e9 + 0.5);
-			rc = export_points_add_second(b, &snap, sec, ts, o->prefix, host, &sampled);
-			made += sampled;
-		}
-		next = upto + 1;
-	}
-	snapshot_done(&snap);
-	*missed = (uint64_t)(nsec - made);
-	return rc;
+	struct seconds x = { f, o, host, b, (int)ceil(o->duration_s - 1e-9), 0, 0 };
+	/* a tenth past the last second: the sampler started a little after the feed */
+	struct feed_follow ff = { .second = one_second, .arg = &x, .until_s = x.nsec + 1.1, .expect_s = o->duration_s };
+	int rc = feed_follow(f, &ff);
+	*missed = (uint64_t)(x.nsec - x.made);
+	return x.err < 0 ? x.err : rc < 0 ? rc : 0;
 }
 
 static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 {
 	char host[256];
 	export_opts_host(o, host, sizeof(host));
-	struct session_opts so = { .targets = &x->c.targets, .rate_hz = o->rate_hz, .precision_pts = o->precision_pts, .max_workers = x->c.max_workers };
-	struct session se;
-	int err = session_start(&se, &so);
-	if (err < 0) {
-		cli_error("starting the sampler: %s", strerror(-err));
-		return EXIT_FAIL;
-	}
+	struct feed *f;
+	int err = 0, rc = cli_feed_open(&x->c, NULL, &f);
+	if (rc >= 0)
+		return rc;
 	struct export_points b;
 	export_points_init(&b);
 	int per_second = strcmp(o->resolution, "1s") == 0;
 	uint64_t missed = 0;
+	struct feed_follow wait = { .until_s = o->duration_s, .expect_s = o->duration_s };
 	if (per_second)
-		err = collect_seconds(&se, o, host, &b, &missed);
+		err = collect_seconds(f, o, host, &b, &missed);
 	else
-		session_wait_until(&se, o->duration_s);
-	session_stop(&se);
+		err = feed_follow(f, &wait);
+	feed_stop(f);
 	struct model m;
 	if (err == 0)
-		err = model_of_session(&se, 0, &m);
-	session_end(&se);
+		err = feed_now(f, 0, 0, &m);
+	feed_close(f);
 	if (err < 0) {
 		cli_error("building the model: %s", strerror(-err));
 		export_points_done(&b);

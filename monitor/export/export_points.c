@@ -13,7 +13,7 @@
 /* fleet rows are exported as fleet.<name>: made from the table itself */
 static const char *const fleet_names[METRIC_NFLEET] = {
 #define FLEET_NAME_X(name, ...) "fleet." #name,
-	FLEET_METRICS(FLEET_NAME_X)
+	METRIC_FLEET_IDS(FLEET_NAME_X)
 #undef FLEET_NAME_X
 };
 
@@ -162,12 +162,18 @@ int export_points_add_second(struct export_points *b, const struct snapshot *sna
 	struct model m;
 	*sampled = 0;
 	int rc = model_build_range(snap, sec, sec, &m);
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < m.n; i++)
-		*sampled |= m.workers[i].samples > 0;
-	if (*sampled)
-		rc = export_points_add_model(b, &m, prefix, host, ts);
-	model_done(&m);
+	if (rc == 0) {
+		rc = export_points_add_model_sampled(b, &m, ts, prefix, host, sampled);
+		model_done(&m);
+	}
 	return rc;
+}
+
+int export_points_add_model_sampled(struct export_points *b, const struct model *m, int64_t ts, const char *prefix,
+				    const char *host, int *sampled)
+{
+	*sampled = 0;
+	for (size_t i = 0; i < m->n; i++)
+		*sampled |= m->workers[i].samples > 0;
+	return *sampled ? export_points_add_model(b, m, prefix, host, ts) : 0;
 }

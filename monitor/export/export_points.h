@@ -32,12 +32,16 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 
 struct snapshot;
 
-/* --resolution 1s: appends the points of second sec (the sampler's clock)
- * of snap, stamped ts: the model over that one second (model_build_range,
- * the evaluator over its bucket). A second no worker has samples of adds
- * nothing and sets *sampled to 0 (else 1). Returns 0 or -ENOMEM. */
+/* The same over second sec (the sampler's clock) of snap: model_build_range
+ * over that one second, then as below. */
 int export_points_add_second(struct export_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,
 			     const char *prefix, const char *host, int *sampled);
+
+/* --resolution 1s: appends the points of one second's model m (the feed's
+ * feed_range over it), stamped ts. A second no worker has samples of adds
+ * nothing and sets *sampled to 0 (else 1). Returns 0 or -ENOMEM. */
+int export_points_add_model_sampled(struct export_points *b, const struct model *m, int64_t ts, const char *prefix,
+				    const char *host, int *sampled);
 
 /* The worker's service label: its systemd unit, container or process
  * name (probe_service.h). Borrowed from w. */

@@ -2,6 +2,7 @@
  * export_prom.c — Prometheus text exposition (format 0.0.4) of export points.
  */
 #include "export/export_prom.h"
+#include "model/metric.h"
 #include "util/escape.h"
 #include "util/safefile.h"
 
@@ -12,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PROM_NAME_MAX 256
+#define PROM_NAME_MAX METRIC_PROM_NAME_MAX
 
 /* [a-zA-Z_][a-zA-Z0-9_]*: colons are for recording rules, so never ours. */
 static void put_name_part(char *dst, size_t *n, size_t cap, const char *src)
@@ -43,25 +44,17 @@ static void family_name(char out[PROM_NAME_MAX], const struct export_point *p)
 		strcat(out, "_total");
 }
 
-/*
- * Prometheus names carry base units, spelled out (promtool's lint refuses
- * "_s" and "_ms"): "_per_s" becomes "_per_second", a trailing "_ms" becomes
- * "_seconds" and the value is scaled to match. Returns the scale.
- */
+/* The name in base units (model/metric.h's one rule) and the scale to
+ * them. A point made by hand has no row to give its unit: a name ending in
+ * "_ms" is in ms, any other keeps its unit. */
 static double base_units(char name[PROM_NAME_MAX])
 {
-	char *at;
-	while ((at = strstr(name, "_per_s")) && (at[6] == '\0' || at[6] == '_') &&
-	       strlen(name) + 5 < PROM_NAME_MAX) {
-		memmove(at + 11, at + 6, strlen(at + 6) + 1);
-		memcpy(at, "_per_second", 11);
-	}
+	char in[PROM_NAME_MAX];
 	size_t n = strlen(name);
-	if (n > 3 && !strcmp(name + n - 3, "_ms") && n + 6 < PROM_NAME_MAX) {
-		strcpy(name + n - 3, "_seconds");
-		return 1e-3;
-	}
-	return 1;
+	enum metric_unit u = n > 3 && !strcmp(name + n - 3, "_ms") ? METRIC_MS : METRIC_COUNT;
+	snprintf(in, sizeof(in), "%s", name);
+	metric_prom_spell(name, PROM_NAME_MAX, in, u);
+	return metric_prom_scale(u);
 }
 
 /* Escapes \ and newline, and " too in label values; control characters and

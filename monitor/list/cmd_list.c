@@ -3,7 +3,6 @@
  */
 #include "cli.h"
 #include "list/list.h"
-#include "collect/session.h"
 #include "model/feed.h"
 
 #include <stdio.h>
@@ -38,6 +37,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_JSON,
 	CLI_OPT_MAX_WORKERS,
 	CLI_OPT_STALL_MS,
+	CLI_OPT_REPLAY,
 	{ 0, "duration", "DURATION", "how long to sample: 2, 1.5, 30s, 2m (default 2 s)", set_duration },
 	{ 0, "by", "worker|service", "a row per worker (the default) or per service", set_by },
 	{ 0 },
@@ -52,16 +52,18 @@ static int run(int argc, char **argv)
 	int rc = cli_parse(&cmd_list, argc, argv, &x);
 	if (rc >= 0 || (rc = cli_check_pids(&cc->targets)) >= 0)
 		goto out;
-	struct session_opts so = { .targets = &cc->targets, .rate_hz = cc->rate_hz, .precision_pts = cc->precision_pts, .max_workers = cc->max_workers,
-				   .stall_ms = cc->stall_ms };
-	struct session se;
-	int err = session_start(&se, &so);
-	if (err == 0) {
-		session_wait_until(&se, cc->duration_s);
-		session_stop(&se);
-		err = model_of_session(&se, 0, &m);
-		session_end(&se);
-	}
+	struct feed *f;
+	if ((rc = cli_feed_open(cc, NULL, &f)) >= 0)
+		goto out;
+	/* a recording: the whole of it */
+	struct feed_follow wait = { .until_s = cc->replay ? 0 : cc->duration_s, .expect_s = cc->duration_s };
+	int err = feed_follow(f, &wait);
+	feed_stop(f);
+	if (err >= 0)
+		err = feed_now(f, 0, 0, &m);
+	if (feed_truncated(f))
+		cli_error("%s was cut short (no end record): its complete records were read", cc->replay);
+	feed_close(f);
 	if (err < 0) {
 		cli_error("sampling: %s", strerror(-err));
 		rc = EXIT_FAIL;
@@ -86,6 +88,7 @@ const struct cli_command cmd_list = {
 	"[OPTIONS]",
 	"Samples " CLI_TARGETS_HELP " for --duration seconds,\n"
 	"then prints one row per worker (--by service: per service), or JSON version 1 with --json.\n"
-	"No worker found is exit 4 (the empty table or JSON is still printed).",
+	"No worker found is exit 4 (the empty table or JSON is still printed). --replay FILE: the\n"
+	"figures of a whole recording.",
 	options, run,
 };

@@ -300,25 +300,68 @@ static void print_cell(FILE *out, const char *text, int width, int last)
 		fprintf(out, " %*s", width, text);
 }
 
-/* The rows marked as list columns, in table order; TOP-BLOCKER follows
- * blocked_pct and the loop's poll basis ends the line. */
+/* The text table's figures, keyed as the metric table: the dashboard's
+ * columns (their titles as top's) and idle_pct's interval beside it. */
+static const struct {
+	int metric;          /* enum worker_metric */
+	const char *title;
+	int width;           /* cells */
+} list_columns[] = {
+	{ METRIC_W_idle_pct,     "IDLE%",    5 },
+	{ METRIC_W_idle_ci95,    "±",        5 },
+	{ METRIC_W_cpu_pct,      "CPU%",     5 },
+	{ METRIC_W_blocked_pct,  "BLOCKED%", 8 },
+	{ METRIC_W_ops_per_s,    "OPS/s",    7 },
+	{ METRIC_W_runqueue_len, "RUNQ",     4 },
+	{ METRIC_W_pending_ops,  "PEND",     4 },
+	{ METRIC_W_stall_ms,     "STALL",    6 },
+	{ METRIC_W_lag_p99_ms,   "LAG99",    6 },
+};
+
+const char *list_column_title(int metric)
+{
+	for (size_t c = 0; c < sizeof(list_columns) / sizeof(list_columns[0]); c++)
+		if (list_columns[c].metric == metric)
+			return list_columns[c].title;
+	return NULL;
+}
+
+/* The figure columns; TOP-BLOCKER follows blocked_pct, then LIMIT (the
+ * verdict, "-" when the loop's own figure is unknown), and the loop's poll
+ * basis ends the line. */
 static void print_cells(FILE *out, const struct worker_view *w)
 {
 	char cell[64];
-	for (int i = 0; i < METRIC_NWORKER; i++) {
+	for (size_t c = 0; c < sizeof(list_columns) / sizeof(list_columns[0]); c++) {
+		int i = list_columns[c].metric;
 		const struct metric *m = &metric_worker[i];
-		if (m->cols == METRIC_COL_NONE)
-			continue;
 		if (w)
 			metric_format(cell, sizeof(cell), m->unit, metric_applies(m, w) ? metric_value(m, w) : NAN, 1);
-		print_cell(out, w ? cell : m->title, m->width, 0);
+		print_cell(out, w ? cell : list_columns[c].title, list_columns[c].width, 0);
 		if (i == METRIC_W_blocked_pct) {
 			if (w)
 				top_blocker(cell, sizeof(cell), w);
 			print_cell(out, w ? cell : "TOP-BLOCKER", -22, 0);
 		}
 	}
+	int l = w ? model_limit_of(w, NULL, 0) : -1;
+	print_cell(out, !w ? "LIMIT" : l < 0 ? "-" : model_limit_name((enum metric_limit)l), -7, 0);
 	print_cell(out, !w ? "LOOP-POLL" : w->loop_basis[0] ? w->loop_basis : "-", -40, 1);
+}
+
+/* The service table's column titles, keyed by the fleet rows' ids: list's
+ * own layout, in the worker table's words. */
+static const char *const service_titles[METRIC_NFLEET] = {
+	[METRIC_F_workers]            = "WORKERS",
+	[METRIC_F_mean_idle_pct]      = "MEAN-IDLE%",
+	[METRIC_F_ops_per_s]          = "OPS/s",
+	[METRIC_F_headroom_ops_per_s] = "HEADROOM-OPS/s",
+	[METRIC_F_idle_pct_min]       = "MIN-IDLE%",
+};
+
+const char *list_service_title(int metric)
+{
+	return metric >= 0 && metric < METRIC_NFLEET ? service_titles[metric] : NULL;
 }
 
 /* One row per service: the fleet rows of the metric table over its workers. */
@@ -327,7 +370,7 @@ void list_print_services(FILE *out, const struct model *m)
 	char cell[64], name[PROBE_SERVICE_LEN];
 	fprintf(out, "%-32s", "SERVICE");
 	for (int i = 0; i < METRIC_NFLEET; i++)
-		fprintf(out, " %14s", metric_fleet[i].name);
+		fprintf(out, " %14s", service_titles[i]);
 	fputc('\n', out);
 	for (size_t s = 0; s < m->nservices; s++) {
 		esc_copy(name, 33, &esc_term, m->services[s].name, SIZE_MAX, NULL);

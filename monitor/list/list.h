@@ -13,5 +13,10 @@ void list_print_json(FILE *out, const struct model *m);
 void list_print_text(FILE *out, const struct model *m);
 /* list --by service: a row per service. */
 void list_print_services(FILE *out, const struct model *m);
+/* The text table's title of a worker figure (enum worker_metric), NULL
+ * when it is not a column there. */
+const char *list_column_title(int metric);
+/* The service table's title of a fleet figure (enum fleet_metric). */
+const char *list_service_title(int metric);
 
 #endif /* LOOPSTAT_LIST_H */

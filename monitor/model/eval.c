@@ -420,8 +420,23 @@ static int level_value(const struct series_bucket *b, int arg, double *v)
 	}
 }
 
-/* The last reading of arg in the range, summed over the workers: an
- * observed fact, no interval. */
+/* Whether worker w's last quota reading is of a cgroup an earlier worker
+ * of ts already gave (workers sharing a group share its quota: once). */
+static int quota_counted(const struct eval_track *const *ts, size_t w, uint32_t group)
+{
+	for (size_t k = 0; k < w; k++)
+		for (size_t i = ts[k]->n; i-- > 0;)
+			if (ts[k]->p[i].b && ts[k]->p[i].b->cg.valid) {
+				if (ts[k]->p[i].b->cg.group == group)
+					return 1;
+				break;
+			}
+	return 0;
+}
+
+/* The last reading of arg in the range, summed over the workers (a
+ * cgroup's quota once however many of them it holds): an observed fact,
+ * no interval. */
 static void level(const struct eval_track *const *ts, size_t nt, int arg, struct estimate *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -433,6 +448,8 @@ static void level(const struct eval_track *const *ts, size_t nt, int arg, struct
 			double v;
 			if (level_value(ts[w]->p[i].b, arg, &v)) {
 				if (isnan(v))
+					break;
+				if (arg == METRIC_ARG_QUOTA && quota_counted(ts, w, ts[w]->p[i].b->cg.group))
 					break;
 				sum += v;
 				out->ok = 1;

@@ -1,5 +1,6 @@
 /*
- * metric.c — the metric tables, and reading a figure out of a view.
+ * metric.c — finding a row of the metric table, reading a figure out of a
+ * view, and a figure as a table cell.
  */
 #include "model/metric.h"
 
@@ -7,17 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-#define METRIC_X_WORKER(name, unit, kind, arg, source, type, dec, desc_sort, line, detail, interval, cols, title, \
-			width, drop, text) \
-	{ #name, METRIC_##unit, METRIC_##kind, arg, METRIC_##source, METRIC_##type, offsetof(struct worker_view, name), \
-	  dec, desc_sort, METRIC_LINE_##line, detail, interval, METRIC_COL_##cols, title, width, drop, 0, -1, text },
-#define METRIC_X_FLEET(name, unit, reduce, of, type, dec, desc_sort, detail, text) \
-	{ #name, METRIC_##unit, 0, 0, METRIC_FLEET, METRIC_##type, offsetof(struct fleet_view, name), dec, desc_sort, \
-	  METRIC_LINE_NONE, detail, NULL, METRIC_COL_NONE, NULL, 0, 0, METRIC_R_##reduce, METRIC_W_##of, text },
-
-const struct metric metric_worker[METRIC_NWORKER] = { WORKER_METRICS(METRIC_X_WORKER) };
-const struct metric metric_fleet[METRIC_NFLEET] = { FLEET_METRICS(METRIC_X_FLEET) };
 
 const char *metric_unit_name(enum metric_unit u)
 {

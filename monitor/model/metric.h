@@ -1,11 +1,11 @@
 /*
- * metric.h — the rows of the metric table (metric_table.h) as struct metric
- * entries: name, unit, rule, where the figure lives in the view struct,
- * JSON decimals, natural sort direction, column, detail line and
- * description. The JSON writer, the text table, the dashboard's columns,
- * detail and fleet lines, the docs tests, export's names, check's
+ * metric.h — the metric table (rows in metric_table.c, vocabulary in
+ * metric_table.h) as struct metric entries: name, unit, rule, where the
+ * figure lives in the view struct, JSON decimals, natural sort direction
+ * and description. The JSON writer, the text table, the dashboard's
+ * columns, detail and fleet lines, the docs tests, export's names, check's
  * thresholds and the evaluator walk these tables; adding a metric is one
- * row in metric_table.h plus its docs rows.
+ * id in metric_table.h, one row in metric_table.c, plus its docs rows.
  */
 #ifndef LOOPSTAT_METRIC_H
 #define LOOPSTAT_METRIC_H
@@ -16,36 +16,31 @@
 #include "model/model.h"
 
 struct metric {
-	const char *name;
+	const char *name;        /* the JSON key, check's threshold name, the view struct's field */
 	enum metric_unit unit;
-	enum metric_kind kind;   /* the rule (a fleet row: the rule of the row it rolls up) */
+	const char *counts;      /* what a PER_S row counts ("ops": ops/s, check's unit), else NULL */
+	enum metric_kind kind;   /* the rule (fleet rows: 0, their .reduce of row .of is the rule) */
 	int arg;                 /* the rule's argument */
 	enum metric_source source;
-	enum metric_type type;
+	enum metric_type type;   /* of the field */
 	size_t offset;           /* in struct worker_view, or struct fleet_view for FLEET */
 	int decimals;            /* in JSON */
-	int sort_desc;
-	enum metric_line line;
-	const char *detail;
-	const char *interval;
-	enum metric_cols cols;
-	const char *title;       /* column title, NULL when not a column */
-	int width;               /* column width, cells */
-	int drop;                /* the dashboard's drop order, 0: never dropped */
+	int sort_desc;           /* busiest first: 1 when a larger value means a busier worker */
+	const struct metric *interval; /* the row holding this one's 95% half-width, NULL if none */
 	enum metric_reduce reduce; /* FLEET rows: how the workers' figures combine */
 	int of;                  /* FLEET rows: the worker row (enum worker_metric) */
 	const char *desc;
 };
 
 enum worker_metric {
-#define METRIC_X_ENUM(name, ...) METRIC_W_##name,
-	WORKER_METRICS(METRIC_X_ENUM)
+#define METRIC_X_ENUM(name, type) METRIC_W_##name,
+	METRIC_WORKER_IDS(METRIC_X_ENUM)
+#undef METRIC_X_ENUM
 	METRIC_NWORKER
 };
-#undef METRIC_X_ENUM
 enum fleet_metric {
-#define METRIC_X_ENUM(name, ...) METRIC_F_##name,
-	FLEET_METRICS(METRIC_X_ENUM)
+#define METRIC_X_ENUM(name, type) METRIC_F_##name,
+	METRIC_FLEET_IDS(METRIC_X_ENUM)
 #undef METRIC_X_ENUM
 	METRIC_NFLEET
 };
@@ -86,13 +81,28 @@ void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int com
  * rule, so a new row has its Prometheus name without a second list:
  *   worker rows are "worker_<name>", fleet rows "fleet_<name>";
  *   a RATE of a slot counter is that counter itself, a Prometheus counter:
- *     the name without "_per_s", then "_total" (ops_per_s: worker_ops_total);
- *   a "%" or "points" row is a 0..1 ratio: its "pct" part goes, "_ratio" ends
- *     the name (idle_pct: worker_idle_ratio, idle_pct_min: fleet_idle_min_ratio);
- *   a "ms" row is in seconds: its "ms" part goes, "_seconds" ends the name;
- *   any other "per_s" is spelled "per_second"; other units keep the name.
+ *     what the row counts, then "_total" (ops_per_s: worker_ops_total);
+ *   the rest is metric_prom_spell's rule (idle_pct: worker_idle_ratio,
+ *     idle_pct_min: fleet_idle_min_ratio, stall_ms: worker_stall_seconds).
  * The prefix (export's --prefix, "loopstat") goes in front.
  */
+#define METRIC_PROM_NAME_MAX 256
+
+/*
+ * The one Prometheus naming rule, for the table's rows and any other name
+ * (export's points made by hand): names carry base units, spelled out
+ * (promtool's lint refuses "_s" and "_ms"). "_per_s" as whole parts is
+ * "_per_second"; a name in % or points (base: a 0..1 ratio) or in ms
+ * (base: seconds) loses its unit's last whole part, "_pct" or "_ms", and
+ * ends in "_ratio" or "_seconds". Other units keep the name. Writes at
+ * most cap bytes to out.
+ */
+void metric_prom_spell(char *out, size_t cap, const char *name, enum metric_unit unit);
+
+/* What takes a value in unit to the base unit metric_prom_spell names:
+ * 0.01 for % and points, 0.001 for ms, else 1. */
+double metric_prom_scale(enum metric_unit unit);
+
 /* The name without the prefix ("worker_idle_ratio"). Static. */
 const char *metric_prom_name(const struct metric *m);
 

@@ -1,7 +1,8 @@
 /*
  * metric_prom.c — each row's Prometheus name in base units, derived from the
  * row itself (metric.h says the rules), so the textfile and serve's
- * /metrics share one spelling and a new row needs no second list.
+ * /metrics share one spelling and a new row needs no second list; and the
+ * one rule that spells any name in base units, export's own points too.
  */
 #include "model/metric.h"
 
@@ -10,10 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PROM_NAME_LEN 96
-
-static char worker_names[METRIC_NWORKER][PROM_NAME_LEN];
-static char fleet_names[METRIC_NFLEET][PROM_NAME_LEN];
+static char worker_names[METRIC_NWORKER][METRIC_PROM_NAME_MAX];
+static char fleet_names[METRIC_NFLEET][METRIC_PROM_NAME_MAX];
 static char counter_help[METRIC_NWORKER][320];
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
@@ -24,9 +23,12 @@ int metric_prom_counter(const struct metric *m)
 
 static double scale_of(const struct metric *m)
 {
-	if (metric_prom_counter(m))
-		return 1;
-	switch (m->unit) {
+	return metric_prom_counter(m) ? 1 : metric_prom_scale(m->unit);
+}
+
+double metric_prom_scale(enum metric_unit unit)
+{
+	switch (unit) {
 	case METRIC_PCT:
 	case METRIC_POINTS: return 0.01;
 	case METRIC_MS:     return 0.001;
@@ -34,47 +36,54 @@ static double scale_of(const struct metric *m)
 	}
 }
 
-/* Appends "_" and each "_"-separated part of name to out, leaving out the
- * part drop (NULL: none) and spelling "per_s" as "per_second". */
-static void put_parts(char *out, size_t len, const char *name, const char *drop)
+/* The last whole part `part` of s (preceded by '_', followed by '_' or the
+ * end), NULL if none. */
+static char *last_part(char *s, const char *part)
 {
-	char parts[PROM_NAME_LEN];
-	snprintf(parts, sizeof(parts), "%s", name);
-	char *save = NULL, *prev = NULL;
-	for (char *p = strtok_r(parts, "_", &save); p; prev = p, p = strtok_r(NULL, "_", &save)) {
-		if (drop && !strcmp(p, drop))
-			continue;
-		int second = !strcmp(p, "s") && prev && !strcmp(prev, "per");
-		size_t n = strlen(out);
-		snprintf(out + n, len - n, "_%s", second ? "second" : p);
-	}
+	size_t n = strlen(part);
+	char *found = NULL;
+	for (char *at = strchr(s, '_'); at; at = strchr(at + 1, '_'))
+		if (!strncmp(at + 1, part, n) && (at[n + 1] == '\0' || at[n + 1] == '_'))
+			found = at;
+	return found;
 }
 
-static void derive(const struct metric *m, char out[PROM_NAME_LEN])
+void metric_prom_spell(char *out, size_t cap, const char *name, enum metric_unit unit)
 {
-	snprintf(out, PROM_NAME_LEN, "%s", metric_is_fleet(m) ? "fleet" : "worker");
-	size_t n = strlen(m->name);
-	if (metric_prom_counter(m)) {
-		char base[PROM_NAME_LEN];
-		int cut = n > 6 && !strcmp(m->name + n - 6, "_per_s");
-		snprintf(base, sizeof(base), "%.*s", (int)(cut ? n - 6 : n), m->name);
-		put_parts(out, PROM_NAME_LEN, base, NULL);
-		strncat(out, "_total", PROM_NAME_LEN - strlen(out) - 1);
-		return;
+	static const char *const words[] = { [METRIC_PCT] = "pct", [METRIC_POINTS] = "pct", [METRIC_MS] = "ms" };
+	static const char *const bases[] = { [METRIC_PCT] = "_ratio", [METRIC_POINTS] = "_ratio", [METRIC_MS] = "_seconds" };
+	const char *word = (size_t)unit < sizeof(words) / sizeof(words[0]) ? words[unit] : NULL;
+	char buf[METRIC_PROM_NAME_MAX], *at;
+	snprintf(buf, sizeof(buf), "%s", name);
+	if (word && (at = last_part(buf, word)))
+		memmove(at, at + 1 + strlen(word), strlen(at + 1 + strlen(word)) + 1);
+	size_t len = 0;
+	out[0] = '\0';
+	for (const char *p = buf; *p && len + 1 < cap;) {
+		/* "_per_s" as whole parts: promtool's lint refuses "_s" */
+		int per_s = !strncmp(p, "_per_s", 6) && (p[6] == '\0' || p[6] == '_');
+		const char *piece = per_s ? "_per_second" : p;
+		size_t n = per_s ? 11 : 1;
+		if (len + n >= cap)
+			break;
+		memcpy(out + len, piece, n);
+		len += n;
+		p += per_s ? 6 : 1;
 	}
-	switch (m->unit) {
-	case METRIC_PCT:
-	case METRIC_POINTS:
-		put_parts(out, PROM_NAME_LEN, m->name, "pct");
-		strncat(out, "_ratio", PROM_NAME_LEN - strlen(out) - 1);
-		return;
-	case METRIC_MS:
-		put_parts(out, PROM_NAME_LEN, m->name, "ms");
-		strncat(out, "_seconds", PROM_NAME_LEN - strlen(out) - 1);
-		return;
-	default:
-		put_parts(out, PROM_NAME_LEN, m->name, NULL);
-	}
+	out[len] = '\0';
+	if (word && len + strlen(bases[unit]) < cap)
+		strcat(out, bases[unit]);
+}
+
+static void derive(const struct metric *m, char out[METRIC_PROM_NAME_MAX])
+{
+	char full[METRIC_PROM_NAME_MAX];
+	/* a counter is the slot's own: named for what it counts, not its rate */
+	int counter = metric_prom_counter(m) && m->counts;
+	snprintf(full, sizeof(full), "%s_%s", metric_is_fleet(m) ? "fleet" : "worker", counter ? m->counts : m->name);
+	metric_prom_spell(out, METRIC_PROM_NAME_MAX, full, counter ? METRIC_COUNT : m->unit);
+	if (counter)
+		strncat(out, "_total", METRIC_PROM_NAME_MAX - strlen(out) - 1);
 }
 
 static void derive_all(void)

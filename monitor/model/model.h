@@ -115,10 +115,10 @@ struct worker_view {
 	uint64_t unchanged_samples;       /* samples reused, schedstat showing the thread had not run (run total) */
 	char     fiber_tag[LOOPSTAT_TAG_LEN]; /* tag of the running fiber at the last reading */
 
-	/* every row of the metric table (metric_table.h: its unit and meaning);
+	/* every row of the metric table (metric_table.c: its unit and meaning);
 	 * NaN: not known (no samples, not instrumented, unbounded) */
-#define MODEL_X_FIELD(name, unit, kind, arg, source, type, ...) METRIC_CTYPE_##type name;
-	WORKER_METRICS(MODEL_X_FIELD)
+#define MODEL_X_FIELD(name, type) METRIC_CTYPE_##type name;
+	METRIC_WORKER_IDS(MODEL_X_FIELD)
 
 	float    idle_history[MODEL_HISTORY]; /* per-second idle%, oldest first; NaN = no samples */
 	int      nhistory;
@@ -142,8 +142,8 @@ struct worker_view {
 
 struct fleet_view {
 	/* every fleet row of the metric table */
-#define MODEL_X_FLEET_FIELD(name, unit, reduce, of, type, ...) METRIC_CTYPE_##type name;
-	FLEET_METRICS(MODEL_X_FLEET_FIELD)
+	METRIC_FLEET_IDS(MODEL_X_FIELD)
+#undef MODEL_X_FIELD
 	float    idle_history[MODEL_HISTORY]; /* per-second mean idle%, oldest first */
 	int      nhistory;
 };

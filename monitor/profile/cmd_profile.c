@@ -68,8 +68,8 @@ static int run(int argc, char **argv)
 		goto out_acc;
 	if (c.record && (!(recf = profile_open_out(c.record)) || !(rec = rec_writer_new(recf, &rm))))
 		goto out_acc;
-	struct profile_run_opts ro = { .targets = &c.common.targets, .pid = c.pid, .tid = c.tid,
-				       .rate_hz = rm.rate_hz, .duration_s = c.common.duration_s, .acc = acc, .rec = rec };
+	struct profile_run_opts ro = { .common = &c.common, .pid = c.pid, .tid = c.tid,
+				       .acc = acc, .rec = rec };
 	struct profile_run_result res;
 	if (profile_run(&ro, &res) < 0)
 		goto out_acc;

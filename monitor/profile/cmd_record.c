@@ -55,8 +55,7 @@ static int run(int argc, char **argv)
 		profile_close_out(f, c.out, 0);
 		goto out;
 	}
-	struct profile_run_opts ro = { .targets = &c.common.targets, .pid = one, .rate_hz = rm.rate_hz,
-				       .duration_s = c.common.duration_s, .rec = rec };
+	struct profile_run_opts ro = { .common = &c.common, .pid = one, .rec = rec };
 	struct profile_run_result res;
 	int err = profile_run(&ro, &res);
 	int wrc = rec_writer_end(rec, round(res.elapsed_s * 1000) / 1000);

@@ -57,11 +57,17 @@ int profile_out_result(FILE *out)
 	return fflush(out) == 0 && !ferror(out) ? 0 : errno ? -errno : -EIO;
 }
 
-void profile_thread_title(const struct profile_node *n, char *buf, size_t len)
+const char *profile_thread_service(const struct profile_node *n)
 {
 	const char *svc = profile_node_service(n);
 	const char *name = strchr(n->label, ' ');   /* "pid/tid name": a service that is the name says nothing */
-	if (svc && !(name && strcmp(name + 1, svc) == 0))
+	return svc && !(name && strcmp(name + 1, svc) == 0) ? svc : NULL;
+}
+
+void profile_thread_title(const struct profile_node *n, char *buf, size_t len)
+{
+	const char *svc = profile_thread_service(n);
+	if (svc)
 		snprintf(buf, len, "%s (service %s)", n->label, svc);
 	else
 		snprintf(buf, len, "%s", n->label);
@@ -83,9 +89,9 @@ static void text_node(struct text_walk *w, const struct profile_node *n, int ind
 	if (n->level == PROFILE_L_FRAME && w->o.max_frames > 0 && ++frames > w->o.max_frames)
 		return;
 	if (n->level == PROFILE_L_THREAD) {
-		char title[2 * PROFILE_LABEL_MAX + 16];
-		profile_thread_title(n, title, sizeof(title));
-		fprintf(w->out, "\n%s: %llu samples (%.1f%% of all)\n", title, (unsigned long long)n->count, pct);
+		const char *svc = profile_thread_service(n);
+		fprintf(w->out, "\n%s: %llu samples (%.1f%% of all)%s%s\n", n->label, (unsigned long long)n->count, pct,
+			svc ? ", service " : "", svc ? svc : "");
 		fputs("   share   ±95%  samples  where\n", w->out);
 	} else {
 		fprintf(w->out, "  %5.1f%% %6.1f %8llu  %*s%s%s\n", pct, ci, (unsigned long long)n->count,

@@ -72,8 +72,11 @@ int profile_write_speedscope(FILE *out, struct profile_tree *t, const struct pro
 int profile_write_svg(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
 int profile_write_pprof(FILE *out, struct profile_tree *t, const struct profile_meta *meta);
 
-/* A thread node's title in every output that names it: its label, and
- * "(service S)" when the service is known and is not the label's name. */
+/* A thread node's service where it says more than the thread's own name
+ * (a unit, a container, another process name), else NULL. */
+const char *profile_thread_service(const struct profile_node *n);
+/* Its title where a name is all there is room for (speedscope's profile
+ * names): its label, and "(service S)" when profile_thread_service has one. */
 void profile_thread_title(const struct profile_node *n, char *buf, size_t len);
 
 /* What a writer returns once it has written everything: flushes out and

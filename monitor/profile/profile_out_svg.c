@@ -111,17 +111,17 @@ static void svg_node(struct svg_walk *w, const struct profile_node *n, double x,
 	fill_of(n, fill, sizeof(fill));
 
 	fprintf(w->out, "<g class=\"f\" data-x=\"%.2f\" data-w=\"%.2f\" data-d=\"%d\"><title>", x, width, depth);
-	char title[2 * PROFILE_LABEL_MAX + 16];
-	if (n->level == PROFILE_L_THREAD)
-		profile_thread_title(n, title, sizeof(title));
-	else
-		snprintf(title, sizeof(title), "%s", n->label);
-	xml_text(w->out, title, SIZE_MAX);
+	xml_text(w->out, n->label, SIZE_MAX);
 	if (n->level == PROFILE_L_ROOT)
 		fprintf(w->out, " (%llu samples, 100%%)", (unsigned long long)n->count);
 	else
 		fprintf(w->out, " (%llu samples, %.2f%% \xc2\xb1%.2f of the %s)", (unsigned long long)n->count,
 			pct, ci, n->level == PROFILE_L_THREAD ? "profile" : "thread");
+	const char *svc = n->level == PROFILE_L_THREAD ? profile_thread_service(n) : NULL;
+	if (svc) {
+		fputs(" service ", w->out);
+		xml_text(w->out, svc, SIZE_MAX);
+	}
 	fprintf(w->out, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
 		x, y, width, SVG_FH - 1, fill);
 	int dots;

@@ -9,7 +9,7 @@
 #include "probe_access.h"
 #include "probe_stat.h"
 #include "probe_syscall.h"
-#include "collect/session.h"
+#include "model/feed.h"
 
 #include <errno.h>
 #include <math.h>
@@ -71,21 +71,21 @@ static int stop_now(void *arg)
 int profile_run(const struct profile_run_opts *o, struct profile_run_result *res)
 {
 	memset(res, 0, sizeof(*res));
+	struct cli_common c = *o->common;   /* its rate made explicit: the hook's and the sampler's */
+	c.rate_hz = c.rate_hz ? c.rate_hz : PROFILE_DEFAULT_HZ;
 	struct profile_live_opts lo = { .pid = o->pid, .tid = o->tid, .acc = o->acc, .rec = o->rec,
-					.rate_hz = o->rate_hz };
+					.rate_hz = c.rate_hz };
 	struct profile_live *l = profile_live_new(&lo);
 	if (!l) {
 		cli_error("starting the unwinder: %s", strerror(errno));
 		return -errno;
 	}
-	struct session_opts so = { .targets = o->targets, .rate_hz = o->rate_hz, .all_threads = 1,
-				   .on_sample = profile_live_on_sample, .on_sample_arg = l, .on_stall = profile_live_on_stall };
-	struct session se;
-	int err = session_start(&se, &so);
-	if (err < 0) {
-		cli_error("starting the sampler: %s", strerror(-err));
+	struct feed_opts how = { .all_threads = 1, .on_sample = profile_live_on_sample, .on_sample_arg = l,
+				 .on_stall = profile_live_on_stall };
+	struct feed *f;
+	if (cli_feed_open(&c, &how, &f) >= 0) {
 		profile_live_delete(l);
-		return err;
+		return -EIO;
 	}
 	/* Ctrl-C or a TERM ends the sampling, not the program: the report of
 	 * what was measured and a recording's trailer are still written. Only
@@ -96,14 +96,15 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 	stop_signal = 0;
 	for (int i = 0; i < 2; i++)
 		sigaction(sigs[i], &sa, &old[i]);
-	int early = session_wait_unless(&se, o->duration_s, stop_now, (void *)o);
+	struct feed_follow wait = { .poll = stop_now, .arg = (void *)o, .until_s = c.duration_s, .expect_s = c.duration_s };
+	int early = feed_follow(f, &wait) > 0;
 	for (int i = 0; i < 2; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	res->signal = stop_signal;
 	res->gone = early && !res->signal;
-	session_stop(&se);
-	res->elapsed_s = (double)mono_ns() / 1e9 - se.started_s;
-	session_end(&se);
+	feed_stop(f);
+	res->elapsed_s = feed_elapsed_s(f);
+	feed_close(f);
 	profile_live_stats(l, &res->st);
 	profile_live_delete(l);
 	/* a recording that could not be written is said once, with its

@@ -18,9 +18,8 @@
 #define PROFILE_DEFAULT_HZ 1000.0
 
 struct profile_run_opts {
-	const struct targets *targets;   /* borrowed */
+	const struct cli_common *common; /* borrowed: targets, rate (0: PROFILE_DEFAULT_HZ), duration */
 	pid_t  pid, tid;                 /* the one target (0: every target; tid 0: every thread) */
-	double rate_hz, duration_s;
 	struct profile_acc *acc;         /* borrowed, may be NULL */
 	struct rec_writer *rec;  /* borrowed, may be NULL */
 };

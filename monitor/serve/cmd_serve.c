@@ -6,10 +6,10 @@
  * signal ends the wait at once and the exit is clean (status 0).
  */
 #include "cli.h"
-#include "collect/session.h"
 #include "export/export_config.h"
 #include "model/feed.h"
 #include "serve/serve.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <math.h>
@@ -113,18 +113,13 @@ static unsigned fit_fd_limit(unsigned want)
 	return want;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+static double mono_s(void) { return (double)mono_ns() / 1e9; }
 
 /* Publishes the model of the last window on a fixed schedule, every
  * interval from the start (building a model does not make it drift; a
  * schedule missed altogether restarts from now), until a signal comes;
  * returns it. */
-static int publish_until_signal(struct serve_ctx *x, struct session *se, struct serve *sv, const sigset_t *stop)
+static int publish_until_signal(struct serve_ctx *x, struct feed *f, struct serve *sv, const sigset_t *stop)
 {
 	double next = mono_s() + x->interval_s;
 	for (;;) {
@@ -142,7 +137,7 @@ static int publish_until_signal(struct serve_ctx *x, struct session *se, struct 
 		if (next < mono_s())
 			next = mono_s() + x->interval_s;
 		struct model m;
-		int err = model_of_session(se, x->window_s, &m);
+		int err = feed_now(f, x->window_s, 0, &m);
 		if (err < 0) {
 			cli_error("building the model: %s", strerror(-err));
 			continue;   /* the last figures stay; /healthz goes stale if this lasts */
@@ -178,12 +173,10 @@ static int serve_run(struct serve_ctx *x)
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	signal(SIGPIPE, SIG_IGN);
-	struct session_opts so = { .targets = &x->c.targets, .rate_hz = x->c.rate_hz, .precision_pts = x->c.precision_pts, .max_workers = x->c.max_workers };
-	struct session se;
-	if ((rc = session_start(&se, &so)) < 0) {
-		cli_error("starting the sampler: %s", strerror(-rc));
+	struct feed *f;
+	if ((rc = cli_feed_open(&x->c, NULL, &f)) >= 0) {
 		close(fd);
-		return EXIT_FAIL;
+		return rc;
 	}
 	struct serve_opts o = { .listen_fd = fd, .max_connections = fit_fd_limit((unsigned)x->max_connections),
 	                        .timeout_s = (unsigned)ceil(x->timeout_s), .threads = 2, .prefix = "loopstat",
@@ -191,16 +184,14 @@ static int serve_run(struct serve_ctx *x)
 	struct serve *sv;
 	if ((rc = serve_start(&o, &sv, err, sizeof(err))) < 0) {
 		cli_error("%s", err);
-		session_stop(&se);
-		session_end(&se);
+		feed_close(f);
 		return EXIT_FAIL;
 	}
 	fprintf(stderr, "loopstat serve: listening on %s (port %d): /metrics, the figures of the last %g s every %g s\n",
 	        spec, port, x->window_s, x->interval_s);
-	int sig = publish_until_signal(x, &se, sv, &stop);
+	int sig = publish_until_signal(x, f, sv, &stop);
 	serve_stop(sv);
-	session_stop(&se);
-	session_end(&se);
+	feed_close(f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	fprintf(stderr, "loopstat serve: %s: stopped\n", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
 	return EXIT_OK;

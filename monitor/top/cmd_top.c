@@ -2,9 +2,7 @@
  * cmd_top.c — `loopstat top`: the live dashboard.
  */
 #include "cli.h"
-#include "collect/recording.h"
-#include "collect/replay.h"
-#include "collect/sampler.h"
+#include "model/feed.h"
 #include "top/tui.h"
 
 #include <errno.h>
@@ -14,7 +12,6 @@
 struct top_ctx {
 	struct cli_common common;
 	struct tui_opts tui;
-	const char *replay;              /* a recording to replay instead of sampling */
 };
 
 static int set_delay(void *ctx, const char *arg, char *msg, size_t len)
@@ -29,13 +26,6 @@ static int set_no_color(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
-static int set_replay(void *ctx, const char *arg, char *msg, size_t len)
-{
-	(void)msg, (void)len;
-	((struct top_ctx *)ctx)->replay = arg;
-	return 0;
-}
-
 /* tui_run's result as an exit code */
 static int exit_of(int rc)
 {
@@ -46,41 +36,6 @@ static int exit_of(int rc)
 	return rc > 0 ? 128 + rc : EXIT_OK;   /* stopped by a signal, as a shell reports it */
 }
 
-/* The dashboard over a recording (loopstat record): no sampler at all. */
-static int run_replay(struct top_ctx *c)
-{
-	FILE *f = fopen(c->replay, "r");
-	if (!f) {
-		cli_error("open(%s): %s", c->replay, strerror(errno));
-		return errno == ENOENT ? EXIT_USAGE : EXIT_FAIL;
-	}
-	struct replay *r = NULL;
-	long line = 0;
-	int err = replay_open(f, &r, &line);
-	fclose(f);
-	if (err == -EPROTO) {
-		cli_error("%s:%ld: not a loopstat recording of version 1", c->replay, line);
-		return EXIT_USAGE;
-	}
-	if (err == -E2BIG) {
-		cli_error("%s:%ld: past what a replay reads (lines of %d bytes, %u strings, %d threads; "
-			  "'loopstat report' takes more threads): refused", c->replay, line, REC_MAX_LINE,
-			  REC_MAX_STRINGS, REPLAY_MAX_THREADS);
-		return EXIT_USAGE;
-	}
-	if (err < 0) {
-		cli_error("reading %s: %s", c->replay, strerror(-err));
-		return EXIT_FAIL;
-	}
-	struct source src;
-	replay_source(r, &src);
-	int rc = tui_run(&src, &c->tui);
-	if (replay_cut(r))   /* said after the screen is given back, where it stays */
-		cli_error("%s was cut short (no end record): its complete records were replayed", c->replay);
-	replay_delete(r);
-	return exit_of(rc);
-}
-
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
@@ -89,7 +44,7 @@ static const struct cli_option options[] = {
 	CLI_OPT_STALL_MS,
 	{ 'd', "delay", "DURATION", "time between screen refreshes: 1, 0.5, 2s (default 1 s)", set_delay },
 	{ 0, "no-color", NULL, "no colours (also when NO_COLOR is set)", set_no_color },
-	{ 0, "replay", "FILE", "replay a recording (loopstat record) at its recorded pace instead of sampling", set_replay },
+	{ 0, "replay", "FILE", "replay a recording (loopstat record) at its recorded pace instead of sampling", cli_set_replay },
 	{ 0 },
 };
 
@@ -100,29 +55,19 @@ static int run(int argc, char **argv)
 	int rc = cli_parse(&cmd_top, argc, argv, &c);
 	if (rc >= 0)
 		goto out;
-	if (c.replay) {
-		rc = run_replay(&c);
-		goto out;
-	}
 	/* the dashboard would only show these in its header: say them and stop */
-	if ((rc = cli_check_pids(&c.common.targets)) >= 0 || (rc = cli_check_access(&c.common.targets)) >= 0)
+	if (!c.common.replay &&
+	    ((rc = cli_check_pids(&c.common.targets)) >= 0 || (rc = cli_check_access(&c.common.targets)) >= 0))
 		goto out;
-	struct sampler_opts so = { .rate_hz = c.common.rate_hz, .precision_pts = c.common.precision_pts, .targets = &c.common.targets,
-				   .max_workers = c.common.max_workers, .stall_ms = c.common.stall_ms };
-	struct sampler *s = NULL;
-	int err = sampler_new(&so, &s);
-	if (err == 0 && (err = sampler_start(s)) < 0)
-		sampler_delete(s);
-	if (err < 0) {
-		cli_error("starting the sampler: %s", strerror(-err));
-		rc = EXIT_FAIL;
+	struct feed *f;
+	struct feed_opts how = { .paced = 1 };
+	if ((rc = cli_feed_open(&c.common, &how, &f)) >= 0)
 		goto out;
-	}
-	c.tui.targeted = !targets_all(&c.common.targets);
-	struct source src;
-	source_sampler(&src, s);
-	rc = exit_of(tui_run(&src, &c.tui));
-	sampler_delete(s);
+	c.tui.targeted = !c.common.replay && !targets_all(&c.common.targets);
+	rc = exit_of(tui_run(f, &c.tui));
+	if (feed_truncated(f))   /* said after the screen is given back, where it stays */
+		cli_error("%s was cut short (no end record): its complete records were replayed", c.common.replay);
+	feed_close(f);
 out:
 	cli_common_done(&c.common);
 	return rc;

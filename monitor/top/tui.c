@@ -102,7 +102,7 @@ static void loop(struct tui *t)
 	}
 }
 
-int tui_run(const struct source *s, const struct tui_opts *o)
+int tui_run(struct feed *s, const struct tui_opts *o)
 {
 	struct tui t;
 	struct sigaction old[NSTOP];

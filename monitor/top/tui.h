@@ -27,6 +27,6 @@ struct tui_opts {
  * 'q', the signal number when SIGINT, SIGTERM or SIGHUP stopped it (the
  * terminal is restored either way), or -errno when there is no terminal.
  */
-int tui_run(const struct source *s, const struct tui_opts *o);
+int tui_run(struct feed *s, const struct tui_opts *o);
 
 #endif /* LOOPSTAT_TUI_H */

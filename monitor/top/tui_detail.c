@@ -37,8 +37,8 @@ static void bar_line(const struct tui *t, int y, const char *label, double pct, 
 	attroff(attr);
 }
 
-/* Every metric placed on `line` (metric.h), as its detail text. */
-static const char *metric_line(const struct worker_view *w, enum metric_line line)
+/* Every metric placed on `line` (tui_metrics[]), as its detail text. */
+static const char *metric_line(const struct worker_view *w, enum tui_line line)
 {
 	static char buf[256];
 	size_t len = 0;
@@ -46,16 +46,16 @@ static const char *metric_line(const struct worker_view *w, enum metric_line lin
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
 		char val[32], part[96];
-		if (m->line != line || len >= sizeof(buf))
+		if (tui_metrics[i].line != line || len >= sizeof(buf))
 			continue;
 		/* the cpu line leaves out what this worker has not (a quota, a
 		 * cgroup), the limit line the limits that do not hold */
 		double v = metric_value(m, w);
-		if (((line == METRIC_LINE_CPU || line == METRIC_LINE_LISTEN || line == METRIC_LINE_POOL) && isnan(v)) ||
-		    (line == METRIC_LINE_LIMIT && !(v > 0)))
+		if (((line == TUI_LINE_CPU || line == TUI_LINE_LISTEN || line == TUI_LINE_POOL) && isnan(v)) ||
+		    (line == TUI_LINE_LIMIT && !(v > 0)))
 			continue;
 		tui_fmt_metric(val, sizeof(val), m, w, 0);
-		snprintf(part, sizeof(part), m->detail, val);
+		snprintf(part, sizeof(part), tui_metrics[i].detail, val);
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len && part[0] != ' ' ? "  " : "", part);
 	}
 	return buf;
@@ -80,7 +80,7 @@ static int draw_identity(const struct tui *t, const struct worker_view *w, int y
 	printw("  role %s", w->role ? w->role : "unknown");
 	for (int i = 0; i < w->nhelpers; i++)
 		printw(i ? ", %d" : "  helper loops folded in: tid %d", (int)w->helpers[i]);
-	mvprintw(y++, 0, "%s over %.1f s  loop poll: %s", metric_line(w, METRIC_LINE_IDENTITY), t->m.window_s,
+	mvprintw(y++, 0, "%s over %.1f s  loop poll: %s", metric_line(w, TUI_LINE_IDENTITY), t->m.window_s,
 		 w->loop_basis[0] ? w->loop_basis : "-");
 	if (w->no_access) {
 		printw("  /proc refused access: figures are incomplete");
@@ -105,20 +105,20 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 	section(y++, "Where the time goes");
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
-		if (m->line != METRIC_LINE_BAR)
+		if (tui_metrics[i].line != TUI_LINE_BAR)
 			continue;
-		double ci = m->interval ? metric_value(metric_find(m->interval), w) : NAN;
-		bar_line(t, y++, m->detail, metric_value(m, w), ci, bar_attr(t, w, i));
+		double ci = m->interval ? metric_value(m->interval, w) : NAN;
+		bar_line(t, y++, tui_metrics[i].detail, metric_value(m, w), ci, bar_attr(t, w, i));
 	}
-	mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_CPU));
-	const char *listen = metric_line(w, METRIC_LINE_LISTEN);
+	mvprintw(y++, 2, "%s", metric_line(w, TUI_LINE_CPU));
+	const char *listen = metric_line(w, TUI_LINE_LISTEN);
 	if (listen[0])
 		mvprintw(y++, 2, "%s", listen);
-	const char *pool = metric_line(w, METRIC_LINE_POOL);
+	const char *pool = metric_line(w, TUI_LINE_POOL);
 	if (pool[0])   /* list --json's pools name its threads */
 		mvprintw(y++, 2, "helper %s", pool);
-	char why[320];
-	const char *limit = metric_line(w, METRIC_LINE_LIMIT);
+	char why[320];   /* a quota verdict names its cgroup */
+	const char *limit = metric_line(w, TUI_LINE_LIMIT);
 	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */
 		mvprintw(y++, 2, "%s: %s", limit, why);
 	return y;
@@ -141,7 +141,7 @@ static int draw_blockers(const struct worker_view *w, int y, int end)
 	}
 	/* what the table had no room for is said, not dropped */
 	if (w->blocked_unkeyed_pct > 0 && y < end)
-		mvprintw(y++, 2, "%s", metric_line(w, METRIC_LINE_BLOCKERS));
+		mvprintw(y++, 2, "%s", metric_line(w, TUI_LINE_BLOCKERS));
 	return y;
 }
 
@@ -166,7 +166,7 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
 	for (int i = 0; i < MODEL_LAG_OCTAVES; i++)   /* an octave with any span shows */
 		cells[i] = w->lag_octaves[i] > 0 ? (float)(100 * w->lag_octaves[i] / top) : NAN;
 	section(y++, "Busy spans ");
-	printw("lag %s  (%s)", metric_line(w, METRIC_LINE_LAG), w->lag_exact ? "exact: the runtime's" : "sampled");
+	printw("lag %s  (%s)", metric_line(w, TUI_LINE_LAG), w->lag_exact ? "exact: the runtime's" : "sampled");
 	if (y < end) {
 		char spark[4 * MODEL_LAG_OCTAVES + 1];
 		tui_sparkline(spark, sizeof(spark), cells, MODEL_LAG_OCTAVES, MODEL_LAG_OCTAVES, t->utf8);
@@ -180,7 +180,8 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
  * frames of the newest. */
 static int draw_stalls(const struct worker_view *w, int y, int end)
 {
-	section(y++, "Stalls");
+	/* the last ones captured, whenever: older ones than the window's count */
+	section(y++, "Stalls (the last captured, at seconds since sampling began)");
 	for (int i = 0; i < w->nstall_log && y < end; i++) {
 		const struct stall_view *s = &w->stall_log[i];
 		char fiber[LOOPSTAT_TAG_LEN], where[MODEL_TARGET_LEN + 48];
@@ -203,7 +204,7 @@ static int draw_stalls(const struct worker_view *w, int y, int end)
 
 static int draw_runtime(const struct worker_view *w, int y, int end)
 {
-	static const enum metric_line lines[] = { METRIC_LINE_RATES, METRIC_LINE_QUEUES, METRIC_LINE_SELF };
+	static const enum tui_line lines[] = { TUI_LINE_RATES, TUI_LINE_QUEUES, TUI_LINE_SELF };
 	char stall[16], fiber[LOOPSTAT_TAG_LEN];
 	if (!w->instrumented) {
 		if (y < end)

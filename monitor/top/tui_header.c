@@ -22,7 +22,7 @@ int tui_draw_header(struct tui *t)
 	time_t tt = time(NULL);
 	double unix_s;
 	/* a replay shows its recording's clock, stopped at its end */
-	int ended = t->s ? model_feed_clock(t->s, &unix_s) : 0;
+	int ended = t->s ? feed_clock(t->s, &unix_s) : 0;
 	if (t->s)
 		tt = (time_t)unix_s;
 	struct tm tm;
@@ -43,16 +43,18 @@ int tui_draw_header(struct tui *t)
 		attroff(A_BOLD | A_REVERSE);
 	}
 
-	/* the fleet line: every fleet row's part, mean idle in its colour */
+	/* the fleet line: every fleet row's part that some worker measured
+	 * (an unknown one is left out, not shown as "-"), mean idle in its colour */
 	int a = tui_idle_attr(t, f->workers ? f->mean_idle_pct : NAN);
 	move(1, 0);
 	for (int i = 0; i < METRIC_NFLEET; i++) {
 		const struct metric *m = &metric_fleet[i];
+		double x = f->workers || i == METRIC_F_workers ? metric_value(m, f) : NAN;
+		if (isnan(x))
+			continue;
 		char val[32], part[64];
-		metric_format(val, sizeof(val), m->unit, f->workers || i == METRIC_F_workers ? metric_value(m, f) : NAN, 0);
-		snprintf(part, sizeof(part), m->detail, val);
-		if (strcmp(val, "-") == 0 && m->unit == METRIC_PCT)
-			part[strlen(part) - 1] = '\0';   /* "-", not "-%" */
+		metric_format(val, sizeof(val), m->unit, x, 0);
+		snprintf(part, sizeof(part), tui_fleet_detail[i], val);
 		if (i)
 			printw("  ");
 		if (i != METRIC_F_mean_idle_pct) {

@@ -13,7 +13,7 @@
 
 static const double delays[] = { 0.5, 1, 2, 5 };
 
-void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts *o)
+void tui_state_init(struct tui *t, struct feed *s, const struct tui_opts *o)
 {
 	memset(t, 0, sizeof(*t));
 	t->s = s;
@@ -22,7 +22,7 @@ void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts
 	t->color = !(o && o->no_color) && !getenv("NO_COLOR");
 	t->targeted = o && o->targeted;
 	t->sort_col = TUI_COL_IDLE;
-	t->rate_hz = s ? model_feed_rate(s) : MODEL_FEED_DEFAULT_HZ;
+	t->rate_hz = s ? feed_rate(s) : MODEL_FEED_DEFAULT_HZ;
 	if (gethostname(t->host, sizeof(t->host)) < 0)
 		snprintf(t->host, sizeof(t->host), "?");
 	t->host[sizeof(t->host) - 1] = '\0';
@@ -39,7 +39,7 @@ void tui_state_done(struct tui *t)
 int tui_refresh_model(struct tui *t)
 {
 	struct model m = { 0 };
-	int err = t->s ? model_of_source(t->s, t->window_s, &m) : -EINVAL;
+	int err = t->s ? feed_now(t->s, t->window_s, 1, &m) : -EINVAL;
 	if (err < 0) {
 		snprintf(t->msg, sizeof(t->msg), "taking the model: %s", strerror(-err));
 		return err;
@@ -55,7 +55,7 @@ static void set_rate(struct tui *t, double factor)
 	double hz = t->rate_hz * factor;
 	hz = hz < TUI_MIN_RATE_HZ ? TUI_MIN_RATE_HZ : hz > TUI_MAX_RATE_HZ ? TUI_MAX_RATE_HZ : hz;
 	t->rate_hz = hz;
-	if (t->s && model_feed_set_rate(t->s, hz) == -ENOTSUP) {
+	if (t->s && feed_set_rate(t->s, hz) == -ENOTSUP) {
 		snprintf(t->msg, sizeof(t->msg), "a replay keeps its recorded rate");
 		return;
 	}
@@ -175,7 +175,7 @@ int tui_handle_key(struct tui *t, int ch)
 		break;
 	case TUI_THREADS:
 		t->all_threads = !t->all_threads;
-		if (t->s && model_feed_set_all_threads(t->s, t->all_threads) == 0)
+		if (t->s && feed_set_all_threads(t->s, t->all_threads) == 0)
 			tui_refresh_model(t);
 		break;
 	case TUI_SERVICES:
@@ -190,7 +190,7 @@ int tui_handle_key(struct tui *t, int ch)
 	case TUI_PAUSE:
 		t->paused = !t->paused;
 		if (t->s)
-			model_feed_set_paused(t->s, t->paused);
+			feed_set_paused(t->s, t->paused);
 		break;
 	case TUI_FASTER: set_rate(t, 1.5); break;
 	case TUI_SLOWER: set_rate(t, 1 / 1.5); break;

@@ -70,14 +70,15 @@ enum tui_action tui_key_action(int ch);
  * The table's columns: id, then for the identity columns (metric NONE) the
  * title, width, minimum width, drop order when the terminal is narrow (1
  * goes first, 0 never) and the help screen's line. A metric column names
- * its row of the metric table, which gives all of those (its width is its
- * minimum), its cell text, sort key and direction. NAME and TOP-BLOCKER
- * stretch (see tui_layout); TOP-BLOCKER gives up its width first.
+ * its row of the metric table: tui_metrics[] gives its title, width (its
+ * minimum too) and drop order, the row its help line, cell text, sort key
+ * and direction. NAME and TOP-BLOCKER stretch (see tui_layout);
+ * TOP-BLOCKER gives up its width first.
  */
 #define TUI_COLUMNS(X) \
 	X(PID,      "PID",          7,  7, 0, NONE,         "process id") \
 	X(TID,      "TID",          7,  7, 5, NONE,         "thread id (the worker is one thread)") \
-	X(NAME,     "NAME",        16,  6, 0, NONE,         "process name, /thread tag if it has one") \
+	X(NAME,     "NAME",        16, 12, 0, NONE,         "process name, /thread tag if it has one") \
 	X(BACKEND,  "BACKEND",      8,  8, 4, NONE,         "event-loop backend: io_uring, libev, none (not on the runtime)") \
 	X(IDLE,     NULL,           0,  0, 0, idle_pct,     NULL) \
 	X(CPU,      NULL,           0,  0, 0, cpu_pct,      NULL) \
@@ -88,7 +89,41 @@ enum tui_action tui_key_action(int ch);
 	X(PEND,     NULL,           0,  0, 0, pending_ops,  NULL) \
 	X(STALL,    NULL,           0,  0, 0, stall_ms,     NULL) \
 	X(LAG,      NULL,           0,  0, 0, lag_p99_ms,   NULL) \
-	X(LIMIT,    "LIMIT",        7,  0, 0, NONE,         "what limits the worker: loop, quota, cpu, pool, backlog or none (the detail view says why)")
+	X(LIMIT,    "LIMIT",        7,  7, 6, NONE,         "what limits the worker: loop, quota, cpu, pool, backlog or none (the detail view says why)")
+
+/* The detail view's lines a figure may be shown on. */
+enum tui_line {
+	TUI_LINE_NONE,     /* shown elsewhere (a table column, another's interval) */
+	TUI_LINE_IDENTITY, /* the line under the worker's identity */
+	TUI_LINE_BAR,      /* "Where the time goes", as a bar */
+	TUI_LINE_CPU,      /* the cpu line under the bars */
+	TUI_LINE_RATES,    /* runtime: ops/s, switches/s ... */
+	TUI_LINE_QUEUES,   /* runtime: runqueue, pending ops, fibers */
+	TUI_LINE_SELF,     /* runtime: self-measured idle, headroom */
+	TUI_LINE_BLOCKERS, /* under the "Blocked in" list, when not 0 */
+	TUI_LINE_LISTEN,   /* under the cpu line: the listen backlog, for a worker that listens */
+	TUI_LINE_POOL,     /* under that: the busiest helper pool, for a process that has one */
+	TUI_LINE_LIMIT,    /* under those: the limit that holds (1), with its reason */
+	TUI_LINE_LAG,      /* "Busy spans", above their histogram */
+};
+
+/*
+ * How the dashboard shows each figure of the metric table, keyed by its id
+ * (tui_metrics.c): the metric table says what a figure is, this where it
+ * goes. A figure with a title is a column when TUI_COLUMNS names it.
+ */
+struct tui_metric {
+	const char *title;       /* column title, NULL when not a column */
+	int width;               /* column width, cells */
+	int drop;                /* drop order on a narrow terminal: 1 goes first, 0 never */
+	enum tui_line line;      /* the detail line that shows it */
+	const char *detail;      /* its text there ("%s": the formatted value), NULL if none; parts of a
+	                          * line are joined by two spaces, a part starting with one is glued on */
+};
+extern const struct tui_metric tui_metrics[METRIC_NWORKER];
+
+/* Each fleet row's part of the fleet line ("%s": the formatted value). */
+extern const char *const tui_fleet_detail[METRIC_NFLEET];
 
 enum tui_column {
 #define TUI_X_COL(id, title, width, min, drop, metric, desc) TUI_COL_##id,
@@ -113,7 +148,7 @@ enum tui_pair { TUI_PAIR_RED = 1, TUI_PAIR_YELLOW, TUI_PAIR_GREEN };
 #define TUI_FILTER_LEN 64
 
 struct tui {
-	const struct source *s;          /* borrowed; NULL in drawing tests */
+	struct feed *s;          /* borrowed; NULL in drawing tests */
 	struct model m;                  /* latest model, owned */
 	size_t *rows;                    /* owned: indices into m.workers, filtered and sorted */
 	size_t nrows, rows_cap;
@@ -165,7 +200,7 @@ void tui_draw_status(struct tui *t);
 void tui_draw(struct tui *t);                 /* the whole screen for the current mode */
 
 /* tui_state_init / _done: state without a terminal (tests fill t->m by hand). */
-void tui_state_init(struct tui *t, const struct source *s, const struct tui_opts *o);
+void tui_state_init(struct tui *t, struct feed *s, const struct tui_opts *o);
 void tui_state_done(struct tui *t);
 
 /* Takes a new model from the source (t->s must be set). 0 or -errno. */

@@ -1,7 +1,7 @@
 /*
  * tui_table.c — the worker table: column layout for the terminal's width
  * (narrow terminals lose TOP-BLOCKER's width first, then whole columns in
- * a fixed order), one line per worker, colours by idle threshold.
+ * a fixed order: LIMIT, the verdict, outlasts PEND, RUNQ, BACKEND and TID), one line per worker, colours by idle threshold.
  */
 #include "top/tui_int.h"
 #include "model/limit.h"
@@ -24,8 +24,8 @@ __attribute__((constructor)) static void columns_from_rows(void)
 		struct tui_column_info *k = &tui_columns[c];
 		if (k->metric < 0)
 			continue;
-		const struct metric *m = &metric_worker[k->metric];
-		*k = (struct tui_column_info){ m->title, m->width, m->width, m->drop, k->metric, m->desc };
+		const struct tui_metric *l = &tui_metrics[k->metric];
+		*k = (struct tui_column_info){ l->title, l->width, l->width, l->drop, k->metric, metric_worker[k->metric].desc };
 	}
 }
 
@@ -56,26 +56,17 @@ void tui_layout(int cols, int w[TUI_NCOLS])
 			break;   /* only undroppable columns left: let them be cut */
 	}
 	/* share what is left: a readable NAME, then a readable TOP-BLOCKER,
-	 * then NAME's full width, then LIMIT (shown whole or not at all: a
-	 * word the detail view explains); TOP-BLOCKER takes the rest */
+	 * then NAME's full width; TOP-BLOCKER takes the rest */
 	const struct { int col, upto; } grow[] = {
 		{ TUI_COL_NAME, 12 },
 		{ TUI_COL_BLOCKER, tui_columns[TUI_COL_BLOCKER].width },
 		{ TUI_COL_NAME, tui_columns[TUI_COL_NAME].width },
 		{ TUI_COL_BLOCKER, 34 },   /* a syscall, its share, an fd and most paths */
-		{ TUI_COL_LIMIT, tui_columns[TUI_COL_LIMIT].width },
 		{ TUI_COL_BLOCKER, 1 << 20 },
 	};
 	int extra = cols - visible_total(w);
 	for (size_t i = 0; i < sizeof(grow) / sizeof(grow[0]) && extra > 0; i++) {
 		int c = grow[i].col;
-		if (c == TUI_COL_LIMIT) {
-			if (w[c] == 0 && extra > grow[i].upto) {
-				w[c] = grow[i].upto;
-				extra -= grow[i].upto + 1;   /* and its separator */
-			}
-			continue;
-		}
 		if (w[c] == 0 || w[c] >= grow[i].upto)
 			continue;
 		int g = grow[i].upto - w[c];
