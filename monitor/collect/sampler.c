@@ -397,16 +397,17 @@ void sampler_step(struct sampler *s)
 	}
 	pthread_mutex_lock(&s->lock);
 	sample_tick(s, now);
-	if (now >= s->next_limits) {
+	int limits = now >= s->next_limits;
+	if (limits) {
 		sampler_read_limits(s, now);
-		sampler_read_pools(s, now);
 		s->next_limits = now + NS;
-		s->next_roles = now;
 	}
-	if (now >= s->next_roles) {
-		/* a loop just found is shown once its role is judged: soon */
+	/* after the listening sockets, before the pools (a helper loop gets no
+	 * pool figure); a loop just found is shown once its role is judged: soon */
+	if (limits || now >= s->next_roles)
 		s->next_roles = now + (sampler_judge_roles(s, now) ? NS / 10 : NS);
-	}
+	if (limits)
+		sampler_read_pools(s, now);
 	sampler_drop_gone(s, now);
 	pthread_mutex_unlock(&s->lock);
 }

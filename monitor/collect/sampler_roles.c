@@ -106,9 +106,16 @@ int sampler_judge_roles(struct sampler *s, uint64_t now)
 		struct sworker *w = s->w[i];
 		if (w->gone_ns || !due(w, now))
 			continue;
-		if (!w->instrumented && w->series.polls_seen)
+		struct probe_schedstat ss = w->judged;   /* the 4 Hz reading; a loop just found has none yet */
+		if (!ss.run_ns && probe_schedstat_sample(&w->ss, &ss) < 0)
+			ss.run_ns = 0;
+		if (ss.run_ns >= HELPER_CPU_NS)
+			w->worked = 1;
+		/* a listening process's loop that worked is a server whatever it
+		 * waits on: its fds (a readlink each) are not read */
+		if (!w->instrumented && w->series.polls_seen && !(w->worked && sampler_listens(s, w->pid) > 0))
 			w->waits = waits_of(w);
-		if ((w->waits & ~PROBE_WAITS_INTERNAL) || w->judged.run_ns >= HELPER_CPU_NS)
+		if (w->waits & ~PROBE_WAITS_INTERNAL)
 			w->worked = 1;
 	}
 	for (size_t i = 0; i < s->n; i++) {
