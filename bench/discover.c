@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,20 +77,26 @@ static pid_t spawn(int n, void *(*fn)(void *))
 }
 
 /* CPU seconds of `loopstat list --duration d ARGS`, and how many of the
- * workers it lists are this bench's loops. */
+ * workers it lists are this bench's loops; NaN when list failed (its exit
+ * status, kept through the shell) or its output could not be read. */
 static double run_list(const char *bin, double d, const char *pids, int *workers)
 {
 	char cmd[16384];
 	snprintf(cmd, sizeof(cmd), "%s list --duration %g %s%s > /tmp/loopstat-discover.$$ 2>/tmp/loopstat-discover.err; "
-		 "awk '$3 == \"discover\"' /tmp/loopstat-discover.$$ | wc -l; rm -f /tmp/loopstat-discover.$$",
+		 "rc=$?; awk '$3 == \"discover\"' /tmp/loopstat-discover.$$ | wc -l; rm -f /tmp/loopstat-discover.$$; "
+		 "exit $rc",
 		 bin, d, pids ? "-p " : "", pids ? pids : "");
 	struct rusage r0, r1;
 	getrusage(RUSAGE_CHILDREN, &r0);
 	FILE *f = popen(cmd, "r");
 	if (!f || fscanf(f, "%d", workers) != 1)
 		*workers = -1;
-	if (f)
-		pclose(f);
+	int st = f ? pclose(f) : -1;
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || *workers < 0) {
+		fprintf(stderr, "discover: %s list --duration %g failed (status 0x%x; see /tmp/loopstat-discover.err)\n",
+			bin, d, st);
+		return NAN;
+	}
 	getrusage(RUSAGE_CHILDREN, &r1);
 	double u = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6;
 	double s = (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
@@ -116,18 +123,28 @@ int main(void)
 	double p10 = run_list(bin, 10, pids, &n10);
 	double p20 = run_list(bin, 20, pids, &n20);
 	double steady = (d20 - d10) / 10 * 100, named = (p20 - p10) / 10 * 100;
+	int loops = LOOP_SINGLES + LOOP_MULTI * LOOP_MULTI_N;
+	/* a list that failed, or missed the loops it is timed on, measured
+	 * something else: no figure */
+	int failed = isnan(d10) || isnan(d20) || isnan(p10) || isnan(p20) || w10 < loops || w20 < loops ||
+		     n10 < loops || n20 < loops || !(named > 0);
 	printf("host: %d threads asleep in %d processes, %d loop threads in %d processes\n",
 	       SLEEPER_PROCS * SLEEPER_THREADS, SLEEPER_PROCS, LOOP_SINGLES + LOOP_MULTI * LOOP_MULTI_N,
 	       LOOP_SINGLES + LOOP_MULTI);
 	printf("default list: %d of the bench's loop threads found; 10 s: %.2f s CPU, "
 	       "20 s: %.2f s CPU\n", w10, d10, d20);
 	printf("-p the loop processes: %d workers; 10 s: %.2f s CPU, 20 s: %.2f s CPU\n", n10, p10, p20);
-	printf("figure discover_cpu_pct_10k_threads_100_loops %.2f %%\n", steady);
-	printf("figure discover_list_10s_cpu_pct %.2f %%\n", d10 / 10 * 100);
-	printf("figure discover_vs_named_steady %.2f x\n", named > 0 ? steady / named : 0);
+	if (failed) {
+		printf("a list failed or missed the bench's %d loop threads (found %d, %d, %d, %d): no figure\n", loops,
+		       w10, w20, n10, n20);
+	} else {
+		printf("figure discover_cpu_pct_10k_threads_100_loops %.2f %%\n", steady);
+		printf("figure discover_list_10s_cpu_pct %.2f %%\n", d10 / 10 * 100);
+		printf("figure discover_vs_named_steady %.2f x\n", steady / named);
+	}
 	for (int i = 0; i < nkids; i++) {
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
 	}
-	return w10 >= LOOP_SINGLES + LOOP_MULTI * LOOP_MULTI_N ? 0 : 1;
+	return failed;
 }

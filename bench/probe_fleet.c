@@ -28,6 +28,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,19 +286,39 @@ static double run_monitor(int n, double precision_pts)
 	struct model m;
 	last_instrumented = 0;
 	last_saved_pct = 0;
-	if (model_of_sampler(s, 0, &m) == 0) {
-		uint64_t nsamples = 0, saved = 0;
-		for (size_t i = 0; i < m.n; i++) {
-			last_instrumented += m.workers[i].instrumented;
-			nsamples += m.workers[i].samples;
-			saved += m.workers[i].shortcut_samples + m.workers[i].unchanged_samples;
-		}
-		last_saved_pct = nsamples ? 100.0 * (double)saved / (double)nsamples : 0;
-		model_done(&m);
+	if (model_of_sampler(s, 0, &m) < 0) {
+		fprintf(stderr, "probe_fleet: model_of_sampler failed: no figure\n");
+		exit(1);
 	}
+	/* a sampler that dropped workers would read as a cheaper one */
+	size_t sampled = 0;
+	uint64_t nsamples = 0, saved = 0;
+	for (size_t i = 0; i < m.n; i++) {
+		last_instrumented += m.workers[i].instrumented;
+		nsamples += m.workers[i].samples;
+		saved += m.workers[i].shortcut_samples + m.workers[i].unchanged_samples;
+		sampled += m.workers[i].samples > 0;
+	}
+	if (m.n != (size_t)n || sampled != (size_t)n) {
+		fprintf(stderr, "probe_fleet: the sampler saw %zu of %d workers, %zu of them sampled: no figure\n", m.n,
+			n, sampled);
+		exit(1);
+	}
+	last_saved_pct = nsamples ? 100.0 * (double)saved / (double)nsamples : 0;
+	model_done(&m);
 	sampler_delete(s);
 	targets_done(&t);
 	return pct;
+}
+
+/* a / b; a baseline that measured nothing is no ratio: the run fails */
+static double ratio(double a, double b)
+{
+	if (!(b > 0) || !isfinite(a)) {
+		fprintf(stderr, "probe_fleet: a baseline measured %g: no figure\n", b);
+		exit(1);
+	}
+	return a / b;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -398,16 +419,16 @@ static int idle_fleet(int n, double *med)
 	printf("workers %4d at %d Hz: probes' measured choice (now %s) %.2f%% of a core (runs %.2f %.2f %.2f), "
 	       "%.2fx bare pread\n",
 	       n, HZ, auto_batch ? "the batch" : "pread", med[AUTO], pct[AUTO][0], pct[AUTO][1], pct[AUTO][2],
-	       med[BARE_PREAD] > 0 ? med[AUTO] / med[BARE_PREAD] : 0);
+	       ratio(med[AUTO], med[BARE_PREAD]));
 	printf("workers %4d at %d Hz: the monitor's sampler %.2f%% of a core (runs %.2f %.2f %.2f), %.2fx bare pread "
 	       "(its costs: schedstat %llu ns, syscall file %llu ns a read; %.1f%% of samples without a read)\n",
 	       n, HZ, med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
-	       med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0, (unsigned long long)last_check_ns,
+	       ratio(med[MONITOR], med[BARE_PREAD]), (unsigned long long)last_check_ns,
 	       (unsigned long long)last_read_ns, last_saved_pct);
 	printf("workers %4d at %d Hz: the monitor's sampler at every tick %.2f%% of a core (runs %.2f %.2f %.2f), "
 	       "%.2fx bare pread\n",
 	       n, HZ, med[MONITOR_EVERY_TICK], pct[MONITOR_EVERY_TICK][0], pct[MONITOR_EVERY_TICK][1],
-	       pct[MONITOR_EVERY_TICK][2], med[BARE_PREAD] > 0 ? med[MONITOR_EVERY_TICK] / med[BARE_PREAD] : 0);
+	       pct[MONITOR_EVERY_TICK][2], ratio(med[MONITOR_EVERY_TICK], med[BARE_PREAD]));
 	probe_sc_batch_delete(batch);
 	probe_sc_batch_delete(autob);
 	batch = autob = NULL;
@@ -437,11 +458,11 @@ static int other_fleet(int n, enum fleet kind, double *monitor, double *bare)
 	       "bare pread %.2f%%, %.2fx (its costs: schedstat %llu ns, syscall file %llu ns a read; %u instrumented, "
 	       "%.1f%% of samples without a read)\n",
 	       n, HZ, fleet_names[kind], med[MONITOR], pct[MONITOR][0], pct[MONITOR][1], pct[MONITOR][2],
-	       med[BARE_PREAD], med[BARE_PREAD] > 0 ? med[MONITOR] / med[BARE_PREAD] : 0,
+	       med[BARE_PREAD], ratio(med[MONITOR], med[BARE_PREAD]),
 	       (unsigned long long)last_check_ns, (unsigned long long)last_read_ns, last_instrumented, last_saved_pct);
 	printf("workers %4d at %d Hz, %s fleet: the monitor's sampler at every tick %.2f%% of a core, %.2fx bare pread\n",
 	       n, HZ, fleet_names[kind], med[MONITOR_EVERY_TICK],
-	       med[BARE_PREAD] > 0 ? med[MONITOR_EVERY_TICK] / med[BARE_PREAD] : 0);
+	       ratio(med[MONITOR_EVERY_TICK], med[BARE_PREAD]));
 	close_probes(n);
 	reap_all(n);
 	return 0;
@@ -459,11 +480,6 @@ static void remove_dir(const char *dir)
 	if (d)
 		closedir(d);
 	rmdir(dir);
-}
-
-static double ratio(double a, double b)
-{
-	return b > 0 ? a / b : 0;
 }
 
 /* No argument: everything. One fleet's name: only the monitor against bare
@@ -511,6 +527,10 @@ int main(int argc, char **argv)
 	    other_fleet(MAX_N, INSTRUMENTED, &instr, &instr_bare) < 0)
 		return 1;
 	remove_dir(dir);
+	/* every ratio before any figure line, so a failed one prints none */
+	double r_mon = ratio(fig[MONITOR], fig[BARE_PREAD]), r_tick = ratio(fig[MONITOR_EVERY_TICK], fig[BARE_PREAD]);
+	double r_floor = ratio(fig[BARE_SCHEDSTAT], fig[BARE_PREAD]), r_woken = ratio(woken, woken_bare);
+	double r_instr = ratio(instr, instr_bare);
 	printf("null syscall (getppid) %.0f ns on this machine: %.1f%% of a core is syscall entry alone "
 	       "for 1000 workers at %d Hz\n", null_ns, null_ns * 1000 * HZ / 1e7, HZ);
 	printf("1000 workers:");
@@ -520,12 +540,12 @@ int main(int argc, char **argv)
 	printf("raw sampler_cpu_pct_1000w_100hz_pread %.2f %%\n", fig[SAMPLE]);
 	printf("raw sampler_cpu_pct_1000w_100hz_probes_choice %.2f %%\n", fig[AUTO]);
 	printf("figure sampler_cpu_pct_1000w_100hz %.2f %%\n", fig[MONITOR]);
-	printf("figure sampler_cpu_vs_bare_pread_1000w %.2f x\n", ratio(fig[MONITOR], fig[BARE_PREAD]));
-	printf("raw sampler_cpu_vs_bare_pread_1000w_every_tick %.2f x\n", ratio(fig[MONITOR_EVERY_TICK], fig[BARE_PREAD]));
+	printf("figure sampler_cpu_vs_bare_pread_1000w %.2f x\n", r_mon);
+	printf("raw sampler_cpu_vs_bare_pread_1000w_every_tick %.2f x\n", r_tick);
 	printf("floor bare_schedstat_vs_bare_pread_1000w %.2f x (what one check per thread per tick costs at least)\n",
-	       ratio(fig[BARE_SCHEDSTAT], fig[BARE_PREAD]));
-	printf("figure sampler_cpu_vs_bare_pread_1000w_half_woken %.2f x\n", ratio(woken, woken_bare));
+	       r_floor);
+	printf("figure sampler_cpu_vs_bare_pread_1000w_half_woken %.2f x\n", r_woken);
 	printf("figure sampler_cpu_pct_1000w_100hz_instrumented %.2f %%\n", instr);
-	printf("figure sampler_cpu_vs_bare_pread_1000w_instrumented %.2f x\n", ratio(instr, instr_bare));
+	printf("figure sampler_cpu_vs_bare_pread_1000w_instrumented %.2f x\n", r_instr);
 	return 0;
 }

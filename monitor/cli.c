@@ -51,14 +51,29 @@ void cli_common_done(struct cli_common *c)
 /* The command being run: every message says it first. */
 static const char *current;
 
+void cli_set_command(const char *name) { current = name; }
+
+static void vlog(FILE *f, const char *fmt, va_list ap)
+{
+	fprintf(f, "loopstat%s%s: ", current ? " " : "", current ? current : "");
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "loopstat%s%s: ", current ? " " : "", current ? current : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vlog(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+void cli_log(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(f, fmt, ap);
+	va_end(ap);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -93,22 +108,26 @@ int cli_parse_number(const char *arg, double lo, double hi, double *out)
 	return 0;
 }
 
+/* The one duration grammar's units, smallest first (CLI_DURATION_UNITS). */
 static const struct { const char *name; double mul; } duration_units[] = {
-	{ "ms", 1e-3 }, { "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 },
+	{ "ns", 1e-9 }, { "us", 1e-6 }, { "ms", 1e-3 }, { "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 },
 };
+#define UNIT_S 3   /* duration_units[UNIT_S] is the second */
+
+double cli_duration_unit(const char *u, size_t len)
+{
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
+		if (strlen(duration_units[i].name) == len && strncmp(u, duration_units[i].name, len) == 0)
+			return duration_units[i].mul;
+	return NAN;
+}
 
 int cli_parse_duration(const char *arg, double lo, double hi, double *out)
 {
 	size_t n = strspn(arg, "0123456789.");
-	double mul = 1;
-	if (arg[n]) {
-		size_t i = 0;
-		while (i < sizeof(duration_units) / sizeof(duration_units[0]) && strcmp(arg + n, duration_units[i].name))
-			i++;
-		if (i == sizeof(duration_units) / sizeof(duration_units[0]))
-			return -EINVAL;
-		mul = duration_units[i].mul;
-	}
+	double mul = arg[n] ? cli_duration_unit(arg + n, strlen(arg + n)) : 1;
+	if (isnan(mul))
+		return -EINVAL;
 	char num[32];
 	double v;
 	if (n == 0 || n >= sizeof(num))
@@ -125,7 +144,7 @@ int cli_parse_duration(const char *arg, double lo, double hi, double *out)
 static const char *duration_text(double s, char *buf, size_t len)
 {
 	size_t i = sizeof(duration_units) / sizeof(duration_units[0]);
-	while (--i > 1 && !(s >= duration_units[i].mul && fmod(s, duration_units[i].mul) == 0))
+	while (--i > UNIT_S && !(s >= duration_units[i].mul && fmod(s, duration_units[i].mul) == 0))
 		;
 	snprintf(buf, len, "%g%s", s / duration_units[i].mul, duration_units[i].name);
 	return buf;
@@ -233,9 +252,16 @@ int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len)
 int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len)
 {
 	struct cli_common *c = ctx;
+	double s;
+	/* a plain number is milliseconds, as the option's name says; else the duration grammar */
 	if (cli_parse_number(arg, 1, 3600000, &c->stall_ms) == 0)
 		return 0;
-	snprintf(msg, len, "invalid --stall-ms '%s': expected milliseconds from 1 to 3600000", arg);
+	if (arg[strspn(arg, "0123456789.")] && cli_parse_duration(arg, 0.001, 3600, &s) == 0) {
+		c->stall_ms = s * 1000;
+		return 0;
+	}
+	snprintf(msg, len, "invalid --stall-ms '%s': expected 1 to 3600000 ms, or a duration from 1ms to 1h (50ms, 2s)",
+		 arg);
 	return -1;
 }
 
@@ -353,7 +379,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 
 	char msg[256];
 	int opt;
-	current = cmd->name;
+	cli_set_command(cmd->name);
 	optind = 0;   /* a full reset: main may have parsed before */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {

@@ -88,7 +88,7 @@ const struct cli_command *cli_find_command(const char *name);
 			   "at least 10 Hz (" CLI_PRECISION_RANGE ", default 2; 0: every thread at the rate)", cli_set_precision }
 #define CLI_OPT_MAX_WORKERS { 0, "max-workers", "N", "sample at most N threads, counting the rest as ignored (default 4096)", cli_set_max_workers }
 #define CLI_OPT_JSON     { 'j', "json", NULL, "JSON output", cli_set_json }
-#define CLI_OPT_STALL_MS { 0, "stall-ms", "MS", "capture a worker out of its poll longer than MS ms: state, syscall, fd, stack, fiber (default 100)", cli_set_stall_ms }
+#define CLI_OPT_STALL_MS { 0, "stall-ms", "MS", "capture a worker out of its poll longer than MS ms (or 50ms, 2s): state, syscall, fd, stack, fiber (default 100)", cli_set_stall_ms }
 #define CLI_OPT_REPLAY   { 0, "replay", "FILE", "read a recording (loopstat record) instead of sampling", cli_set_replay }
 int cli_set_pid(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_name(void *ctx, const char *arg, char *msg, size_t len);
@@ -120,17 +120,31 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* "loopstat COMMAND: <message>\n" on stderr, COMMAND the one cli_parse
  * parsed for: every message of a command, whichever file says it. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command every message names (cli_parse sets it; a test that runs a
+ * command's parts without parsing, too). */
+void cli_set_command(const char *name);
+
+/* The same on f (a command's log stream: export's run, a test's memstream). */
+void cli_log(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A plain decimal number (digits, one optional point; no sign, no space,
  * no hex, no exponent) in [lo, hi]. Returns 0 or -EINVAL. */
 int cli_parse_number(const char *arg, double lo, double hi, double *out);
 
 /*
- * The one duration grammar of every command's options: a plain decimal
- * number of seconds, or one with a unit: ms, s, m, h, d ("2", "1.5",
- * "30s", "2m", "500ms"). In [lo, hi] seconds. Returns 0 or -EINVAL.
+ * The one duration grammar of every command's options and check's
+ * thresholds: a plain decimal number of seconds, or one with a unit: ns,
+ * us, ms, s, m, h, d ("2", "1.5", "30s", "2m", "500ms"). In [lo, hi]
+ * seconds. Returns 0 or -EINVAL. (--stall-ms alone reads a plain number
+ * as milliseconds, as its name says.)
  */
 int cli_parse_duration(const char *arg, double lo, double hi, double *out);
+/* Seconds per unit u (len bytes, not NUL-terminated) of that grammar:
+ * ns, us, ms, s, m, h, d; NaN when u is none of them. check's thresholds
+ * read times with the same units. */
+double cli_duration_unit(const char *u, size_t len);
+#define CLI_DURATION_UNITS "ns, us, ms, s, m, h or d"
+
 /* The same, with the message of a refusal in msg ("invalid WHAT 'ARG':
  * expected ..."). Returns 0 or -1, as an option setter does. */
 int cli_set_duration(const char *what, const char *arg, double lo, double hi, double *out, char *msg, size_t len);

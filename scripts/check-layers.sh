@@ -44,6 +44,11 @@ check_file() {
 			esac ;;
 		monitor/*/*)
 			case "$inc" in
+			util/stats.h)
+				case "$layer" in
+				top|list|export|check|profile|serve)
+					fail "$where" "a view includes \"$inc\": views compute no share or interval, they print the model's" ;;
+				esac ;;
 			util/*) ;;
 			"$layer"/*) ;;
 			collect/*)

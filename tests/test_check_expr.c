@@ -150,7 +150,7 @@ Test(check_expr, syntax_errors_name_the_column, .timeout = 5)
 	bad("idle_pct>=1e3", 12, "without an exponent");
 	bad("idle_pct>=inf", 11, "expected a number");
 	bad("idle_pct>=.", 11, "expected a number");
-	bad("stall_ms<100m", 13, "use ns, us, ms or s");
+	bad("stall_ms<100min", 13, "use ns, us, ms, s, m, h or d");
 	bad("headroom_ops_per_s>=5x", 22, "use ops/s, k, M or G");
 	bad("runqueue_max<=64%", 17, "a count");
 	bad("idle_pct>=30\x01", 13, "unexpected byte 0x01");

@@ -195,7 +195,7 @@ Test(cli, one_duration_grammar)
 {
 	static const struct { const char *in; double s; } good[] = {
 		{ "2", 2 }, { "1.5", 1.5 }, { "30s", 30 }, { "2m", 120 }, { "1.5h", 5400 }, { "1d", 86400 },
-		{ "500ms", 0.5 }, { ".5", 0.5 }, { "0", 0 },
+		{ "500ms", 0.5 }, { ".5", 0.5 }, { "0", 0 }, { "250us", 250e-6 }, { "100ns", 100e-9 },
 	};
 	static const char *const bad[] = { "", "s", "1x", "-1", "+1", " 1", "1 ", "1e1", "0x10", "1.5.2", "2mm",
 					   "30sec", "1,5", "inf", "nan", "1..", "m2" };
@@ -211,6 +211,29 @@ Test(cli, one_duration_grammar)
 	double v;
 	cr_expect_eq(cli_parse_duration("2m", 0, 60, &v), -EINVAL, "the range is in seconds, after the unit");
 	cr_expect_eq(cli_parse_duration("0.04", 0.05, 1, &v), -EINVAL);
+}
+
+/* --stall-ms: a plain number is milliseconds, as its name says; with a unit, the duration grammar. */
+Test(cli, stall_ms_takes_milliseconds_or_a_duration)
+{
+	static const struct { const char *in; double ms; } good[] = {
+		{ "100", 100 }, { "50ms", 50 }, { "2s", 2000 }, { "1.5", 1.5 }, { "1m", 60000 },
+	};
+	static const char *const bad[] = { "0", "2x", "0.5ms", "2h", "ms", "-5" };
+	struct cli_common c;
+	char msg[256];
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cli_common_init(&c);
+		cr_expect_eq(cli_set_stall_ms(&c, good[i].in, msg, sizeof(msg)), 0, "'%s': %s", good[i].in, msg);
+		cr_expect(fabs(c.stall_ms - good[i].ms) < 1e-9, "'%s' is %g ms, not %g", good[i].in, good[i].ms, c.stall_ms);
+		cli_common_done(&c);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cli_common_init(&c);
+		cr_expect_eq(cli_set_stall_ms(&c, bad[i], msg, sizeof(msg)), -1, "'%s' refused", bad[i]);
+		cr_expect(strstr(msg, "--stall-ms"), "%s", msg);
+		cli_common_done(&c);
+	}
 }
 
 /* Every duration option of every command takes the one grammar: a run

@@ -18,6 +18,7 @@
 #include "exitcodes.h"
 #include "export/export_run.h"
 #include "export/export_spool.h"
+#include "cli.h"
 #include "support/support.h"
 #include "support/carbon.h"
 
@@ -533,7 +534,9 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	cr_assert_eq(export_run(&o, &in, stdout, fl, &r), EXIT_USAGE);
 	fclose(fl);
 	cr_assert(strstr(log, "nothing to do"), "%s", log);
-	/* a bad template or destination is a usage error before anything is spooled */
+	/* a bad template or destination is a usage error before anything is spooled,
+	 * said as the command says every message */
+	cli_set_command("export");
 	static const char *const bad[][2] = {
 		{ "{host}.{process}", "127.0.0.1:2003" }, { "", "127.0.0.1" }, { "", "127.0.0.1:99999" },
 		{ "", "a:1,,b:2" }, { "", "a:1,a:1" },

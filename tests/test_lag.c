@@ -92,8 +92,18 @@ Test(lag, epoll_loop_tail_from_samples)
 	read_truth(out, &tp99, &tmax);
 	waitpid(pid, NULL, 0);
 	close(out);
-	cr_expect(p99 >= 25 && p99 <= 60, "lag_p99_ms %.2f (the loop's own: %.2f)", p99, tp99);
-	cr_expect(max >= 30 && max <= 80, "lag_max_ms %.2f (the loop's own: %.2f)", max, tmax);
+	/* The sampled span runs from the midpoint between the last sample out
+	 * of it and the first in it to the same at its end: one sampling
+	 * period either way (bench/lag_truth: 23 % high at 40 ms,
+	 * docs/performance.md), and one more high for a wait for a CPU on
+	 * waking, which the samples rightly count in the span and the loop's
+	 * own clock does not. */
+	const double period_ms = 10;
+	cr_log_info("sampled p99 %.2f max %.2f; the loop's own p99 %.2f max %.2f\n", p99, max, tp99, tmax);
+	cr_expect(p99 >= tp99 - period_ms && p99 <= tp99 + 2 * period_ms, "lag_p99_ms %.2f against the loop's own %.2f",
+		  p99, tp99);
+	cr_expect(max >= tmax - period_ms && max <= tmax + 2 * period_ms, "lag_max_ms %.2f against the loop's own %.2f",
+		  max, tmax);
 	cr_expect(num(w, "lag_p50_ms") <= p99, "p50 %.2f over p99 %.2f", num(w, "lag_p50_ms"), p99);
 	json_object_put(doc);
 }
@@ -101,46 +111,58 @@ Test(lag, epoll_loop_tail_from_samples)
 /* The runtime's histogram bucket k holds spans of [2^(11+k), 2^(12+k)) ns. */
 static double bucket_lo_ms(int k) { return ldexp(1, LOOPSTAT_SPAN_SHIFT + k) / 1e6; }
 
+/* The bucket the q-quantile of the n spans counted in c falls in, were
+ * `slack` spans more or fewer below it: [*lo, *hi]. */
+static void quantile_buckets(const double *c, double n, double q, double slack, int *lo, int *hi)
+{
+	*lo = *hi = -1;
+	double cum = 0;
+	for (int k = 0; k < LOOPSTAT_SPAN_BUCKETS; k++) {
+		cum += c[k];
+		if (*lo < 0 && cum >= q * n - slack)
+			*lo = k;
+		if (*hi < 0 && cum >= fmin(n, q * n + slack))
+			*hi = k;
+	}
+}
+
 /*
- * A libfiberloop worker whose fiber spins 20 ms of every 50: its slot's
- * histogram holds its spans in the bucket of 20 ms, list's exact figures
- * come from it, and the samples, read with the slot out of sight, agree.
+ * A libfiberloop worker whose fiber spins 20 ms of every 50 and counts
+ * its spans, resume to yield, by its own clock, in the runtime's buckets.
+ * list's exact p50 and p99 come from the slot's histogram: each falls in
+ * the bucket the fiber's own spans over list's run put it in (give or take
+ * a span at either end of the run); the samples, read with the slot out
+ * of sight, agree.
  */
 static void instrumented_matches(const char *backend, int sampled_too)
 {
+	struct tc_spans *own = tc_spans_new();
 	setenv("FL_BACKEND", backend, 1);
-	pid_t pid = tc_spawn_named("lagworker", "loop", "spin");
+	pid_t pid = tc_spawn_named_clocked("lagworker", "loop", "spin", own);
 	unsetenv("FL_BACKEND");
+	double before[LOOPSTAT_SPAN_BUCKETS], c[LOOPSTAT_SPAN_BUCKETS], n = 0;
+	for (int k = 0; k < LOOPSTAT_SPAN_BUCKETS; k++)
+		before[k] = (double)own->n[k];
 	json_object *doc, *w = list_one(pid, "2", "100", &doc);
-	cr_assert(json_object_get_boolean(get(w, "instrumented")), "%s: published", backend);
-	json_object *totals = get(w, "totals");
-	double n = 0, top = 0, c[LOOPSTAT_SPAN_BUCKETS];
-	int top_k = -1;
 	for (int k = 0; k < LOOPSTAT_SPAN_BUCKETS; k++) {
-		char key[16];
-		snprintf(key, sizeof(key), "span_h%d", k);
-		c[k] = num(totals, key);
+		c[k] = (double)own->n[k] - before[k];
 		n += c[k];
-		if (c[k] > top) {
-			top = c[k];
-			top_k = k;
-		}
 	}
-	/* the bucket the slot's 99th percentile falls in (its spans since the
-	 * start; list's are since the first reading: a bucket either way) */
-	int k99 = 0;
-	for (double cum = 0; k99 < LOOPSTAT_SPAN_BUCKETS && (cum += c[k99]) < 0.99 * n;)
-		k99++;
-	int k20 = 24 - LOOPSTAT_SPAN_SHIFT;   /* 20 ms = 2^24.25 ns */
-	cr_assert_gt(n, 10, "%s: spans counted", backend);
-	cr_expect_eq(top_k, k20, "%s: most spans in bucket %d, not %d", backend, k20, top_k);
-	cr_expect_geq(top / n, 0.9, "%s: %.0f of %.0f spans of about 20 ms", backend, top, n);
-	double lo = bucket_lo_ms(k20), hi = bucket_lo_ms(k20 + 1);
+	cr_assert(json_object_get_boolean(get(w, "instrumented")), "%s: published", backend);
+	cr_assert_gt(n, 10, "%s: the fiber counted its spans", backend);
 	double p50 = num(w, "lag_p50_ms"), p99 = num(w, "lag_p99_ms");
-	cr_expect(p50 >= lo && p50 < hi, "%s: exact p50 %.2f in [%.1f, %.1f)", backend, p50, lo, hi);
-	double lo99 = bucket_lo_ms(k99 - 1), hi99 = bucket_lo_ms(k99 + 2);
-	cr_expect(p99 >= lo99 && p99 < hi99, "%s: exact p99 %.2f by its histogram's bucket %d: [%.1f, %.1f)", backend, p99,
-		  k99, lo99, hi99);
+	int lo50, hi50, lo99, hi99;
+	quantile_buckets(c, n, 0.50, 2, &lo50, &hi50);
+	quantile_buckets(c, n, 0.99, 2, &lo99, &hi99);
+	cr_log_info("%s: %.0f own spans; exact p50 %.2f p99 %.2f\n", backend, n, p50, p99);
+	cr_expect(p50 >= bucket_lo_ms(lo50) && p50 < bucket_lo_ms(hi50 + 1),
+		  "%s: exact p50 %.2f, the fiber's own in [%.1f, %.1f)", backend, p50, bucket_lo_ms(lo50),
+		  bucket_lo_ms(hi50 + 1));
+	cr_expect(p99 >= bucket_lo_ms(lo99) && p99 < bucket_lo_ms(hi99 + 1),
+		  "%s: exact p99 %.2f, the fiber's own in [%.1f, %.1f)", backend, p99, bucket_lo_ms(lo99),
+		  bucket_lo_ms(hi99 + 1));
+	const double spun_ms = 20;   /* the fiber's spin, by its own clock */
+	double lo = bucket_lo_ms(lo50), hi = bucket_lo_ms(hi50 + 1);
 	json_object_put(doc);
 	if (sampled_too) {
 		/* the same worker, uninstrumented to the monitor: its samples alone */
@@ -149,12 +171,13 @@ static void instrumented_matches(const char *backend, int sampled_too)
 		setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
 		cr_assert(!json_object_get_boolean(get(w, "instrumented")));
 		double s50 = num(w, "lag_p50_ms");
-		cr_expect(s50 >= lo && s50 < hi, "%s: sampled p50 %.2f in the runtime's bucket [%.1f, %.1f)", backend,
+		cr_expect(s50 >= lo && s50 < hi, "%s: sampled p50 %.2f in the bucket of the own p50 [%.1f, %.1f)", backend,
 			  s50, lo, hi);
-		cr_expect(fabs(s50 - 20) < 5, "%s: sampled p50 %.2f against 20 ms spun", backend, s50);
+		cr_expect(fabs(s50 - spun_ms) < 5, "%s: sampled p50 %.2f against %.0f ms spun", backend, s50, spun_ms);
 		json_object_put(doc);
 	}
 	tc_kill(pid);
+	tc_spans_delete(own);
 }
 
 Test(lag, instrumented_io_uring_matches_its_histogram) { instrumented_matches("io_uring", 1); }

@@ -122,7 +122,7 @@ Test(listen, a_loop_without_a_listening_socket_reads_none, .timeout = 30)
 {
 	pid_t pid = spawn_idle_loop();
 	json_object *w = list_json(pid);
-	cr_expect(isnan(tj_num(w, "accept_queue")) && isnan(tj_num(w, "accept_queue_limit")), "%s",
+	cr_expect(tj_null(w, "accept_queue") && tj_null(w, "accept_queue_limit"), "no listen is null: %s",
 		  json_object_to_json_string(w));
 	json_object_put(w);
 	kill(pid, SIGKILL);

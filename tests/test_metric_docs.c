@@ -66,6 +66,10 @@ static int on_dashboard(const struct metric *m)
 	for (int i = 0; i < METRIC_NWORKER; i++)
 		if (metric_worker[i].interval == m)
 			return 1;
+	/* an interval's bounds: drawn as the ± beside the share of their class */
+	for (int i = 0; (m->kind == METRIC_LOWER || m->kind == METRIC_UPPER) && i < METRIC_NWORKER; i++)
+		if (metric_worker[i].kind == METRIC_SHARE && metric_worker[i].arg == m->arg && metric_worker[i].interval)
+			return 1;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "model/estimate.h"
 #include "model/model_window.h"
 #include "model/model.h"
 
@@ -56,9 +57,24 @@ Test(model, idle_share_and_wilson_interval)
 	cr_assert_float_eq(view.idle_pct, 25.0, 1e-9);
 	cr_assert_float_eq(view.running_pct, 75.0, 1e-9);
 	cr_assert_float_eq(view.blocked_pct, 0.0, 1e-9);
-	/* Wilson half-width for p = 0.25, n = 1000: 2.680 points */
-	cr_assert_float_eq(view.idle_ci95, 2.680, 0.01, "ci95 %f", view.idle_ci95);
+	/* the evaluator's interval over the 5 seconds: every second reads 25 %,
+	 * so the batch means' spread is the binomial one, with t at 4 df */
+	double half = est_t975(4) * 100 * sqrt(0.25 * 0.75 / 1000);
+	cr_assert_float_eq(view.idle_ci95, half, 0.01, "ci95 %f", view.idle_ci95);
+	cr_assert_float_eq(view.idle_lo, 25 - half, 0.01, "lo %f", view.idle_lo);
+	cr_assert_float_eq(view.idle_hi, 25 + half, 0.01, "hi %f", view.idle_hi);
 	cr_assert(isnan(view.ops_per_s), "uninstrumented: no rates");
+}
+
+/* A source that measures exactly says so: the interval is the value. */
+Test(model, exact_counts_have_the_measurements_interval)
+{
+	feed(1 * NS, 6 * NS, 1000, quarter_idle);
+	acc->exact = 1;
+	model_window(acc, 6 * NS - 1, 5, 0, &view);
+	cr_assert_float_eq(view.idle_pct, 25.0, 1e-9);
+	cr_assert_eq(view.idle_ci95, 0, "± %f", view.idle_ci95);
+	cr_assert(view.idle_lo == view.idle_pct && view.idle_hi == view.idle_pct, "[%f, %f]", view.idle_lo, view.idle_hi);
 }
 
 Test(model, ci95_properties)
@@ -232,8 +248,11 @@ Test(model, samples_split_the_time_off_cpu)
 	cr_assert_eq(view.nblocked_top, 2);
 	cr_assert_float_eq(view.blocked_top[0].pct, 48.0, 1e-6);
 	cr_assert_float_eq(view.blocked_top[1].pct, 16.0, 1e-6);
-	/* Wilson for p = 0.1 over the 1000 off-CPU samples, scaled to 80 % */
-	cr_assert_float_eq(view.idle_ci95, 0.8 * model_ci95_pts(0.1, 1000), 1e-9);
+	/* the evaluator's interval: at least Wilson's for p = 0.1 over the 1000
+	 * off-CPU samples, scaled to 80 %, and the estimate inside it */
+	cr_assert_geq(view.idle_ci95, 0.8 * model_ci95_pts(0.1, 1000) - 1e-9, "ci95 %f", view.idle_ci95);
+	cr_assert_float_eq(view.idle_ci95, (view.idle_hi - view.idle_lo) / 2, 1e-9);
+	cr_assert(view.idle_lo < 8 && 8 < view.idle_hi, "[%f, %f]", view.idle_lo, view.idle_hi);
 }
 
 /* No sample off the CPU: nothing to split, the samples' own shares stand

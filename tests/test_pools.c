@@ -120,7 +120,10 @@ Test(pools, four_busy_condvar_threads_beside_an_idle_loop_limit_it, .timeout = 6
 	json_object *doc = tj_list_beside(pid, "10", chk, &out, &rc);
 	json_object *w = main_worker(doc, c.pid);
 	log_worker("busy pool", w);
-	cr_expect_geq(tj_num(w, "idle_pct"), 80);
+	/* the loop only posts jobs: idle 80 % and more by design, less the
+	 * wait for a CPU on waking that the samples see and its clock would not */
+	cr_expect_geq(tj_num(w, "idle_pct"), 80 - tj_num(w, "cpu_wait_pct"), "idle %.1f%%, cpu wait %.1f%%",
+		      tj_num(w, "idle_pct"), tj_num(w, "cpu_wait_pct"));
 	cr_expect_eq(tj_num(w, "pool_threads"), 4);
 	cr_expect_geq(tj_num(w, "pool_busy_pct"), 80);
 	cr_expect_str_eq(tj_str(w, "limit"), "pool", "%s", tj_str(w, "limit_reason"));
@@ -198,7 +201,8 @@ Test(pools, a_loop_without_helpers_reads_as_before, .timeout = 60)
 	log_worker("plain loop", w);
 	cr_assert(json_object_object_get_ex(w, "pools", &ps));
 	cr_expect_eq(json_object_array_length(ps), 0);
-	cr_expect(isnan(tj_num(w, "pool_threads")) && isnan(tj_num(w, "pool_busy_pct")));
+	cr_expect(tj_null(w, "pool_threads") && tj_null(w, "pool_busy_pct"), "no pool is null: %s",
+		  json_object_to_json_string(w));
 	cr_expect_eq(tj_num(w, "limit_pool"), 0);
 	cr_expect_str_neq(tj_str(w, "limit"), "pool");
 	json_object_put(doc);

@@ -95,7 +95,8 @@ Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
 	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
 	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	const char *dargs[] = { "--idle", "0.5", "--seconds", "30", "--plain", NULL };
-	pid_t plain = tc_spawn_example("duty_cycle", dargs, NULL);
+	int plain_out;
+	pid_t plain = tc_spawn_example("duty_cycle", dargs, &plain_out);
 	char pids[64];
 	snprintf(pids, sizeof(pids), "%d,%d", (int)inst, (int)plain);
 	struct serve_child c;
@@ -107,15 +108,35 @@ Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
 	         (int)inst);
 	snprintf(idle, sizeof(idle), "\nloopstat_worker_idle_ratio{host=\"h\",name=\"duty_cycle\",service=\"duty_cycle\","
 	         "pid=\"%d\"", (int)plain);
+	/* the worker's wait for a CPU, once serve has two readings of it */
+	char waitk[200];
+	snprintf(waitk, sizeof(waitk), "\nloopstat_worker_cpu_wait_ratio{host=\"h\",name=\"duty_cycle\",service=\"duty_cycle\","
+		 "pid=\"%d\"", (int)plain);
 	struct http_response r;
-	scrape_until(c.port, idle, 5000, &r);
+	scrape_until(c.port, waitk, 5000, &r);
 	http_response_free(&r);
 	scrape_until(c.port, ops, 5000, &r);
+	/* a full window of samples (2 s), for an interval that can judge */
+	http_response_free(&r);
+	usleep(2200000);
+	cr_assert_eq(http_get(c.port, "/metrics", NULL, 2000, &r), 0);
 	cr_assert(strstr(r.body, idle), "%s", r.body);
 	cr_assert_str_eq(http_header(&r, "Content-Type", hv, sizeof(hv)), "text/plain; version=0.0.4; charset=utf-8");
 	promtool_check(r.body, r.body_len);
 	double share = sample_value(r.body, idle);
-	cr_assert(share > 0 && share < 1, "idle is a 0..1 ratio: %g", share);
+	char key[200];
+	snprintf(key, sizeof(key), "\nloopstat_worker_idle_ci95_ratio{host=\"h\",name=\"duty_cycle\",service=\"duty_cycle\","
+		 "pid=\"%d\"", (int)plain);
+	double ci = sample_value(r.body, key);
+	double wait = sample_value(r.body, waitk);
+	/* a 0..1 ratio of the worker's own clock (it idles half of each
+	 * period), within the window's interval and 3 points */
+	kill(plain, SIGTERM);
+	double self = tc_read_self_idle(plain_out, 5000) / 100;
+	close(plain_out);
+	cr_log_info("idle %g +-%g (cpu wait %g), the worker's own clock %g\n", share, ci, wait, self);
+	cr_assert(ts_idle_agrees(share * 100, self * 100, wait * 100, (ci + 0.03) * 100),
+		  "idle %g +-%g (cpu wait %g), the worker's own clock %g", share, ci, wait, self);
 	/* the counter itself, growing from window to window, not a rate */
 	double ops1 = sample_value(r.body, ops);
 	http_response_free(&r);

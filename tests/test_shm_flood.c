@@ -118,7 +118,10 @@ Test(shm_flood, a_real_worker_keeps_its_samples_and_the_run_its_duration)
 	getrusage(RUSAGE_CHILDREN, &before);
 	long long t0 = ts_now_ms();
 	char *out = NULL;
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--duration", "2", "--json", NULL };
+	/* the rate and span asked for, not list's own account of them: a
+	 * flood that delays the first sample must not shrink the expectation */
+	const double duration = 2.0, rate = 100.0;
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--duration", "2", "-r", "100", "--json", NULL };
 	int rc = ts_run(argv, &out, 30000);
 	double wall = (double)(ts_now_ms() - t0) / 1000.0;
 	getrusage(RUSAGE_CHILDREN, &after);
@@ -132,10 +135,11 @@ Test(shm_flood, a_real_worker_keeps_its_samples_and_the_run_its_duration)
 	cr_assert_eq(json_object_array_length(workers), 1, "only the real worker is listed: %s", out);
 	json_object *w = json_object_array_get_idx(workers, 0);
 	cr_assert_eq(json_object_get_int(get(w, "pid")), worker);
-	double expected = json_object_get_double(get(doc, "duration_s")) * json_object_get_double(get(doc, "rate_hz"));
+	double expected = duration * rate;
 	int samples = json_object_get_int(get(w, "samples"));
-	cr_log_info("flood of %d: list took %.2f s wall, %.2f s CPU; the worker got %d samples of %.0f\n", FLOOD,
-		    wall, cpu, samples, expected);
+	cr_log_info("flood of %d: list took %.2f s wall, %.2f s CPU; the worker got %d samples of %.0f "
+		    "(list's own span %.3f s at %.0f Hz)\n", FLOOD, wall, cpu, samples, expected,
+		    json_object_get_double(get(doc, "duration_s")), json_object_get_double(get(doc, "rate_hz")));
 	cr_expect_geq(samples, 0.9 * expected, "the real worker got %d samples of %.0f", samples, expected);
 	cr_expect_leq(wall, 3.5, "a 2-s list took %.2f s", wall);
 	cr_expect_leq(cpu, 1.5, "a 2-s list spent %.2f s of CPU", cpu);

@@ -30,7 +30,7 @@ static void teardown(void)
 	ts_rmtree_free(dir);
 }
 
-TestSuite(shm_flood, .init = setup, .fini = teardown, .timeout = 30);
+TestSuite(shm_owners, .init = setup, .fini = teardown, .timeout = 30);
 
 /* The scan's own account: every flood file is refused without a validation,
  * from one maps read per owner; an unchanged directory is not looked at
@@ -42,7 +42,7 @@ static int count_calls(const char *path, pid_t pid, void *arg)
 	return 0;
 }
 
-Test(shm_flood, the_scan_refuses_unmapped_files_from_one_maps_read_per_owner)
+Test(shm_owners, the_scan_refuses_unmapped_files_from_one_maps_read_per_owner)
 {
 	for (int i = 0; i < OWNERS; i++)
 		if ((owners[i] = fork()) == 0) {
@@ -76,7 +76,7 @@ Test(shm_flood, the_scan_refuses_unmapped_files_from_one_maps_read_per_owner)
 
 /* Files their process does map are validated, but only so many refused
  * ones per process and run: the rest wait, counted as unchecked. */
-Test(shm_flood, refusals_of_mapped_files_are_capped_per_owner)
+Test(shm_owners, refusals_of_mapped_files_are_capped_per_owner)
 {
 	enum { FILES = 50 };
 	int ready[2];
@@ -118,7 +118,7 @@ static int unwanted(const char *path, pid_t pid, void *arg)
 
 /* A file one caller did not want (not its target) is no refusal: another
  * caller in the same process, a sampler with other targets, is offered it. */
-Test(shm_flood, files_not_wanted_spend_no_refusals)
+Test(shm_owners, files_not_wanted_spend_no_refusals)
 {
 	int ready[2];
 	cr_assert_eq(pipe(ready), 0);

@@ -31,6 +31,9 @@ static json_object *get(json_object *o, const char *key)
 
 static const char *str(json_object *o, const char *key) { return json_object_get_string(get(o, key)); }
 
+#define BURN_MS   200   /* tc_spawn_burner's burn, by its own clock */
+#define PERIOD_MS 10    /* list's default rate, 100 Hz */
+
 /* `loopstat list --json` of pid for 3.5 s; its one worker's stalls, and the document in *doc. */
 static json_object *stalls_of(pid_t pid, json_object **doc, char **text)
 {
@@ -64,20 +67,30 @@ static int has_frame(json_object *stall, const char *needle)
  * sample of the running thread, unwound to that function. */
 Test(stall_capture, cpu_burner_has_its_function_in_the_stack)
 {
-	pid_t pid = tc_spawn_burner(0.8, 0.2);
+	pid_t pid = tc_spawn_burner(0.8, BURN_MS / 1000.0);
 	json_object *doc;
 	char *text = NULL;
 	json_object *st = stalls_of(pid, &doc, &text);
 	tc_kill(pid);
-	int found = 0;
+	int found = 0, ended_ones = 0;
 	for (size_t i = 0; i < json_object_array_length(st); i++) {
 		json_object *s = json_object_array_get_idx(st, i);
 		cr_expect_str_eq(str(s, "state"), "running", "%s", text);
 		cr_expect_str_eq(str(s, "stack_from"), "perf", "%s", text);
-		cr_expect_geq(json_object_get_double(get(s, "duration_ms")), 100, "%s", text);
+		/* a span of the 200 ms burned by the burner's own clock, to a
+		 * period either way (the midpoints of list's samples), and one
+		 * more high for a wait for a CPU on waking, which the samples
+		 * rightly count in the span and the burner's clock does not;
+		 * one still open at the end of list's run is shorter */
+		double d = json_object_get_double(get(s, "duration_ms"));
+		int ended = json_object_get_boolean(get(s, "ended"));
+		cr_expect(d <= BURN_MS + 2 * PERIOD_MS && (!ended || d >= BURN_MS - PERIOD_MS),
+			  "a stall of %.0f ms (%s) for a %d-ms burn: %s", d, ended ? "ended" : "open", BURN_MS, text);
+		ended_ones += ended;
 		found += has_frame(s, "tc_stall_burn");
 	}
 	cr_expect_geq(found * 2, (int)json_object_array_length(st), "tc_stall_burn in most stalls' stacks: %s", text);
+	cr_expect_gt(ended_ones, 0, "a burn of 3.5 s ended in list's run: %s", text);
 	json_object_put(doc);
 	free(text);
 }

@@ -3,6 +3,7 @@
  * that points at the column, and units resolved from the metric's own.
  */
 #include "check/check_expr.h"
+#include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -222,17 +223,13 @@ static int parse_unit(struct cursor *c, const struct check_metric *m, double *v)
 		return fail_at(c, u, "unit '%.*s' does not fit %s (a percentage): write the number alone or with %%",
 			       (int)ul, u, m->name);
 	}
-	if (is_time_unit(unit)) {
-		static const struct { const char *u; double s; } t[] = {
-			{ "ns", 1e-9 }, { "us", 1e-6 }, { "ms", 1e-3 }, { "s", 1 },
-		};
-		double to = strcmp(unit, "ms") == 0 ? 1e-3 : 1;
-		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-			if (strlen(t[i].u) == ul && strncmp(u, t[i].u, ul) == 0) {
-				*v = *v * t[i].s / to;
-				return 0;
-			}
-		return fail_at(c, u, "unit '%.*s' does not fit %s (a time in %s): use ns, us, ms or s", (int)ul, u,
+	if (is_time_unit(unit)) {   /* the commands' one duration grammar */
+		double per = cli_duration_unit(u, ul), to = strcmp(unit, "ms") == 0 ? 1e-3 : 1;
+		if (!isnan(per)) {
+			*v = *v * per / to;
+			return 0;
+		}
+		return fail_at(c, u, "unit '%.*s' does not fit %s (a time in %s): use " CLI_DURATION_UNITS, (int)ul, u,
 			       m->name, unit);
 	}
 	if (strlen(unit) == ul && strncmp(u, unit, ul) == 0)

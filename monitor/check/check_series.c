@@ -18,12 +18,14 @@
 
 /* Metrics a threshold may name: worker rows but tallies and interval
  * widths; fleet rows whose name no worker row has (the others are the
- * pooled worker rows of --fleet). */
+ * pooled worker rows of --fleet). The interval rows are what a verdict
+ * judges with, never judged themselves. */
 static int has_form(const struct metric *m)
 {
 	if (metric_is_fleet(m))
 		return !metric_find(m->name);
-	return m->kind != METRIC_TALLY && m->kind != METRIC_INTERVAL;
+	return m->kind != METRIC_TALLY && m->kind != METRIC_INTERVAL && m->kind != METRIC_LOWER &&
+	       m->kind != METRIC_UPPER;
 }
 
 /* The unit a threshold's limit is written in, from the row's unit: "%",

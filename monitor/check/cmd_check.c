@@ -433,11 +433,10 @@ static int sample_and_judge(struct check_cmd *k, const struct check_set *set, co
 	int rc = await_workers(k, f);
 	if (rc != EXIT_OK)
 		return rc;
-	/* whole seconds, from the first one that starts after the warm-up */
+	/* whole seconds, from the first one that starts after the warm-up: a
+	 * recording's workers are there from its start, live ones from now */
 	double now = feed_time_s(f);
-	int64_t lo = (int64_t)ceil(now + k->warmup_s);
-	if ((double)lo <= now)
-		lo++;
+	int64_t lo = feed_whole_after((feed_recorded(f) ? feed_start_s(f) : now) + k->warmup_s);
 	struct judging x = { k, set, base, f, j, lo, lo + (int64_t)ceil(k->c.duration_s) - 1, 0, 0 };
 	x.hi_max = k->max_duration_s > 0 ? lo + (int64_t)ceil(k->max_duration_s) - 1 : x.hi;
 	struct feed_follow ff = { .second = on_second, .arg = &x,

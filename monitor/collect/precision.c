@@ -4,11 +4,10 @@
  */
 #include "collect/precision.h"
 #include "collect/series.h"
+#include "util/stats.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-#define Z975 1.959963984540054
 
 struct prec_conf prec_conf(double rate_hz, double half_pts)
 {
@@ -34,9 +33,9 @@ static uint32_t draw_skip(uint32_t k, unsigned *rng)
 
 /* The stride whose samples reach the target half-width over the window,
  * for the busy share q the decayed counts give: the samples a Wilson
- * interval (the model's floor, model_ci95_pts) of that half-width needs,
- * z²·(q(1−q)/h² + 1/(2h)), which stays finite at q = 0 or 1: a loop seen
- * only in its poll still needs z²/(2h) samples to say it is. */
+ * interval (the model's floor) of that half-width needs (stats_wilson_need),
+ * which stays finite at q = 0 or 1: a loop seen only in its poll still
+ * needs z²/(2h) samples to say it is. */
 static uint32_t stride_for(const struct prec *p, const struct prec_conf *c)
 {
 	if (c->half_pts <= 0 || p->n < 1)
@@ -45,7 +44,7 @@ static uint32_t stride_for(const struct prec *p, const struct prec_conf *c)
 	if (kmax <= 1)
 		return 1;
 	double q = p->busy / p->n, h = c->half_pts / 100;
-	double need_hz = Z975 * Z975 * (q * (1 - q) / (h * h) + 1 / (2 * h)) / c->window_s;
+	double need_hz = stats_wilson_need(q, h) / c->window_s;
 	double k = floor(c->rate_hz / need_hz);
 	return k < 1 ? 1 : k > kmax ? (uint32_t)kmax : (uint32_t)k;
 }

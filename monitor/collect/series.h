@@ -205,6 +205,8 @@ struct series {
 	int      busy_since_change;
 	uint8_t  fiber_now;                      /* series_key.fiber of the running fiber, last reading */
 	uint8_t  span_prev_busy;                 /* the previous sample was out of the poll */
+	uint8_t  exact;                          /* class counts are measured exactly (ns, events), not sampled:
+	                                          * set by a source that measures so (source.h, SOURCE_EXACT) */
 	uint64_t span_prev_ns;                   /* when that sample was taken, 0: none to go on */
 	uint64_t span_start_ns;                  /* the estimated start of the span in progress, 0: none */
 	struct series_totals total;

@@ -198,13 +198,14 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 {
 	char host[256];
 	export_opts_host(o, host, sizeof(host));
+	int per_second = strcmp(o->resolution, "1s") == 0;
 	struct feed *f;
-	int err = 0, rc = cli_feed_open(&x->c, NULL, &f);
+	struct feed_opts how = { .keep_seconds = !per_second };   /* the run's ± over its seconds, as list's */
+	int err = 0, rc = cli_feed_open(&x->c, &how, &f);
 	if (rc >= 0)
 		return rc;
 	struct export_points b;
 	export_points_init(&b);
-	int per_second = strcmp(o->resolution, "1s") == 0;
 	uint64_t missed = 0;
 	struct feed_follow wait = { .until_s = o->duration_s, .expect_s = o->duration_s };
 	if (per_second)

@@ -4,9 +4,11 @@
  */
 #include "export/export_run.h"
 
+#include "cli.h"
 #include "exitcodes.h"
 #include "export/export_prom.h"
 #include "export/export_spool.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -190,14 +192,14 @@ int export_run_check(const struct export_opts *o, FILE *log)
 	char err[1400];
 	int rc;
 	if (o->prometheus_textfile[0] && (rc = export_prom_check(o->prometheus_textfile, err, sizeof(err))) < 0) {
-		fprintf(log, "loopstat export: --prometheus-textfile: %s\n", err);
+		cli_log(log, "--prometheus-textfile: %s", err);
 		return textfile_error_code(rc);
 	}
 	if (o->graphite[0]) {
 		struct export_spool_opts so = { o->max_spool_bytes, o->max_age_s, (int)(o->lock_wait_s * 1000), o->no_resend };
 		struct export_spool sp;
 		if ((rc = export_spool_open(&sp, o->spool, &so, err, sizeof(err))) < 0) {
-			fprintf(log, "loopstat export: %s%s\n", err, access_hint(rc));
+			cli_log(log, "%s%s", err, access_hint(rc));
 			return spool_error_code(rc);
 		}
 		export_spool_close(&sp);
@@ -214,28 +216,28 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 	char err[1400];
 	int rc = export_spool_open(&sp, o->spool, &so, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "loopstat export: %s%s\n", err, access_hint(rc));
+		cli_log(log, "%s%s", err, access_hint(rc));
 		return spool_error_code(rc);
 	}
 	if (sp.note[0])
 		fprintf(log, "export: spool %s: %s\n", sp.dir, sp.note);
 	rc = export_spool_append(&sp, lines, len, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "loopstat export: %s; %" PRIu64 " points not spooled%s\n", err, r->lines, access_hint(rc));
+		cli_log(log, "%s; %" PRIu64 " points not spooled%s", err, r->lines, access_hint(rc));
 		export_spool_close(&sp);
 		return spool_error_code(rc);
 	}
 	r->spooled = r->lines;
 	rc = export_spool_lock_send(&sp, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(log, "loopstat export: %s; %" PRIu64 " points spooled for the next run\n", err, r->spooled);
+		cli_log(log, "%s; %" PRIu64 " points spooled for the next run", err, r->spooled);
 		r->spool_bytes = export_spool_bytes(&sp);
 		export_spool_close(&sp);
 		return EXIT_DEFERRED;
 	}
 	/* the delivery budget starts once this run may deliver; reading the
 	 * spool stops a second after the self-report pass's */
-	long long deadline = export_now_ms() + (long long)(o->timeout_s * 1000);
+	long long deadline = mono_ms() + (long long)(o->timeout_s * 1000);
 	sp.deadline_ms = deadline + 2000;
 	struct export_send_timeouts t;
 	export_send_timeouts_init(&t);
@@ -279,13 +281,13 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 		 * delivered: that run waits for lock.send and delivers them itself */
 		if (x->rc < 0) {
 			code = EXIT_DEFERRED;
-			fprintf(log, "loopstat export: %s: %" PRIu64 " points deferred to the next run (oldest %lld s old, %d "
-			        "attempts, %" PRIu64 " sent, %" PRIu64 " expired): %s\n", x->dest.label, x->pending,
+			cli_log(log, "%s: %" PRIu64 " points deferred to the next run (oldest %lld s old, %d "
+			        "attempts, %" PRIu64 " sent, %" PRIu64 " expired): %s", x->dest.label, x->pending,
 			        x->oldest_unsent ? (long long)(now - x->oldest_unsent) : 0LL, x->attempts, x->sent,
 			        x->expired, x->why[0] ? x->why : "not sent");
 		} else if (x->expired) {
-			fprintf(log, "loopstat export: %s: %" PRIu64 " points expired before delivery (older than --max-age "
-			        "or over --max-spool); %" PRIu64 " sent\n", x->dest.label, x->expired, x->sent);
+			cli_log(log, "%s: %" PRIu64 " points expired before delivery (older than --max-age "
+			        "or over --max-spool); %" PRIu64 " sent", x->dest.label, x->expired, x->sent);
 		}
 	}
 	return code;
@@ -301,21 +303,21 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 	struct export_template tmpl;
 	struct export_name_opts no = { &tmpl, o->tags };
 	if (export_template_parse(&tmpl, o->tmpl[0] ? o->tmpl : NULL, err, sizeof(err)) < 0) {
-		fprintf(log, "loopstat export: %s\n", err);
+		cli_log(log, "%s", err);
 		return r->exit_code = EXIT_USAGE;
 	}
 	if (o->graphite[0]) {
 		struct export_dest dests[EXPORT_DEST_MAX];
 		int nd = export_dest_parse(o->graphite, dests, EXPORT_DEST_MAX, err, sizeof(err));
 		if (nd < 0) {
-			fprintf(log, "loopstat export: --graphite: %s\n", err);
+			cli_log(log, "--graphite: %s", err);
 			return r->exit_code = EXIT_USAGE;
 		}
 		r->ndest = nd;
 		for (int i = 0; i < nd; i++)
 			r->dest[i].dest = dests[i];
 	} else if (!o->prometheus_textfile[0] && !o->dry_run) {
-		fprintf(log, "loopstat export: nothing to do: give --graphite HOST:PORT, --prometheus-textfile PATH or --dry-run\n");
+		cli_log(log, "nothing to do: give --graphite HOST:PORT, --prometheus-textfile PATH or --dry-run");
 		return r->exit_code = EXIT_USAGE;
 	}
 
@@ -323,7 +325,7 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 	size_t len = 0;
 	FILE *f = open_memstream(&lines, &len);
 	if (!f) {
-		fprintf(log, "loopstat export: open_memstream: %s\n", strerror(errno));
+		cli_log(log, "open_memstream: %s", strerror(errno));
 		return r->exit_code = EXIT_FAIL;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -342,7 +344,7 @@ int export_run(const struct export_opts *o, const struct export_input *in, FILE 
 		int prc = o->prometheus_textfile[0] ? export_prom_write(o->prometheus_textfile, n ? pts + last : pts, n - last, err,
 		                                                          sizeof(err)) : 0;
 		if (prc < 0) {
-			fprintf(log, "loopstat export: --prometheus-textfile: %s\n", err);
+			cli_log(log, "--prometheus-textfile: %s", err);
 			code = textfile_error_code(prc);
 		}
 		if (r->ndest) {

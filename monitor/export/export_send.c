@@ -5,6 +5,7 @@
 #include "export/export_send.h"
 
 #include "export/export_name.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,13 +17,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-long long export_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 void export_send_timeouts_init(struct export_send_timeouts *t)
 {
@@ -96,7 +90,7 @@ int export_dest_parse(const char *spec, struct export_dest *out, int max, char *
 
 static int left_ms(long long deadline, int cap)
 {
-	long long l = deadline - export_now_ms();
+	long long l = deadline - mono_ms();
 	if (l < 0)
 		l = 0;
 	return l < cap ? (int)l : cap;
@@ -205,7 +199,7 @@ static int write_all(int fd, const char *buf, size_t len, int io_ms, long long d
  * discard) until EOF. A reset or a timeout leaves the batch in doubt. */
 static int wait_close(int fd, int close_ms, long long deadline)
 {
-	long long until = export_now_ms() + close_ms;
+	long long until = mono_ms() + close_ms;
 	if (until > deadline)
 		until = deadline;
 	char sink[512];
@@ -267,7 +261,7 @@ int export_send_retry(const struct export_dest *d, const char *buf, size_t len,
                       const struct export_send_timeouts *t, long long deadline_ms, int *attempts,
                       char *why, size_t whylen)
 {
-	unsigned seed = (unsigned)(export_now_ms() ^ (getpid() << 8));
+	unsigned seed = (unsigned)(mono_ms() ^ (getpid() << 8));
 	int backoff = 200, rc;
 	*attempts = 0;
 	for (;;) {
@@ -276,7 +270,7 @@ int export_send_retry(const struct export_dest *d, const char *buf, size_t len,
 		if (rc == 0)
 			return 0;
 		int sleep_ms = backoff / 2 + (int)(rand_r(&seed) % (unsigned)backoff);
-		if (export_now_ms() + sleep_ms >= deadline_ms)
+		if (mono_ms() + sleep_ms >= deadline_ms)
 			return rc;
 		struct timespec ts = { sleep_ms / 1000, (sleep_ms % 1000) * 1000000L };
 		nanosleep(&ts, NULL);

@@ -48,7 +48,4 @@ int export_send_retry(const struct export_dest *d, const char *buf, size_t len,
                       const struct export_send_timeouts *t, long long deadline_ms, int *attempts,
                       char *why, size_t whylen);
 
-/* CLOCK_MONOTONIC in milliseconds. */
-long long export_now_ms(void);
-
 #endif /* LOOPSTAT_EXPORT_SEND_H */

@@ -4,6 +4,7 @@
 #include "export/export_spool.h"
 #include "export/export_send.h"
 #include "util/safefile.h"
+#include "util/clock.h"
 #include "util/textsafe.h"
 
 #include <dirent.h>
@@ -120,15 +121,13 @@ void export_spool_close(struct export_spool *s)
 
 static int lock_wait(int fd, int wait_ms)
 {
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long long t0 = mono_ms();
 	for (;;) {
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long long el = (now.tv_sec - t0.tv_sec) * 1000LL + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		long long el = mono_ms() - t0;
 		if (el >= wait_ms)
 			return -EWOULDBLOCK;
 		struct timespec ts = { 0, 20 * 1000000L };
@@ -240,7 +239,7 @@ static int replace(struct export_spool *s, const char *name, const char *buf, si
 
 static int past_deadline(const struct export_spool *s)
 {
-	return s->deadline_ms && export_now_ms() > s->deadline_ms;
+	return s->deadline_ms && mono_ms() > s->deadline_ms;
 }
 
 int export_spool_append(struct export_spool *s, const char *buf, size_t len, char *err, size_t errlen)

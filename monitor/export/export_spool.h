@@ -41,7 +41,7 @@ struct export_spool {
 	int dirfd, append_fd, send_fd;
 	int have_send;               /* this run holds lock.send */
 	struct export_spool_opts o;
-	long long deadline_ms;       /* export_now_ms() past which reads give up (-ETIMEDOUT); 0: none */
+	long long deadline_ms;       /* mono_ms() past which reads give up (-ETIMEDOUT); 0: none */
 	char note[512];              /* what open did that the run should say: a stale lock taken over */
 };
 

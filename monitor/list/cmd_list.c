@@ -53,7 +53,8 @@ static int run(int argc, char **argv)
 	if (rc >= 0 || (rc = cli_check_pids(&cc->targets)) >= 0)
 		goto out;
 	struct feed *f;
-	if ((rc = cli_feed_open(cc, NULL, &f)) >= 0)
+	struct feed_opts how = { .keep_seconds = 1 };   /* the ± over the run's seconds, as check judges */
+	if ((rc = cli_feed_open(cc, &how, &f)) >= 0)
 		goto out;
 	/* a recording: the whole of it */
 	struct feed_follow wait = { .until_s = cc->replay ? 0 : cc->duration_s, .expect_s = cc->duration_s };

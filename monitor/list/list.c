@@ -164,6 +164,8 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_key(j, "loop_basis");
 	json_string(j, w->loop_basis);
 	json_source(j, w, METRIC_SAMPLED);
+	json_key(j, "interval");   /* what idle_lo and idle_hi are */
+	json_string(j, w->exact ? "exact" : "batch_means");
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
 	char why[320];   /* a quota verdict names its cgroup */
@@ -184,11 +186,9 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 		json_key(j, "counters");
 		json_object_begin(j);
 		json_source(j, w, METRIC_COUNTERS);
-		enum model_bound b;   /* what headroom_ops_per_s is the tightest of */
-		model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &b);
-		json_key(j, "headroom_bound");
-		if (model_bound_name(b))
-			json_string(j, model_bound_name(b));
+		json_key(j, "headroom_bound");   /* what headroom_ops_per_s is the tightest of */
+		if (model_bound_name(w->headroom_bound))
+			json_string(j, model_bound_name(w->headroom_bound));
 		else
 			json_null(j);
 		json_object_end(j);

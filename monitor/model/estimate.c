@@ -7,38 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model/model.h"
+#include "util/stats.h"
 
-#define Z975 1.959963984540054
-
-double est_t975(double df)
-{
-	/* exact quantiles for small df, where the expansion below is poor */
-	static const double t[31] = {
-		NAN, 12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-		2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-		2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-	};
-	if (isnan(df))
-		return NAN;
-	if (df < 1)
-		df = 1;
-	if (df <= 30) {
-		/* Welch's df are fractional: interpolate in 1/df, where t is nearly linear */
-		int lo = (int)floor(df), hi = (int)ceil(df);
-		if (lo == hi)
-			return t[lo];
-		double w = (1 / df - 1.0 / hi) / (1.0 / lo - 1.0 / hi);
-		return w * t[lo] + (1 - w) * t[hi];
-	}
-	if (isinf(df))
-		return Z975;
-	/* Cornish–Fisher expansion: within 1e-4 of the exact quantile from df = 30 */
-	double z = Z975, z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
-	return z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df * df) +
-	       (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df * df * df) +
-	       (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * df * df * df * df);
-}
+double est_t975(double df) { return stats_t975(df); }
 
 static void unknown(struct estimate *out, enum est_kind kind)
 {
@@ -93,7 +64,7 @@ static double kish_size(const struct est_sec *v, size_t m)
 		den += v[i].den;
 		w2 += v[i].w2 > 0 ? v[i].w2 : v[i].den;
 	}
-	return w2 > 0 ? den * den / w2 : 0;
+	return stats_kish(den, w2);
 }
 
 static void estimate_ratio(const struct est_sec *v, size_t m, double scale, struct estimate *out)
@@ -163,9 +134,8 @@ static void estimate_ratio(const struct est_sec *v, size_t m, double scale, stru
 	if (out->kind == EST_PROPORTION) {
 		/* and never narrower than the binomial (Wilson) interval of all the
 		 * samples, which stays honest when r is 0 or 1 and ss is 0 */
-		double z2n = Z975 * Z975 / out->n;
-		double centre = (r + z2n / 2) / (1 + z2n) * scale;
-		double wh = model_ci95_pts(r, (uint64_t)llround(out->n)) / 100.0 * scale;
+		double centre = stats_wilson_centre(r, out->n) * scale;
+		double wh = stats_wilson_half(r, round(out->n)) * scale;   /* whole samples, as model_ci95_pts */
 		out->lo = fmax(0, fmin(out->lo, centre - wh));
 		out->hi = fmin(scale, fmax(out->hi, centre + wh));
 	}

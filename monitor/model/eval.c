@@ -233,10 +233,37 @@ static void clamp_interval(struct estimate *e, double lo, double hi)
 	e->hi = fmin(hi, fmax(e->hi, lo));
 }
 
+/*
+ * The one idle split, of every figure and the sparkline's seconds.
+ *
+ * A sample can say "running" only if the sampler gets a CPU while the
+ * worker has one. When the two share a CPU and the sampler cannot preempt,
+ * or the host runs the VM's vCPUs in turn, the sampler's wakeups slip past
+ * the worker's busy phases and find it back in its poll: a loop busy 10 %
+ * of the time read 98 % idle that way (docs/performance.md, "Monitor").
+ * schedstat knows the runnable share exactly (on a CPU or waiting for one,
+ * as /proc's "running"), so when it is known the samples only split the
+ * rest, the time off the CPU, between poll, blocked and other: a slip does
+ * not bias that split, the worker being off its CPU either way.
+ */
+double eval_split(double runnable, double n_running, double n_off, double *running, double *scale)
+{
+	if (!isnan(runnable) && n_off > 0) {
+		*running = fmin(fmax(runnable, 0), 1);
+		*scale = 1 - *running;
+		return n_off;
+	}
+	double all = n_running + n_off;
+	*running = all > 0 ? n_running / all : NAN;
+	*scale = all > 0 ? 1 : NAN;
+	return all;
+}
+
 /* 100 (1 − R) p, with the delta method's variance; p's Wilson floor kept. */
 static void split_share(const struct estimate *p, const struct estimate *R, struct estimate *out)
 {
-	double f = 1 - fmin(fmax(R->est, 0), 1);
+	double running, f;
+	eval_split(R->est, 0, 1, &running, &f);   /* R is known here, and off-CPU samples were taken */
 	*out = *p;
 	out->est = 100 * f * p->est;
 	double vp = f * f * p->se * p->se, vr = p->est * p->est * R->se * R->se;
@@ -293,8 +320,10 @@ static int share(const struct eval_track *const *ts, size_t nt, int arg, const s
 	} else if (arg != SERIES_RUNNING) {
 		split_share(&p, &R, out);
 	} else {
+		double running, f;
+		eval_split(R.est, 0, 1, &running, &f);
 		*out = R;
-		out->est = 100 * fmin(fmax(R.est, 0), 1);
+		out->est = 100 * running;
 		out->lo *= 100;
 		out->hi *= 100;
 		out->se *= 100;
@@ -303,19 +332,23 @@ static int share(const struct eval_track *const *ts, size_t nt, int arg, const s
 	return 0;
 }
 
-/* The dashboard's interval of a share: the binomial (Wilson) half-width
- * of its samples, scaled as the share is. */
-static int share_ci95(const struct eval_track *const *ts, size_t nt, int arg, struct estimate *out)
+/* A bound of a share's 95% interval, or its half-width: the evaluator's
+ * own interval (whatever flags asked), the one check judges with; for
+ * exact counts, the value (half-width 0). A sampled figure with no spread
+ * over the periods (one second) has none: NaN. */
+static int share_bound(const struct eval_track *const *ts, size_t nt, int arg, enum metric_kind kind,
+		       struct estimate *out)
 {
-	struct estimate R, p;
-	int split, err = share_parts(ts, nt, arg, NULL, 0, &R, &p, &split);
-	if (err < 0)
+	int err = share(ts, nt, arg, NULL, EVAL_INTERVAL, out);
+	if (err < 0 || !out->ok)
 		return err;
-	*out = p;
-	if (!p.ok)
-		return 0;
-	double f = split ? 1 - fmin(fmax(R.est, 0), 1) : 1, prop = split ? p.est : p.est / 100;
-	out->est = out->lo = out->hi = f * model_ci95_pts(prop, (uint64_t)llround(p.n));
+	int exact = 1;
+	for (size_t i = 0; i < nt; i++)
+		exact &= ts[i]->exact;
+	if (exact)   /* measured, not estimated: the measurement's own interval, the value itself */
+		out->lo = out->hi = out->est;
+	double v = kind == METRIC_LOWER ? out->lo : kind == METRIC_UPPER ? out->hi : (out->hi - out->lo) / 2;
+	out->est = out->lo = out->hi = isfinite(out->lo) && isfinite(out->hi) ? v : NAN;
 	return 0;
 }
 
@@ -367,12 +400,13 @@ static int headroom_loop(const struct eval_track *const *ts, size_t nt, int coun
 	double u = 1 - I.est / 100, ulo = 1 - I.hi / 100;   /* busy share, and its least */
 	out->df = fmin(O.df, I.df);
 	out->correlated = O.correlated || I.correlated;
-	if (u <= 0.01) {
+	double h = model_headroom(O.est, I.est);   /* the one loop bound (model.h): none at idle >= 99% */
+	if (isnan(h)) {
 		out->est = out->hi = out->se = INFINITY;
-		out->lo = I.lo < 99 && O.lo > 0 ? O.lo / (1 - I.lo / 100) : 0;
+		out->lo = I.lo < 99 && O.lo > 0 ? model_headroom(O.lo, I.lo) : 0;
 		return 0;
 	}
-	out->est = O.est / u;
+	out->est = h;
 	if (!(flags & EVAL_INTERVAL)) {
 		out->lo = out->hi = out->est;
 		return 0;
@@ -567,7 +601,9 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 		lag_eval(ts, nt, m->arg, out);
 		return 0;
 	case METRIC_INTERVAL:
-		return share_ci95(ts, nt, m->arg, out);
+	case METRIC_LOWER:
+	case METRIC_UPPER:
+		return share_bound(ts, nt, m->arg, m->kind, out);
 	case METRIC_TALLY:
 		if (m->arg != METRIC_ARG_SAMPLES && m->arg != METRIC_ARG_STALLS) {
 			run_total(ts, nt, out);
@@ -669,6 +705,7 @@ void eval_track_seconds(struct eval_track *t, struct eval_period *p, const struc
 	t->p = p;
 	t->n = hi >= lo ? (size_t)(hi - lo + 1) : 0;
 	t->disagreements = a->self_disagreements;
+	t->exact = a->exact;
 	for (int64_t sec = lo; sec <= hi; sec++)
 		eval_period_of(&p[sec - lo], sec >= 0 ? &a->detail[sec % SERIES_DETAIL_S] : NULL, sec);
 	/* Baseline: the last readings before the range; else, for a worker
@@ -708,5 +745,5 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
 				   a->total.lag_max_ns, a->total.n2, a->samples };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
-				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements };
+				  .cg_base = a->total.cg_first, .disagreements = a->self_disagreements, .exact = a->exact };
 }

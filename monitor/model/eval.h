@@ -56,6 +56,7 @@ struct eval_track {
 	struct series_sched sched_base;
 	struct series_cgroup cg_base;
 	uint64_t disagreements;              /* run total of /proc contradicting the slot (a TALLY) */
+	int      exact;                      /* the class counts are exact: a share's interval is its value */
 };
 
 /* blocked_pct's filter: blocked samples of this syscall and fd only (-1: any). */
@@ -103,6 +104,16 @@ void eval_track_seconds(struct eval_track *t, struct eval_period *p, const struc
 /* A track of one period, the whole run (a's totals; b is the folded
  * bucket's storage), its baseline the worker's first readings. */
 void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_bucket *b, const struct series *a);
+
+/*
+ * The one split of wall time by a period's samples (the "shares" above):
+ * with schedstat's runnable share known (NaN: not) and samples taken off
+ * the CPU, the runnable share is the running share and the off-CPU samples
+ * divide the rest; else every sample counts. Sets *running and *scale (the
+ * share of time the basis covers), both 0..1; returns the basis's samples
+ * (0: none, and both NaN).
+ */
+double eval_split(double runnable, double n_running, double n_off, double *running, double *scale);
 
 /* The period of a bucket (NULL or not that second's: no data). */
 void eval_period_of(struct eval_period *p, const struct series_bucket *b, int64_t sec);

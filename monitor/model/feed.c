@@ -37,6 +37,7 @@ struct feed {
 	uint64_t rp_ns;              /* a recording not paced: where it has been read to */
 	int      rp_read, rp_ended;
 	int64_t  next_sec;           /* the first second feed_follow has not reported */
+	int64_t  first_sec;          /* the run's first whole second */
 	double   unix_off_s;         /* unix time of the feed clock's 0 */
 };
 
@@ -75,10 +76,11 @@ int feed_open(const struct feed_opts *o, struct feed **out, long *line)
 		f->src.ops->clock(f->src.impl, &u);   /* at its start: the recording's unix time there */
 		f->unix_off_s = u - (double)f->start_ns / 1e9;
 		f->next_sec = (int64_t)(f->start_ns / NS);
+		f->first_sec = feed_whole_after((double)f->start_ns / 1e9);
 		if (!f->paced)
 			f->src.ops->advance(f->src.impl, f->rp_ns);
 	} else {
-		f->next_sec = 1;   /* the sampler's clock starts at 1 s */
+		f->next_sec = f->first_sec = 1;   /* the sampler's clock starts at 1 s, a whole second */
 		f->unix_off_s = NAN;
 	}
 	f->started_mono_ns = f->last_mono_ns = mono_ns();
@@ -120,6 +122,12 @@ static int reading(struct feed *f, double window_s)
 	return err;
 }
 
+int64_t feed_whole_after(double t_s)
+{
+	int64_t sec = (int64_t)ceil(t_s);
+	return (double)sec <= t_s ? sec + 1 : sec;
+}
+
 int feed_now(struct feed *f, double window_s, int with_history, struct model *m)
 {
 	struct snapshot snap = { 0 };
@@ -127,6 +135,9 @@ int feed_now(struct feed *f, double window_s, int with_history, struct model *m)
 	if (err == 0)
 		err = model_build(&snap, window_s, m);
 	snapshot_done(&snap);
+	/* the run's intervals over its whole seconds, however long it was */
+	if (err == 0 && f->keep && window_s <= 0 && (err = reading(f, FEED_WINDOW_MIN_S)) == 0)
+		err = track_intervals(m, &f->tracks, f->first_sec, f->tracks.now_sec - 1);
 	return err;
 }
 
@@ -231,6 +242,13 @@ int feed_follow(struct feed *f, const struct feed_follow *ff)
 const struct tracks *feed_tracks(const struct feed *f) { return &f->tracks; }
 
 double feed_unix_at(const struct feed *f, int64_t sec) { return f->unix_off_s + (double)sec; }
+
+double feed_start_s(const struct feed *f)
+{
+	return (f->caps & SOURCE_RECORDED) ? (double)f->start_ns / 1e9 : 1;
+}
+
+int feed_recorded(const struct feed *f) { return (f->caps & SOURCE_RECORDED) != 0; }
 
 int feed_truncated(const struct feed *f)
 {

@@ -57,7 +57,10 @@ void feed_close(struct feed *f);
 
 /* Figures now: over the last window_s seconds (<= 0: the whole run), the
  * per-second history too when with_history. A recording not paced is read
- * to where feed_follow left it (its end once followed there). 0 or -errno. */
+ * to where feed_follow left it (its end once followed there). With
+ * keep_seconds, the run's intervals are over its whole seconds (the run's
+ * first whole second to the last complete one): the interval check would
+ * judge those seconds with. 0 or -errno. */
 int  feed_now(struct feed *f, double window_s, int with_history, struct model *m);
 
 /* Figures over whole seconds [lo, hi] of the feed's clock, from its last
@@ -90,6 +93,10 @@ int  feed_follow(struct feed *f, const struct feed_follow *ff);
  * is the feed's current second, those before it are complete. */
 const struct tracks *feed_tracks(const struct feed *f);
 
+/* The first whole second that starts after t_s (a reading's time):
+ * where a run's judged seconds begin. */
+int64_t feed_whole_after(double t_s);
+
 /* Seconds since the feed started, on its clock. */
 double feed_elapsed_s(const struct feed *f);
 /* The feed's clock at its last reading, in seconds: the numbering of its
@@ -97,6 +104,11 @@ double feed_elapsed_s(const struct feed *f);
 double feed_time_s(const struct feed *f);
 /* The unix time of the start of feed second sec. */
 double feed_unix_at(const struct feed *f, int64_t sec);
+/* The feed's clock at its start, in seconds (live: the sampler's 1 s). */
+double feed_start_s(const struct feed *f);
+/* 1 when the figures come from a recording: its threads are there from
+ * its start, not found while it runs. */
+int    feed_recorded(const struct feed *f);
 /* 1 when the recording replayed was cut short (no end record). */
 int    feed_truncated(const struct feed *f);
 /* "proc", "replay", ...: what measured the figures. */

@@ -36,6 +36,18 @@ const struct metric metric_worker[METRIC_NWORKER] = {
 		.decimals = 2,
 		.desc = "half-width of the 95% interval of idle_pct",
 	},
+	[METRIC_W_idle_lo] = {
+		WORKER_FIELD(idle_lo), .unit = METRIC_PCT,
+		.kind = METRIC_LOWER, .arg = SERIES_POLL, .source = METRIC_SAMPLED,
+		.decimals = 2,
+		.desc = "lower bound of the 95% interval of idle_pct: the one check judges with",
+	},
+	[METRIC_W_idle_hi] = {
+		WORKER_FIELD(idle_hi), .unit = METRIC_PCT,
+		.kind = METRIC_UPPER, .arg = SERIES_POLL, .source = METRIC_SAMPLED,
+		.decimals = 2,
+		.desc = "upper bound of the 95% interval of idle_pct: the one check judges with",
+	},
 	[METRIC_W_cpu_pct] = {
 		WORKER_FIELD(cpu_pct), .unit = METRIC_PCT,
 		.kind = METRIC_RATIO, .arg = METRIC_ARG_RUN, .source = METRIC_SCHED,

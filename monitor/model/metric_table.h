@@ -38,7 +38,10 @@ enum metric_kind {
 	METRIC_SHARE,    /* a share of wall time: the samples of class arg (SERIES_*, or METRIC_ARG_UNKEYED)
 	                  * among the off-CPU samples, scaled by schedstat's off-CPU share; RUNNING is
 	                  * schedstat's runnable share itself (all samples when schedstat is unknown) */
-	METRIC_INTERVAL, /* the 95% half-width of the share of class arg (binomial, the dashboard's) */
+	METRIC_INTERVAL, /* the half-width of the 95% interval of the share of class arg: the evaluator's (batch
+	                  * means over the periods' whole seconds, as check judges with; 0 when measured exactly) */
+	METRIC_LOWER,    /* that interval's lower bound */
+	METRIC_UPPER,    /* and its upper bound */
 	METRIC_RATE,     /* counter arg's (PROBE_SHM_*) growth per second */
 	METRIC_RATIO,    /* a clock's growth over wall time: METRIC_ARG_RUN, _WAIT (schedstat), _POLL_NS (the slot) */
 	METRIC_LEVEL,    /* counter arg as last read */
@@ -104,6 +107,8 @@ enum metric_reduce { METRIC_R_COUNT, METRIC_R_MEAN, METRIC_R_SUM, METRIC_R_MIN }
 	X(samples, U64) \
 	X(idle_pct, DOUBLE) \
 	X(idle_ci95, DOUBLE) \
+	X(idle_lo, DOUBLE) \
+	X(idle_hi, DOUBLE) \
 	X(cpu_pct, DOUBLE) \
 	X(cpu_wait_pct, DOUBLE) \
 	X(running_pct, DOUBLE) \

@@ -2,6 +2,7 @@
  * model.c — the capacity math shared by every view.
  */
 #include "model/model.h"
+#include "util/stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,14 +19,9 @@ void model_done(struct model *m)
 
 double model_ci95_pts(double p, uint64_t n)
 {
-	if (n == 0)
-		return NAN;
 	/* Wilson rather than the normal approximation: it stays honest at
 	 * p = 0 or 1 and for the small n of a short window. */
-	const double z = 1.959964;
-	double nn = (double)n;
-	double half = z / (1 + z * z / nn) * sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
-	return 100.0 * half;
+	return n ? 100.0 * stats_wilson_half(p, (double)n) : NAN;
 }
 
 double model_share_pct(uint64_t count, uint64_t basis, double *ci95)

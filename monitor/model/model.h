@@ -86,6 +86,9 @@ struct pool_view {
 	double   busy_pct;                /* its threads' samples out of its wait over the window, NaN: none */
 };
 
+/* What bounds a worker's sustainable rate (JSON's headroom_bound). */
+enum model_bound { MODEL_BOUND_NONE, MODEL_BOUND_LOOP, MODEL_BOUND_QUOTA, MODEL_BOUND_POOL };
+
 struct worker_view {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
@@ -102,6 +105,7 @@ struct worker_view {
 	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */
+	int      exact;                   /* its class counts were measured exactly, not sampled: its ± is 0 */
 	const char *backend;              /* "io_uring", "libev", "none" (static) */
 	int      gone;                    /* task exited; kept a few seconds, then dropped */
 	char     loop_basis[64];          /* how its loop's poll is told apart: "epoll fd 7", "plain poll loop ..." */
@@ -136,6 +140,7 @@ struct worker_view {
 	int      nkeys;
 	double   keys_unkeyed_pct;        /* of the run's samples, beyond the key table's room */
 
+	enum model_bound headroom_bound;  /* which bound headroom_ops_per_s is the tightest of */
 	const struct pool_view *pools;    /* its process's helper pools, borrowed from the model; npools */
 	int      npools;
 };
@@ -215,9 +220,6 @@ double model_share_pct(uint64_t count, uint64_t basis, double *ci95);
 
 /* ops/s ÷ (1 − idle), NaN when idle ≥ 99% or ops unknown. */
 double model_headroom(double ops_per_s, double idle_pct);
-
-/* What bounds a worker's sustainable rate (JSON's headroom_bound). */
-enum model_bound { MODEL_BOUND_NONE, MODEL_BOUND_LOOP, MODEL_BOUND_QUOTA, MODEL_BOUND_POOL };
 
 /*
  * The sustainable rate of a worker doing ops_per_s: the tightest of

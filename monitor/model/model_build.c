@@ -54,6 +54,7 @@ static void build_identity(const struct snap_worker *w, struct worker_view *v)
 	snprintf(v->service, sizeof(v->service), "%s", *w->service ? w->service : w->name);
 	snprintf(v->tag, sizeof(v->tag), "%s", w->tag);
 	v->instrumented = w->instrumented;
+	v->exact = w->series.exact;
 	v->backend = w->instrumented ? probe_shm_backend_name(w->backend) : "none";
 	v->gone = w->gone;
 	probe_loop_basis_text(w->basis, w->loop_fd, v->loop_basis, sizeof(v->loop_basis));

@@ -18,48 +18,6 @@ _Static_assert(MODEL_HISTORY <= SERIES_HISTORY, "the view's history is read from
 
 #define NS 1000000000ull
 
-/*
- * How the sparkline's seconds become shares of time, from the compact
- * history (the evaluator, eval.h, does the same for every figure).
- *
- * A sample can say "running" only if the sampler gets a CPU while the
- * worker has one. When the two share a CPU and the sampler cannot preempt,
- * or the host runs the VM's vCPUs in turn, the sampler's wakeups slip past
- * the worker's busy phases and find it back in its poll: a loop busy 10 %
- * of the time read 98 % idle that way (docs/performance.md, "Monitor").
- * schedstat knows the runnable share exactly (on a CPU or waiting for one,
- * as /proc's "running"), so when it is known the samples only split the
- * rest, the time off the CPU, between poll, blocked and other: a slip does
- * not bias that split, the worker being off its CPU either way.
- */
-struct split {
-	double   running;    /* share of time runnable, 0..1 */
-	double   scale;      /* share of time the basis covers */
-	uint64_t basis;      /* samples the other shares come from */
-};
-
-static struct split split_samples(uint64_t n_running, uint64_t n_off, double runnable)
-{
-	struct split s = { 0 };
-	if (!isnan(runnable) && n_off) {
-		s.running = fmin(fmax(runnable, 0.0), 1.0);
-		s.scale = 1.0 - s.running;
-		s.basis = n_off;
-	} else if (n_running + n_off) {
-		s.basis = n_running + n_off;
-		s.running = (double)n_running / (double)s.basis;
-		s.scale = 1.0;
-	}
-	return s;
-}
-
-/* n samples of the basis as a percentage of time; n == basis gives exactly
- * 100 * scale (an all-poll worker reads 100, not 99.99999999999999) */
-static double share_pct(const struct split *sp, uint64_t n)
-{
-	return sp->basis ? 100.0 * sp->scale * (double)n / (double)sp->basis : NAN;
-}
-
 static int by_count_desc(const void *x, const void *y)
 {
 	const struct series_block *a = x, *b = y;
@@ -115,9 +73,10 @@ static void view_history(const struct series *a, int64_t now_sec, struct worker_
 			w->idle_history[i] = NAN;
 			continue;
 		}
-		double runnable = hs->span_us ? (double)hs->busy_us / hs->span_us : NAN;
-		struct split sp = split_samples(hs->run, (uint64_t)hs->n - hs->run, runnable);
-		w->idle_history[i] = (float)share_pct(&sp, hs->poll);
+		double runnable = hs->span_us ? (double)hs->busy_us / hs->span_us : NAN, running, scale;
+		double basis = eval_split(runnable, hs->run, (double)hs->n - hs->run, &running, &scale);
+		/* n == basis gives exactly 100 * scale (an all-poll second reads 100, not 99.99999999999999) */
+		w->idle_history[i] = basis > 0 ? (float)(100.0 * scale * hs->poll / basis) : NAN;
 	}
 }
 
@@ -160,29 +119,42 @@ static void view_keys(const struct series *a, struct worker_view *w)
 	w->keys_unkeyed_pct = total ? 100.0 * a->total.keys_overflow / (double)total : NAN;
 }
 
-/* Every row of the table over the track, into w's fields; a counter row of
- * a worker without readings of its slot stays unknown. */
-static void fill_rows(const struct eval_track *t, int instrumented, struct worker_view *w)
+int model_row_is_interval(const struct metric *m)
+{
+	return m->kind == METRIC_INTERVAL || m->kind == METRIC_LOWER || m->kind == METRIC_UPPER;
+}
+
+void model_set_row(struct worker_view *w, const struct metric *m, double v)
+{
+	char *field = (char *)w + m->offset;
+	if (m->type == METRIC_DOUBLE)
+		*(double *)field = v;
+	else if (m->type == METRIC_U64)
+		*(uint64_t *)field = isnan(v) ? 0 : (uint64_t)llround(v);
+}
+
+/* Every row of the table over the track t (the interval rows over ti: the
+ * whole seconds of t's periods), into w's fields; a counter row of a
+ * worker without readings of its slot stays unknown. */
+static void fill_rows(const struct eval_track *t, const struct eval_track *ti, int instrumented, struct worker_view *w)
 {
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
 		struct estimate e = { .ok = 0 };
 		if (m->source != METRIC_COUNTERS || instrumented)
-			model_eval(m, &t, 1, NULL, 0, &e);
-		double v = e.ok && isfinite(e.est) ? e.est : NAN;   /* unbounded headroom is shown as unknown */
-		char *field = (char *)w + m->offset;
-		if (m->type == METRIC_DOUBLE)
-			*(double *)field = v;
-		else if (m->type == METRIC_U64)
-			*(uint64_t *)field = isnan(v) ? 0 : (uint64_t)llround(v);
+			model_eval(m, model_row_is_interval(m) ? &ti : &t, 1, NULL, 0, &e);
+		/* unbounded headroom is shown as unknown */
+		model_set_row(w, m, e.ok && isfinite(e.est) ? e.est : NAN);
 	}
 }
 
-static void fill_worker(const struct series *a, const struct eval_track *t, int64_t now_sec, int instrumented,
-			struct worker_view *w)
+static void fill_worker(const struct series *a, const struct eval_track *t, const struct eval_track *ti,
+			int64_t now_sec, int instrumented, struct worker_view *w)
 {
 	instrumented = instrumented && a->shm_last.valid;
-	fill_rows(t, instrumented, w);
+	fill_rows(t, ti, instrumented, w);
+	/* which bound the evaluator's headroom is: the model says, views print */
+	model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &w->headroom_bound);
 	w->quota_shared = model_eval_quota_shared(&t, 1);
 	w->accept_queue_held = model_eval_acceptq_held(&t, 1);
 	fill_blockers(w, t);
@@ -211,7 +183,7 @@ void model_window_range(const struct series *a, int64_t lo, int64_t hi, int inst
 	if (hi - lo + 1 > SERIES_DETAIL_S)
 		lo = hi - SERIES_DETAIL_S + 1;
 	eval_track_seconds(&t, p, a, lo, hi);
-	fill_worker(a, &t, hi + 1, instrumented, w);
+	fill_worker(a, &t, &t, hi + 1, instrumented, w);
 }
 
 void model_window(const struct series *a, uint64_t now_ns, double window_s, int instrumented, struct worker_view *w)
@@ -220,9 +192,17 @@ void model_window(const struct series *a, uint64_t now_ns, double window_s, int 
 	struct eval_period p[SERIES_DETAIL_S];
 	struct eval_track t;
 	struct series_bucket folded;
-	if (window_s > 0)
+	if (window_s > 0) {
 		eval_track_seconds(&t, p, a, now_sec - series_window_span(window_s) + 1, now_sec);
-	else
-		eval_track_run(&t, p, &folded, a);
-	fill_worker(a, &t, now_sec, instrumented, w);
+		fill_worker(a, &t, &t, now_sec, instrumented, w);
+		return;
+	}
+	/* the run folded into one period: its interval from its whole seconds
+	 * still in the ring (the feed's kept seconds replace it: track_intervals) */
+	struct eval_period ps[SERIES_DETAIL_S];
+	struct eval_track ti;
+	int64_t lo = a->first_sec > now_sec - SERIES_DETAIL_S + 2 ? a->first_sec : now_sec - SERIES_DETAIL_S + 2;
+	eval_track_seconds(&ti, ps, a, lo, now_sec - 1);
+	eval_track_run(&t, p, &folded, a);
+	fill_worker(a, &t, &ti, now_sec, instrumented, w);
 }

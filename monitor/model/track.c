@@ -2,8 +2,10 @@
  * track.c — the seconds kept of every worker, and estimates over them.
  */
 #include "model/track.h"
+#include "model/model_window.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,7 @@ int tracks_update(struct tracks *ts, const struct snapshot *snap)
 			if (append_sec(tr, w, sec) < 0)
 				return -ENOMEM;
 		tr->disagreements = w->series.self_disagreements;
+		tr->exact = w->series.exact;
 		if (!tr->shm_first.valid)
 			tr->shm_first = w->series.total.shm_first;
 		if (!tr->sched_first.valid)
@@ -126,6 +129,7 @@ static void track_of(const struct track *tr, int64_t lo, int64_t hi, struct eval
 	t->p = p;
 	t->n = (size_t)(hi - lo + 1);
 	t->disagreements = tr->disagreements;
+	t->exact = tr->exact;
 	for (int64_t sec = lo; sec <= hi; sec++) {
 		const struct track_sec *r = track_at(tr, sec);
 		eval_period_of(&p[sec - lo], r ? &r->b : NULL, sec);
@@ -174,4 +178,26 @@ int track_eval(const struct metric *m, const struct eval_filter *filter, const s
 	free(tp);
 	free(ests);
 	return err;
+}
+
+int track_intervals(struct model *m, const struct tracks *ts, int64_t lo, int64_t hi)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct worker_view *w = &m->workers[i];
+		const struct track *tr = NULL;
+		for (size_t k = 0; k < ts->n && !tr; k++)
+			if (ts->v[k].pid == w->pid && ts->v[k].tid == w->tid)
+				tr = &ts->v[k];
+		for (int r = 0; tr && r < METRIC_NWORKER; r++) {
+			const struct metric *row = &metric_worker[r];
+			struct estimate e = { .ok = 0 };
+			if (!model_row_is_interval(row))
+				continue;
+			int err = hi >= lo ? track_eval(row, NULL, &tr, 1, lo, hi, EVAL_INTERVAL, &e) : 0;
+			if (err < 0)
+				return err;
+			model_set_row(w, row, e.ok && isfinite(e.est) ? e.est : NAN);
+		}
+	}
+	return 0;
 }

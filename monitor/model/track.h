@@ -36,6 +36,7 @@ struct track {
 	struct series_sched sched_first;
 	struct series_cgroup cg_first;
 	uint64_t disagreements;   /* run total, as the series counts it */
+	int      exact;           /* its class counts are exact (series.exact) */
 };
 
 struct tracks {
@@ -63,5 +64,12 @@ const struct track_sec *track_at(const struct track *tr, int64_t sec);
  */
 int track_eval(const struct metric *m, const struct eval_filter *filter, const struct track *const *trs, size_t ntr,
 	       int64_t lo, int64_t hi, unsigned flags, struct estimate *out);
+
+/*
+ * Sets the interval rows (model_row_is_interval) of m's workers that have
+ * a track to the evaluator's interval over seconds [lo, hi] of it: what
+ * check judges with over the same seconds. No seconds: unknown. 0 or -errno.
+ */
+int track_intervals(struct model *m, const struct tracks *ts, int64_t lo, int64_t hi);
 
 #endif /* LOOPSTAT_TRACK_H */

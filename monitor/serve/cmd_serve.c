@@ -113,8 +113,6 @@ static unsigned fit_fd_limit(unsigned want)
 	return want;
 }
 
-static double mono_s(void) { return (double)mono_ns() / 1e9; }
-
 /* Publishes the model of the last window on a fixed schedule, every
  * interval from the start (building a model does not make it drift; a
  * schedule missed altogether restarts from now), until a signal comes;
@@ -187,13 +185,13 @@ static int serve_run(struct serve_ctx *x)
 		feed_close(f);
 		return EXIT_FAIL;
 	}
-	fprintf(stderr, "loopstat serve: listening on %s (port %d): /metrics, the figures of the last %g s every %g s\n",
-	        spec, port, x->window_s, x->interval_s);
+	cli_log(stderr, "listening on %s (port %d): /metrics, the figures of the last %g s every %g s", spec, port,
+	        x->window_s, x->interval_s);
 	int sig = publish_until_signal(x, f, sv, &stop);
 	serve_stop(sv);
 	feed_close(f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	fprintf(stderr, "loopstat serve: %s: stopped\n", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
+	cli_log(stderr, "%s: stopped", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
 	return EXIT_OK;
 }
 

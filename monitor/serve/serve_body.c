@@ -7,6 +7,7 @@
 #include "serve/serve_int.h"
 #include "export/export_points.h"
 #include "export/export_prom.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,13 +21,6 @@ static int render(const struct export_points *b, enum export_prom_fmt fmt, char 
 		return -ENOMEM;
 	export_prom_render(f, b->pts, b->n, fmt, NULL);
 	return fclose(f) == 0 ? 0 : -ENOMEM;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int serve_body_new(const struct model *m, const char *prefix, const char *host, int64_t now,

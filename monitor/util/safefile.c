@@ -2,6 +2,7 @@
  * safefile.c — directory checks and fd-relative, checked file access.
  */
 #include "util/safefile.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -311,9 +312,8 @@ static int open_tmp(int dirfd, const char *name, mode_t mode, char *tmp, size_t 
 	for (int i = 0; i < 16 && fd == -EEXIST; i++) {
 		uint64_t r;
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r)) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			r = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec ^ (uint64_t)i;
+			uint64_t t = mono_ns();
+			r = t % 1000000000ull * 0x9e3779b97f4a7c15ull ^ t / 1000000000ull ^ (uint64_t)i;
 		}
 		/* hidden, and never ending in the name's own suffix (.prom) */
 		snprintf(tmp, tlen, ".%.200s.tmp.%d.%016llx", name, (int)getpid(), (unsigned long long)r);

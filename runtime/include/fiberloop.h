@@ -52,7 +52,9 @@ FL_API int fl_run(fl_fn main, void *arg, const struct fl_options *opts, void **r
 /* Name of the backend of the calling thread's loop, or NULL outside fl_run. */
 FL_API const char *fl_backend_name(void);
 
-/* 1 if a backend of that name is compiled in and could be selected. */
+/* 1 if a backend of that name is compiled in and could be selected; for
+ * io_uring, if the kernel also lets this process set up a ring (probed
+ * once per process: kernel.io_uring_disabled and seccomp can refuse it). */
 FL_API int fl_backend_available(const char *name);
 
 /* ---- fibers -------------------------------------------------------------- */

@@ -4,6 +4,7 @@
  */
 #include "fl_internal.h"
 
+#include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,29 @@ const struct fl__backend *fl__backend_find(const char *name)
 	return NULL;
 }
 
+/* Whether the kernel lets this process set up a ring: io_uring is often
+ * refused (kernel.io_uring_disabled, seccomp), and a caller asking before
+ * it chooses must not be told yes and then run libev under that name.
+ * Probed once per process: the answer does not change while it runs. */
+static int uring_usable(void)
+{
+	static int state;   /* 0: not probed, 1: usable, -1: refused */
+	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (!s) {
+		struct io_uring ring;
+		int err = io_uring_queue_init(1, &ring, 0);
+		if (!err)
+			io_uring_queue_exit(&ring);
+		s = err ? -1 : 1;
+		__atomic_store_n(&state, s, __ATOMIC_RELAXED);
+	}
+	return s > 0;
+}
+
 int fl_backend_available(const char *name)
 {
-	return name && fl__backend_find(name) != NULL;
+	const struct fl__backend *be = name ? fl__backend_find(name) : NULL;
+	return be && (be != &fl__backend_uring || uring_usable());
 }
 
 static size_t stack_size_option(const struct fl_options *o)

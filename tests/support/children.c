@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/syscall.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -155,6 +157,7 @@ pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end)
 struct hogger {
 	double idle_s, hog_s;
 	int rounds;
+	volatile double *hog_at;   /* shared with the test; NULL: not told */
 };
 
 static double mono_s(void)
@@ -167,7 +170,9 @@ static double mono_s(void)
 static void *hog(void *arg)
 {
 	const struct hogger *h = arg;
-	double end = mono_s() + h->hog_s;
+	double start = mono_s(), end = start + h->hog_s;
+	if (h->hog_at)
+		*h->hog_at = start;
 	while (mono_s() < end)
 		;
 	return NULL;
@@ -186,12 +191,17 @@ static void *hogger_main(void *arg)
 
 pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds)
 {
+	return tc_spawn_hogger_clocked(tag, idle_s, hog_s, rounds, NULL);
+}
+
+pid_t tc_spawn_hogger_clocked(const char *tag, double idle_s, double hog_s, int rounds, volatile double *hog_at)
+{
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		die_with_parent(parent);
-		struct hogger h = { idle_s, hog_s, rounds };
+		struct hogger h = { idle_s, hog_s, rounds, hog_at };
 		struct fl_options o = { .tag = tag };
 		_exit(fl_run(hogger_main, &h, &o, NULL) == 0 ? 0 : 1);
 	}
@@ -200,8 +210,16 @@ pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds)
 
 struct named {
 	const char *fiber_tag;
-	int ready_fd;   /* written once the tagged fiber runs, then closed */
+	int ready_fd;            /* written once the tagged fiber runs, then closed */
+	struct tc_spans *spans;  /* shared with the test; NULL: not counted */
 };
+
+/* The runtime's bucket of a span of ns (runtime/src/sched.c). */
+static int span_bucket(double ns)
+{
+	int k = ns >= 1 ? (int)floor(log2(ns)) - LOOPSTAT_SPAN_SHIFT : 0;
+	return k < 0 ? 0 : k >= LOOPSTAT_SPAN_BUCKETS ? LOOPSTAT_SPAN_BUCKETS - 1 : k;
+}
 
 static void *named_fiber(void *arg)
 {
@@ -209,11 +227,15 @@ static void *named_fiber(void *arg)
 	if (write(n->ready_fd, "r", 1) != 1)
 		_exit(1);
 	close(n->ready_fd);
+	double resumed = mono_s();
 	for (;;) {
 		double end = mono_s() + 0.02;
 		while (mono_s() < end)
 			;
+		if (n->spans)
+			n->spans->n[span_bucket((mono_s() - resumed) * 1e9)]++;
 		fl_sleep(0.03);
+		resumed = mono_s();
 	}
 	return NULL;
 }
@@ -227,6 +249,21 @@ static void *named_main(void *arg)
 
 pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_tag)
 {
+	return tc_spawn_named_clocked(comm, loop_tag, fiber_tag, NULL);
+}
+
+struct tc_spans *tc_spans_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct tc_spans), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	memset(p, 0, sizeof(struct tc_spans));
+	return p;
+}
+
+void tc_spans_delete(struct tc_spans *spans) { munmap(spans, sizeof(*spans)); }
+
+pid_t tc_spawn_named_clocked(const char *comm, const char *loop_tag, const char *fiber_tag, struct tc_spans *spans)
+{
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	pid_t parent = getpid();
@@ -236,7 +273,7 @@ pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_t
 		die_with_parent(parent);
 		close(p[0]);
 		prctl(PR_SET_NAME, comm);
-		struct named n = { fiber_tag, p[1] };
+		struct named n = { fiber_tag, p[1], spans };
 		struct fl_options o = { .tag = loop_tag };
 		_exit(fl_run(named_main, &n, &o, NULL) == 0 ? 0 : 1);
 	}

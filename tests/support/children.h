@@ -4,7 +4,10 @@
 #ifndef TESTS_CHILDREN_H
 #define TESTS_CHILDREN_H
 
+#include <stdint.h>
 #include <sys/types.h>
+
+#include "loopstat_shm.h"
 
 /*
  * Starts build/examples/NAME (next to $LOOPSTAT_BIN) with args (NULL-
@@ -30,12 +33,29 @@ pid_t tc_spawn_blocked_read(int *pipe_fd_in_child, int *write_end);
  * sleeps idle_s in its loop and then runs a fiber tagged "hog" that spins
  * hog_s without yielding (a stall), and then idles for good. Returns the pid. */
 pid_t tc_spawn_hogger(const char *tag, double idle_s, double hog_s, int rounds);
+/* tc_spawn_hogger, and the child writes the CLOCK_MONOTONIC second each hog
+ * starts at, by its own clock, to *hog_at: memory it shares with the test
+ * (mmap MAP_SHARED | MAP_ANONYMOUS), 0 until the first hog. */
+pid_t tc_spawn_hogger_clocked(const char *tag, double idle_s, double hog_s, int rounds, volatile double *hog_at);
 
 /* Forks a libfiberloop worker named comm (PR_SET_NAME: the kernel keeps 15
  * bytes, whatever they are) whose loop is tagged loop_tag and whose one
  * fiber, tagged fiber_tag, spins 20 ms of every 50 ms, so samples find it
  * running. Returns once the fiber runs (its segment is published). */
 pid_t tc_spawn_named(const char *comm, const char *loop_tag, const char *fiber_tag);
+
+/* The spans of a tc_spawn_named worker's fiber by its own clock, from its
+ * resume to its yield, counted in the runtime's buckets (span_h<k>). */
+struct tc_spans {
+	volatile uint64_t n[LOOPSTAT_SPAN_BUCKETS];
+};
+
+/* tc_spawn_named, the fiber counting its spans in *spans: memory shared
+ * with the test (tc_spans_new). */
+pid_t tc_spawn_named_clocked(const char *comm, const char *loop_tag, const char *fiber_tag, struct tc_spans *spans);
+/* A zeroed tc_spans shared with children forked after; tc_spans_delete unmaps it. */
+struct tc_spans *tc_spans_new(void);
+void tc_spans_delete(struct tc_spans *spans);
 
 /* Forks a plain epoll loop (no runtime) that waits idle_s in epoll_wait,
  * then burns burn_s of CPU in a function of its own, tc_stall_burn, over

@@ -52,6 +52,12 @@ double tj_num(json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_double(v) : NAN;
 }
 
+int tj_null(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	return json_object_object_get_ex(o, key, &v) && !v;
+}
+
 const char *tj_str(json_object *o, const char *key)
 {
 	json_object *v;

@@ -24,6 +24,10 @@ json_object *tj_worker(json_object *doc, pid_t pid, pid_t tid);
 /* A number field; NaN when missing or null. */
 double tj_num(json_object *o, const char *key);
 
+/* 1 when the field is there and null ("none"), 0 when it holds a value
+ * or is missing: a dropped field must not pass for "none". */
+int tj_null(json_object *o, const char *key);
+
 /* A string field; "(null)" when missing or null. Borrowed. */
 const char *tj_str(json_object *o, const char *key);
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -55,6 +56,11 @@ long long ts_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+int ts_idle_agrees(double sampled, double own, double cpu_wait, double err)
+{
+	return sampled <= own + err && sampled >= own - err - fmax(cpu_wait, 0);
 }
 
 const char *ts_loopstat_bin(void)

@@ -38,6 +38,15 @@ long ts_read_calls(void);
 
 /* Milliseconds on the monotonic clock. */
 long long ts_now_ms(void);
+
+/* Whether a sampled idle% agrees with the worker's own clock of its time in
+ * its poll over about the same span: within err points above it, and below
+ * it by err and at most the cpu_wait points the samples saw. A worker's
+ * clock counts a wait for a CPU on waking as time in its poll (the poll
+ * returns only once it runs); the samples rightly count it as runnable.
+ * CPU taken by other work so moves both sides alike, and an unloaded
+ * machine (no wait) is held to err either way. */
+int ts_idle_agrees(double sampled, double own, double cpu_wait, double err);
 /* CLOCK_MONOTONIC in ns (the clock poll_since_ns is written in). */
 uint64_t ts_mono_ns(void);
 

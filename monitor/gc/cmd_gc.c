@@ -1,5 +1,5 @@
 /*
- * cmd_gc.c — `loopstat gc`: remove segments left by processes that are gone.
+ * gc/cmd_gc.c — `loopstat gc`: remove segments left by processes that are gone.
  */
 #include "cli.h"
 #include "probe_shm.h"
