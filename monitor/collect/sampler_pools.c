@@ -412,8 +412,9 @@ static uint64_t saturated_pool(const struct pool_proc *p, int64_t now_sec)
 }
 
 /* t's group in p: its pool's key and kind; 0 when it is in none. A busy
- * helper is a thread never seen waiting (for work), not a loop, runnable
- * >= 90% of its recent samples: sat_key's member, or of the helpers. */
+ * helper is a thread not a loop, never seen waiting for work (or only on a
+ * mutex), busy >= 90% of its recent samples: sat_key's member, or of the
+ * helpers. */
 static int group_of(const struct pool_thread *t, int64_t now_sec, uint64_t sat_key, uint64_t *key,
 		    enum snap_pool_kind *kind)
 {
@@ -423,7 +424,10 @@ static int group_of(const struct pool_thread *t, int64_t now_sec, uint64_t sat_k
 		*kind = SNAP_POOL_CONDVAR;
 		return 1;
 	}
-	if (!saturated(t, now_sec, 0))
+	/* seen only on a mutex: busy out of that wait (its jobs may sleep or
+	 * block); never seen waiting: runnable, or a thread blocked for good
+	 * elsewhere would count */
+	if (!saturated(t, now_sec, t->member != 0))
 		return 0;
 	*key = sat_key;
 	*kind = sat_key ? SNAP_POOL_CONDVAR : SNAP_POOL_HELPERS;
@@ -469,8 +473,8 @@ static void flush_second(struct sampler *s, struct pool_proc *p, uint64_t now)
 		if (f) {
 			f->threads++;
 			f->n += t->sec_n;
-			/* a member's busy samples are those out of its wait; a helper's, those runnable */
-			f->busy += member_of(t, now_sec) ? t->sec_n - t->sec_idle : t->sec_run;
+			/* a thread's busy samples are those out of its wait; a helper's never seen waiting, those runnable */
+			f->busy += t->member ? t->sec_n - t->sec_idle : t->sec_run;
 		}
 		t->sec_n = t->sec_idle = t->sec_run = 0;
 	}
@@ -576,7 +580,7 @@ void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double win
 				sp->tids[sp->nthreads] = t->tid;
 			sp->nthreads++;
 			sp->n += c[0];
-			sp->busy += member_of(t, now_sec) ? c[0] - c[1] : c[2];
+			sp->busy += t->member ? c[0] - c[1] : c[2];
 		}
 	}
 }
