@@ -508,42 +508,6 @@ static void run_total(const struct eval_track *const *ts, size_t nt, struct esti
 	out->n = out->n_eff = (double)nt;
 }
 
-double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt)
-{
-	double held = NAN;
-	for (size_t w = 0; w < nt; w++) {
-		double q[2];
-		int n = 0;
-		for (size_t i = ts[w]->n; i-- > 0 && n < 2;) {
-			const struct series_bucket *b = ts[w]->p[i].b;
-			if (b && b->listen.valid)
-				q[n++] = (double)b->listen.queue;
-		}
-		if (n) {
-			double v = n == 2 ? fmin(q[0], q[1]) : q[0];
-			held = isnan(held) ? v : fmax(held, v);
-		}
-	}
-	return held;
-}
-
-int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt)
-{
-	for (size_t w = 0; w < nt; w++) {
-		int shared = 0;
-		for (size_t i = ts[w]->n; i-- > 0;) {   /* the last reading that knows */
-			const struct series_bucket *b = ts[w]->p[i].b;
-			if (b && b->cg.valid && !isnan(b->cg.quota_cpus) && b->cg.shared_only >= 0) {
-				shared = b->cg.shared_only;
-				break;
-			}
-		}
-		if (!shared)
-			return 0;
-	}
-	return nt > 0;
-}
-
 /* The verdict over the periods: each rule's figure evaluated there (values
  * only), then the rules; a 0/1 figure for the row's kind. A worker whose
  * process only shares its group's quota is not held back by it (limit.h). */

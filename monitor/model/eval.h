@@ -74,16 +74,6 @@ struct eval_filter {
  * no period has data for the rule; out->est is then NaN. Returns 0, or
  * -EINVAL (a fleet row, no tracks, unequal lengths), -ENOMEM.
  */
-/* The accept queue at the last two readings in the periods (a second
- * apart), the lesser: a queue that did not drain in between; the one
- * reading when there is only one, NaN when none. The largest over ts. */
-double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt);
-
-/* 1 when, at the last reading in the periods that knows, each worker's
- * process spent almost none of its group's CPU: others spend the quota it
- * shares (collect/series.h's shared_only); 0 otherwise. */
-int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt);
-
 int model_eval(const struct metric *m, const struct eval_track *const *ts, size_t nt,
 	       const struct eval_filter *filter, unsigned flags, struct estimate *out);
 

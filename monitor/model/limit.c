@@ -2,6 +2,7 @@
  * limit.c — the limit verdict (limit.h).
  */
 #include "model/limit.h"
+#include "model/eval.h"
 #include "model/model.h"
 
 #include <math.h>
@@ -79,4 +80,42 @@ int model_limit_of(const struct worker_view *w, char *why, size_t len)
 	if (v == METRIC_LIMIT_QUOTA)
 		quota_why(w, why, len);
 	return v;
+}
+
+/* What the verdict reads of a worker's periods besides its rows (limit.h). */
+
+double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt)
+{
+	double held = NAN;
+	for (size_t w = 0; w < nt; w++) {
+		double q[2];
+		int n = 0;
+		for (size_t i = ts[w]->n; i-- > 0 && n < 2;) {
+			const struct series_bucket *b = ts[w]->p[i].b;
+			if (b && b->listen.valid)
+				q[n++] = (double)b->listen.queue;
+		}
+		if (n) {
+			double v = n == 2 ? fmin(q[0], q[1]) : q[0];
+			held = isnan(held) ? v : fmax(held, v);
+		}
+	}
+	return held;
+}
+
+int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt)
+{
+	for (size_t w = 0; w < nt; w++) {
+		int shared = 0;
+		for (size_t i = ts[w]->n; i-- > 0;) {   /* the last reading that knows */
+			const struct series_bucket *b = ts[w]->p[i].b;
+			if (b && b->cg.valid && !isnan(b->cg.quota_cpus) && b->cg.shared_only >= 0) {
+				shared = b->cg.shared_only;
+				break;
+			}
+		}
+		if (!shared)
+			return 0;
+	}
+	return nt > 0;
 }

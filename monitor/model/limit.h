@@ -50,6 +50,17 @@ void model_limit_shared_quota(double fig[METRIC_NLIMITS]);
 void model_limit_backlog_held(double fig[METRIC_NLIMITS], double held);
 
 struct worker_view;
+struct eval_track;
+
+/* The accept queue at the last two readings in the periods (a second
+ * apart), the lesser: a queue that did not drain in between; the one
+ * reading when there is only one, NaN when none. The largest over ts. */
+double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt);
+
+/* 1 when, at the last reading in the periods that knows, each worker's
+ * process spent almost none of its group's CPU: others spend the quota it
+ * shares (collect/series.h's shared_only); 0 otherwise. */
+int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt);
 
 /* The verdict of a worker's view, from the same figures. */
 int model_limit_of(const struct worker_view *w, char *why, size_t len);

@@ -6,6 +6,7 @@
 #include "model/model_window.h"
 #include "model/eval.h"
 #include "model/lag.h"
+#include "model/limit.h"
 #include "model/metric.h"
 #include "model/stall.h"
 
