@@ -153,9 +153,10 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # test_probe_cgroup, test_limit_rules and test_list_json; test_shm_flood's
 # (100,000 files: minutes under the sanitizers) by test_shm_owners;
 # test_pools' (busy shares of real pools) by test_discover, whose node,
-# redis and ruby servers have helper threads, and test_list_json. `make
-# check` runs everything.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools,$(TESTS))
+# redis and ruby servers have helper threads, and test_list_json;
+# test_schedulers' (shares of real Go, tokio and Netty servers) by
+# test_sched_rows. `make check` runs everything.
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers,$(TESTS))
 # End-to-end suites whose own code the sanitizers already run through
 # others, run once, in the plain build: a real Prometheus scraping serve
 # (serve's paths: test_serve), carbon restarts under cron (export's:
@@ -183,7 +184,7 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_check_verdicts test_check_cmd test_check_usage test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
              test_interleave test_stats test_check_ci test_limit_quota test_pools test_pool_stable test_lag test_stall_capture \
-             test_profile_oncpu
+             test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names
 
 # Four at a time in the plain build, whose suites mostly wait (53 s against
 # 60 for three and 73 for two); two under the sanitizers, which keep both
@@ -337,3 +338,36 @@ $(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(F
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -I$(BUILD)/gen -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \
 	  $(PROBE_LIBS) -luring $(TUI_LIBS) $(HTTP_LIBS) -ljson-c $(PPROF_LIBS) -lpthread -lm
+
+# ---- tests/programs: real pooled runtimes the scheduler tests measure -------
+# Built offline from Debian's packages, each only when its toolchain is
+# installed (the suites skip, naming what is missing, otherwise): a Go server
+# with and without symbols, a tokio server from /usr/share/cargo/registry
+# (tests/programs/tokioserver/.cargo/config.toml; Debian's rustc, not a
+# rustup one on PATH), a Netty server against /usr/share/java's jars.
+PROG_DIR   := $(BUILD)/programs
+GO_BIN     := $(shell command -v go 2>/dev/null)
+CARGO_BIN  := $(shell test -x /usr/bin/cargo && test -x /usr/bin/rustc && test -d /usr/share/cargo/registry/tokio-1.24.2 && echo /usr/bin/cargo)
+JAVAC_BIN  := $(shell test -f /usr/share/java/netty-transport.jar && command -v javac 2>/dev/null)
+NETTY_CP   := $(subst $(eval) ,:,$(foreach j,common buffer transport codec handler resolver,/usr/share/java/netty-$(j).jar))
+PROGRAMS   := $(if $(GO_BIN),$(PROG_DIR)/goserver $(PROG_DIR)/goserver-stripped) \
+              $(if $(CARGO_BIN),$(PROG_DIR)/tokioserver) $(if $(JAVAC_BIN),$(PROG_DIR)/netty/NettyServer.class $(PROG_DIR)/netty/FjpLoad.class)
+.PHONY: programs
+programs: $(PROGRAMS)
+# once, by the plain build: the sanitizer build's suites find them there
+# (tests/support/rt_child.c), and tokio is not compiled twice
+tests check-tests: $(if $(SAN),,$(PROGRAMS))
+
+$(PROG_DIR)/goserver: tests/programs/goserver/main.go tests/programs/goserver/go.mod
+	@mkdir -p $(@D)
+	$(Q)cd tests/programs/goserver && GOFLAGS=-mod=mod GOCACHE=$(abspath $(PROG_DIR))/gocache $(GO_BIN) build -o $(abspath $@) .
+$(PROG_DIR)/goserver-stripped: tests/programs/goserver/main.go tests/programs/goserver/go.mod
+	@mkdir -p $(@D)
+	$(Q)cd tests/programs/goserver && GOFLAGS=-mod=mod GOCACHE=$(abspath $(PROG_DIR))/gocache $(GO_BIN) build -ldflags='-s -w' -o $(abspath $@) .
+$(PROG_DIR)/tokioserver: tests/programs/tokioserver/src/main.rs tests/programs/tokioserver/Cargo.toml tests/programs/tokioserver/.cargo/config.toml
+	@mkdir -p $(@D)
+	$(Q)cd tests/programs/tokioserver && RUSTC=/usr/bin/rustc CARGO_HOME=$(abspath $(PROG_DIR))/cargo-home \
+	  $(CARGO_BIN) build -q --release --target-dir $(abspath $(PROG_DIR))/cargo && cp $(abspath $(PROG_DIR))/cargo/release/tokioserver $(abspath $@)
+$(PROG_DIR)/netty/%.class: tests/programs/nettyserver/%.java
+	@mkdir -p $(@D)
+	$(Q)$(JAVAC_BIN) -nowarn -d $(@D) -cp '$(NETTY_CP)' $<

@@ -11,6 +11,7 @@
 #include "../monitor/model/estimate.c"
 #include "../monitor/model/model.c"
 #include "../monitor/collect/precision.c"
+#include "../monitor/util/stats.c"
 #include "../tests/support/check_streams.h"
 
 #include <stdio.h>
@@ -23,7 +24,7 @@ static int wilson_covers(const struct est_sec *s, int nsec, double truth_pct)
 		hits += s[i].num;
 		n += s[i].den;
 	}
-	double p = hits / n, z2n = Z975 * Z975 / n;
+	double p = hits / n, z2n = STATS_Z975 * STATS_Z975 / n;
 	double centre = (p + z2n / 2) / (1 + z2n) * 100, half = model_ci95_pts(p, (uint64_t)n);
 	return fabs(truth_pct - centre) <= half;
 }

@@ -72,6 +72,15 @@ PKGS="$PKGS
 golang-go:go
 protobuf-compiler:protoc
 "
+# schedulers (tests/programs): a Go server, a tokio server built offline from
+# Debian's crates, a Netty server; Debian's cargo and rustc, not a rustup one.
+PKGS="$PKGS
+rustc:/usr/bin/rustc
+cargo:/usr/bin/cargo
+librust-tokio-dev:/usr/share/cargo/registry/tokio-1.24.2/Cargo.toml
+openjdk-17-jdk-headless:javac
+libnetty-java:/usr/share/java/netty-transport.jar
+"
 # discovery and roles: real loops nobody instrumented (test_discover, test_roles), beside python3's
 # asyncio and node, which the machine has.
 PKGS="$PKGS

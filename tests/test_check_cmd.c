@@ -177,8 +177,10 @@ Test(check_cmd, fleet_and_baseline)
 		 "'self_idle_pct<=100' 'cpu_wait_pct<=100'",
 		 (int)busy, (int)idle);
 	/* beside it, a baseline of the idle worker (relative thresholds against
-	 * it below): busy 5 % of each period by its clock, never above 99 % idle */
-	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 3 --json 'idle_pct<=99' > %s", (int)idle, base);
+	 * it below): busy 5 % of each period by its clock, never above 99 % idle;
+	 * judged on its value, as 3 s of 1-s batches (df 2) on a loaded host can
+	 * leave the interval's top at 100 */
+	snprintf(a, sizeof(a), "-p %d --warmup 1 --duration 3 --point-estimate --json 'idle_pct<=99' > %s", (int)idle, base);
 	const char *args[] = { fleet, a };
 	int rcs[2];
 	ck_check_all(2, args, 0, outs, rcs);

@@ -20,6 +20,7 @@ static void setup(void)
 	struct worker_view *a = &workers[0], *b = &workers[1], *c = &workers[2];
 
 	*a = (struct worker_view){ .pid = 100, .tid = 101, .instrumented = 1, .backend = "io_uring",
+				   .kind = "loop", .runtime = "unknown", .threads = 1, .threads_from = "-",
 				   .samples = 500, .idle_pct = 61.5, .idle_ci95 = 4.25, .idle_lo = 57.25, .idle_hi = 65.75, .running_pct = 30.125,
 				   .blocked_pct = 8.375, .other_pct = 0, .cpu_pct = 29.5, .cpu_wait_pct = 0.625,
 				   .ops_per_s = 9800.5, .switches_per_s = 12000.25, .polls_per_s = 2100,
@@ -40,8 +41,11 @@ static void setup(void)
 	snprintf(a->blocked_top[0].syscall, sizeof(a->blocked_top[0].syscall), "read");
 	snprintf(a->blocked_top[0].target, sizeof(a->blocked_top[0].target), "pipe:[123]");
 
-	*b = (struct worker_view){ .pid = 200, .tid = 202, .backend = "none", .samples = 300, .idle_pct = 20,
-				   .idle_ci95 = 4.5, .idle_lo = 15.5, .idle_hi = 24.5, .running_pct = 10, .blocked_pct = 70, .other_pct = 0,
+	*b = (struct worker_view){ .pid = 200, .tid = 0, .backend = "none", .samples = 300, .idle_pct = 20,
+				   .kind = "scheduler", .runtime = "go", .threads = 2, .threads_from = "runtime.gomaxprocs",
+				   .nmembers = 2, .members = { { .tid = 201, .name = "app", .worker = 1, .busy_pct = 12.5 },
+							       { .tid = 202, .name = "app", .worker = 1, .busy_pct = NAN } },
+				   .idle_ci95 = 4.5, .running_pct = 10, .blocked_pct = 70, .other_pct = 0,
 				   .cpu_pct = 9.75, .cpu_wait_pct = 0.25, .ops_per_s = NAN, .switches_per_s = NAN,
 				   .polls_per_s = NAN, .completions_per_s = NAN, .self_idle_pct = NAN,
 				   .headroom_ops_per_s = NAN, .stall_ms = 0, .quota_cpus = 1.5, .throttled_pct = 12.5, .limit_quota = 1,
@@ -58,7 +62,9 @@ static void setup(void)
 	snprintf(b->blocked_top[1].syscall, sizeof(b->blocked_top[1].syscall), "connect");
 
 	*c = (struct worker_view){ .pid = 300, .tid = 300, .instrumented = 1, .backend = "libev", .gone = 1,
-				   .idle_pct = NAN, .idle_ci95 = NAN, .idle_lo = NAN, .idle_hi = NAN, .running_pct = NAN, .blocked_pct = NAN,
+				   .kind = "loop", .runtime = "jvm", .threads = 1, .threads_from = "-",
+				   .thread_name = "nioEventLoopGro", .group = "nioEventLoopGro",
+				   .idle_pct = NAN, .idle_ci95 = NAN, .running_pct = NAN, .blocked_pct = NAN,
 				   .other_pct = NAN, .cpu_pct = NAN, .cpu_wait_pct = NAN, .ops_per_s = NAN,
 				   .switches_per_s = NAN, .polls_per_s = NAN, .completions_per_s = NAN,
 				   .self_idle_pct = NAN, .headroom_ops_per_s = NAN, .stall_ms = 1500, .quota_cpus = NAN,

@@ -218,13 +218,14 @@ Test(record_service, hostile_services_are_cut_and_cleaned_like_labels, .timeout 
      .fini = cleanup)
 {
 	dir = ts_tmpdir("recsvc");
-	/* 300 bytes ending in a 3-byte character across the 63rd byte, an
-	 * escape sequence with a raw and an encoded C1, and bytes that are not UTF-8 */
-	char longname[400];
+	/* 700 bytes (longer than any label) with a 3-byte character across the
+	 * 63rd byte, an escape sequence with a raw and an encoded C1, and bytes
+	 * that are not UTF-8 */
+	char longname[800];
 	memset(longname, 'a', 62);
 	strcpy(longname + 62, "\xe2\x82\xac");
-	memset(longname + 65, 'b', 235);
-	longname[300] = '\0';
+	memset(longname + 65, 'b', 635);
+	longname[700] = '\0';
 	char text[2048];
 	snprintf(text, sizeof(text),
 		 "loopstat-record 1\nm rate_hz 100\n"
@@ -254,10 +255,10 @@ Test(record_service, hostile_services_are_cut_and_cleaned_like_labels, .timeout 
 	model_done(&m);
 	replay_delete(r);
 
-	/* report cuts them at 255 bytes like every label, and cleans them the same way */
-	char want_report[256];
-	memcpy(want_report, longname, 255);
-	want_report[255] = '\0';
+	/* report cuts them where it cuts every label (PROFILE_LABEL_MAX), and
+	 * cleans them the same way */
+	char want_report[PROFILE_LABEL_MAX];
+	snprintf(want_report, sizeof(want_report), "%.*s", PROFILE_LABEL_MAX - 1, longname);
 	want[0] = want_report;
 	for (int i = 0; i < 3; i++) {
 		char thread[16];

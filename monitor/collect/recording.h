@@ -46,7 +46,7 @@
 #include "probe_classify.h"
 
 #define REC_VERSION 1
-#define REC_LABEL_MAX  256   /* a string is cut to this (at a character boundary), as tree labels */
+#define REC_LABEL_MAX  640   /* a string is cut to this (at a character boundary), as tree labels */
 #define REC_MAX_FRAMES 128   /* frames kept per event */
 
 /* What a reader takes at most, so that a hostile or broken file costs

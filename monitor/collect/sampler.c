@@ -59,6 +59,7 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	idmap_init(&s->live_by_pid);
 	idmap_init(&s->by_listener);
 	idmap_init(&s->by_pid);
+	idmap_init(&s->rt_by_pid);
 	/* t0 one second back: bucket 0 never starts at a partial instant */
 	s->t0 = mono_ns() - NS;
 	s->rng = (unsigned)s->t0 ^ (unsigned)getpid();
@@ -84,7 +85,7 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
 		.sample = smp, .verdict = v, .fiber_tag = w->instrumented ? w->series.fiber_tag : NULL,
 		.run_ns = w->series.sched_last.run_ns, .wait_ns = w->series.sched_last.wait_ns,
 		.switches = w->instrumented ? w->series.shm_last.v[PROBE_SHM_switches] : 0,
-		.service = w->service,
+		.service = w->service, .weight = s->tick_weight ? s->tick_weight : 1,
 	};
 	for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
 		if (w->targets[i].fd == v->fd)
@@ -188,13 +189,14 @@ static void sample_all(struct sampler *s, uint64_t now)
 	size_t nreads = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		slot[i] = w->gone_ns ? NULL : &w->sc;
+		slot[i] = w->gone_ns || w->sched ? NULL : &w->sc; /* a row's members are read for it */
 		w->tick_mode = TICK_SKIP;
 		w->gate_fresh = w->tick_ss_ok = 0;
 		if (!slot[i])
 			continue;
-		/* not this tick: what it would have seen, its next sample counts for */
-		if (!(w->weight = prec_take(&w->prec, &s->prec, sec, &s->rng))) {
+		/* not this tick: what it would have seen, its next sample counts
+		 * for; a pool's thread at every tick, its row counts them all */
+		if (!(w->weight = w->member ? 1 : prec_take(&w->prec, &s->prec, sec, &s->rng))) {
 			slot[i] = NULL;
 			continue;
 		}
@@ -373,10 +375,12 @@ static void sample_tick(struct sampler *s, uint64_t now)
 		s->next_shm = now + (uint64_t)(NS / SAMPLER_SHM_HZ);
 	}
 	sample_all(s, now);
+	sampler_sample_scheds(s, now);
 	sampler_check_stalls(s, now);
 	sampler_sample_pools(s, now);
 	if (now >= s->next_sched) {
 		read_sched_all(s, now);
+		sampler_sched_cpu(s, now);
 		s->next_sched = now + NS / 4;
 	}
 }
@@ -420,8 +424,17 @@ static void schedule_next(struct sampler *s, int paused, double hz)
 	uint64_t gap = paused ? NS / 20 : (uint64_t)(jitter * 1e9 / hz);
 	uint64_t now = mono_ns();
 	s->due_ns += gap;
-	if (s->due_ns < now) /* fell behind: skip, don't burst */
+	s->tick_weight = 1;
+	if (s->due_ns < now) { /* fell behind: skip, don't burst */
+		/* the next tick stands for the ticks skipped too (dithered to an
+		 * integer, unbiased): a tick slowed by what it found (stacks to
+		 * unwind) would otherwise leave that state under-sampled */
+		double lost = (double)(now - s->due_ns) * hz / 1e9;
+		double u = (double)rand_r(&s->rng) / ((double)RAND_MAX + 1.0);
+		if (!paused && lost < 1e6)
+			s->tick_weight += (uint32_t)(lost + u);
 		s->due_ns = now + gap;
+	}
 }
 
 void sampler_tick_if_due(void *arg)
@@ -500,6 +513,7 @@ void sampler_delete(struct sampler *s)
 	sampler_free_limits(s);
 	sampler_stall_free(s);
 	sampler_free_pools(s);
+	sampler_free_rts(s);
 	probe_fd_cache_delete(s->fds);
 	sample_batch_delete(s->batch);
 	probe_sweep_delete(s->sweep);
@@ -558,7 +572,9 @@ void sampler_set_all_threads(struct sampler *s, int on)
 
 static int shown(const struct sampler *s, const struct sworker *w)
 {
-	return w->instrumented || w->series.polls_seen > 0 || s->all_threads;
+	if (w->sched)
+		return w->series.samples > 0;
+	return w->instrumented || (w->series.polls_seen > 0 && !w->member) || s->all_threads;
 }
 
 /* Shown, and of a role shown: a loop left out is counted by its role. */
@@ -579,7 +595,6 @@ static void copy_worker(const struct sampler *s, struct snap_worker *d, const st
 	d->pid = w->pid;
 	d->tid = w->tid;
 	memcpy(d->name, w->name, sizeof(d->name));
-	memcpy(d->thread, w->thread, sizeof(d->thread));
 	d->role = w->role;
 	d->nhelpers = 0;
 	const char *cg;
@@ -596,6 +611,7 @@ static void copy_worker(const struct sampler *s, struct snap_worker *d, const st
 	memcpy(d->access_text, w->access_text, sizeof(d->access_text));
 	d->ntargets = w->ntargets;
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));
+	sampler_sched_copy(d, w);
 	series_copy_window(&d->series, &w->series, now_sec, window_s, with_history);
 }
 

@@ -44,6 +44,8 @@ struct sampler_event {
 	const char *target;              /* what the verdict's fd is ("pipe:[12]", a path, a socket), NULL if unknown */
 	uint64_t run_ns, wait_ns;        /* the thread's schedstat totals at their last reading (0 before) */
 	uint64_t switches;               /* the slot's switch counter at its last reading, 0 if not instrumented */
+	uint32_t weight;                 /* the ticks this sample stands for: 1, more after ticks the sampler
+	                                  * skipped because it fell behind */
 };
 
 /* A stall as it is captured (sampler_stall.c), for views that keep their

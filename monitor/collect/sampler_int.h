@@ -19,6 +19,7 @@
 #include "probe_discover.h"
 #include "probe_fd.h"
 #include "probe_loop.h"
+#include "probe_rt.h"
 #include "probe_schedstat.h"
 #include "probe_service.h"
 #include "probe_shm.h"
@@ -75,7 +76,6 @@ struct sworker {
 	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
 	char     service[PROBE_SERVICE_LEN];   /* "" until resolved: then the unit, container or name */
-	char     thread[PROBE_COMM_LEN];      /* the thread's own name (its comm), "" unknown */
 	int      in_unit;             /* its process is in a systemd unit or a container */
 	enum snap_role role;          /* sampler_roles.c */
 	uint64_t role_at;             /* when it was judged (0: not yet) */
@@ -101,7 +101,40 @@ struct sworker {
 	unsigned nstall_times;
 	struct snap_target targets[SNAP_TARGETS]; /* what recently blocking fds are */
 	int      ntargets;
+	/* pooled runtimes (sampler_sched.c) */
+	struct sched_row *sched;      /* a scheduler row (tid 0): its pool, owned; NULL for a thread */
+	int      member;              /* a thread of a scheduler's pool: sampled every tick, not shown */
+	int      runtime;             /* enum probe_rt of its process */
+	char     thread_name[16];     /* the thread's own comm, "" when not read */
 	struct series series;
+};
+
+#define SCHED_MEMBERS 64          /* threads a scheduler row follows */
+
+struct sched_member {
+	pid_t    tid;
+	char     comm[16];
+	int      live;                /* listed at the last refresh and not gone */
+	int      evidence;            /* tokio: worker parks (+) against blocking-pool waits (-) */
+	uint32_t n, busy;             /* its samples over the run, and those out of its park */
+	int      ss_seen;             /* last_run and last_wait hold a reading */
+	uint64_t last_run, last_wait; /* its schedstat at the last 4 Hz pass */
+};
+
+struct sched_row {
+	struct probe_rt_proc rt;
+	int      capacity;            /* threads' worth, at the last tick */
+	uint64_t run_ns, wait_ns;     /* its threads' CPU and CPU-wait time over its capacity, summed */
+	uint64_t next_refresh;        /* the series' clock */
+	int      nthreads;            /* its process's threads at the last listing, 0: never listed */
+	unsigned unchanged;           /* looks since, the count standing */
+	int      nm;
+	struct sched_member m[SCHED_MEMBERS];
+};
+
+struct sampler_rt {               /* a process's runtime, recognised once */
+	uint64_t start_time;
+	struct probe_rt_proc rt;
 };
 
 enum { TICK_SKIP, TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED };
@@ -165,6 +198,9 @@ struct sampler {
 	struct idmap by_listener;        /* pid -> index in lis */
 	struct probe_listen_row *listen_rows;   /* scratch: one namespace's LISTEN rows */
 	struct sampler_pools *pools;     /* the workers' processes' helper pools (sampler_pools.c) */
+	struct sampler_rt *rts;          /* processes' runtimes, nrts of rtcap (sampler_sched.c) */
+	size_t   nrts, rtcap;
+	struct idmap rt_by_pid;          /* pid -> index in rts */
 	uint64_t total_samples;
 	uint64_t ticks;                  /* sample_all calls */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
@@ -172,6 +208,7 @@ struct sampler {
 	uint64_t check_ns, read_ns;
 	uint64_t tick_lag_max_ns;        /* the latest a tick started after its time */
 	uint64_t due_ns;                 /* CLOCK_MONOTONIC of the next tick; 0: no thread keeps the schedule */
+	uint32_t tick_weight;            /* 1 + the ticks lost to lag just before this one (0 reads as 1) */
 	unsigned rng;
 	uint64_t stall_ns;               /* the stall threshold, 0: no capture */
 	struct sampler_stall *stall;     /* owned: the capture's unwinders (sampler_stall.c) */
@@ -199,6 +236,8 @@ void sampler_read_segments(struct sampler *s, uint64_t now);
  * and its poll_since_ns (0 when unknown). */
 uint64_t sampler_read_hot(struct sampler *s, struct sworker *w);
 void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t ino);
+/* A new worker for (pid, tid), or NULL past max_workers (counted in *ignored). */
+struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored);
 void sampler_free_workers(struct sampler *s);
 
 /* sampler_limits.c, on the sampling thread with s->lock held: once a
@@ -236,6 +275,22 @@ void sampler_sample_pools(struct sampler *s, uint64_t now);
 void sampler_read_pools(struct sampler *s, uint64_t now);
 void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double window_s);
 void sampler_free_pools(struct sampler *s);
+
+/* sampler_sched.c: pooled runtimes as scheduler rows. sampler_runtime_of
+ * recognises a process once (its pid and start time), without the lock;
+ * the rest with s->lock held. */
+const struct probe_rt_proc *sampler_runtime_of(struct sampler *s, pid_t pid, uint64_t start_time, const char *comm);
+int  sampler_rt_is_scheduler(const struct probe_rt_proc *rt);
+/* The live row of pid's pool, made when it has none; NULL when out of room. */
+struct sworker *sampler_sched_row(struct sampler *s, pid_t pid, const char *comm, const struct probe_rt_proc *rt);
+/* w->thread_name from its thread's comm. */
+void sampler_name_thread(struct sworker *w);
+/* After a tick's reads: each row's members counted into its series. */
+void sampler_sample_scheds(struct sampler *s, uint64_t now);
+/* After the 4 Hz schedstat pass: each row's threads' times into its series. */
+void sampler_sched_cpu(struct sampler *s, uint64_t now);
+void sampler_sched_copy(struct snap_worker *d, const struct sworker *w);
+void sampler_free_rts(struct sampler *s);
 
 /* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
 struct sampler_cost {

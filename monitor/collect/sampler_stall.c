@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define MINUTE_NS (60 * NS)
-#define PERF_PERIOD_US 1000   /* a sample after 1 ms of the thread's CPU time */
+#define PERF_PERIOD_US 200    /* a sample after 0.2 ms of the thread's CPU time: on a loaded
+                               * machine a stalled thread may get little of a CPU in PERF_WAIT_MS */
 #define PERF_WAIT_MS   20     /* and no longer than this for it: it may have left the CPU */
 /* Captures a second over all workers at most: each may hold the tick up
  * to PERF_WAIT_MS, and a host sweep can find hundreds of busy loops. A
@@ -125,7 +126,8 @@ static void stack_on_cpu(struct sampler *s, struct sworker *w, struct series_sta
 		return;
 	}
 	st->cur = &st->perf;
-	int n = probe_unwind_stack(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->frames, SERIES_STALL_FRAMES);
+	int n = probe_unwind_stack_fp(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->perf.fp, st->frames,
+				      SERIES_STALL_FRAMES);
 	st->cur = NULL;
 	if (n < 0) {
 		why_errno(rec, "unwind", n);

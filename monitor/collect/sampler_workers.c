@@ -55,18 +55,7 @@ static int narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name
 	return targets_narrow(t, uid, t->has_service ? service_of(s, pid, name) : NULL);
 }
 
-/* tid's own name (its comm: "nioEventLoopGro", "tokio-runtime-w"), "" unknown. */
-static void thread_name(pid_t pid, pid_t tid, char out[PROBE_COMM_LEN])
-{
-	char path[PATH_MAX];
-	out[0] = '\0';
-	if (probe_proc_path(path, sizeof(path), "%d/task/%d/comm", (int)pid, (int)tid) < 0 ||
-	    probe_read_file(path, out, PROBE_COMM_LEN) <= 0)
-		return;
-	out[strcspn(out, "\n")] = '\0';
-}
-
-static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
+struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored)
 {
 	if (s->n >= s->max_workers) {
 		++*ignored;
@@ -91,7 +80,7 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
 	w->in_unit = s->service_of[0] != '\0';
-	thread_name(pid, tid, w->thread);
+	sampler_name_thread(w);   /* "nioEventLoopGro", "tokio-runtime-w" */
 	s->next_limits = 0;   /* its role (and limits) at the next tick, not a second later */
 	series_init(&w->series);
 	prec_init(&w->prec);
@@ -105,6 +94,7 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, const
 
 static void free_worker(struct sworker *w)
 {
+	free(w->sched);
 	probe_syscall_close(&w->sc);
 	probe_schedstat_close(&w->ss);
 	probe_loop_done(&w->loop);
@@ -296,16 +286,22 @@ static void discover_threads(struct sampler *s)
 		if (m)
 			m->discover_gap = 0;   /* changed: every round again */
 		int nt = probe_discover_threads(pi->pid, s->tids, SAMPLER_MAX_THREADS);
+		const struct probe_rt_proc *rt = sampler_runtime_of(s, pi->pid, pi->start_time, pi->comm);
 		/* the table changes under the lock, one process at a time */
 		pthread_mutex_lock(&s->lock);
+		if (sampler_rt_is_scheduler(rt))
+			sampler_sched_row(s, pi->pid, pi->comm, rt); /* it names its pool's threads */
 		for (int t = 0; t < nt && t < SAMPLER_MAX_THREADS; t++) {
 			/* the sampling thread itself is always running: not a worker */
 			if (s->tids[t] == s->self_tid)
 				continue;
 			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
-			if (!w)
-				add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads);
-			else /* a process found just before its execve, or renamed since */
+			if (!w && (w = sampler_add_worker(s, pi->pid, s->tids[t], pi->comm, &s->ignored_threads)) && rt) {
+				/* every thread of a -p process: named only where it matters */
+				w->runtime = rt->rt;
+				if (rt->rt == PROBE_RT_JVM)
+					sampler_name_thread(w);   /* its loops are told apart by name */
+			} else if (w) /* a process found just before its execve, or renamed since */
 				snprintf(w->name, sizeof(w->name), "%s", pi->comm);
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -383,8 +379,24 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 {
 	struct sampler *s = arg;
 	unsigned over = 0;
+	const struct probe_rt_proc *rt = sampler_runtime_of(s, p->pid, p->start_time, p->comm);
+	struct probe_stat st;
+	/* a pooled runtime's wait is its scheduler's: the row takes its pool */
+	int pooled = sampler_rt_is_scheduler(rt) &&
+		     (rt->rt == PROBE_RT_GO || (probe_stat_read(p->pid, tid, &st) == 0 && probe_rt_member(rt->rt, st.comm)));
 	pthread_mutex_lock(&s->lock);
-	int taken = sampler_find_worker(s, p->pid, tid) || add_worker(s, p->pid, tid, p->comm, &over);
+	struct sworker *w = sampler_find_worker(s, p->pid, tid);
+	int taken = w != NULL;
+	if (rt && rt->rt == PROBE_RT_JVM)
+		sampler_sched_row(s, p->pid, p->comm, rt); /* its pool parks in futex: never found by a sweep */
+	if (!w && pooled) {
+		taken = sampler_sched_row(s, p->pid, p->comm, rt) != NULL;
+	} else if (!w && (w = sampler_add_worker(s, p->pid, tid, p->comm, &over))) {
+		taken = 1;
+		w->runtime = rt ? rt->rt : PROBE_RT_UNKNOWN;
+		if (w->runtime == PROBE_RT_JVM)
+			sampler_name_thread(w);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return taken;
 }
@@ -444,7 +456,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			probe_loop_init(&w->loop, w->pid, w->tid);
 			w->gone_ns = 0;
 		}
-		if (!w && !(w = add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
+		if (!w && !(w = sampler_add_worker(s, sl->pid, sl->tid, g->name, &s->ignored_slots)))
 			continue;
 		w->instrumented = 1;
 		w->role = SNAP_ROLE_SERVER;

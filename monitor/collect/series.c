@@ -166,25 +166,17 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 	a->span_prev_busy = (uint8_t)busy;
 }
 
-void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
+/* One sample of class c (of verdict v) counted w times into bucket b of
+ * second sec: all but the span, which a tick tracks once. */
+static void add_counts(struct series *a, struct series_bucket *b, int64_t sec, int c, const struct probe_verdict *v,
+		       const struct series_ctx *ctx, uint32_t w)
 {
-	int c = series_class_of(v->cls);
-	if (c < 0) {
-		/* GONE / NO_ACCESS are not time the worker spent anywhere, and
-		 * no span is measured across them */
-		a->span_prev_ns = a->span_start_ns = 0;
-		return;
-	}
-	uint32_t w = ctx && ctx->weight ? ctx->weight : 1;
 	add_key(&a->total, c, v, ctx, w);
-	int64_t sec = (int64_t)(t_ns / NS);
-	struct series_bucket *b = bucket(a, sec);
 	b->n[c] += w;
 	b->n2[c] += w * w;
 	b->taken++;
 	a->total.n[c] += w;
 	a->total.n2[c] += (uint64_t)w * w;
-	track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
 	if (c == SERIES_BLOCKED) {
 		series_add_block(b->blocks, SERIES_BLOCK_KEYS, &b->blocks_overflow, v->nr, v->fd, w);
 		series_add_block(a->total.blocks, SERIES_BLOCK_KEYS * 2, &a->total.blocks_overflow, v->nr, v->fd, w);
@@ -205,6 +197,36 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 	} else if (c == SERIES_RUNNING || c == SERIES_BLOCKED) {
 		a->busy_since_change = 1;
 	}
+}
+
+void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx)
+{
+	int c = series_class_of(v->cls);
+	if (c < 0) {
+		/* GONE / NO_ACCESS are not time the worker spent anywhere, and
+		 * no span is measured across them */
+		a->span_prev_ns = a->span_start_ns = 0;
+		return;
+	}
+	int64_t sec = (int64_t)(t_ns / NS);
+	struct series_bucket *b = bucket(a, sec);
+	add_counts(a, b, sec, c, v, ctx, ctx && ctx->weight ? ctx->weight : 1);
+	track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
+}
+
+void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint32_t running, uint32_t blocked,
+		       const struct probe_verdict *blocked_v)
+{
+	static const struct probe_verdict idle = { .cls = PROBE_POLL, .nr = -1, .fd = -1 };
+	static const struct probe_verdict run = { .cls = PROBE_RUNNING, .nr = -1, .fd = -1 };
+	int64_t sec = (int64_t)(t_ns / NS);
+	struct series_bucket *b = bucket(a, sec);
+	for (uint32_t i = 0; i < capacity; i++) {
+		const struct probe_verdict *v = i < running ? &run : i < running + blocked ? blocked_v : &idle;
+		add_counts(a, b, sec, series_class_of(v->cls), v, NULL, 1);
+	}
+	/* a pool's busy span: every thread of its capacity out of its park */
+	track_span(a, b, t_ns, running + blocked >= capacity, 0);
 }
 
 void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],

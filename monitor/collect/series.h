@@ -86,7 +86,10 @@ void series_lag_edges(int bin, double *lo, double *hi);
  */
 #define SERIES_STALLS       4
 #define SERIES_STALL_FRAMES 16
-#define SERIES_FRAME_LEN    96
+/* a stall's frame label: whole up to this, shortened by whole parts
+ * beyond (probe_unwind_label); a worker keeps SERIES_STALLS of them in
+ * every view of it, so not the unwinder's full PROBE_UNWIND_LABEL_LEN */
+#define SERIES_FRAME_LEN    320
 #define SERIES_STALL_WHY    160
 
 enum series_stack_from {
@@ -231,6 +234,13 @@ int series_class_of(enum probe_class c);
 
 /* One classified syscall sample taken at t_ns; ctx may be NULL. */
 void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdict *v, const struct series_ctx *ctx);
+
+/* One tick of a pooled runtime's scheduler (collect/sampler_sched.c): of
+ * capacity threads' worth, running and blocked busy (blocked_v names the
+ * syscall), the rest parked; each unit counts as a sample. A busy span is
+ * a run of ticks with the whole capacity busy. */
+void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint32_t running, uint32_t blocked,
+		       const struct probe_verdict *blocked_v);
 
 /* A reading of the worker's shm slot values at t_ns, which is mono_ns on
  * CLOCK_MONOTONIC (to count a blocking poll still in progress). */

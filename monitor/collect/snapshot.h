@@ -43,10 +43,18 @@ enum snap_role {
 /* "unknown", "server", "client", "interactive", "helper". Static. */
 const char *snap_role_name(enum snap_role r);
 
+#define SNAP_MEMBERS 16   /* a scheduler's threads named in a snapshot */
+
+struct snap_member {              /* a thread of a scheduler's pool */
+	pid_t    tid;
+	char     name[16];            /* its comm */
+	int      worker;              /* counted as capacity (tokio: not the blocking pool) */
+	uint32_t n, busy;             /* its samples over the run, and those out of its park */
+};
+
 struct snap_worker {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];
-	char     thread[PROBE_COMM_LEN];   /* the thread's own name (comm), "" unknown */
 	enum snap_role role;
 	pid_t    helpers[SNAP_HELPERS];    /* its process's helper loops folded into it (not shown apart) */
 	int      nhelpers;
@@ -63,6 +71,14 @@ struct snap_worker {
 	char     access_text[PROBE_ACCESS_TEXT_LEN];
 	struct snap_target targets[SNAP_TARGETS];
 	int      ntargets;
+	/* a pooled runtime's scheduler row, or a loop (scheduler 0, capacity 1) */
+	int      scheduler;
+	int      runtime;                /* enum probe_rt */
+	int      capacity;               /* threads' worth */
+	int      cap_from;               /* enum probe_rt_cap */
+	char     thread_name[16];        /* a loop's thread's comm, "" when not read */
+	int      nmembers;
+	struct snap_member members[SNAP_MEMBERS];
 	struct series series;
 };
 

@@ -44,6 +44,8 @@ struct export_point {
 	                      * from metric as it is; then prom_value is the value */
 	double prom_value;
 	const char *service; /* the worker's service label, NULL: none */
+	const char *kind;    /* "loop" or "scheduler" label (static), NULL: none */
+	const char *runtime; /* the recognised runtime label (static), NULL: none */
 };
 
 enum export_field {

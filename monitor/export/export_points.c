@@ -85,7 +85,8 @@ const char *export_points_service(const struct worker_view *w)
 static int add_worker(struct export_points *b, const struct worker_view *w, const char *prefix, const char *host,
                       int64_t ts)
 {
-	struct export_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts };
+	struct export_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts,
+				  .kind = w->kind, .runtime = w->runtime };
 	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0 ||
 	    keep(b, export_points_service(w), &p.service) < 0)
 		return -ENOMEM;

@@ -159,8 +159,13 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 		}
 		if (p->tag)
 			put_label(f, &first, "tag", p->tag);
+		if (p->kind)
+			put_label(f, &first, "kind", p->kind);
+		if (p->runtime)
+			put_label(f, &first, "runtime", p->runtime);
 		for (size_t t = 0; t < p->ntags && t < EXPORT_TAGS_MAX; t++) {
-			static const char *const builtin[] = { "host", "name", "service", "pid", "tid", "tag" };
+			static const char *const builtin[] = { "host", "name", "service", "pid", "tid", "tag", "kind",
+								 "runtime" };
 			int clash = 0;
 			for (size_t b = 0; b < sizeof(builtin) / sizeof(builtin[0]); b++)
 				clash |= !strcmp(p->tags[t].key, builtin[b]);

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "list/list.h"
 #include "model/feed.h"
+#include "model/model_build.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,19 +16,34 @@ static int set_duration(void *ctx, const char *arg, char *msg, size_t len)
 
 struct list_ctx {
 	struct cli_common c;   /* first: the shared setters take the context as one */
-	int by_service;
+	const char *by;        /* NULL: a row per worker; "service", "runtime" or "kind" (static) */
 };
 
 static int set_by(void *ctx, const char *arg, char *msg, size_t len)
 {
-	if (strcmp(arg, "service") == 0) {
-		((struct list_ctx *)ctx)->by_service = 1;
+	static const char *const groups[] = { "service", "runtime", "kind" };
+	struct list_ctx *x = ctx;
+	x->by = NULL;
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (strcmp(arg, groups[i]) == 0)
+			x->by = groups[i];
+	if (x->by || strcmp(arg, "worker") == 0)
 		return 0;
-	}
-	if (strcmp(arg, "worker") == 0)
-		return 0;
-	snprintf(msg, len, "invalid --by '%s': expected worker or service", arg);
+	snprintf(msg, len, "invalid --by '%s': expected worker, service, runtime or kind", arg);
 	return -1;
+}
+
+/* The services' roll-up made over runtimes or kinds instead: each worker's
+ * group name in place of its service (the table is all that is printed). */
+static void regroup(struct model *m, const char *by)
+{
+	if (!strcmp(by, "service"))
+		return;
+	for (size_t i = 0; i < m->n; i++) {
+		struct worker_view *w = &m->workers[i];
+		snprintf(w->service, sizeof(w->service), "%s", !strcmp(by, "kind") ? w->kind : w->runtime);
+	}
+	model_fleet(m);
 }
 
 static const struct cli_option options[] = {
@@ -39,7 +55,8 @@ static const struct cli_option options[] = {
 	CLI_OPT_STALL_MS,
 	CLI_OPT_REPLAY,
 	{ 0, "duration", "DURATION", "how long to sample: 2, 1.5, 30s, 2m (default 2 s)", set_duration },
-	{ 0, "by", "worker|service", "a row per worker (the default) or per service", set_by },
+	{ 0, "by", "worker|service|runtime|kind", "a row per worker (the default), per service, per runtime or per kind",
+	  set_by },
 	{ 0 },
 };
 
@@ -73,8 +90,10 @@ static int run(int argc, char **argv)
 	/* the table (or JSON) even when it is empty: a script reads the same shape */
 	if (cc->json)
 		list_print_json(stdout, &m);
-	else if (x.by_service)
-		list_print_services(stdout, &m);
+	else if (x.by) {
+		regroup(&m, x.by);
+		list_print_groups(stdout, &m, x.by);
+	}
 	else
 		list_print_text(stdout, &m);
 	rc = cli_finish_output(cli_model_verdict(&m, &cc->targets));
@@ -88,7 +107,8 @@ const struct cli_command cmd_list = {
 	"list", "sample for a while, then print every worker once (the default when stdout is not a terminal)",
 	"[OPTIONS]",
 	"Samples " CLI_TARGETS_HELP " for --duration seconds,\n"
-	"then prints one row per worker (--by service: per service), or JSON version 1 with --json.\n"
+	"then prints one row per worker (--by service, runtime or kind: per group), or JSON version 1\n"
+	"with --json.\n"
 	"No worker found is exit 4 (the empty table or JSON is still printed). --replay FILE: the\n"
 	"figures of a whole recording.",
 	options, run,

@@ -9,6 +9,7 @@
 #include "probe_shm.h"
 #include "util/escape.h"
 
+#include <ctype.h>
 #include <math.h>
 
 #define LIST_JSON_VERSION 1
@@ -133,6 +134,42 @@ static void json_pools(struct json *j, const struct worker_view *w)
 	json_array_end(j);
 }
 
+/* kind, runtime, capacity in threads, and a scheduler's threads */
+static void json_runtime(struct json *j, const struct worker_view *w)
+{
+	json_key(j, "kind");
+	json_string(j, w->kind);
+	json_key(j, "runtime");
+	json_string(j, w->runtime);
+	json_key(j, "threads");
+	json_i64(j, w->threads);
+	json_key(j, "threads_from");
+	json_string(j, w->threads_from);
+	json_key(j, "thread_name");
+	json_string(j, w->thread_name);
+	json_key(j, "group");
+	if (w->group[0])
+		json_string(j, w->group);
+	else
+		json_null(j);
+	json_key(j, "members");
+	json_array_begin(j);
+	for (int i = 0; i < w->nmembers; i++) {
+		const struct member_view *m = &w->members[i];
+		json_object_begin(j);
+		json_key(j, "tid");
+		json_i64(j, m->tid);
+		json_key(j, "name");
+		json_string(j, m->name);
+		json_key(j, "role");
+		json_string(j, m->worker ? "worker" : "blocking");
+		json_key(j, "busy_pct");
+		json_double(j, m->busy_pct, 2);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 void list_json_worker(struct json *j, const struct worker_view *w)
 {
 	json_object_begin(j);
@@ -142,8 +179,6 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_i64(j, w->tid);
 	json_key(j, "name");
 	json_string(j, w->name);
-	json_key(j, "thread");   /* the thread's own name, beside its process's */
-	json_string(j, w->thread);
 	json_key(j, "role");
 	json_string(j, w->role ? w->role : "unknown");
 	json_key(j, "helpers");   /* helper loops of its process folded into it */
@@ -163,6 +198,7 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_boolean(j, w->gone);
 	json_key(j, "loop_basis");
 	json_string(j, w->loop_basis);
+	json_runtime(j, w);
 	json_source(j, w, METRIC_SAMPLED);
 	json_key(j, "interval");   /* what idle_lo and idle_hi are */
 	json_string(j, w->exact ? "exact" : "batch_means");
@@ -364,11 +400,20 @@ const char *list_service_title(int metric)
 	return metric >= 0 && metric < METRIC_NFLEET ? service_titles[metric] : NULL;
 }
 
-/* One row per service: the fleet rows of the metric table over its workers. */
 void list_print_services(FILE *out, const struct model *m)
 {
-	char cell[64], name[PROBE_SERVICE_LEN];
-	fprintf(out, "%-32s", "SERVICE");
+	list_print_groups(out, m, "service");
+}
+
+/* One row per group: the fleet rows of the metric table over its workers. */
+void list_print_groups(FILE *out, const struct model *m, const char *what)
+{
+	char cell[64], name[PROBE_SERVICE_LEN], title[32];
+	size_t k = 0;
+	for (; what[k] && k < sizeof(title) - 1; k++)
+		title[k] = (char)toupper((unsigned char)what[k]);
+	title[k] = '\0';
+	fprintf(out, "%-32s", title);
 	for (int i = 0; i < METRIC_NFLEET; i++)
 		fprintf(out, " %14s", service_titles[i]);
 	fputc('\n', out);
@@ -383,7 +428,7 @@ void list_print_services(FILE *out, const struct model *m)
 	}
 	char how[64];
 	model_sampling_text(m, how, sizeof(how));
-	fprintf(out, "%zu service%s, %u worker%s (%.1f s at %s)\n", m->nservices, m->nservices == 1 ? "" : "s",
+	fprintf(out, "%zu %s%s, %u worker%s (%.1f s at %s)\n", m->nservices, what, m->nservices == 1 ? "" : "s",
 		m->fleet.workers, m->fleet.workers == 1 ? "" : "s", model_span_s(m), how);
 }
 

@@ -13,6 +13,9 @@ void list_print_json(FILE *out, const struct model *m);
 void list_print_text(FILE *out, const struct model *m);
 /* list --by service: a row per service. */
 void list_print_services(FILE *out, const struct model *m);
+/* The same over the model's services' roll-up named as what ("service",
+ * "runtime", "kind"): its title and its count's word. */
+void list_print_groups(FILE *out, const struct model *m, const char *what);
 /* The text table's title of a worker figure (enum worker_metric), NULL
  * when it is not a column there. */
 const char *list_column_title(int metric);

@@ -16,6 +16,7 @@
 
 #include "loopstat_shm.h"
 #include "probe_access.h"
+#include "probe_rt.h"
 #include "probe_fd.h"
 #include "probe_service.h"
 #include "probe_sweep.h"
@@ -75,6 +76,7 @@ struct stall_view {
 };
 
 #define MODEL_POOL_TIDS 64
+#define MODEL_MEMBERS   16   /* a scheduler's threads named */
 
 /* A helper pool of a worker's process (collect/sampler_pools.c). */
 struct pool_view {
@@ -88,11 +90,17 @@ struct pool_view {
 
 /* What bounds a worker's sustainable rate (JSON's headroom_bound). */
 enum model_bound { MODEL_BOUND_NONE, MODEL_BOUND_LOOP, MODEL_BOUND_QUOTA, MODEL_BOUND_POOL };
+/* A thread of a scheduler's pool (collect/sampler_sched.c). */
+struct member_view {
+	pid_t    tid;
+	char     name[16];                /* its comm */
+	int      worker;                  /* counted as capacity (tokio: not its blocking pool) */
+	double   busy_pct;                /* its samples out of its park over the run, NaN: none */
+};
 
 struct worker_view {
-	pid_t    pid, tid;
+	pid_t    pid, tid;                /* a scheduler's tid is 0: the row is its pool */
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
-	char     thread[PROBE_COMM_LEN];  /* the thread's own name (comm), "" unknown */
 	const char *role;                 /* "server", "client", "interactive", "helper", "unknown" (static) */
 	pid_t    helpers[MODEL_HELPERS];  /* its process's helper loops folded into it */
 	int      nhelpers;
@@ -106,6 +114,14 @@ struct worker_view {
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */
 	int      exact;                   /* its class counts were measured exactly, not sampled: its ± is 0 */
+	const char *kind;                 /* "loop" (one thread) or "scheduler" (a runtime's pool) (static) */
+	const char *runtime;              /* probe_rt_name of its process: "go", "tokio", "jvm", "unknown" (static) */
+	int      threads;                 /* its capacity in threads: 1 for a loop, GOMAXPROCS, tokio's workers */
+	const char *threads_from;         /* where that came from (probe_rt_cap_name) (static) */
+	char     thread_name[16];         /* a loop's thread name where it has one ("nioEventLoopGro"), else "" */
+	char     group[16];               /* a loop group's name (Netty's loops), "" when none */
+	struct member_view members[MODEL_MEMBERS]; /* a scheduler's threads */
+	int      nmembers;
 	const char *backend;              /* "io_uring", "libev", "none" (static) */
 	int      gone;                    /* task exited; kept a few seconds, then dropped */
 	char     loop_basis[64];          /* how its loop's poll is told apart: "epoll fd 7", "plain poll loop ..." */

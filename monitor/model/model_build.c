@@ -38,13 +38,38 @@ static void copy_targets(const struct snap_worker *w, struct worker_view *v)
 		target_of(w, v->keys[i].fd, v->keys[i].target, sizeof(v->keys[i].target));
 }
 
+/* what kind of worker: a loop, or a pooled runtime's scheduler */
+static void build_runtime(const struct snap_worker *w, struct worker_view *v)
+{
+	v->kind = w->scheduler ? "scheduler" : "loop";
+	v->runtime = probe_rt_name(w->instrumented ? PROBE_RT_FIBERLOOP : (enum probe_rt)w->runtime);
+	v->threads = w->scheduler ? w->capacity : 1;
+	v->threads_from = w->scheduler ? probe_rt_cap_name((enum probe_rt_cap)w->cap_from) : "-";
+	memcpy(v->thread_name, w->thread_name, sizeof(v->thread_name));
+	v->group[0] = '\0';
+	if (w->runtime == PROBE_RT_JVM && probe_rt_jvm_loop(w->thread_name))
+		memcpy(v->group, w->thread_name, sizeof(v->group));
+	/* what its "poll" is: the pool's parks, said where a loop's basis is */
+	if (w->scheduler)
+		snprintf(v->loop_basis, sizeof(v->loop_basis), "%s scheduler, %d threads (%s)", v->runtime, v->threads,
+			 v->threads_from);
+	v->nmembers = w->nmembers < MODEL_MEMBERS ? w->nmembers : MODEL_MEMBERS;
+	for (int i = 0; i < v->nmembers; i++) {
+		const struct snap_member *m = &w->members[i];
+		struct member_view *o = &v->members[i];
+		o->tid = m->tid;
+		memcpy(o->name, m->name, sizeof(o->name));
+		o->worker = m->worker;
+		o->busy_pct = m->n ? 100.0 * m->busy / m->n : NAN;
+	}
+}
+
 /* the worker's identity; its figures are the caller's (a window, or a range) */
 static void build_identity(const struct snap_worker *w, struct worker_view *v)
 {
 	v->pid = w->pid;
 	v->tid = w->tid;
 	snprintf(v->name, sizeof(v->name), "%s", w->name);
-	snprintf(v->thread, sizeof(v->thread), "%s", w->thread);
 	v->role = snap_role_name(w->role);
 	v->nhelpers = w->nhelpers;
 	memcpy(v->helpers, w->helpers, sizeof(v->helpers));
@@ -60,6 +85,7 @@ static void build_identity(const struct snap_worker *w, struct worker_view *v)
 	probe_loop_basis_text(w->basis, w->loop_fd, v->loop_basis, sizeof(v->loop_basis));
 	v->no_access = w->no_access;
 	memcpy(v->access_text, w->access_text, sizeof(v->access_text));
+	build_runtime(w, v);
 }
 
 static void build_done(const struct snap_worker *w, struct worker_view *v)

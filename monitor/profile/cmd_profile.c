@@ -94,6 +94,12 @@ static int run(int argc, char **argv)
 		}
 		rc = profile_emit_to(out, c.out, c.fmt, t, &meta, acc);
 		out = NULL;
+		/* said beside the profile, not in it: a report of the recording
+		 * prints the same profile */
+		double reached = res.st.threads > 0 && dur > 0 ? (double)res.st.samples / res.st.threads / dur : 0;
+		if (reached > 0 && reached < 0.95 * rm.rate_hz)
+			cli_error("sampled at %.0f Hz of the %.0f asked: the sampler fell behind, and a sample after "
+				  "skipped ticks counts for them too", reached, rm.rate_hz);
 		if (res.st.perf_why[0])   /* the profile stands; its on-CPU samples have no stack */
 			cli_error("on-CPU samples without stacks: %s", res.st.perf_why);
 		if (rc == EXIT_OK && res.st.moved + res.st.unwind_failed > 0 && isatty(STDERR_FILENO))

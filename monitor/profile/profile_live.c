@@ -14,6 +14,12 @@
 #include <string.h>
 
 #define LIVE_MAX_PROBES 256   /* threads whose syscall file we re-read after an unwind */
+#define PERF_FRESH_NS 1000000000ull /* a perf sample older than this lends no stack */
+/* On-CPU stacks come from perf samples at most this often per second of
+ * a thread's CPU time: each is unwound once and lent to the ticks until
+ * the next, which keeps profile's own cost low enough for the sampler to
+ * stay real-time (sampler_cost.c) and so unbiased on a busy machine. */
+#define PERF_STACK_HZ 250
 
 struct live_probe {
 	pid_t pid, tid;
@@ -34,8 +40,13 @@ struct profile_live {
 	int   nprobes;
 	struct profile_live_stats st;
 	struct probe_unwind_frame frames[PROFILE_LIVE_DEPTH];
-	char  labels[PROFILE_LIVE_DEPTH][PROBE_UNWIND_MODULE_LEN + PROBE_UNWIND_SYMBOL_LEN + 24];
+	char  labels[PROFILE_LIVE_DEPTH][PROBE_UNWIND_LABEL_LEN];
 	const char *lp[PROFILE_LIVE_DEPTH];
+	/* the last perf sample unwound, kept for the ticks that reuse it */
+	pid_t cpu_tid;
+	uint64_t cpu_time_ns;
+	int   cpu_n;
+	char  cpu_labels[PROFILE_LIVE_DEPTH][PROBE_UNWIND_LABEL_LEN];
 };
 
 struct profile_live *profile_live_new(const struct profile_live_opts *o)
@@ -74,6 +85,7 @@ void profile_live_delete(struct profile_live *l)
 void profile_live_stats(const struct profile_live *l, struct profile_live_stats *out)
 {
 	*out = l->st;
+	out->threads = l->nprobes;
 }
 
 /* The task's entry, made at its first sample with its name read once;
@@ -137,41 +149,62 @@ static int unwind(struct profile_live *l, const struct sampler_event *ev)
 	return label_frames(l, n);
 }
 
-/* An on-CPU sample's stack, unwound into l->lp: the thread's newest perf
- * sample, taken within two periods of its CPU time (one per period: the
- * randomised ticks may come twice between two); 0 frames when there is
- * none that fresh. */
-static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
+/* p's perf stream, opened at its first sample of any kind: by its first
+ * on-CPU tick it has run and been sampled. */
+static void perf_open_once(struct profile_live *l, struct live_probe *p)
 {
-	struct live_probe *p = task_of(l, ev->pid, ev->tid);
 	double hz = l->o.rate_hz > 0 ? l->o.rate_hz : 1000;
-	if (p && !p->perf_tried) {
+	if (!p->perf_tried) {
 		p->perf_tried = 1;
 		if ((p->last = calloc(1, sizeof(*p->last))))
-			p->perf = probe_perf_open(ev->tid, (uint64_t)(1e9 / hz), 16);
+			p->perf = probe_perf_open(p->tid, (uint64_t)(1e9 / (hz < PERF_STACK_HZ ? hz : PERF_STACK_HZ)), 16);
 		if (!p->perf && (errno == EACCES || errno == EPERM) && !l->st.perf_why[0])
 			probe_perf_explain(l->st.perf_why, sizeof(l->st.perf_why));
 		else if (!p->perf && !l->st.perf_why[0])
 			snprintf(l->st.perf_why, sizeof(l->st.perf_why), "perf_event_open: %s", strerror(errno));
 	}
+}
+
+/* An on-CPU sample's stack, unwound into l->lp: the thread's newest perf
+ * sample. One comes per period of the thread's CPU time, so the newest is
+ * where it ran within its last period on a CPU, however little it runs;
+ * only one older than PERF_FRESH_NS of wall time (a thread that barely
+ * runs) is not taken. 0 frames when there is none. */
+static int cpu_stack(struct profile_live *l, const struct sampler_event *ev)
+{
+	struct live_probe *p = task_of(l, ev->pid, ev->tid);
 	if (!p || !p->perf) {
 		l->st.cpu_bare++;
 		return 0;
 	}
 	probe_perf_latest(p->perf, p->last);   /* or the last one stays */
-	if (!p->last->time_ns || mono_ns() - p->last->time_ns > (uint64_t)(2e9 / hz)) {
+	if (!p->last->time_ns || mono_ns() - p->last->time_ns > PERF_FRESH_NS) {
 		l->st.cpu_bare++;
 		return 0;
 	}
+	if (l->cpu_tid == ev->tid && l->cpu_time_ns == p->last->time_ns && l->cpu_n > 0) {
+		l->st.cpu_stacks++;
+		for (int i = 0; i < l->cpu_n; i++)
+			l->lp[i] = l->cpu_labels[i];
+		return l->cpu_n;
+	}
 	l->cur = p->last;
-	int n = probe_unwind_stack(l->u_perf, ev->pid, ev->tid, p->last->sp, p->last->pc, l->frames, l->o.depth);
+	int n = probe_unwind_stack_fp(l->u_perf, ev->pid, ev->tid, p->last->sp, p->last->pc, p->last->fp, l->frames,
+				      l->o.depth);
 	l->cur = NULL;
 	if (n <= 0) {
 		l->st.cpu_bare++;
 		return 0;
 	}
 	l->st.cpu_stacks++;
-	return label_frames(l, n);
+	for (int i = 0; i < n; i++) {
+		probe_unwind_label(&l->frames[i], l->cpu_labels[i], sizeof(l->cpu_labels[i]));
+		l->lp[i] = l->cpu_labels[i];
+	}
+	l->cpu_tid = ev->tid;
+	l->cpu_time_ns = p->last->time_ns;
+	l->cpu_n = n;
+	return n;
 }
 
 void profile_live_on_sample(void *arg, const struct sampler_event *ev)
@@ -180,6 +213,11 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 	if ((l->o.pid && ev->pid != l->o.pid) || (l->o.tid && ev->tid != l->o.tid))
 		return;
 	const struct probe_verdict *v = ev->verdict;
+	struct live_probe *tp = task_of(l, ev->pid, ev->tid);
+	if (tp && v->cls != PROBE_NO_ACCESS)
+		perf_open_once(l, tp);
+	if (tp && tp->perf && v->cls != PROBE_RUNNING)
+		probe_perf_latest(tp->perf, tp->last); /* drained at every sample: a full ring drops the newest */
 	if (v->cls == PROBE_NO_ACCESS) {
 		l->st.no_access++;
 		return;
@@ -235,10 +273,16 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 	pe.target = tgt;
 	l->st.samples++;
 	int err = 0;
-	if (l->o.rec)
-		err = rec_write(l->o.rec, &pe);
-	if (err == 0 && l->o.acc)
-		err = profile_acc_add(l->o.acc, &pe);
+	/* a sample after ticks the sampler skipped stands for them too: the
+	 * ticks slowed by unwinding are the busy ones, and counting each
+	 * sample once would read a busy worker as idler than list does */
+	for (uint32_t k = 0; k < (ev->weight ? ev->weight : 1) && err == 0; k++) {
+		l->st.counted++;
+		if (l->o.rec)
+			err = rec_write(l->o.rec, &pe);
+		if (err == 0 && l->o.acc)
+			err = profile_acc_add(l->o.acc, &pe);
+	}
 	if (err < 0 && !l->st.err)
 		l->st.err = err;
 }

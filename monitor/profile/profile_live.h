@@ -45,7 +45,9 @@ struct profile_live_opts {
 };
 
 struct profile_live_stats {
-	uint64_t samples;                  /* events made */
+	uint64_t samples;                  /* events made (samples taken) */
+	uint64_t counted;                  /* and counted: each its sampler weight times */
+	int      threads;                  /* threads sampled */
 	uint64_t unwound;                  /* stacks unwound */
 	uint64_t moved;                    /* stacks that changed while read ("[stack changed]") */
 	uint64_t unwind_failed;            /* unwinds that returned an error ("[unknown]") */

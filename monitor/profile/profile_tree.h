@@ -42,7 +42,7 @@ enum profile_level {
 
 #define PROFILE_TREE_BY_FIBER 1u /* a fiber level under each thread */
 
-#define PROFILE_LABEL_MAX 256 /* longer labels are cut (at a character boundary) */
+#define PROFILE_LABEL_MAX 640 /* a whole frame label (PROBE_UNWIND_LABEL_LEN); longer ones are cut (at a character boundary) */
 #define PROFILE_MAX_FRAMES 128 /* frames kept per sample; deeper ones are dropped */
 #define PROFILE_MAX_PATH  (5 + PROFILE_MAX_FRAMES) /* nodes below the root on one path */
 #define PROFILE_TREE_MAX_NODES (1u << 20)          /* a tree refuses to grow past this (-E2BIG) */

@@ -73,8 +73,8 @@ static int draw_identity(const struct tui *t, const struct worker_view *w, int y
 	       w->instrumented ? "instrumented" : "not instrumented");
 	if (w->gone)
 		printw("  (exited)");
-	if (w->thread[0] && strcmp(w->thread, w->name) != 0) {
-		snprintf(name, sizeof(name), "%s", w->thread);
+	if (w->thread_name[0] && strcmp(w->thread_name, w->name) != 0) {
+		snprintf(name, sizeof(name), "%s", w->thread_name);
 		printw("  thread %s", textsafe(name));
 	}
 	printw("  role %s", w->role ? w->role : "unknown");
@@ -100,6 +100,26 @@ static int bar_attr(const struct tui *t, const struct worker_view *w, int metric
 	}
 }
 
+/* A scheduler's threads, a line of "tid name busy%" cells: its capacity's
+ * parts, as list --json's members. */
+static void draw_members(const struct worker_view *w, int *y)
+{
+	if (!w->nmembers)
+		return;
+	mvprintw((*y)++, 2, "%d threads' capacity (%s); its threads, busy over the run:", w->threads, w->threads_from);
+	move(*y, 4);
+	for (int i = 0; i < w->nmembers; i++) {
+		const struct member_view *m = &w->members[i];
+		char busy[16];
+		if (isnan(m->busy_pct))
+			snprintf(busy, sizeof(busy), "-");
+		else
+			snprintf(busy, sizeof(busy), "%.0f%%", m->busy_pct);
+		printw("%d %s%s  ", (int)m->tid, busy, m->worker ? "" : " (blocking pool)");
+	}
+	(*y)++;
+}
+
 static int draw_breakdown(const struct tui *t, const struct worker_view *w, int y)
 {
 	section(y++, "Where the time goes");
@@ -117,6 +137,7 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 	const char *pool = metric_line(w, TUI_LINE_POOL);
 	if (pool[0])   /* list --json's pools name its threads */
 		mvprintw(y++, 2, "helper %s", pool);
+	draw_members(w, &y);
 	char why[320];   /* a quota verdict names its cgroup */
 	const char *limit = metric_line(w, TUI_LINE_LIMIT);
 	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */

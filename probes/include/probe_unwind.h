@@ -23,6 +23,9 @@
  * Modules come from /proc/PID/maps (cached per pid; re-reported when the
  * maps change) and symbols from the .symtab or .dynsym of each file on
  * disk (no separate debuginfo is searched, and nothing is downloaded).
+ * The [vdso] is read from our own copy (the same image). Code outside
+ * every module is named from the process's perf map (probe_perfmap.h):
+ * module "[jit]", the map's name as symbol.
  *
  * A struct probe_unwind belongs to one thread (the sampler's).
  */
@@ -37,7 +40,10 @@
 
 #define PROBE_UNWIND_MAX_DEPTH 128 /* frames a caller may ask for */
 #define PROBE_UNWIND_MODULE_LEN 64
-#define PROBE_UNWIND_SYMBOL_LEN 128
+#define PROBE_UNWIND_SYMBOL_LEN 512
+/* room for any label probe_unwind_label writes */
+#define PROBE_UNWIND_LABEL_LEN (PROBE_UNWIND_MODULE_LEN + PROBE_UNWIND_SYMBOL_LEN + 24)
+#define PROBE_UNWIND_JIT "[jit]"   /* the module of a frame named by the perf map */
 
 /* Reads len bytes of pid's memory at addr into buf. Returns the number of
  * bytes read (a short count at the end of a mapping), or -errno. */
@@ -54,7 +60,8 @@ struct probe_unwind_frame {
 	int      unreadable; /* 1: the module's file was refused or over the caps
 			      * ("[unreadable object]"): no symbol */
 	char     module[PROBE_UNWIND_MODULE_LEN]; /* basename of the mapped file, "" if none */
-	char     symbol[PROBE_UNWIND_SYMBOL_LEN]; /* "" when the module has no symbol there */
+	char     symbol[PROBE_UNWIND_SYMBOL_LEN]; /* "" when the module has no symbol there;
+						   * shortened, never cut mid-word */
 };
 
 struct probe_unwind;
@@ -80,13 +87,26 @@ void probe_unwind_delete(struct probe_unwind *u);
 int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 		       struct probe_unwind_frame *frames, int max);
 
+/* The same with the thread's frame-pointer register as sampled (a perf
+ * sample's; 0: unknown, found on the stack as above). With it the unwind
+ * goes on through code without CFI, such as JIT code, by the fp chain. */
+int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc, uint64_t fp,
+			  struct probe_unwind_frame *frames, int max);
+
 /* Drops pid's cached modules (call when the process is gone). */
 void probe_unwind_forget(struct probe_unwind *u, pid_t pid);
 
 /* "module`symbol", "module`0xOFFSET" when the module has no symbol there,
- * "[unknown]" for an unknown frame or a pc outside every module. Returns
- * the length written (truncated to fit len). */
+ * "[unknown]" for an unknown frame or a pc outside every module. A symbol
+ * too long for len is shortened (probe_unwind_shorten), not cut. Returns
+ * the length written. */
 int probe_unwind_label(const struct probe_unwind_frame *f, char *buf, size_t len);
+
+/* name into out (len bytes), whole when it fits; else shortened by
+ * eliding, in turn, template arguments ("<...>"), parameters ("(...)")
+ * and outer qualifiers ("...::Class::method(...)"), never cut mid-word
+ * (a single word longer than len is cut and ends in "..."). */
+void probe_unwind_shorten(const char *name, char *out, size_t len);
 
 /* After unwinding from before: samples p again and says whether the thread
  * is still in the same syscall with the same sp/pc/arguments. Returns 1

@@ -9,11 +9,11 @@
  * of one syscall per word).
  */
 #include "probe_unwind.h"
+#include "probe_perfmap.h"
 #include "probe_proc.h"
 #include "unwind_int.h"
 
 #include <elfutils/libdwfl.h>
-#include <libiberty/demangle.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +49,8 @@ struct uw_pid {
 	uint64_t checked_ns; /* when maps were last compared; 0 forces a check */
 	uint64_t used;       /* LRU tick */
 	uint64_t gen;        /* changes whenever the modules are re-reported */
+	struct uw_exec *exec; /* its executable mappings, owned */
+	int      nexec;
 };
 
 /* The unwind is a function of pc, sp, the modules and the stack bytes it
@@ -57,7 +59,7 @@ struct uw_pid {
  * parked in a syscall is sampled that way again and again. */
 struct uw_memo {
 	pid_t    pid, tid;   /* 0: empty */
-	uint64_t gen, sp, pc;
+	uint64_t gen, sp, pc, fp_given;
 	int      max;        /* the max asked for: a different bound re-unwinds */
 	size_t   len;        /* bytes of the runs below, together */
 	unsigned char *bytes; /* their content then, concatenated, owned */
@@ -69,10 +71,12 @@ struct uw_memo {
 
 /* dwfl_module_addrinfo scans the whole symbol table on every call (a
  * millisecond per stack through libc), and blocked stacks repeat the same
- * return addresses: so each (pid, module generation, pc) is resolved once. */
+ * return addresses: so each (pid, mapping, pc) is resolved once. Keyed by
+ * the mapping (start, inode), not the maps' generation: a JIT runtime's
+ * maps change many times a second, its binary's mapping does not. */
 struct uw_sym {
 	pid_t    pid;        /* 0: empty */
-	uint64_t gen;
+	uint64_t map_lo, map_ino;
 	uint64_t lookup;
 	struct probe_unwind_frame f; /* module, symbol, offset */
 };
@@ -80,6 +84,7 @@ struct uw_sym {
 struct probe_unwind {
 	probe_unwind_mem_fn mem;
 	void    *ctx;
+	struct probe_perfmap *pm; /* JIT names, owned */
 	struct uw_pid pids[UW_PIDS];
 	uint64_t tick;
 	uint64_t gens;       /* last generation handed out */
@@ -97,6 +102,7 @@ struct probe_unwind {
 	/* the request being unwound (read by the callbacks) */
 	struct uw_pid *cur;
 	uint64_t sp, pc, fp;
+	uint64_t fp_given;   /* the sampled fp register (a perf sample's), 0: found on the stack */
 	int      have_fp;
 };
 
@@ -131,10 +137,14 @@ static int uw_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwar
 	(void)userdata;
 	(void)base;
 	*elfp = NULL;
-	if (name[0] != '/' || uw_loading_pid <= 0)
-		return -1;
 	Dwarf_Addr lo, hi;
 	if (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL))
+		return -1;
+	if (strcmp(name, "[vdso]") == 0) {
+		*elfp = uw_vdso_elf(lo, hi);
+		return -1;
+	}
+	if (name[0] != '/' || uw_loading_pid <= 0)
 		return -1;
 	int fd = uw_elf_open(uw_loading_pid, name, lo, hi);
 	if (fd < 0)
@@ -251,7 +261,10 @@ struct probe_unwind *probe_unwind_new(probe_unwind_mem_fn mem, void *ctx)
 	if (!u)
 		return NULL;
 	u->syms = calloc(UW_SYMS, sizeof(*u->syms));
-	if (!u->syms) {
+	u->pm = probe_perfmap_new();
+	if (!u->syms || !u->pm) {
+		free(u->syms);
+		probe_perfmap_delete(u->pm);
 		free(u);
 		return NULL;
 	}
@@ -264,6 +277,7 @@ static void uw_pid_clear(struct uw_pid *e)
 {
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
+	free(e->exec);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -285,6 +299,7 @@ void probe_unwind_delete(struct probe_unwind *u)
 		uw_memo_free(&u->memo[i]);
 	free(u->maps);
 	free(u->syms);
+	probe_perfmap_delete(u->pm);
 	free(u);
 }
 
@@ -293,53 +308,7 @@ void probe_unwind_forget(struct probe_unwind *u, pid_t pid)
 	for (int i = 0; i < UW_PIDS; i++)
 		if (u->pids[i].pid == pid)
 			uw_pid_clear(&u->pids[i]);
-}
-
-/* Reads <root>/PID/maps whole into u->maps. Returns its length or -errno. */
-static ssize_t uw_read_maps(struct probe_unwind *u, pid_t pid)
-{
-	char path[128];
-	int err = probe_proc_path(path, sizeof(path), "%d/maps", (int)pid);
-	if (err < 0)
-		return err;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	size_t len = 0;
-	for (;;) {
-		if (u->maps_cap - len < 4096) {
-			size_t cap = u->maps_cap ? u->maps_cap * 2 : 16384;
-			char *m = realloc(u->maps, cap);
-			if (!m) {
-				close(fd);
-				return -ENOMEM;
-			}
-			u->maps = m;
-			u->maps_cap = cap;
-		}
-		ssize_t n = read(fd, u->maps + len, u->maps_cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno == ENOENT ? -ESRCH : -errno;
-			close(fd);
-			return err;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	u->maps[len] = '\0';
-	return len == 0 ? -ESRCH : (ssize_t)len; /* a zombie has no maps */
-}
-
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
+	probe_perfmap_forget(u->pm, pid);
 }
 
 /* (Re-)reports e's modules when its maps changed since the last report. */
@@ -349,11 +318,11 @@ static int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 	uw_loading_pid = e->pid;
 	if (e->dwfl && e->checked_ns && now - e->checked_ns < UW_MAPS_NS)
 		return 0;
-	ssize_t len = uw_read_maps(u, e->pid);
+	ssize_t len = uw_maps_read(e->pid, &u->maps, &u->maps_cap);
 	if (len < 0)
 		return (int)len;
 	e->checked_ns = now;
-	uint64_t h = fnv1a(u->maps, (size_t)len);
+	uint64_t h = uw_fnv1a(u->maps, (size_t)len);
 	if (e->dwfl && h == e->maps_hash)
 		return 0;
 
@@ -368,9 +337,13 @@ static int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 	dwfl_report_begin(e->dwfl);
 	int r = dwfl_linux_proc_maps_report(e->dwfl, f);
 	fclose(f);
+	if (r == 0)
+		uw_report_vdso(e->dwfl, u->maps);
 	dwfl_report_end(e->dwfl, NULL, NULL);
 	if (r != 0)
 		return r > 0 ? -r : -EINVAL;
+	if ((r = uw_exec_parse(u->maps, &e->exec, &e->nexec)) < 0)
+		return r;
 	e->maps_hash = h;
 	e->gen = ++u->gens;
 	if (fresh && !dwfl_attach_state(e->dwfl, NULL, e->pid, &uw_thread_callbacks, u)) {
@@ -398,9 +371,10 @@ static struct uw_pid *uw_pid_get(struct probe_unwind *u, pid_t pid)
 	return victim;
 }
 
+/* addr is code: in an executable mapping, a file's or JIT code's. */
 static int uw_in_module(const struct probe_unwind *u, uint64_t addr)
 {
-	return addr && dwfl_addrmodule(u->cur->dwfl, addr) != NULL;
+	return addr && uw_exec_find(u->cur->exec, u->cur->nexec, addr) != NULL;
 }
 
 /* The frame pointer of the innermost frame record above sp: a 16-aligned
@@ -436,29 +410,24 @@ static void copy_str(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
-/* C++ names demangled (node's _ZN4node...), with their parameters when
- * they fit; the result is cached with the frame, so once per address. */
-static void set_symbol(struct probe_unwind_frame *f, const char *name)
-{
-	char *d = NULL;
-	if (name[0] == '_' && name[1] == 'Z') {
-		d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
-		if (d && strlen(d) >= sizeof(f->symbol)) {
-			free(d);
-			d = cplus_demangle(name, DMGL_ANSI);
-		}
-	}
-	copy_str(f->symbol, sizeof(f->symbol), d ? d : name);
-	free(d);
-}
-
 static void uw_resolve(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t lookup)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(u->cur->dwfl, lookup);
+	const struct uw_exec *x = uw_exec_find(u->cur->exec, u->cur->nexec, lookup);
+	Dwfl_Module *mod = x && x->file ? dwfl_addrmodule(u->cur->dwfl, lookup) : NULL;
+	if (x && !x->file) { /* JIT code: named by the perf map, if any */
+		const char *jit;
+		copy_str(f->module, sizeof(f->module), PROBE_UNWIND_JIT);
+		if (probe_perfmap_lookup(u->pm, u->cur->pid, lookup, &jit, &f->offset) == 1)
+			copy_str(f->symbol, sizeof(f->symbol), jit);
+		else
+			f->offset = lookup;
+		return;
+	}
 	if (!mod) {
 		u->cur->checked_ns = 0; /* maybe a new mapping: re-read maps next time */
 		return;
 	}
+	lookup = uw_exec_canonical(u->cur->exec, u->cur->nexec, x, lookup);
 	Dwarf_Addr start;
 	const char *path = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	if (path) {
@@ -475,7 +444,7 @@ static void uw_resolve(struct probe_unwind *u, struct probe_unwind_frame *f, uin
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, lookup, &off, &sym, NULL, NULL, NULL);
 	if (name) {
-		set_symbol(f, name);
+		uw_set_symbol(f, name);
 		f->offset = off;
 	} else {
 		f->offset = lookup - start;
@@ -487,7 +456,9 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 	struct uw_pid *e = u->cur;
 	uint64_t h = (lookup ^ (lookup >> 12) ^ ((uint64_t)e->pid * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 	struct uw_sym *c = &u->syms[(h >> 40) % UW_SYMS];
-	if (c->pid == e->pid && c->gen == e->gen && c->lookup == lookup) {
+	const struct uw_exec *x = uw_exec_find(e->exec, e->nexec, lookup);
+	uint64_t map_lo = x ? x->lo : 0, map_ino = x ? x->ino : 0;
+	if (x && x->file && c->pid == e->pid && c->map_lo == map_lo && c->map_ino == map_ino && c->lookup == lookup) {
 		memcpy(f->module, c->f.module, sizeof(f->module));
 		memcpy(f->symbol, c->f.symbol, sizeof(f->symbol));
 		f->offset = c->f.offset;
@@ -495,10 +466,12 @@ static void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, u
 		return;
 	}
 	uw_resolve(u, f, lookup);
-	if (!f->module[0])
-		return; /* outside every module: not cached, maps are re-read */
+	if (!f->module[0] || strcmp(f->module, PROBE_UNWIND_JIT) == 0)
+		return; /* outside every module: not cached, maps are re-read;
+			 * JIT code: its map may name the address anew */
 	c->pid = e->pid;
-	c->gen = e->gen;
+	c->map_lo = map_lo;
+	c->map_ino = map_ino;
 	c->lookup = lookup;
 	c->f = *f;
 }
@@ -538,7 +511,7 @@ static int uw_memo_hit(struct probe_unwind *u, struct uw_memo *m, struct uw_pid 
 		       struct probe_unwind_frame *frames, int max)
 {
 	if (m->pid != e->pid || m->tid != tid || m->gen != e->gen || m->sp != u->sp ||
-	    m->pc != u->pc || m->max != max)
+	    m->pc != u->pc || m->fp_given != u->fp_given || m->max != max)
 		return 0;
 	if (m->len) {
 		if (u->mem != probe_unwind_mem_vm) {
@@ -607,12 +580,18 @@ static void uw_memo_store(struct probe_unwind *u, struct uw_memo *m, pid_t tid,
 	memcpy(f, frames, (size_t)n * sizeof(*f));
 	memcpy(r, runs, (size_t)nruns * sizeof(*r));
 	*m = (struct uw_memo){ .pid = u->cur->pid, .tid = tid, .gen = u->cur->gen, .sp = u->sp,
-			       .pc = u->pc, .max = max, .len = len, .bytes = bytes, .runs = r,
+			       .pc = u->pc, .fp_given = u->fp_given, .max = max, .len = len, .bytes = bytes, .runs = r,
 			       .nruns = nruns, .n = n, .frames = f };
 }
 
 int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 		       struct probe_unwind_frame *frames, int max)
+{
+	return probe_unwind_stack_fp(u, pid, tid, sp, pc, 0, frames, max);
+}
+
+int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc, uint64_t fp,
+			  struct probe_unwind_frame *frames, int max)
 {
 	if (!u || pid <= 0 || tid <= 0 || !frames || max < 1 || max > PROBE_UNWIND_MAX_DEPTH || !pc)
 		return -EINVAL;
@@ -625,6 +604,7 @@ int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp
 	u->cur = e;
 	u->sp = sp;
 	u->pc = pc;
+	u->fp_given = fp;
 	struct uw_memo *m = &u->memo[(unsigned)tid % UW_MEMO];
 	int n = uw_memo_hit(u, m, e, tid, frames, max);
 	if (n > 0) {
@@ -648,7 +628,10 @@ int probe_unwind_stack(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t sp
 		u->snap_len = r0 > 0 ? (size_t)r0 : 0;
 		u->snap_end = r0 < UW_SNAP_FIRST;
 	}
-	u->have_fp = uw_find_fp(u, &u->fp);
+	/* a sampled fp is the truth; a found one, a good guess. JIT code has
+	 * no CFI: libdwfl goes on through it by the fp chain alone */
+	u->fp = fp;
+	u->have_fp = fp ? 1 : uw_find_fp(u, &u->fp);
 
 	struct uw_walk w = { .u = u, .frames = frames, .max = max };
 	int r = u->snap_len ? dwfl_getthread_frames(e->dwfl, tid, uw_frame_cb, &w) : -1;
@@ -680,7 +663,12 @@ int probe_unwind_label(const struct probe_unwind_frame *f, char *buf, size_t len
 		n = snprintf(buf, len, "[unknown]");
 	else if (f->unreadable)
 		n = snprintf(buf, len, "[unreadable object]");
-	else if (f->symbol[0])
+	else if (f->symbol[0] && strlen(f->module) + 1 + strlen(f->symbol) >= len && strlen(f->module) + 8 < len) {
+		/* too long for the caller's field: shortened by whole parts */
+		char sym[PROBE_UNWIND_SYMBOL_LEN];
+		probe_unwind_shorten(f->symbol, sym, len - strlen(f->module) - 1);
+		n = snprintf(buf, len, "%s`%s", f->module, sym);
+	} else if (f->symbol[0])
 		n = snprintf(buf, len, "%s`%s", f->module, f->symbol);
 	else
 		n = snprintf(buf, len, "%s`0x%llx", f->module, (unsigned long long)f->offset);

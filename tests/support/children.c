@@ -55,6 +55,12 @@ pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_f
 	for (int i = 0; args && args[i] && n < 15; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
+	return tc_spawn_argv(argv, stdout_fd);
+}
+
+pid_t tc_spawn_argv(const char *const argv[], int *stdout_fd)
+{
+	const char *path = argv[0];
 	int p[2], exec_p[2];
 	cr_assert_eq(pipe(p), 0);
 	cr_assert_eq(pipe2(exec_p, O_CLOEXEC), 0);

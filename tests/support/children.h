@@ -16,6 +16,10 @@
  */
 pid_t tc_spawn_example(const char *name, const char *const args[], int *stdout_fd);
 
+/* tc_spawn_example of any program: argv[0] is its path, run with the
+ * test's environment. */
+pid_t tc_spawn_argv(const char *const argv[], int *stdout_fd);
+
 /* tc_spawn_example, returned once the example's segment is in shm_dir
  * (within 3 s, or the test fails). */
 pid_t tc_spawn_published(const char *name, const char *const args[], const char *shm_dir, int *stdout_fd);

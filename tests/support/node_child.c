@@ -1,0 +1,76 @@
+/* node_child.c — a node server burning CPU in a named JS function (node_child.h). */
+#include "support/node_child.h"
+#include "support/support.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char node_script[] =
+	"const http = require('http');\n"
+	"function burnCpuForAWhile(ms) {\n"
+	"  const end = Date.now() + ms; let x = 0;\n"
+	"  while (Date.now() < end) { x += Math.sqrt(x + 1); }\n"
+	"  return x;\n"
+	"}\n"
+	"const ms = Number(process.argv[2]);\n"
+	"const srv = http.createServer((req, res) => { burnCpuForAWhile(ms); res.end('ok'); });\n"
+	"srv.listen(0, '127.0.0.1', () => console.log('port ' + srv.address().port));\n";
+
+/* One request at a time, each a 200 ms burn in the handler. */
+static void *client_main(void *arg)
+{
+	struct node_run *r = arg;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "curl -s -m 2 -o /dev/null http://127.0.0.1:%d/", r->port);
+	while (!r->stop)
+		if (system(cmd) != 0)
+			usleep(50000);
+	return NULL;
+}
+
+void node_start(struct node_run *r, const char *dir, int burn_ms)
+{
+	if (system("command -v node >/dev/null 2>&1 && command -v curl >/dev/null 2>&1") != 0)
+		cr_skip_test("node or curl is not installed");
+	char *script = ts_path_in(dir, "burn.js");
+	cr_assert_eq(ts_write_file(script, node_script, sizeof(node_script) - 1), 0);
+	int out[2];
+	cr_assert_eq(pipe(out), 0);
+	r->pid = fork();
+	cr_assert_geq(r->pid, 0);
+	if (r->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test killed on its timeout leaks no node */
+		dup2(out[1], 1);
+		close(out[0]);
+		if (chdir(dir) != 0)   /* V8 leaves its isolate log in the cwd */
+			_exit(126);
+		char ms[16];
+		snprintf(ms, sizeof(ms), "%d", burn_ms);
+		execlp("node", "node", "--perf-basic-prof", script, ms, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	FILE *f = fdopen(out[0], "r");
+	char line[64] = "";
+	cr_assert(fgets(line, sizeof(line), f) && sscanf(line, "port %d", &r->port) == 1, "node said: %s", line);
+	fclose(f);
+	free(script);
+	cr_assert_eq(pthread_create(&r->client, NULL, client_main, r), 0);
+	usleep(500000);   /* warm: the function is compiled and in the map */
+}
+
+void node_stop(struct node_run *r)
+{
+	r->stop = 1;
+	pthread_join(r->client, NULL);
+	kill(r->pid, SIGKILL);
+	waitpid(r->pid, NULL, 0);
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)r->pid);
+	unlink(map);
+}

@@ -1,0 +1,25 @@
+/*
+ * node_child.h — a real node HTTP server whose handler burns CPU for a
+ * given time in burnCpuForAWhile, run with --perf-basic-prof, and a client thread
+ * that keeps one request in flight (for the JIT-stack and agreement tests).
+ */
+#ifndef TESTS_NODE_CHILD_H
+#define TESTS_NODE_CHILD_H
+
+#include <pthread.h>
+#include <sys/types.h>
+
+struct node_run {
+	pid_t pid;
+	int   port;
+	volatile int stop;
+	pthread_t client;
+};
+
+/* Starts it in dir (V8 leaves its isolate log in the cwd) and warms it
+ * half a second; skips the test (cr_skip_test) without node or curl. */
+void node_start(struct node_run *r, const char *dir, int burn_ms);
+/* Stops the client, kills node, removes its perf map. */
+void node_stop(struct node_run *r);
+
+#endif /* TESTS_NODE_CHILD_H */
