@@ -219,6 +219,13 @@ int cli_set_instrumented(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
+int cli_set_all(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)arg, (void)msg, (void)len;
+	((struct cli_common *)ctx)->targets.all_roles = 1;
+	return 0;
+}
+
 int cli_set_rate(void *ctx, const char *arg, char *msg, size_t len)
 {
 	return cli_parse_rate(arg, &((struct cli_common *)ctx)->rate_hz, msg, len);

@@ -78,11 +78,12 @@ const struct cli_command *cli_find_command(const char *name);
 #define CLI_OPT_USER     { 'u', "user", "USER", "only processes of this user (name or uid)", cli_set_user }
 #define CLI_OPT_SERVICE  { 's', "service", "REGEX", "only processes whose service (systemd unit, container, else name) matches", cli_set_service }
 #define CLI_OPT_INSTRUMENTED { 0, "instrumented", NULL, "only workers that publish a segment: no sweep of the host's loops", cli_set_instrumented }
-/* Which processes: the five rows every sampling command takes, in this order. */
+#define CLI_OPT_ALL      { 0, "all", NULL, "every loop: clients, interactive shells and helper loops too (default without -p or -n: servers)", cli_set_all }
+/* Which processes: the six rows every sampling command takes, in this order. */
 /* What the target options select, in every command's help that takes them. */
-#define CLI_TARGETS_HELP "every event loop on the host (found by a sweep; --instrumented: only the workers that\n" \
-			 "publish a segment; -p, -n, -u, -s: those processes)"
-#define CLI_OPT_TARGETS  CLI_OPT_PID, CLI_OPT_NAME, CLI_OPT_USER, CLI_OPT_SERVICE, CLI_OPT_INSTRUMENTED
+#define CLI_TARGETS_HELP "every server's event loop on the host (found by a sweep; --all: clients, shells and helper\n" \
+			 "loops too; --instrumented: only the workers that publish a segment; -p, -n, -u, -s: those processes)"
+#define CLI_OPT_TARGETS  CLI_OPT_PID, CLI_OPT_NAME, CLI_OPT_USER, CLI_OPT_SERVICE, CLI_OPT_INSTRUMENTED, CLI_OPT_ALL
 #define CLI_OPT_RATE     { 'r', "rate", "HZ", "samples per second of a thread whose state changes (" CLI_RATE_RANGE ", default 100)", cli_set_rate }
 #define CLI_OPT_PRECISION { 0, "precision", "PTS", "sample each thread as often as a +-PTS interval of its idle% over 10 s needs, " \
 			   "at least 10 Hz (" CLI_PRECISION_RANGE ", default 2; 0: every thread at the rate)", cli_set_precision }
@@ -97,6 +98,7 @@ int cli_set_precision(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_user(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_service(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_instrumented(void *ctx, const char *arg, char *msg, size_t len);
+int cli_set_all(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_json(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len);

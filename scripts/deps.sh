@@ -81,10 +81,12 @@ librust-tokio-dev:/usr/share/cargo/registry/tokio-1.24.2/Cargo.toml
 openjdk-17-jdk-headless:javac
 libnetty-java:/usr/share/java/netty-transport.jar
 "
-# discovery: real loops nobody instrumented (test_discover), beside python3's
+# discovery and roles: real loops nobody instrumented (test_discover, test_roles), beside python3's
 # asyncio and node, which the machine has.
 PKGS="$PKGS
 redis-server:/usr/bin/redis-server
+nginx-light:/usr/sbin/nginx
+curl:curl
 ruby-eventmachine:/usr/lib/ruby/vendor_ruby/eventmachine.rb
 python3:/usr/bin/python3
 "

@@ -39,7 +39,7 @@ Test(check_fleet, a_shared_cgroup_quota_counts_once, .timeout = 10)
 		series_init(&w->series);
 		for (uint64_t sec = 0; sec < 5; sec++) {
 			series_add_sample(&w->series, sec * NS, &poll, NULL);
-			series_add_cgroup(&w->series, sec * NS + NS / 2, group[k], sec * NS / 10, quota[k]);
+			series_add_cgroup(&w->series, sec * NS + NS / 2, group[k], sec * NS / 10, quota[k], 0);
 		}
 	}
 	snap.now_ns = 5 * NS + 1;

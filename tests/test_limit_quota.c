@@ -1,4 +1,4 @@
-/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; a loop moved into the group while list runs takes its quota; one sharing its CPU with three spinners reads limit "cpu". */
+/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; an idle loop sharing the group is not held back, and the busy one's reason names the group and its pid; a loop moved into the group while list runs takes its quota; one sharing its CPU with three spinners reads limit "cpu". */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -110,6 +110,59 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	free(out);
 	tc_kill(held);
 	tc_kill(free_loop);
+}
+
+/* The verdict belongs to the process that spends the quota: a busy loop
+ * and an idle one in the same 0.05-CPU group both read the group's quota
+ * and throttling, but only the busy one is held back, and its reason
+ * names the group and its own pid; the idle one is not said to be. */
+Test(limit_quota, only_the_process_spending_the_quota_is_held_back, .timeout = 60, .fini = remove_group)
+{
+	if (!make_group())
+		cr_skip_test("no writable cpu controller (v1 cpu/ or v2 with cpu delegated): needs root");
+	const char *busy_args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	const char *idle_args[] = { "--idle", "0.99", "--seconds", "20", "--plain", NULL };
+	/* 0.05 CPU: throttled even on a host too busy to give the loop 0.2 */
+	char p[320];
+	snprintf(p, sizeof(p), "%s/%s", group, version == 1 ? "cpu.cfs_quota_us" : "cpu.max");
+	cr_assert_eq(ts_write_file(p, version == 1 ? "5000" : "5000 100000", version == 1 ? 4 : 11), 0);
+	pid_t busy = tc_spawn_example("duty_cycle", busy_args, NULL);
+	pid_t idle = tc_spawn_example("duty_cycle", idle_args, NULL);
+	join(busy);
+	join(idle);
+	usleep(300 * 1000);
+	char pids[64], *out = NULL;
+	snprintf(pids, sizeof(pids), "%d,%d", (int)busy, (int)idle);
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "-p", pids, "--duration", "4", "--json", NULL };
+	cr_assert_eq(ts_run(argv, &out, 20000), 0, "list: %s", out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "list's JSON does not parse: %s", out);
+	json_object *b = worker_of(doc, busy), *i = worker_of(doc, idle);
+	cr_log_info("busy: throttled %.1f%% cpu %.1f%% limit %s (%s); idle: throttled %.1f%% cpu %.1f%% limit %s (%s)",
+		    tj_num(b, "throttled_pct"), tj_num(b, "cpu_pct"), tj_str(b, "limit"), tj_str(b, "limit_reason"),
+		    tj_num(i, "throttled_pct"), tj_num(i, "cpu_pct"), tj_str(i, "limit"), tj_str(i, "limit_reason"));
+	/* both see the group: its quota bounds the idle one's headroom too */
+	cr_expect_float_eq(tj_num(b, "quota_cpus"), 0.05, 1e-6);
+	cr_expect_float_eq(tj_num(i, "quota_cpus"), 0.05, 1e-6);
+	cr_expect_geq(tj_num(b, "throttled_pct"), 10, "the group is throttled");
+	cr_expect_geq(tj_num(i, "throttled_pct"), 10, "the idle loop reads its group's throttling");
+	/* the busy one is held back, and told by whom */
+	cr_expect_str_eq(tj_str(b, "limit"), "quota", "%s", tj_str(b, "limit_reason"));
+	cr_expect_eq(tj_num(b, "limit_quota"), 1);
+	char want[320];
+	snprintf(want, sizeof(want), "cgroup %s quota 0.05 CPU spent by PID %d", strrchr(group, '/'), (int)busy);
+	cr_expect(strstr(tj_str(b, "limit_reason"), want), "the reason names the group and its spender: '%s', not '%s'",
+		  tj_str(b, "limit_reason"), want);
+	/* the idle one only shares the group: not held back */
+	cr_expect_str_neq(tj_str(i, "limit"), "quota", "%s", tj_str(i, "limit_reason"));
+	cr_expect_str_neq(tj_str(i, "limit"), "cpu", "its waits are the group's throttling: %s", tj_str(i, "limit_reason"));
+	cr_expect_eq(tj_num(i, "limit_quota"), 0);
+	cr_expect(!strstr(tj_str(i, "limit_reason"), "held"), "the idle loop is said to be held back: %s",
+		  tj_str(i, "limit_reason"));
+	json_object_put(doc);
+	free(out);
+	tc_kill(busy);
+	tc_kill(idle);
 }
 
 /* A process moved into a group while loopstat runs takes that group's

@@ -27,6 +27,7 @@ static void setup(void)
 				   .completions_per_s = 9700, .runqueue_len = 3, .runqueue_max = 17, .pending_ops = 52,
 				   .fibers = 60, .self_idle_pct = 63.0, .stall_ms = 0, .headroom_ops_per_s = 25454.5, .headroom_bound = MODEL_BOUND_LOOP,
 				   .quota_cpus = NAN, .throttled_pct = 0, .accept_queue = 3, .accept_queue_max = 25,
+				   .accept_queue_held = 25,
 				   .accept_queue_limit = 511, .limit_backlog = 1, .pool_threads = NAN, .pool_busy_pct = NAN,
 				   .lag_p50_ms = 1.25, .lag_p99_ms = 45.5, .lag_max_ms = 52 };
 	snprintf(a->name, sizeof(a->name), "echo_server");

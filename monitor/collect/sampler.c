@@ -50,6 +50,8 @@ int sampler_new(const struct sampler_opts *o, struct sampler **out)
 	s->prec = prec_conf(s->rate_hz, s->precision_pts);
 	s->targets = o->targets;
 	s->all_threads = o->all_threads;
+	/* named processes are shown whatever their loops are for */
+	s->servers_only = o->targets && !o->targets->npids && !o->targets->has_re && !o->targets->all_roles;
 	s->no_realtime = o->no_realtime;
 	s->no_shortcuts = o->no_shortcuts;
 	s->always_check_schedstat = o->always_check_schedstat;
@@ -278,6 +280,11 @@ static void sample_all(struct sampler *s, uint64_t now)
 			w->basis = v->basis;
 			w->loop_fd = v->loop_fd;
 		}
+		if (v->cls == PROBE_POLL && v->basis == PROBE_BASIS_PLAIN && !reused) {
+			/* what a plain poll loop waits on, for its role */
+			w->npoll_fds = v->nfds < PROBE_VERDICT_FDS ? v->nfds : PROBE_VERDICT_FDS;
+			memcpy(w->poll_fds, v->fds, (size_t)w->npoll_fds * sizeof(v->fds[0]));
+		}
 		if (s->on_sample)
 			report_sample(s, w, now, smp, v);
 		s->total_samples++;
@@ -409,12 +416,18 @@ void sampler_step(struct sampler *s)
 	}
 	pthread_mutex_lock(&s->lock);
 	sample_tick(s, now);
-	if (now >= s->next_limits) {
+	int limits = now >= s->next_limits;
+	if (limits) {
 		sampler_read_limits(s, now);
-		sampler_read_pools(s, now);
 		sampler_bpf_read(s, now);
 		s->next_limits = now + NS;
 	}
+	/* after the listening sockets, before the pools (a helper loop gets no
+	 * pool figure); a loop just found is shown once its role is judged: soon */
+	if (limits || now >= s->next_roles)
+		s->next_roles = now + (sampler_judge_roles(s, now) ? NS / 10 : NS);
+	if (limits)
+		sampler_read_pools(s, now);
 	sampler_drop_gone(s, now);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -581,12 +594,29 @@ static int shown(const struct sampler *s, const struct sworker *w)
 	return w->instrumented || (w->series.polls_seen > 0 && !w->member) || s->all_threads;
 }
 
-static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t now_sec, double window_s,
-			int with_history)
+/* Shown, and of a role shown: a loop left out is counted by its role. */
+static int shown_counted(const struct sampler *s, const struct sworker *w, struct snapshot *snap)
+{
+	if (!shown(s, w))
+		return 0;
+	if (s->all_threads || sampler_role_shown(s, w))
+		return 1;
+	if (!w->gone_ns)
+		snap->left_out[w->role]++;
+	return 0;
+}
+
+static void copy_worker(const struct sampler *s, struct snap_worker *d, const struct sworker *w, int64_t now_sec,
+			double window_s, int with_history)
 {
 	d->pid = w->pid;
 	d->tid = w->tid;
 	memcpy(d->name, w->name, sizeof(d->name));
+	d->role = w->role;
+	d->nhelpers = 0;
+	const char *cg;
+	d->nspenders = sampler_cgroup_spenders(s, w->cg, d->spenders, SNAP_SPENDERS, &cg);
+	snprintf(d->cgroup, sizeof(d->cgroup), "%s", cg ? cg : "");
 	memcpy(d->service, w->service, sizeof(d->service));
 	memcpy(d->tag, w->tag, sizeof(d->tag));
 	d->instrumented = w->instrumented;
@@ -600,6 +630,25 @@ static void copy_worker(struct snap_worker *d, const struct sworker *w, int64_t 
 	memcpy(d->targets, w->targets, (size_t)w->ntargets * sizeof(d->targets[0]));
 	sampler_sched_copy(d, w);
 	series_copy_window(&d->series, &w->series, now_sec, window_s, with_history);
+}
+
+/* Each helper loop left out is named by its process's main worker: the
+ * one on the process's main thread if it is shown, else its first shown. */
+static void fold_helpers(const struct sampler *s, struct snapshot *snap)
+{
+	if (!snap->left_out[SNAP_ROLE_HELPER])
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sworker *h = s->w[i];
+		if (h->role != SNAP_ROLE_HELPER || h->gone_ns || sampler_role_shown(s, h) || s->all_threads)
+			continue;
+		struct snap_worker *main = NULL;
+		for (size_t k = 0; k < snap->n; k++)
+			if (snap->w[k].pid == h->pid && (!main || snap->w[k].tid == h->pid))
+				main = &snap->w[k];
+		if (main && main->nhelpers < SNAP_HELPERS)
+			main->helpers[main->nhelpers++] = h->tid;
+	}
 }
 
 /* A process counts once, however many of its threads were refused. */
@@ -640,9 +689,12 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 		else if (!s->w[i]->gone_ns && s->w[i]->series.samples)
 			snap->naccessible++;
 	}
+	memset(snap->left_out, 0, sizeof(snap->left_out));
+	snap->servers_only = s->servers_only && !s->all_threads;
 	for (size_t i = 0; i < s->n; i++)
-		if (shown(s, s->w[i]))
-			copy_worker(&snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
+		if (shown_counted(s, s->w[i], snap))
+			copy_worker(s, &snap->w[snap->n++], s->w[i], (int64_t)(snap->now_ns / NS), window_s, with_history);
+	fold_helpers(s, snap);
 	snap->rate_hz = s->rate_hz;
 	snprintf(snap->source, sizeof(snap->source), "%s", s->source);
 	snprintf(snap->source_why, sizeof(snap->source_why), "%s", s->source_why);

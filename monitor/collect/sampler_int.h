@@ -79,6 +79,14 @@ struct sworker {
 	size_t   seg_i;               /* where its segment was last found in s->seg (a hint) */
 	char     name[PROBE_COMM_LEN];
 	char     service[PROBE_SERVICE_LEN];   /* "" until resolved: then the unit, container or name */
+	int      in_unit;             /* its process is in a systemd unit or a container */
+	enum snap_role role;          /* sampler_roles.c */
+	uint64_t role_at;             /* when it was judged (0: not yet) */
+	unsigned role_n;              /* how many times */
+	unsigned waits;               /* what its loop waits on (probe_waitset.h), at that judgement */
+	int      worked;              /* seen waiting on more than wake-ups, or on a CPU: never a helper */
+	int      poll_fds[PROBE_VERDICT_FDS]; /* the fds of its last plain poll-loop wait */
+	int      npoll_fds;
 	char     tag[LOOPSTAT_TAG_LEN];
 	struct probe_syscall sc;
 	struct probe_schedstat_file ss;
@@ -152,6 +160,7 @@ struct sampler {
 	int      realtime;                /* the thread runs SCHED_FIFO now */
 	int      paused;
 	int      all_threads;
+	int      servers_only;            /* host-wide without --all: only servers are shown */
 	int      no_realtime;
 	int      no_shortcuts;
 	int      always_check_schedstat;
@@ -178,7 +187,7 @@ struct sampler {
 	struct idmap by_pid;             /* pid -> index in seg */
 
 	uint64_t t0;                     /* CLOCK_MONOTONIC at creation */
-	uint64_t next_discover, next_shm, next_sched, next_limits;
+	uint64_t next_discover, next_shm, next_sched, next_limits, next_roles;
 	uint32_t discover_round;         /* discovery passes so far */
 	uint64_t sched_at;               /* the last 4 Hz schedstat pass */
 	struct probe_sweep *sweep;       /* the host's loops (no -p, -n, --instrumented); NULL: none */
@@ -245,7 +254,22 @@ void sampler_free_workers(struct sampler *s);
  * second, each worker's cgroup's quota and throttled time and its process's
  * fullest accept queue into its series */
 void sampler_read_limits(struct sampler *s, uint64_t now);
+/* The processes spending group cg's quota (cg: a worker's cg field), the
+ * largest first, at most cap into pids: how many; the group's path in
+ * *name (NULL: no group). */
+int  sampler_cgroup_spenders(const struct sampler *s, int cg, pid_t *pids, int cap, const char **name);
+/* Whether pid holds a listening TCP socket, as of the last pass: 1, 0,
+ * or -1 when its sockets were not read yet. */
+int  sampler_listens(struct sampler *s, pid_t pid);
 void sampler_free_limits(struct sampler *s);
+
+/* sampler_roles.c, on the sampling thread with s->lock held, after
+ * sampler_read_limits read the listening sockets: the roles of the loops not judged yet and
+ * of those judged long ago. 1 while a loop shown by its role is not
+ * judged yet: the next pass is then due soon. */
+int  sampler_judge_roles(struct sampler *s, uint64_t now);
+/* Whether the snapshot shows w, by its role (s->servers_only). */
+int  sampler_role_shown(const struct sampler *s, const struct sworker *w);
 
 /* sampler_stall.c, on the sampling thread with s->lock held: each tick,
  * the workers out of their poll past the threshold are captured */

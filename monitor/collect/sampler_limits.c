@@ -9,6 +9,7 @@
 #include "probe_cgroup.h"
 #include "probe_listen.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,30 @@
  * figures (container churn must not grow a long run without bound). */
 #define SAMPLER_MAX_CGROUPS 1024
 
+/* A group with a quota: who spends it. Its processes' CPU time is read
+ * each second (up to CG_PROCS of them) and summed with a decay of CG_DECAY
+ * a second (the last ~4 s: clock ticks are too coarse for one second of a
+ * small quota); one that spent CG_SPENDER_SHARE of the group's CPU spends
+ * the quota, the others only share it. */
+#define CG_PROCS         256
+#define CG_SPENDER_SHARE 0.2
+#define CG_DECAY         0.75
+
+struct cg_proc {
+	pid_t    pid;
+	uint64_t ticks;             /* utime + stime at the last read */
+	double   spent;             /* of them lately, decayed (0: new or idle) */
+};
+
 struct sampler_cgroup {
 	char dir[PROBE_CGROUP_PATH_LEN];
 	int  version;
 	int  ok;                     /* this second's read worked */
 	struct probe_cgroup_cpu now;
+	struct cg_proc *procs;       /* owned; nprocs, by pid as listed; NULL until it has a quota */
+	int  nprocs;
+	int  procs_ok;               /* the last listing and its CPU times are known */
+	double   spent;              /* the group's CPU ticks lately, decayed */
 };
 
 /* A worker's cgroup is looked up again this often, as its listening
@@ -62,6 +82,71 @@ static int group_of(struct sampler *s, struct sworker *w, uint64_t now, pid_t *l
 	return w->cg;
 }
 
+/* The CPU time of g's processes since the last second, into each cg_proc. */
+static void read_spenders(struct sampler_cgroup *g)
+{
+	pid_t pids[CG_PROCS];
+	struct cg_proc cur[CG_PROCS];
+	int n = probe_cgroup_procs(g->dir, pids, CG_PROCS);
+	g->procs_ok = 0;
+	if (n < 0 || (!g->procs && !(g->procs = calloc(CG_PROCS, sizeof(*g->procs)))))
+		return;
+	g->spent = 0;
+	for (int i = 0; i < n; i++) {
+		struct probe_stat st;
+		cur[i] = (struct cg_proc){ .pid = pids[i] };
+		if (probe_stat_read(pids[i], 0, &st) < 0)
+			continue;
+		cur[i].ticks = st.utime + st.stime;
+		for (int k = 0; k < g->nprocs; k++)
+			if (g->procs[k].pid == pids[i] && g->procs[k].ticks <= cur[i].ticks)
+				cur[i].spent = CG_DECAY * g->procs[k].spent + (double)(cur[i].ticks - g->procs[k].ticks);
+		g->spent += cur[i].spent;
+	}
+	g->procs_ok = g->nprocs > 0;   /* a second listing: the differences hold */
+	memcpy(g->procs, cur, (size_t)n * sizeof(cur[0]));
+	g->nprocs = n;
+}
+
+/* Whether pid only shares g's quota: 1 when it spent under
+ * CG_SPENDER_SHARE of what the group spent lately, 0 when it spent more,
+ * -1 when that is unknown (a first listing, nobody spent, past CG_PROCS). */
+static int shares_only(const struct sampler_cgroup *g, pid_t pid)
+{
+	if (!g->procs_ok || !g->spent)
+		return -1;
+	for (int k = 0; k < g->nprocs; k++)
+		if (g->procs[k].pid == pid)
+			return g->procs[k].spent < CG_SPENDER_SHARE * g->spent;
+	return -1;
+}
+
+int sampler_cgroup_spenders(const struct sampler *s, int cg, pid_t *pids, int cap, const char **name)
+{
+	*name = NULL;
+	if (cg <= 0 || (size_t)cg > s->ncg)
+		return 0;
+	const struct sampler_cgroup *g = &s->cg[cg - 1];
+	*name = probe_cgroup_name(g->dir);
+	int n = 0;
+	if (!g->procs_ok || !g->spent)
+		return 0;
+	/* the largest first: a few passes over a short list */
+	double above = INFINITY;
+	while (n < cap) {
+		int best = -1;
+		for (int k = 0; k < g->nprocs; k++)
+			if (g->procs[k].spent < above && g->procs[k].spent >= CG_SPENDER_SHARE * g->spent &&
+			    (best < 0 || g->procs[k].spent > g->procs[best].spent))
+				best = k;
+		if (best < 0)
+			break;
+		pids[n++] = g->procs[best].pid;
+		above = g->procs[best].spent;
+	}
+	return n;
+}
+
 static void read_cgroups(struct sampler *s, uint64_t now)
 {
 	pid_t last_pid = 0;
@@ -69,14 +154,19 @@ static void read_cgroups(struct sampler *s, uint64_t now)
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->w[i]->gone_ns)
 			group_of(s, s->w[i], now, &last_pid, &last_cg);
-	for (size_t i = 0; i < s->ncg; i++)
-		s->cg[i].ok = probe_cgroup_cpu_read(s->cg[i].dir, s->cg[i].version, &s->cg[i].now) == 0;
+	for (size_t i = 0; i < s->ncg; i++) {
+		struct sampler_cgroup *g = &s->cg[i];
+		g->ok = probe_cgroup_cpu_read(g->dir, g->version, &g->now) == 0;
+		if (g->ok && !isnan(g->now.quota_cpus))
+			read_spenders(g);
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		if (w->gone_ns || w->cg <= 0 || !s->cg[w->cg - 1].ok)
 			continue;
-		const struct probe_cgroup_cpu *c = &s->cg[w->cg - 1].now;
-		series_add_cgroup(&w->series, now, (uint32_t)w->cg, c->throttled_ns, c->quota_cpus);
+		const struct sampler_cgroup *g = &s->cg[w->cg - 1];
+		series_add_cgroup(&w->series, now, (uint32_t)w->cg, g->now.throttled_ns, g->now.quota_cpus,
+				  isnan(g->now.quota_cpus) ? -1 : shares_only(g, w->pid));
 	}
 }
 
@@ -162,6 +252,14 @@ static void read_listeners(struct sampler *s, uint64_t now)
 	}
 }
 
+int sampler_listens(struct sampler *s, pid_t pid)
+{
+	size_t k;
+	if (!idmap_get(&s->by_listener, (uint64_t)pid, &k))
+		return -1;
+	return s->lis[k].now.sockets > 0;
+}
+
 void sampler_read_limits(struct sampler *s, uint64_t now)
 {
 	read_cgroups(s, now);
@@ -170,6 +268,8 @@ void sampler_read_limits(struct sampler *s, uint64_t now)
 
 void sampler_free_limits(struct sampler *s)
 {
+	for (size_t i = 0; i < s->ncg; i++)
+		free(s->cg[i].procs);
 	free(s->cg);
 	s->cg = NULL;
 	s->ncg = 0;

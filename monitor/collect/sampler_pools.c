@@ -360,20 +360,79 @@ struct pool_fig {
 	uint64_t n, busy;
 };
 
-/* Never seen waiting, not a loop, and runnable in >= 90% of its recent samples. */
-static int is_helper(const struct pool_thread *t, int64_t now_sec)
+/* Runnable, or out of its pool's wait, in >= 90% of its recent samples. */
+static int saturated(const struct pool_thread *t, int64_t now_sec, int by_wait)
 {
-	if (t->loop || t->member)
-		return 0;
-	uint64_t n = 0, run = 0;
+	uint64_t n = 0, busy = 0;
 	for (int64_t sec = now_sec; sec >= 0 && sec > now_sec - HELPER_MAX_S && n < HELPER_RECENT_N; sec--) {
 		const struct pool_sec *r = &t->ring[sec % SERIES_DETAIL_S];
 		if (r->sec == sec) {
 			n += r->n;
-			run += r->run;
+			busy += by_wait ? (uint64_t)(r->n - r->idle) : r->run;
 		}
 	}
-	return n >= HELPER_MIN_N && run * 100 >= n * HELPER_BUSY_PCT;
+	return n >= HELPER_MIN_N && busy * 100 >= n * HELPER_BUSY_PCT;
+}
+
+/* The key t is a pool's member by: the key it waits on most, but for a
+ * saturated thread only a condition variable's (FUTEX_WAIT_BITSET): a
+ * thread that never waits for work and is caught now and then on a mutex
+ * is contending for its pool's lock, not in another pool. 0: none. */
+static uint64_t member_of(const struct pool_thread *t, int64_t now_sec)
+{
+	if (!t->member)
+		return 0;
+	for (int k = 0; k < POOL_KEYS; k++)
+		if (t->keys[k] == t->member && t->key_n[k] && !t->key_cond[k] && saturated(t, now_sec, 1))
+			return 0;
+	return t->member;
+}
+
+/* The condvar pool of p that busy helpers belong to: the key with the most
+ * saturated members (0: none). A saturated pool's threads rarely wait, so
+ * one caught waiting names the pool and the others, never caught, are its
+ * too: node's threadpool of 2 under pbkdf2 reads as one pool of 2 whether
+ * one, both or neither of its threads was seen in the condvar's wait. */
+static uint64_t saturated_pool(const struct pool_proc *p, int64_t now_sec)
+{
+	uint64_t best = 0;
+	unsigned best_n = 0;
+	for (size_t k = 0; k < p->nt; k++) {
+		uint64_t key = p->t[k].loop ? 0 : member_of(&p->t[k], now_sec);
+		if (!key || !saturated(&p->t[k], now_sec, 1))
+			continue;
+		unsigned n = 0;
+		for (size_t j = 0; j < p->nt; j++)
+			n += !p->t[j].loop && member_of(&p->t[j], now_sec) == key && saturated(&p->t[j], now_sec, 1);
+		if (n > best_n || (n == best_n && key < best)) {
+			best = key;
+			best_n = n;
+		}
+	}
+	return best;
+}
+
+/* t's group in p: its pool's key and kind; 0 when it is in none. A busy
+ * helper is a thread not a loop, never seen waiting for work (or only on a
+ * mutex), busy >= 90% of its recent samples: sat_key's member, or of the
+ * helpers. */
+static int group_of(const struct pool_thread *t, int64_t now_sec, uint64_t sat_key, uint64_t *key,
+		    enum snap_pool_kind *kind)
+{
+	if (t->loop)
+		return 0;
+	if ((*key = member_of(t, now_sec))) {
+		*kind = SNAP_POOL_CONDVAR;
+		return 1;
+	}
+	/* seen only on a mutex: busy out of that wait (its jobs may sleep or
+	 * block); never seen waiting: runnable, or a thread blocked for good
+	 * elsewhere would count */
+	if (!saturated(t, now_sec, t->member != 0))
+		return 0;
+	*key = sat_key;
+	*kind = sat_key ? SNAP_POOL_CONDVAR : SNAP_POOL_HELPERS;
+	return 1;
 }
 
 /* Adds a thread's (n, busy) to key's entry of figs (at most cap). */
@@ -402,18 +461,20 @@ static void flush_second(struct sampler *s, struct pool_proc *p, uint64_t now)
 {
 	struct pool_fig figs[POOL_KEYS * 4];
 	size_t nf = 0;
+	int64_t now_sec = (int64_t)(now / NS);
+	uint64_t sat_key = saturated_pool(p, now_sec), key;
+	enum snap_pool_kind kind;
 	for (size_t k = 0; k < p->nt; k++) {
 		struct pool_thread *t = &p->t[k];
 		if (t->loop)
 			continue;
 		struct pool_fig *f = NULL;
-		if (t->member)
-			f = fig_of(figs, &nf, sizeof(figs) / sizeof(figs[0]), t->member, SNAP_POOL_CONDVAR);
-		else if (is_helper(t, (int64_t)(now / NS)))
-			f = fig_of(figs, &nf, sizeof(figs) / sizeof(figs[0]), 0, SNAP_POOL_HELPERS);
+		if (group_of(t, now_sec, sat_key, &key, &kind))
+			f = fig_of(figs, &nf, sizeof(figs) / sizeof(figs[0]), key, kind);
 		if (f) {
 			f->threads++;
 			f->n += t->sec_n;
+			/* a thread's busy samples are those out of its wait; a helper's never seen waiting, those runnable */
 			f->busy += t->member ? t->sec_n - t->sec_idle : t->sec_run;
 		}
 		t->sec_n = t->sec_idle = t->sec_run = 0;
@@ -424,9 +485,11 @@ static void flush_second(struct sampler *s, struct pool_proc *p, uint64_t now)
 			best = &figs[i];
 	if (!best)
 		return;
+	/* not a helper loop's: it hands the pool no work (node's second loop) */
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (w->pid == p->pid && !w->gone_ns && !w->sched && !w->member && (w->instrumented || w->series.polls_seen))
+		if (w->pid == p->pid && !w->gone_ns && !w->sched && !w->member && (w->instrumented || w->series.polls_seen) &&
+		    w->role != SNAP_ROLE_HELPER)
 			series_add_pool(&w->series, now, best->threads, (uint32_t)best->n, (uint32_t)best->busy);
 	}
 }
@@ -513,17 +576,15 @@ void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double win
 	for (size_t i = 0; i < P->np; i++) {
 		const struct pool_proc *p = &P->p[i];
 		size_t first = snap->npools;
+		uint64_t sat_key = saturated_pool(p, now_sec), key;
+		enum snap_pool_kind kind;
 		for (size_t k = 0; k < p->nt; k++) {
 			const struct pool_thread *t = &p->t[k];
 			uint64_t c[3];
-			if (t->loop)
+			if (!group_of(t, now_sec, sat_key, &key, &kind))
 				continue;
 			window_counts(t, lo, now_sec, c);
-			struct snap_pool *sp = NULL;
-			if (t->member)
-				sp = snap_pool_of(snap, p->pid, t->member, SNAP_POOL_CONDVAR, first);
-			else if (is_helper(t, now_sec))
-				sp = snap_pool_of(snap, p->pid, 0, SNAP_POOL_HELPERS, first);
+			struct snap_pool *sp = snap_pool_of(snap, p->pid, key, kind, first);
 			if (!sp)
 				continue;
 			if (sp->nthreads < SNAP_POOL_TIDS)

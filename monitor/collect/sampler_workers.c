@@ -77,6 +77,9 @@ static void init_worker(struct sampler *s, struct sworker *w, pid_t pid, pid_t t
 	w->wait_fd = -1;
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->service, sizeof(w->service), "%s", service_of(s, pid, name));
+	w->in_unit = s->service_of[0] != '\0';
+	sampler_name_thread(w);   /* "nioEventLoopGro", "tokio-runtime-w" */
+	s->next_limits = 0;   /* its role (and limits) at the next tick, not a second later */
 	series_init(&w->series);
 	prec_init(&w->prec);
 	probe_syscall_open(&w->sc, pid, tid);
@@ -580,6 +583,7 @@ static void read_segment(struct sampler *s, struct segment *g, uint64_t now)
 			continue;
 		w->kept = 1;
 		w->instrumented = 1;
+		w->role = SNAP_ROLE_SERVER;
 		w->backend = sl->backend;
 		w->wait_fd = sl->wait_fd;
 		w->generation = sl->generation;

@@ -338,9 +338,10 @@ void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t
 		a->total.sched_first = s;
 }
 
-void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t throttled_ns, double quota_cpus)
+void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t throttled_ns, double quota_cpus,
+		       int shared_only)
 {
-	struct series_cgroup c = { 1, group, t_ns, throttled_ns, quota_cpus };
+	struct series_cgroup c = { 1, group, t_ns, throttled_ns, quota_cpus, shared_only };
 	bucket(a, (int64_t)(t_ns / NS))->cg = c;
 	a->cg_last = c;
 	if (!a->total.cg_first.valid)

@@ -51,6 +51,8 @@ struct series_cgroup {          /* the worker's cgroup's cpu controller at one i
 	uint64_t t_ns;
 	uint64_t throttled_ns;   /* the group's, since it was made */
 	double   quota_cpus;     /* NaN: no quota */
+	int      shared_only;    /* 1: the worker's process spent almost none of the group's CPU (it shares the
+	                          * quota, others spend it); 0: it spends it; -1 unknown */
 };
 
 struct series_listen {          /* the process's fullest listening socket, this second */
@@ -272,9 +274,11 @@ void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag);
 /* A schedstat reading at t_ns. */
 void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);
 
-/* A reading of the worker's cgroup at t_ns (read once a second per group). */
-/* A cgroup reading; group tells the worker's cgroups apart (it may be moved). */
-void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t throttled_ns, double quota_cpus);
+/* A reading of the worker's cgroup at t_ns (read once a second per group);
+ * group tells the worker's cgroups apart (it may be moved), shared_only
+ * says its process only shares the quota others spend (-1: no quota). */
+void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t throttled_ns, double quota_cpus,
+		       int shared_only);
 
 /* A reading of the worker's process's fullest listening socket at t_ns. */
 void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);

@@ -21,11 +21,27 @@
 #include "collect/series.h"
 
 #define SNAP_TARGETS 16   /* fds a worker recently blocked on, resolved */
+#define SNAP_HELPERS 4    /* helper loops named per worker they fold into */
+#define SNAP_SPENDERS 3   /* processes named spending a worker's cgroup's quota */
+#define SNAP_CGROUP_LEN 128
 
 struct snap_target {
 	int  fd;
 	char text[PROBE_TARGET_LEN];
 };
+
+/* What a loop is for (sampler_roles.c): the default views show servers. */
+enum snap_role {
+	SNAP_ROLE_UNKNOWN,       /* not judged yet (its first second) */
+	SNAP_ROLE_SERVER,        /* instrumented, its process listens, or it runs in a unit or container */
+	SNAP_ROLE_CLIENT,        /* only connections it opened, or none */
+	SNAP_ROLE_INTERACTIVE,   /* it waits on a terminal: a shell, tmux */
+	SNAP_ROLE_HELPER,        /* a process's secondary loop that waits only for wake-ups and does no work */
+	SNAP_NROLES
+};
+
+/* "unknown", "server", "client", "interactive", "helper". Static. */
+const char *snap_role_name(enum snap_role r);
 
 #define SNAP_MEMBERS 16   /* a scheduler's threads named in a snapshot */
 
@@ -39,6 +55,12 @@ struct snap_member {              /* a thread of a scheduler's pool */
 struct snap_worker {
 	pid_t    pid, tid;
 	char     name[PROBE_COMM_LEN];
+	enum snap_role role;
+	pid_t    helpers[SNAP_HELPERS];    /* its process's helper loops folded into it (not shown apart) */
+	int      nhelpers;
+	char     cgroup[SNAP_CGROUP_LEN];  /* its cgroup with a cpu controller ("/system.slice/x.service"), "" none */
+	pid_t    spenders[SNAP_SPENDERS];  /* the processes spending that group's CPU, the largest first */
+	int      nspenders;
 	char     service[PROBE_SERVICE_LEN]; /* systemd unit, container, or the process name */
 	char     tag[LOOPSTAT_TAG_LEN];
 	int      instrumented;
@@ -102,6 +124,8 @@ struct snapshot {
 	struct snap_refusal refused[SNAP_REFUSED];
 	unsigned nrefused;               /* processes with a refused thread (may exceed SNAP_REFUSED) */
 	unsigned ignored;                /* threads turned away by the sampler's cap */
+	int      servers_only;           /* only servers shown: */
+	unsigned left_out[SNAP_NROLES];  /* loops not shown, by role */
 	int      swept;                  /* the host is swept for loops: the counts below are its last sweep's */
 	struct probe_sweep_counts sweep;
 	size_t   max_workers;            /* that cap */

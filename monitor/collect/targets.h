@@ -21,6 +21,7 @@ struct targets {
 	struct probe_matcher matcher;   /* compiled pattern, matched against comm */
 	int     has_re;
 	int     instrumented_only;      /* --instrumented: no sweep of the host */
+	int     all_roles;              /* --all: every loop, not only servers, without -p or -n */
 	int     has_uid;                /* -u */
 	uid_t   uid;
 	int     has_service;            /* -s */

@@ -74,6 +74,7 @@ static int record(void *ctx, const char *key, const char *arg, char *msg, size_t
 #define SETTER_USER(id, key)
 #define SETTER_SERVICE(id, key)
 #define SETTER_INSTRUMENTED(id, key)
+#define SETTER_ALL(id, key)
 #define SETTER_MAX_WORKERS(id, key)
 #define SETTER(id, key, sh, arg, help, example, kind, field, cli, lo, hi) SETTER_##cli(id, key)
 EXPORT_OPTIONS(SETTER)
@@ -91,6 +92,7 @@ static int set_config(void *ctx, const char *arg, char *msg, size_t len)
 #define ROW_USER(id, key, sh, arg, help) CLI_OPT_USER,
 #define ROW_SERVICE(id, key, sh, arg, help) CLI_OPT_SERVICE,
 #define ROW_INSTRUMENTED(id, key, sh, arg, help) CLI_OPT_INSTRUMENTED,
+#define ROW_ALL(id, key, sh, arg, help) CLI_OPT_ALL,
 #define ROW_MAX_WORKERS(id, key, sh, arg, help) CLI_OPT_MAX_WORKERS,
 #define ROW(id, key, sh, arg, help, example, kind, field, cli, lo, hi) ROW_##cli(id, key, sh, arg, help)
 static const struct cli_option options[] = {
@@ -124,6 +126,8 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 		return cli_usage_error("export", "service: %s", err);
 	if (o->instrumented)
 		x->c.targets.instrumented_only = 1;
+	if (o->all)
+		x->c.targets.all_roles = 1;
 	if (o->max_workers && !x->c.max_workers)
 		x->c.max_workers = o->max_workers;
 	/* the feed reads the common options (cli_feed_open): the merged ones */

@@ -22,6 +22,7 @@ struct export_opts {
 	char user[64];              /* -u USER */
 	char service_regex[256];    /* -s REGEX */
 	int instrumented;           /* --instrumented */
+	int all;                    /* --all */
 	double duration_s;          /* sampling time, default 10 */
 	double rate_hz;             /* 0 = the sampler's default */
 	double precision_pts;       /* sampler_opts.precision_pts */
@@ -83,6 +84,7 @@ struct export_opts {
 	X(user, "user", 0, NULL, NULL, "0", STR, user, USER, 0, 0) \
 	X(service, "service", 0, NULL, NULL, "^no-such-service$", STR, service_regex, SERVICE, 0, 0) \
 	X(instrumented, "instrumented", 0, NULL, NULL, "yes", BOOL, instrumented, INSTRUMENTED, 0, 0) \
+	X(all, "all", 0, NULL, NULL, "yes", BOOL, all, ALL, 0, 0) \
 	X(max_workers, "max-workers", 0, NULL, NULL, "16", COUNT, max_workers, MAX_WORKERS, 0, 0)
 
 /* Each row's config key and example value, in the table's order. */

@@ -180,6 +180,13 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_i64(j, w->tid);
 	json_key(j, "name");
 	json_string(j, w->name);
+	json_key(j, "role");
+	json_string(j, w->role ? w->role : "unknown");
+	json_key(j, "helpers");   /* helper loops of its process folded into it */
+	json_array_begin(j);
+	for (int i = 0; i < w->nhelpers; i++)
+		json_i64(j, w->helpers[i]);
+	json_array_end(j);
 	json_key(j, "service");
 	json_string(j, w->service);
 	json_key(j, "tag");
@@ -198,7 +205,7 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 	json_string(j, w->exact ? "exact" : "batch_means");
 	json_blockers(j, w);
 	json_source(j, w, METRIC_SCHED);
-	char why[128];
+	char why[320];   /* a quota verdict names its cgroup */
 	int l = model_limit_of(w, why, sizeof(why));
 	json_key(j, "limit");   /* the verdict of the limit_* rows, as a word */
 	if (l < 0)
@@ -264,6 +271,14 @@ void list_print_json(FILE *out, const struct model *m)
 	json_array_end(&j);
 	json_key(&j, "ignored");
 	json_u64(&j, m->ignored + m->sweep.ignored_access);
+	json_key(&j, "left_out");   /* loops not shown, by role: only servers without -p, -n or --all */
+	json_object_begin(&j);
+	for (int r = 0; r < MODEL_NROLES; r++)
+		if (r != MODEL_ROLE_SERVER) {
+			json_key(&j, model_role_name(r));
+			json_u64(&j, m->left_out[r]);
+		}
+	json_object_end(&j);
 	if (m->swept) {
 		json_key(&j, "swept");
 		json_object_begin(&j);
@@ -463,6 +478,9 @@ void list_print_text(FILE *out, const struct model *m)
 	if (!isnan(f->headroom_ops_per_s))
 		fprintf(out, ", headroom %s ops/s", num(c, sizeof(c), f->headroom_ops_per_s, 0));
 	fprintf(out, " (%.1f s at %s)\n", model_span_s(m), how);
+	char left[160];
+	if (*model_left_out_text(m, left, sizeof(left)))
+		fprintf(out, "%s\n", left);
 	list_print_source(out, m);
 }
 

@@ -509,7 +509,8 @@ static void run_total(const struct eval_track *const *ts, size_t nt, struct esti
 }
 
 /* The verdict over the periods: each rule's figure evaluated there (values
- * only), then the rules; a 0/1 figure for the row's kind. */
+ * only), then the rules; a 0/1 figure for the row's kind. A worker whose
+ * process only shares its group's quota is not held back by it (limit.h). */
 static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct estimate *out)
 {
 	double fig[METRIC_NLIMITS] = { 0 };
@@ -524,6 +525,9 @@ static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct
 #undef LIMIT_X_EVAL
 	if (err < 0)
 		return err;
+	if (model_eval_quota_shared(ts, nt))
+		model_limit_shared_quota(fig);
+	model_limit_backlog_held(fig, model_eval_acceptq_held(ts, nt));
 	int v = model_limit_verdict(fig, NULL, 0);
 	memset(out, 0, sizeof(*out));
 	out->kind = EST_MAX;

@@ -8,7 +8,10 @@
  * a busy loop limits it whatever its pool does; a loop that waits for its
  * saturated pool is held back by the pool; and a busy loop (or pool) is
  * why connections wait, where an idle one that leaves them waiting is held
- * back by its accepting.
+ * back by its accepting. The quota holds back only a worker whose process
+ * spends it (a fifth of its group's CPU or more): one that only shares the
+ * group keeps its headroom bound by the quota but gets no quota verdict,
+ * nor a CPU one for the waits the group's throttling causes.
  */
 #ifndef LOOPSTAT_LIMIT_H
 #define LOOPSTAT_LIMIT_H
@@ -26,7 +29,7 @@
 	X(CPU,   cpu_wait_pct,  >=, 20, "it waited for a CPU %.0f%% of the time") \
 	X(LOOP,  idle_pct,      <,  20, "its loop was idle only %.0f%% of the time") \
 	X(POOL,  pool_busy_pct, >=, 80, "its helper pool was busy %.0f%% of the time while its loop waited") \
-	X(BACKLOG, accept_queue_max, >=, 20, "%.0f connections waited in its accept queue at once")
+	X(BACKLOG, accept_queue_max, >=, 20, "%.0f connections waited in its accept queue, a second later too")
 
 /* "none", "loop", "quota", "cpu", "backlog", "pool". Static. */
 const char *model_limit_name(enum metric_limit l);
@@ -36,7 +39,28 @@ const char *model_limit_name(enum metric_limit l);
  * figure (idle_pct) is unknown. */
 int model_limit_verdict(const double fig[METRIC_NLIMITS], char *why, size_t len);
 
+/* fig of a worker whose process only shares its group's quota, others
+ * spending it: neither the quota's rule nor, while the group is throttled
+ * past that rule, the CPU's (its waits for a CPU are the throttling). */
+void model_limit_shared_quota(double fig[METRIC_NLIMITS]);
+
+/* fig's backlog figure (the window's longest accept queue) no longer than
+ * held, the queue at the last two readings (model_eval_acceptq_held): a
+ * burst that filled the queue and drained, the loop idle, is no backlog. */
+void model_limit_backlog_held(double fig[METRIC_NLIMITS], double held);
+
 struct worker_view;
+struct eval_track;
+
+/* The accept queue at the last two readings in the periods (a second
+ * apart), the lesser: a queue that did not drain in between; the one
+ * reading when there is only one, NaN when none. The largest over ts. */
+double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt);
+
+/* 1 when, at the last reading in the periods that knows, each worker's
+ * process spent almost none of its group's CPU: others spend the quota it
+ * shares (collect/series.h's shared_only); 0 otherwise. */
+int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt);
 
 /* The verdict of a worker's view, from the same figures. */
 int model_limit_of(const struct worker_view *w, char *why, size_t len);

@@ -85,6 +85,8 @@ void model_worker_name(const struct worker_view *w, char *buf, size_t len)
 {
 	if (w->tag[0] && strcmp(w->tag, w->name) != 0)
 		snprintf(buf, len, "%s/%s", w->name, w->tag);
+	else if (w->thread_name[0] && strcmp(w->thread_name, w->name) != 0)
+		snprintf(buf, len, "%s (%s)", w->name, w->thread_name);   /* a thread named apart: java (nioEventLoopGro) */
 	else
 		snprintf(buf, len, "%s", w->name);
 }

@@ -30,6 +30,11 @@
 #define MODEL_REFUSED     16   /* refused processes named in the model */
 #define MODEL_LAG_OCTAVES 16   /* the busy-span histogram's octaves, from 2^MODEL_LAG_SHIFT ns */
 #define MODEL_LAG_SHIFT   17
+#define MODEL_NROLES      5    /* loops' roles as snapshot.h numbers them, for the counts of those left out */
+#define MODEL_ROLE_SERVER 1    /* of them, the one shown by default */
+#define MODEL_HELPERS     4    /* helper loops named per worker they fold into */
+#define MODEL_SPENDERS    3    /* processes named spending a cgroup's quota */
+#define MODEL_CGROUP_LEN  128
 
 struct blocker_view {
 	long   nr;                        /* syscall number */
@@ -96,6 +101,15 @@ struct member_view {
 struct worker_view {
 	pid_t    pid, tid;                /* a scheduler's tid is 0: the row is its pool */
 	char     name[PROBE_COMM_LEN];    /* process name (comm) */
+	const char *role;                 /* "server", "client", "interactive", "helper", "unknown" (static) */
+	pid_t    helpers[MODEL_HELPERS];  /* its process's helper loops folded into it */
+	int      nhelpers;
+	char     cgroup[MODEL_CGROUP_LEN]; /* its cgroup with a cpu controller, "" none or unknown */
+	pid_t    quota_spenders[MODEL_SPENDERS]; /* the processes spending its CPU, the largest first */
+	int      nquota_spenders;
+	int      quota_shared;            /* its process only shares the quota others spend: never held back by it */
+	double   accept_queue_held;       /* its accept queue at its last two readings, the lesser (NaN: none):
+	                                   * the backlog verdict needs a queue that does not drain */
 	char     service[PROBE_SERVICE_LEN]; /* its systemd unit, container or process name */
 	char     tag[LOOPSTAT_TAG_LEN];   /* thread tag, "" if none */
 	int      instrumented;            /* publishes a shm slot */
@@ -182,6 +196,8 @@ struct model {
 	} refused[MODEL_REFUSED];        /* processes /proc refused us, first MODEL_REFUSED */
 	unsigned nrefused;               /* how many (may exceed MODEL_REFUSED) */
 	unsigned ignored;                /* threads not sampled: more than max_workers, or past the sweep's tables */
+	int      servers_only;           /* only servers are shown (no -p, -n or --all): */
+	unsigned left_out[MODEL_NROLES]; /* the loops left out, by role (model_role_name) */
 	int      swept;                  /* the host was swept for loops: */
 	struct probe_sweep_counts sweep; /* what its last sweep saw */
 	size_t   max_workers;
@@ -189,6 +205,16 @@ struct model {
 	struct pool_view *pools;         /* owned; npools, grouped by pid */
 	size_t   npools;
 };
+
+/* The name of role r, as a worker's role says it. Static. */
+const char *model_role_name(int r);
+
+/* Loops left out of m (not servers, without --all). */
+unsigned model_left_out(const struct model *m);
+
+/* "3 loops left out: 1 client, 2 interactive (--all shows them)", "" when
+ * none was. Returns buf. */
+char *model_left_out_text(const struct model *m, char *buf, size_t len);
 
 void model_done(struct model *m);
 
@@ -199,8 +225,9 @@ double model_span_s(const struct model *m);
  * pts" (precision-targeted) or "100 Hz, every tick". */
 void model_sampling_text(const struct model *m, char *buf, size_t len);
 
-/* "name", or "name/tag" when the worker has a tag other than its name:
- * every view writes a worker's name this one way. */
+/* "name", "name/tag" when the worker has a tag other than its name, or
+ * "name (thread)" when its thread has a name of its own: every view writes
+ * a worker's name this one way. */
 void model_worker_name(const struct worker_view *w, char *buf, size_t len);
 
 /* Wilson score interval half-width for a proportion p of n samples, in points (0..100). */

@@ -70,6 +70,12 @@ static void build_identity(const struct snap_worker *w, struct worker_view *v)
 	v->pid = w->pid;
 	v->tid = w->tid;
 	snprintf(v->name, sizeof(v->name), "%s", w->name);
+	v->role = snap_role_name(w->role);
+	v->nhelpers = w->nhelpers;
+	memcpy(v->helpers, w->helpers, sizeof(v->helpers));
+	snprintf(v->cgroup, sizeof(v->cgroup), "%s", w->cgroup);
+	v->nquota_spenders = w->nspenders;
+	memcpy(v->quota_spenders, w->spenders, sizeof(v->quota_spenders));
 	snprintf(v->service, sizeof(v->service), "%s", *w->service ? w->service : w->name);
 	snprintf(v->tag, sizeof(v->tag), "%s", w->tag);
 	v->instrumented = w->instrumented;
@@ -150,6 +156,9 @@ static int build(const struct snapshot *snap, double window_s, int64_t lo, int64
 	m->nrefused = snap->nrefused;
 	m->naccessible = snap->naccessible;
 	m->ignored = snap->ignored;
+	m->servers_only = snap->servers_only;
+	for (int r = 0; r < MODEL_NROLES; r++)
+		m->left_out[r] = snap->left_out[r];
 	m->swept = snap->swept;
 	m->sweep = snap->sweep;
 	m->max_workers = snap->max_workers;
@@ -178,3 +187,40 @@ int model_build_range(const struct snapshot *snap, int64_t lo, int64_t hi, struc
 	int err = build(snap, (double)(hi - lo + 1), lo, hi, m);
 	return err;
 }
+
+_Static_assert(MODEL_NROLES == SNAP_NROLES, "the model counts the snapshot's roles");
+
+const char *model_role_name(int r)
+{
+	return snap_role_name((enum snap_role)r);
+}
+
+unsigned model_left_out(const struct model *m)
+{
+	unsigned n = 0;
+	for (int r = 0; r < MODEL_NROLES; r++)
+		n += m->left_out[r];
+	return n;
+}
+
+char *model_left_out_text(const struct model *m, char *buf, size_t len)
+{
+	unsigned n = model_left_out(m);
+	size_t at = 0;
+	if (len)
+		buf[0] = '\0';
+	if (!n || !len)
+		return buf;
+	at += (size_t)snprintf(buf, len, "%u loop%s left out:", n, n == 1 ? "" : "s");
+	const char *sep = " ";
+	for (int r = 0; r < MODEL_NROLES && at < len; r++)
+		if (m->left_out[r]) {
+			at += (size_t)snprintf(buf + at, len - at, "%s%u %s", sep, m->left_out[r], model_role_name(r));
+			sep = ", ";
+		}
+	if (at < len)
+		snprintf(buf + at, len - at, " (--all shows them)");
+	return buf;
+}
+_Static_assert(MODEL_ROLE_SERVER == SNAP_ROLE_SERVER && MODEL_HELPERS == SNAP_HELPERS &&
+	       MODEL_SPENDERS == SNAP_SPENDERS && MODEL_CGROUP_LEN == SNAP_CGROUP_LEN, "the same numbers");

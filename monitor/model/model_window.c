@@ -6,6 +6,7 @@
 #include "model/model_window.h"
 #include "model/eval.h"
 #include "model/lag.h"
+#include "model/limit.h"
 #include "model/metric.h"
 #include "model/stall.h"
 
@@ -187,6 +188,8 @@ static void fill_worker(const struct series *a, const struct eval_track *t, cons
 	exact_rows(t, w);
 	/* which bound the evaluator's headroom is: the model says, views print */
 	model_headroom_bound(w->ops_per_s, w->idle_pct, w->quota_cpus, w->cpu_pct, w->pool_busy_pct, &w->headroom_bound);
+	w->quota_shared = model_eval_quota_shared(&t, 1);
+	w->accept_queue_held = model_eval_acceptq_held(&t, 1);
 	fill_blockers(w, t);
 	struct lag_hist lag;
 	lag_collect(&t, 1, &lag);

@@ -73,6 +73,13 @@ static int draw_identity(const struct tui *t, const struct worker_view *w, int y
 	       w->instrumented ? "instrumented" : "not instrumented");
 	if (w->gone)
 		printw("  (exited)");
+	if (w->thread_name[0] && strcmp(w->thread_name, w->name) != 0) {
+		snprintf(name, sizeof(name), "%s", w->thread_name);
+		printw("  thread %s", textsafe(name));
+	}
+	printw("  role %s", w->role ? w->role : "unknown");
+	for (int i = 0; i < w->nhelpers; i++)
+		printw(i ? ", %d" : "  helper loops folded in: tid %d", (int)w->helpers[i]);
 	mvprintw(y++, 0, "%s over %.1f s  loop poll: %s", metric_line(w, TUI_LINE_IDENTITY), t->m.window_s,
 		 w->loop_basis[0] ? w->loop_basis : "-");
 	if (w->no_access) {
@@ -131,7 +138,7 @@ static int draw_breakdown(const struct tui *t, const struct worker_view *w, int 
 	if (pool[0])   /* list --json's pools name its threads */
 		mvprintw(y++, 2, "helper %s", pool);
 	draw_members(w, &y);
-	char why[128];
+	char why[320];   /* a quota verdict names its cgroup */
 	const char *limit = metric_line(w, TUI_LINE_LIMIT);
 	if (limit[0] && model_limit_of(w, why, sizeof(why)) > METRIC_LIMIT_NONE)   /* and what tripped it */
 		mvprintw(y++, 2, "%s: %s", limit, why);

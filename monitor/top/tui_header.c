@@ -84,7 +84,10 @@ int tui_draw_header(struct tui *t)
 	attroff(a);
 
 	mvprintw(3, 0, "sort %s%s  threads: %s", tui_columns[t->sort_col].title,
-		 t->sort_rev ? " (reversed)" : "", t->all_threads ? "all" : "event-loop workers");
+		 t->sort_rev ? " (reversed)" : "", t->all_threads ? "all" : t->m.servers_only ? "servers" : "event-loop workers");
+	char left[160];
+	if (*model_left_out_text(&t->m, left, sizeof(left)))
+		printw("  %s", left);
 	if (t->filter[0])
 		printw("  filter \"%s\" (%zu of %zu)", t->filter, t->nrows, t->m.n);
 	if (t->m.swept)

@@ -33,4 +33,13 @@ int probe_cgroup_cpu_dir(pid_t pid, char *dir, size_t len);
  * 0 or -errno. */
 int probe_cgroup_cpu_read(const char *dir, int version, struct probe_cgroup_cpu *out);
 
+/* The processes in the group at dir (its cgroup.procs), at most cap of
+ * them: how many were listed (up to cap), or -errno. */
+int probe_cgroup_procs(const char *dir, pid_t *pids, int cap);
+
+/* The group's path as /proc/PID/cgroup names it ("/system.slice/x.service"):
+ * dir without the cgroup root and the v1 controller's or v2's mount ("/"
+ * for the root). Points into dir. */
+const char *probe_cgroup_name(const char *dir);
+
 #endif /* PROBE_CGROUP_H */

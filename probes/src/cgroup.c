@@ -128,3 +128,37 @@ int probe_cgroup_cpu_read(const char *dir, int version, struct probe_cgroup_cpu 
 	out->nr_throttled = nr > 0 ? (uint64_t)nr : 0;
 	return 0;
 }
+
+int probe_cgroup_procs(const char *dir, pid_t *pids, int cap)
+{
+	char path[PROBE_CGROUP_PATH_LEN + 64];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int n = 0;
+	long pid;
+	while (n < cap && fscanf(f, "%ld", &pid) == 1)
+		if (pid > 0 && pid <= INT32_MAX)
+			pids[n++] = (pid_t)pid;
+	fclose(f);
+	return n;
+}
+
+const char *probe_cgroup_name(const char *dir)
+{
+	static const char *const mounts[] = { "/cpu,cpuacct", "/cpu", "/unified" };
+	const char *root = sys_root();
+	size_t rl = strlen(root);
+	if (strncmp(dir, root, rl) != 0)
+		return dir;
+	dir += rl;
+	for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]); i++) {
+		size_t ml = strlen(mounts[i]);
+		if (strncmp(dir, mounts[i], ml) == 0 && (dir[ml] == '/' || dir[ml] == '\0')) {
+			dir += ml;
+			break;
+		}
+	}
+	return *dir ? dir : "/";
+}

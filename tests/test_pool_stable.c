@@ -1,0 +1,96 @@
+/* Pool grouping is stable: node's libuv threadpool of 2 saturated by pbkdf2 reads as one pool of 2 and limit "pool" in each of 10 fresh runs, and its idle second loop (a helper) is given no pool figure and no limit "pool". */
+#include <criterion/criterion.h>
+
+#include <json-c/json.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "support/children.h"
+#include "support/list_json.h"
+#include "support/support.h"
+
+#define RUNS 10
+
+static pid_t start_node(void)
+{
+	static const char script[] =
+		"const c = require('crypto');"
+		"function go() { c.pbkdf2('pw', 'salt', 100000, 64, 'sha512', go); }"
+		"for (let i = 0; i < 8; i++) go();"
+		"setTimeout(() => process.exit(0), 30000);";
+	pid_t parent = getpid(), pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		setenv("UV_THREADPOOL_SIZE", "2", 1);
+		execlp("node", "node", "-e", script, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Its pools: how many, and whether one of them is the pool of 2, saturated. */
+static void read_pools(json_object *w, int *npools, int *pool_of_2)
+{
+	json_object *ps;
+	cr_assert(json_object_object_get_ex(w, "pools", &ps), "no pools array");
+	*npools = 0;
+	*pool_of_2 = 0;
+	for (size_t i = 0; i < json_object_array_length(ps); i++) {
+		json_object *p = json_object_array_get_idx(ps, i);
+		double busy = tj_num(p, "busy_pct");
+		/* V8's own worker threads wait, idle, on a condvar of theirs: only busy pools count */
+		if (isnan(busy) || busy < 50)
+			continue;
+		(*npools)++;
+		*pool_of_2 |= tj_num(p, "nthreads") == 2 && busy >= 80;
+	}
+}
+
+Test(pool_stable, node_threadpool_of_2_reads_as_one_pool_in_every_run, .timeout = 150)
+{
+	if (system("command -v node >/dev/null 2>&1") != 0)
+		cr_skip_test("node is not installed");
+	int good = 0, helpers_seen = 0;
+	for (int run = 0; run < RUNS; run++) {
+		pid_t pid = start_node();
+		usleep(1500 * 1000);   /* node up, its pool started */
+		char p[16];
+		snprintf(p, sizeof(p), "%d", (int)pid);
+		json_object *doc = tj_list(p, "4");
+		json_object *w = tj_worker(doc, pid, pid), *ws;
+		int npools, pool_of_2;
+		read_pools(w, &npools, &pool_of_2);
+		int ok = npools == 1 && pool_of_2 && tj_num(w, "pool_threads") == 2 && !strcmp(tj_str(w, "limit"), "pool");
+		cr_log_info("run %d: %s: %d busy pools, pool_threads %g busy %.1f%% limit %s (%s) pools %s\n", run + 1,
+			    ok ? "one pool of 2" : "UNSTABLE", npools, tj_num(w, "pool_threads"), tj_num(w, "pool_busy_pct"),
+			    tj_str(w, "limit"), tj_str(w, "limit_reason"),
+			    json_object_to_json_string(json_object_object_get(w, "pools")));
+		good += ok;
+		/* node's second loop: a helper, never given the pool's figures */
+		cr_assert(json_object_object_get_ex(doc, "workers", &ws));
+		for (size_t i = 0; i < json_object_array_length(ws); i++) {
+			json_object *o = json_object_array_get_idx(ws, i);
+			if (tj_num(o, "pid") != pid || strcmp(tj_str(o, "role"), "helper") != 0)
+				continue;
+			helpers_seen++;
+			cr_expect(isnan(tj_num(o, "pool_threads")), "run %d: the helper loop %g has pool figures", run + 1,
+				  tj_num(o, "tid"));
+			cr_expect_str_neq(tj_str(o, "limit"), "pool", "run %d: the helper loop is limited by the pool",
+					  run + 1);
+		}
+		json_object_put(doc);
+		tc_kill(pid);
+	}
+	cr_log_info("node's threadpool of 2 read as one pool of 2, limit pool: %d of %d runs\n", good, RUNS);
+	cr_expect_eq(good, RUNS, "one pool of 2 and limit pool in %d of %d runs", good, RUNS);
+	cr_expect_geq(helpers_seen, RUNS - 1, "node's second loop was judged a helper in %d of %d runs", helpers_seen,
+		      RUNS);
+}
