@@ -19,7 +19,12 @@
 
 static struct ts_user user;
 
-static void setup(void) { ts_user_add(&user); }
+/* a host sweep, as a plain list does (run-tests.sh makes --instrumented the default) */
+static void setup(void)
+{
+	unsetenv("LOOPSTAT_DISCOVER");
+	ts_user_add(&user);
+}
 static void teardown(void) { ts_user_del(&user); }
 
 TestSuite(pid_reuse, .init = setup, .fini = teardown, .timeout = 60);
@@ -81,7 +86,7 @@ Test(pid_reuse, a_loop_on_a_reused_pid_is_sampled_within_five_seconds)
 	if (list == 0) {
 		dup2(out[1], 1);
 		close(out[0]);
-		execl(ts_loopstat_bin(), "loopstat", "list", "--json", "--duration", "6.5", "-u", user.name,
+		execl(ts_loopstat_bin(), "loopstat", "list", "--json", "--all", "--duration", "6.5", "-u", user.name,
 		      (char *)NULL);
 		_exit(127);
 	}

@@ -24,6 +24,7 @@ static char *dir;
 
 static void setup(void)
 {
+	unsetenv("LOOPSTAT_DISCOVER");   /* a host sweep, as a plain list does */
 	ts_user_add(&user);
 	dir = ts_tmpdir("fair");
 	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
@@ -99,7 +100,7 @@ Test(worker_fair, a_flood_of_one_user_crowds_out_no_one)
 	cr_assert_gt(root_loop, 0);
 	const char *cargs[] = { "-s", "60", "-b", "20", NULL };
 	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "8", NULL };
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--all", "--duration", "8", NULL };
 	char *text = NULL;
 	int rc = ts_run(argv, &text, 60000);
 	kill(a, SIGKILL);
