@@ -61,7 +61,7 @@ static const struct cell cells[] = {
 
 	/* serve runs until a signal: SIGTERM is its clean exit */
 	{ "serve", EXIT_OK, NULL, "!%B serve --listen 127.0.0.1:0 -p %W 2>%D/serve.err & "
-	  "until grep -q listening %D/serve.err; do sleep 0.1; done; kill -TERM $!; wait $!; rc=$?; "
+	  "until grep -qs listening %D/serve.err; do sleep 0.1; done; kill -TERM $!; wait $!; rc=$?; "
 	  "cat %D/serve.err >&2; exit $rc", 0, "TERM: stopped" },
 	{ "serve", EXIT_FAIL, NULL, "serve --listen 192.0.2.1:9 -p %W", 0, "Cannot assign requested address" },
 	{ "serve", EXIT_USAGE, NULL, "serve --window 0", 0, "invalid window" },

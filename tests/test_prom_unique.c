@@ -15,7 +15,12 @@
 
 static struct ts_user user;
 
-static void setup(void) { ts_user_add(&user); }
+/* serve -u sweeps the host: not the suites' --instrumented default (run-tests.sh) */
+static void setup(void)
+{
+	unsetenv("LOOPSTAT_DISCOVER");
+	ts_user_add(&user);
+}
 static void teardown(void) { ts_user_del(&user); }
 
 TestSuite(prom_unique, .init = setup, .fini = teardown, .timeout = 60);
@@ -121,7 +126,7 @@ Test(prom_unique, names_equal_once_cleaned_are_one_service)
 {
 	pid_t p[3] = { loop_named("dup\x01"), loop_named("dup\x02"), loop_named("dup\x03") };
 	struct serve_child c;
-	const char *args[] = { "--interval", "0.5", "-u", user.name, NULL };
+	const char *args[] = { "--interval", "0.5", "--all", "-u", user.name, NULL };
 	sc_start(&c, args);
 	struct http_response r = { 0 };
 	long long t0 = ts_now_ms();

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collect/recording.h"
+#include "probe_service.h"
 #include "collect/replay.h"
 #include "model/feed.h"
 #include "model/model_build.h"
@@ -219,12 +220,12 @@ Test(record_service, hostile_services_are_cut_and_cleaned_like_labels, .timeout 
 {
 	dir = ts_tmpdir("recsvc");
 	/* 700 bytes (longer than any label) with a 3-byte character across the
-	 * 63rd byte, an escape sequence with a raw and an encoded C1, and bytes
+	 * service name's last byte, an escape sequence with a raw and an encoded C1, and bytes
 	 * that are not UTF-8 */
 	char longname[800];
-	memset(longname, 'a', 62);
-	strcpy(longname + 62, "\xe2\x82\xac");
-	memset(longname + 65, 'b', 635);
+	memset(longname, 'a', PROBE_SERVICE_LEN - 2);
+	strcpy(longname + PROBE_SERVICE_LEN - 2, "\xe2\x82\xac");
+	memset(longname + PROBE_SERVICE_LEN + 1, 'b', 700 - (PROBE_SERVICE_LEN + 1));
 	longname[700] = '\0';
 	char text[2048];
 	snprintf(text, sizeof(text),
@@ -241,10 +242,10 @@ Test(record_service, hostile_services_are_cut_and_cleaned_like_labels, .timeout 
 	struct replay *r = NULL;
 	replayed_model(path, &m, &r);
 	cr_assert_eq(m.n, 3);
-	/* cut before the character that does not fit the 64 bytes; controls and stray bytes are '?' */
-	char want_long[64];
-	memset(want_long, 'a', 62);
-	want_long[62] = '\0';
+	/* cut before the character that does not fit PROBE_SERVICE_LEN; controls and stray bytes are '?' */
+	char want_long[PROBE_SERVICE_LEN];
+	memset(want_long, 'a', PROBE_SERVICE_LEN - 2);
+	want_long[PROBE_SERVICE_LEN - 2] = '\0';
 	const char *want[] = { want_long, "?[2Jevil?31m.service", "caf??.service" };
 	for (int i = 0; i < 3; i++) {
 		const struct worker_view *w = ts_find_tid(&m, 43 + i);

@@ -125,7 +125,9 @@ Test(replay, bad_recordings_are_refused, .timeout = PROBE_TEST_TIMEOUT)
 		cr_assert(f);
 		struct replay *r = NULL;
 		long line;
-		cr_assert_eq(replay_open(f, &r, &line), -EPROTO, "case %zu accepted", i);
+		/* the empty case is one NUL byte: its own error (a NUL in a line) */
+		int want = bad[i][0] ? -EPROTO : -EILSEQ;
+		cr_assert_eq(replay_open(f, &r, &line), want, "case %zu accepted", i);
 		cr_assert_null(r);
 		fclose(f);
 	}
