@@ -94,15 +94,20 @@ static json_object *worker_of(json_object *doc, pid_t pid)
 	return NULL;
 }
 
-static json_object *list_json(const char *a1, const char *a2)
+static json_object *list_json3(const char *a1, const char *a2, const char *a3)
 {
 	char *out = NULL;
-	int rc = ts_loopstat(&out, 20000, "list", "--json", "--duration", "1", a1, a2, NULL);
+	int rc = ts_loopstat(&out, 20000, "list", "--json", "--duration", "1", a1, a2, a3, NULL);
 	cr_assert_eq(rc, 0, "list exited %d: %s", rc, out ? out : "");
 	json_object *doc = json_tokener_parse(out);
 	cr_assert(doc, "%s", out);
 	free(out);
 	return doc;
+}
+
+static json_object *list_json(const char *a1, const char *a2)
+{
+	return list_json3(a1, a2, NULL);
 }
 
 static char *script(const char *name, const char *text)
@@ -434,7 +439,7 @@ Test(discover, churn_of_short_lived_loops)
 	}
 	servers[nservers++] = churner;
 	for (int round = 0; round < 2; round++) {
-		json_object *doc = list_json("-r", "200");
+		json_object *doc = list_json3("--all", "-r", "200");   /* churning loops are no servers */
 		json_object *ws = get(doc, "workers");
 		for (size_t i = 0; i < json_object_array_length(ws); i++) {
 			json_object *w = json_object_array_get_idx(ws, i);
