@@ -213,7 +213,11 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # (test_probe_loop's same loops, test_list_json's list).
 PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux %/test_sampler_shortcut \
                    %/test_stall %/test_check_verdicts %/test_loop_poll_cli %/test_precision,$(TESTS))
-CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(if $(SAN),$(PLAIN_ONLY_TESTS)),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(TIMED_TESTS),$(TESTS)))
+# The long truth run of real Go, tokio and Netty servers at three loads
+# (2.5 min, and load-sensitive) runs in `make check`, not in make test,
+# whose short versions are test_probe_rt and test_sched_rows.
+TRUTH_TESTS = $(filter %/test_schedulers,$(TESTS))
+CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(TRUTH_TESTS) $(if $(SAN),$(PLAIN_ONLY_TESTS)),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(filter-out $(TRUTH_TESTS),$(TIMED_TESTS)),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
 # alone; the rest PAR at a time (scripts/run-tests.sh): they mostly wait on

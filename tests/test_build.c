@@ -15,7 +15,7 @@ Test(build, plain_make_in_a_clean_clone_links_loopstat, .timeout = 60)
 		cr_skip_test("not a git checkout: no clone to make");
 	char *dir = ts_tmpdir("build");
 	char cmd[4096], *out = NULL;
-	snprintf(cmd, sizeof(cmd), "git clone -q --shared . %s/clone && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -C %s/clone 2>&1", dir, dir);
+	snprintf(cmd, sizeof(cmd), "git clone -q --shared . %s/clone && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD -u SAN make -n -C %s/clone 2>&1", dir, dir);
 	char *const argv[] = { "/bin/sh", "-c", cmd, NULL };
 	int rc = ts_run(argv, &out, 50000);
 	cr_assert_eq(rc, 0, "clone or make -n failed (%d): %s", rc, out ? out : "");
@@ -43,7 +43,7 @@ static int make_here(const char *args, char **out)
 {
 	char *cmd = NULL;
 	/* not the calling make's variables (make test's sanitizer build passes BUILD and SAN down) */
-	cr_assert(asprintf(&cmd, "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory %s 2>&1", args) > 0);
+	cr_assert(asprintf(&cmd, "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD -u SAN make --no-print-directory %s 2>&1", args) > 0);
 	char *const argv[] = { "/bin/sh", "-c", cmd, NULL };
 	int rc = ts_run(argv, out, 50000);
 	free(cmd);
