@@ -5,6 +5,8 @@
  * second those readings go into the worker's series as exact readings
  * (series_add_exact), which the model prefers to the samples' estimates.
  * The samples still say where a busy thread is (blocked on what, stacks).
+ * Stalls come from the kernel's ring buffer, with the stack of the moment
+ * (sampler_stall.c unwinds it).
  */
 #include "collect/sampler_bpf.h"
 #include "collect/sampler_int.h"
@@ -103,6 +105,14 @@ static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint3
 	memcpy(w->bpf_hist, t->hist, sizeof(t->hist));
 }
 
+static void on_stall(const struct probe_bpf_stall *e, void *arg)
+{
+	struct sampler *s = arg;
+	struct sworker *w = sampler_find_worker(s, e->tgid, e->tid);
+	if (w)
+		sampler_stall_bpf(s, w, e);
+}
+
 void sampler_bpf_read(struct sampler *s, uint64_t now)
 {
 	struct sampler_bpf *x = s->bpf;
@@ -139,4 +149,6 @@ void sampler_bpf_read(struct sampler *s, uint64_t now)
 		span_bins(w, t, bins, &max_ns);
 		series_add_exact(&w->series, &e, bins, max_ns);
 	}
+	if (s->stall)
+		probe_bpf_drain(x->b, on_stall, s);
 }

@@ -96,6 +96,7 @@ enum series_stack_from {
 	SERIES_STACK_NONE,               /* no stack: why says why */
 	SERIES_STACK_SYSCALL,            /* unwound from the syscall file's sp and pc */
 	SERIES_STACK_PERF,               /* unwound from one perf_event cpu-clock sample */
+	SERIES_STACK_BPF,                /* unwound from the bpf source's registers and stack copy */
 };
 
 struct series_stall {

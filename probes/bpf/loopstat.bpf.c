@@ -15,8 +15,10 @@
  *   - time on a CPU, run-queue wait (woken or preempted → switched in) and
  *     off-CPU time by the syscall it slept in;
  *   - a stall event (ring buffer) once per span that passes stall_us, with
- *     the user stack where it was seen: at the exit of the syscall it
- *     blocked in, when preempted, or at the next poll entry.
+ *     the user stack where it was seen (the frame-pointer walk, and the
+ *     registers with a copy of the stack's top for a DWARF unwind): at the
+ *     exit of the syscall it blocked in, when preempted, or at the next
+ *     poll entry (over by then: no use for a stack).
  * The figures are cumulative; the user side adds what is in progress.
  * A thread's entry is written by its own CPU except for the wake-up, so
  * plain adds suffice.
@@ -62,7 +64,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024); /* ~120 events of 8 KB between two drains */
 } stalls SEC(".maps");
 
 static __always_inline __u32 msb64(__u64 v)
@@ -211,6 +213,19 @@ static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 ti
 	e->span_ns = now - t->span_start;
 	e->ts = now;
 	e->stack_len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+	/* the registers and the top of the stack, as a perf sample has them */
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	e->pc = BPF_CORE_READ(r, ip);
+	e->sp = BPF_CORE_READ(r, sp);
+	e->fp = BPF_CORE_READ(r, bp);
+	e->pad = 0;
+	/* near the stack's top a whole copy may cross its end: a smaller one */
+	if (bpf_probe_read_user(e->copy, LSB_STACK_COPY, (void *)e->sp) == 0)
+		e->copy_len = LSB_STACK_COPY;
+	else if (bpf_probe_read_user(e->copy, LSB_STACK_COPY / 8, (void *)e->sp) == 0)
+		e->copy_len = LSB_STACK_COPY / 8;
+	else
+		e->copy_len = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -259,7 +274,7 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 	t->cur_slot = i;
 	t->lead = leader(t);
 	if (i == t->lead) {
-		stall_emit(ctx, t, tid, -1, now);
+		stall_emit(ctx, t, tid, LSB_STALL_ENDED, now);
 		span_end(t, now);
 	}
 	return 0;
@@ -305,10 +320,11 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		t->oncpu_start = 0;
 		if (BPF_CORE_READ(prev, __state) == 0) { /* TASK_RUNNING: preempted, queued again */
 			t->rq_start = now;
-			stall_emit(ctx, t, ptid, -1, now);
+			stall_emit(ctx, t, ptid, t->cur_nr, now); /* -1 in user space */
 		} else {
 			t->off_start = now;
-			t->off_nr = t->cur_nr;
+			/* asleep in the loop's own poll is idle, not blocked */
+			t->off_nr = t->cur_slot >= 0 && t->cur_slot == t->lead ? LSB_OFF_LOOP : t->cur_nr;
 		}
 	}
 	t = ntid ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;

@@ -185,6 +185,7 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 		t->seq = 1;
 		t->lead = 0;
 		t->cur_slot = 0;
+		t->off_nr = LSB_OFF_LOOP;
 	}
 	__u32 key = (__u32)tid;
 	bpf_map_update_elem(b->threads_fd, &key, t, BPF_NOEXIST);

@@ -16,6 +16,8 @@
 
 #define BATCH 256
 
+_Static_assert(PROBE_BPF_OFF_LOOP == LSB_OFF_LOOP, "the loop poll's off-CPU key, both sides");
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -175,9 +177,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	struct probe_bpf_stall s = {
-		.tid = (pid_t)e->tid, .tgid = (pid_t)e->tgid, .nr = e->nr,
-		.span_ns = e->span_ns, .ts_ns = e->ts,
+		.tid = (pid_t)e->tid, .tgid = (pid_t)e->tgid, .nr = e->nr == LSB_STALL_ENDED ? -1 : e->nr,
+		.ended = e->nr == LSB_STALL_ENDED, .span_ns = e->span_ns, .ts_ns = e->ts,
 		.nframes = e->stack_len > 0 ? e->stack_len / (int)sizeof(__u64) : 0,
+		.regs_pc = e->pc, .sp = e->sp, .fp = e->fp,
+		.stack_len = e->copy_len <= sizeof(e->copy) ? e->copy_len : 0, .stack = e->copy,
 	};
 	if (s.nframes > PROBE_BPF_STACK)
 		s.nframes = PROBE_BPF_STACK;
