@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "probe_bpf.h"
 #include "support/children.h"
+#include "support/list_json.h"
 #include "support/support.h"
 
 TestSuite(bpf_stall, .timeout = 40);
@@ -56,12 +56,8 @@ static void pin_cpu0(void)
 /* A child: an epoll loop idle 300 ms, then stalling in body, over and over. */
 static pid_t loop_child(void (*body)(void), int pinned)
 {
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
+	pid_t pid = tc_fork_child();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		if (pinned)
 			pin_cpu0();
 		int ep = epoll_create1(0), p[2];
@@ -79,12 +75,8 @@ static pid_t loop_child(void (*body)(void), int pinned)
 /* A child spinning on CPU 0 for good: the stalled loop there is preempted. */
 static pid_t hog_child(void)
 {
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
+	pid_t pid = tc_fork_child();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		pin_cpu0();
 		for (volatile uint64_t x = 0;; x++)
 			;
@@ -112,15 +104,6 @@ static json_object *stalls_of(pid_t pid, json_object **doc, char **text)
 	return st;
 }
 
-static int has_frame(json_object *stall, const char *needle)
-{
-	json_object *fr = get(stall, "frames");
-	for (size_t i = 0; i < json_object_array_length(fr); i++)
-		if (strstr(json_object_get_string(json_object_array_get_idx(fr, i)), needle))
-			return 1;
-	return 0;
-}
-
 static void skip_without_bpf(void)
 {
 	char why[256];
@@ -144,7 +127,7 @@ Test(bpf_stall, blocked_stall_names_its_function)
 		cr_expect_str_eq(str(s, "state"), "blocked", "%s", text);
 		cr_expect_str_eq(str(s, "stack_from"), "bpf", "%s", text);
 		cr_expect(strstr(str(s, "syscall"), "nanosleep"), "the syscall it slept in: %s", text);
-		cr_expect(has_frame(s, "bpf_stall_nap"), "bpf_stall_nap in the stack: %s", text);
+		cr_expect(tj_has_frame(s, "bpf_stall_nap"), "bpf_stall_nap in the stack: %s", text);
 		double d = json_object_get_double(get(s, "duration_ms"));
 		cr_expect(d >= STALL_MS - 1 && d <= STALL_MS + 40, "a stall of %.0f ms for a %d-ms nap: %s", d, STALL_MS,
 			  text);
@@ -172,7 +155,7 @@ Test(bpf_stall, preempted_stall_names_its_function)
 		json_object *s = json_object_array_get_idx(st, i);
 		cr_expect_str_eq(str(s, "state"), "running", "%s", text);
 		cr_expect_str_eq(str(s, "stack_from"), "bpf", "%s", text);
-		named += has_frame(s, "bpf_stall_spin");
+		named += tj_has_frame(s, "bpf_stall_spin");
 	}
 	cr_expect_eq(named, (int)json_object_array_length(st), "bpf_stall_spin in every stall's stack: %s", text);
 	json_object_put(doc);

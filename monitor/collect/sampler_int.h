@@ -110,6 +110,8 @@ struct sworker {
 	int      runtime;             /* enum probe_rt of its process */
 	char     thread_name[16];     /* the thread's own comm, "" when not read */
 	uint32_t *bpf_hist;           /* the kernel's span histogram at the last exact reading (owned), NULL: none */
+	int32_t  bpf_off_nr[SERIES_EXACT_OFF]; /* the syscall of each place of its exact off-CPU times */
+	int      bpf_noff;            /* places given */
 	struct series series;
 };
 

@@ -538,6 +538,34 @@ static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct
 	return 0;
 }
 
+int model_eval_exact_ends(const struct eval_track *t, const struct series_exact **first,
+			  const struct series_exact **last)
+{
+	*first = t->exact_base.valid ? &t->exact_base : NULL;
+	*last = NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct series_bucket *b = t->p[i].b;
+		if (b && b->exact.valid) {
+			if (!*first)
+				*first = &b->exact;
+			*last = &b->exact;
+		}
+	}
+	return *first && *last && (*last)->t_ns >= (*first)->t_ns + NS / 2 ? 0 : -ENOENT;
+}
+
+/* A clock of an exact reading: the field at offset field, or with f the
+ * off-CPU time in f's syscall (0 when it has no place in e). */
+static uint64_t exact_clock(const struct series_exact *e, size_t field, const struct eval_filter *f)
+{
+	if (!f)
+		return *(const uint64_t *)((const char *)e + field);
+	for (int j = 0; j < SERIES_EXACT_OFF; j++)
+		if (e->off_nr[j] >= 0 && e->off_nr[j] == f->nr)
+			return e->off_ns[j];
+	return 0;
+}
+
 /*
  * A share of time the kernel counted (the bpf source, series_add_exact):
  * the clock's growth between the first and the last exact reading of
@@ -546,22 +574,15 @@ static int limit(const struct eval_track *const *ts, size_t nt, int kind, struct
  * wide. 0 when every track has two readings half a second apart at least,
  * else -ENOENT (the samples' estimate stands).
  */
-static int exact_share(const struct eval_track *const *ts, size_t nt, size_t field, struct estimate *out)
+static int exact_share(const struct eval_track *const *ts, size_t nt, size_t field, const struct eval_filter *f,
+		       struct estimate *out)
 {
 	double num = 0, den = 0;
 	for (size_t w = 0; w < nt; w++) {
-		const struct series_exact *first = ts[w]->exact_base.valid ? &ts[w]->exact_base : NULL, *last = NULL;
-		for (size_t i = 0; i < ts[w]->n; i++) {
-			const struct series_bucket *b = ts[w]->p[i].b;
-			if (b && b->exact.valid) {
-				if (!first)
-					first = &b->exact;
-				last = &b->exact;
-			}
-		}
-		if (!first || !last || last->t_ns < first->t_ns + NS / 2)
+		const struct series_exact *first, *last;
+		if (model_eval_exact_ends(ts[w], &first, &last) < 0)
 			return -ENOENT;
-		uint64_t a = *(const uint64_t *)((const char *)first + field), z = *(const uint64_t *)((const char *)last + field);
+		uint64_t a = exact_clock(first, field, f), z = exact_clock(last, field, f);
 		num += z >= a ? (double)(z - a) : 0;
 		den += (double)(last->t_ns - first->t_ns);
 	}
@@ -586,13 +607,18 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 	/* the kernel's exact counts where a track has them: idle and its
 	 * interval (zero wide), cpu wait */
 	if ((m->kind == METRIC_SHARE || m->kind == METRIC_INTERVAL) && m->arg == SERIES_POLL &&
-	    exact_share(ts, nt, offsetof(struct series_exact, poll_ns), out) == 0) {
+	    exact_share(ts, nt, offsetof(struct series_exact, poll_ns), NULL, out) == 0) {
 		if (m->kind == METRIC_INTERVAL)
 			out->est = out->lo = out->hi = 0;
 		return 0;
 	}
 	if (m->kind == METRIC_RATIO && m->arg == METRIC_ARG_WAIT &&
-	    exact_share(ts, nt, offsetof(struct series_exact, rq_ns), out) == 0)
+	    exact_share(ts, nt, offsetof(struct series_exact, rq_ns), NULL, out) == 0)
+		return 0;
+	/* blocked: off a CPU in syscalls other than the loop's poll, in all
+	 * or in the filter's syscall */
+	if (m->kind == METRIC_SHARE && m->arg == SERIES_BLOCKED &&
+	    exact_share(ts, nt, offsetof(struct series_exact, blocked_ns), filter, out) == 0)
 		return 0;
 	switch (m->kind) {
 	case METRIC_SHARE:

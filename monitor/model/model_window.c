@@ -34,10 +34,20 @@ static void fill_blockers(struct worker_view *w, const struct eval_track *t)
 	uint32_t overflow = 0;
 	int nkeys = 0;
 	memset(keys, 0, sizeof(keys));
-	for (size_t i = 0; i < t->n; i++)
-		for (int k = 0; t->p[i].b && k < t->p[i].nblocks && t->p[i].blocks[k].n; k++)
-			series_add_block(keys, room, &overflow, t->p[i].blocks[k].nr, t->p[i].blocks[k].fd,
-					 t->p[i].blocks[k].n);
+	const struct series_exact *first, *last;
+	if (model_eval_exact_ends(t, &first, &last) == 0) {
+		/* the kernel's off-CPU time by syscall (bpf): no fd known */
+		for (int j = 0; j < SERIES_EXACT_OFF; j++) {
+			uint64_t a = first->off_nr[j] == last->off_nr[j] ? first->off_ns[j] : 0, z = last->off_ns[j];
+			if (last->off_nr[j] >= 0 && z >= a + 1000)   /* counted in µs */
+				series_add_block(keys, room, &overflow, last->off_nr[j], -1, (uint32_t)((z - a) / 1000));
+		}
+	} else {
+		for (size_t i = 0; i < t->n; i++)
+			for (int k = 0; t->p[i].b && k < t->p[i].nblocks && t->p[i].blocks[k].n; k++)
+				series_add_block(keys, room, &overflow, t->p[i].blocks[k].nr, t->p[i].blocks[k].fd,
+						 t->p[i].blocks[k].n);
+	}
 	while (nkeys < room && keys[nkeys].n)
 		nkeys++;
 	qsort(keys, (size_t)nkeys, sizeof(*keys), by_count_desc);
@@ -159,16 +169,8 @@ static void fill_rows(const struct eval_track *t, const struct eval_track *ti, i
  */
 static void exact_rows(const struct eval_track *t, struct worker_view *w)
 {
-	const struct series_exact *first = t->exact_base.valid ? &t->exact_base : NULL, *last = NULL;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct series_bucket *b = t->p[i].b;
-		if (b && b->exact.valid) {
-			if (!first)
-				first = &b->exact;
-			last = &b->exact;
-		}
-	}
-	if (!first || !last || last->t_ns < first->t_ns + NS / 2)
+	const struct series_exact *first, *last;
+	if (model_eval_exact_ends(t, &first, &last) < 0)
 		return;
 	w->exact = 1;   /* (a source may have said so already: model_build's identity) */
 	double dt = (double)(last->t_ns - first->t_ns);

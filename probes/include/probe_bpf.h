@@ -63,6 +63,8 @@ struct probe_bpf_thread {
 	uint64_t span_max_ns;       /* the longest since the thread was first seen */
 	uint64_t span_now_ns;       /* the span in progress, 0 when in the poll */
 	long     cur_nr;            /* syscall in progress, -1 none */
+	long     off_nr;            /* off a CPU now: as probe_bpf_off.nr */
+	uint64_t off_now_ns;        /* for this long, not yet in probe_bpf_offcpu; 0 when on one */
 	uint32_t hist[PROBE_BPF_HIST]; /* completed spans by bucket */
 };
 

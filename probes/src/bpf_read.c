@@ -38,6 +38,8 @@ static void fill(struct probe_bpf_thread *o, __u32 tid, const struct lsb_thread 
 	o->tgid = (pid_t)t->tgid;
 	o->now_ns = now;
 	o->cur_nr = t->cur_nr;
+	o->off_nr = t->off_nr;
+	o->off_now_ns = upto(now, t->off_start);
 	o->loop_fd = -1;
 	o->other_wait_ns = t->gone_wait_ns;
 	int lead = t->lead >= 0 && t->lead < LSB_SLOTS ? t->lead : -1;

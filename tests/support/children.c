@@ -324,6 +324,15 @@ pid_t tc_spawn_burner(double idle_s, double burn_s)
 	return pid;
 }
 
+pid_t tc_fork_child(void)
+{
+	pid_t parent = getpid(), pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		die_with_parent(parent);
+	return pid;
+}
+
 void tc_kill(pid_t pid)
 {
 	kill(pid, SIGKILL);

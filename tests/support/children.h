@@ -66,6 +66,10 @@ void tc_spans_delete(struct tc_spans *spans);
  * and over. Returns the pid. */
 pid_t tc_spawn_burner(double idle_s, double burn_s);
 
+/* fork(2) for a child that dies with the test (PR_SET_PDEATHSIG): 0 in
+ * the child, its pid in the parent. */
+pid_t tc_fork_child(void);
+
 /* Kills and reaps a child. */
 void tc_kill(pid_t pid);
 /* tc_kill of each of the n pids that is > 0 (a table of children some of
