@@ -226,7 +226,7 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_check_verdicts test_check_cmd test_check_usage test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
              test_interleave test_stats test_check_ci test_limit_quota test_pools test_pool_stable test_lag test_stall_capture \
-             test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source test_bpf_stall test_bpf_blocked \
+             test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source test_bpf_stall test_bpf_blocked test_bpf_events \
              test_unwind_budget test_serve_flood test_export_cmd
 
 # Four at a time in the plain build, whose suites mostly wait (53 s against
