@@ -605,8 +605,9 @@ int model_eval(const struct metric *m, const struct eval_track *const *ts, size_
 	double scale = 1;
 	int err;
 	/* the kernel's exact counts where a track has them: idle and its
-	 * interval (zero wide), cpu wait */
-	if ((m->kind == METRIC_SHARE || m->kind == METRIC_INTERVAL) && m->arg == SERIES_POLL &&
+	 * interval (zero wide, its bounds the value), cpu wait */
+	if ((m->kind == METRIC_SHARE || m->kind == METRIC_INTERVAL || m->kind == METRIC_LOWER ||
+	     m->kind == METRIC_UPPER) && m->arg == SERIES_POLL &&
 	    exact_share(ts, nt, offsetof(struct series_exact, poll_ns), NULL, out) == 0) {
 		if (m->kind == METRIC_INTERVAL)
 			out->est = out->lo = out->hi = 0;
