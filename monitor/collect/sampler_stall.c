@@ -117,6 +117,16 @@ static void stack_in_syscall(struct sampler_stall *st, struct sworker *w, struct
 	rec->stack_from = SERIES_STACK_SYSCALL;
 }
 
+/* Blocked in syscall nr on fd (-1: none): with what the fd is, when known. */
+static void in_syscall(const struct sworker *w, struct series_stall *rec, long nr, int fd)
+{
+	rec->nr = (int32_t)nr;
+	rec->fd = fd;
+	for (int i = 0; i < w->ntargets && fd >= 0; i++)
+		if (w->targets[i].fd == fd)
+			snprintf(rec->target, sizeof(rec->target), "%s", w->targets[i].text);
+}
+
 /* The perf sample st->perf unwound into rec (its stack copy, then the
  * target's memory). */
 static void unwind_perf(struct sampler_stall *st, struct sworker *w, struct series_stall *rec, int from)
@@ -170,13 +180,8 @@ static void capture(struct sampler *s, struct sworker *w, uint64_t now, uint64_t
 				    .nr = -1, .fd = -1 };
 	const struct probe_verdict *v = &w->last_v;
 	rec.cls = v->cls == PROBE_RUNNING ? SERIES_RUNNING : v->cls == PROBE_BLOCKED ? SERIES_BLOCKED : SERIES_OTHER;
-	if (v->cls == PROBE_BLOCKED) {
-		rec.nr = (int32_t)v->nr;
-		rec.fd = v->fd;
-		for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
-			if (w->targets[i].fd == v->fd)
-				snprintf(rec.target, sizeof(rec.target), "%s", w->targets[i].text);
-	}
+	if (v->cls == PROBE_BLOCKED)
+		in_syscall(w, &rec, v->nr, v->fd);
 	if (v->cls == PROBE_BLOCKED)
 		stack_in_syscall(s->stall, w, &rec);
 	else if (v->cls == PROBE_RUNNING)
@@ -197,8 +202,12 @@ void sampler_stall_bpf(struct sampler *s, struct sworker *w, const struct probe_
 	struct series_stall rec = { .t_ns = now, .span_start_ns = start, .dur_ms = (uint32_t)(e->span_ns / 1000000),
 				    .nr = -1, .fd = -1, .ended = (uint8_t)e->ended };
 	rec.cls = e->nr >= 0 ? SERIES_BLOCKED : SERIES_RUNNING;
-	if (e->nr >= 0)
-		rec.nr = (int32_t)e->nr;
+	if (e->nr >= 0) {
+		int fd = probe_syscall_takes_fd(e->nr) ? (int)e->arg0 : -1;
+		if (fd >= 0)
+			sampler_add_target(s, w, fd, 0);
+		in_syscall(w, &rec, e->nr, fd);
+	}
 	if (e->ended) {
 		/* no syscall exit and no preemption after the threshold: the
 		 * kernel saw it first at the poll, whose stack is no use */

@@ -13,7 +13,8 @@
  *   - busy spans (the loop poll's exit to its next entry) in a log-linear
  *     histogram, their count, sum and max;
  *   - time on a CPU, run-queue wait (woken or preempted → switched in) and
- *     off-CPU time by the syscall it slept in;
+ *     off-CPU time by the syscall it was in (asleep, or waiting for a CPU
+ *     inside it);
  *   - a stall event (ring buffer) once per span that passes stall_us, with
  *     the user stack where it was seen (the frame-pointer walk, and the
  *     registers with a copy of the stack's top for a DWARF unwind): at the
@@ -128,6 +129,13 @@ static __always_inline void off_add(__u32 tid, __s32 nr, __u64 ns)
 	bpf_map_update_elem(&offcpu, &k, &nv, BPF_ANY);
 }
 
+/* The off-CPU key of where t is: its syscall, LSB_OFF_LOOP in the loop's
+ * own poll (idle, not blocked), -1 outside a syscall. */
+static __always_inline __s32 off_key(struct lsb_thread *t)
+{
+	return t->cur_slot >= 0 && t->cur_slot == t->lead ? LSB_OFF_LOOP : t->cur_nr;
+}
+
 /* The loop's poll: the epoll/ring slot with the most waits (older on a
  * tie); with none, the set slot. */
 static __always_inline __s32 leader(struct lsb_thread *t)
@@ -212,6 +220,7 @@ static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 ti
 	e->nr = nr;
 	e->span_ns = now - t->span_start;
 	e->ts = now;
+	e->arg0 = t->arg0;
 	e->stack_len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
 	/* the registers and the top of the stack, as a perf sample has them */
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -255,8 +264,9 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 	t->cur_nr = id;
 	t->cur_slot = -1;
 	t->enter_ns = now;
+	t->arg0 = BPF_CORE_READ(regs, di);
 	if (id == LSB_NR_close) {
-		slot_forget(t, (__s32)BPF_CORE_READ(regs, di));
+		slot_forget(t, (__s32)t->arg0);
 		return 0;
 	}
 	__s32 fd = 0;
@@ -323,8 +333,7 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			stall_emit(ctx, t, ptid, t->cur_nr, now); /* -1 in user space */
 		} else {
 			t->off_start = now;
-			/* asleep in the loop's own poll is idle, not blocked */
-			t->off_nr = t->cur_slot >= 0 && t->cur_slot == t->lead ? LSB_OFF_LOOP : t->cur_nr;
+			t->off_nr = off_key(t);
 		}
 	}
 	t = ntid ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
@@ -333,6 +342,11 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t->rq_start) {
 			t->rq_ns += now - t->rq_start;
 			t->rq_count++;
+			/* woken (or preempted) inside a syscall, it is still in it
+			 * while it waits for a CPU: its own clock around the call
+			 * counts that wait too */
+			if (t->cur_nr >= 0)
+				off_add(ntid, off_key(t), now - t->rq_start);
 			t->rq_start = 0;
 		}
 		if (t->off_start) { /* no wake-up seen: all of it off CPU */

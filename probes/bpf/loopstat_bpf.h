@@ -44,6 +44,7 @@ struct lsb_thread {
 	__s32 cur_nr;        /* syscall in progress, -1 none */
 	__s32 cur_slot;      /* slot of the wait in progress, -1 none */
 	__u64 enter_ns;      /* entry of the syscall in progress */
+	__u64 arg0;          /* its first argument (an fd for most blocking calls) */
 	__u64 seq;           /* poll-family waits seen (slot ages) */
 	__u64 span_start;    /* the loop poll's last exit, 0 outside a span */
 	__u32 stall_sent;    /* this span already reported */
@@ -85,6 +86,7 @@ struct lsb_stall {
 	__u64 span_ns;       /* the span so far */
 	__u64 ts;            /* CLOCK_MONOTONIC */
 	__u64 stack[LSB_STACK];
+	__u64 arg0;          /* the syscall's first argument, when nr >= 0 */
 	__u64 pc, sp, fp;    /* the user registers */
 	__u32 copy_len;      /* bytes of copy[] read from sp, 0 when unreadable */
 	__u32 pad;

@@ -80,6 +80,7 @@ struct probe_bpf_off {
 struct probe_bpf_stall {
 	pid_t    tid, tgid;
 	long     nr;                /* syscall it was in, -1 running (preempted) */
+	uint64_t arg0;              /* that syscall's first argument */
 	int      ended;             /* first seen at the loop poll's entry: the stall is over and the
 	                             * registers and stack are the poll's */
 	uint64_t span_ns;           /* the span when seen */

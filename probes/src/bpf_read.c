@@ -180,7 +180,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	struct probe_bpf_stall s = {
 		.tid = (pid_t)e->tid, .tgid = (pid_t)e->tgid, .nr = e->nr == LSB_STALL_ENDED ? -1 : e->nr,
-		.ended = e->nr == LSB_STALL_ENDED, .span_ns = e->span_ns, .ts_ns = e->ts,
+		.ended = e->nr == LSB_STALL_ENDED, .arg0 = e->arg0, .span_ns = e->span_ns, .ts_ns = e->ts,
 		.nframes = e->stack_len > 0 ? e->stack_len / (int)sizeof(__u64) : 0,
 		.regs_pc = e->pc, .sp = e->sp, .fp = e->fp,
 		.stack_len = e->copy_len <= sizeof(e->copy) ? e->copy_len : 0, .stack = e->copy,
