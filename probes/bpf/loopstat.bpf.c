@@ -20,6 +20,7 @@
  *     registers with a copy of the stack's top for a DWARF unwind): at the
  *     exit of the syscall it blocked in, when preempted, or at the next
  *     poll entry (over by then: no use for a stack).
+ * A thread's entry goes when it exits (sched_process_exit).
  * The figures are cumulative; the user side adds what is in progress.
  * A thread's entry is written by its own CPU except for the wake-up, so
  * plain adds suffice.
@@ -92,15 +93,18 @@ static __always_inline struct lsb_thread *thread_get(__u32 tid, __u32 tgid, int 
 	if (!w && !watch_all)
 		return NULL; /* the fast path of every other thread on the host */
 	struct lsb_thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (t || !create)
-		return t;
+	/* an entry of another thread group is a dead thread's whose tid was
+	 * reused: its figures are not this thread's */
+	int stale = t && t->tgid != tgid;
+	if ((t && !stale) || !create)
+		return stale ? NULL : t;
 	if (!w && create < 2)
 		return NULL;
 	__u32 z = 0;
 	struct lsb_thread *tmpl = bpf_map_lookup_elem(&zero, &z);
 	if (!tmpl)
 		return NULL;
-	bpf_map_update_elem(&threads, &tid, tmpl, BPF_NOEXIST);
+	bpf_map_update_elem(&threads, &tid, tmpl, stale ? BPF_ANY : BPF_NOEXIST);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return NULL;
@@ -383,4 +387,17 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
 {
 	return on_wakeup(p);
+}
+
+/* A thread's end: its figures go, so that a thread given its tid later
+ * (in the same thread group too: a pid reused by clone3 with set_tid, a
+ * restarted service) starts from nothing, not from a dead thread's poll
+ * and span in progress. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	if (thread_get(tid, BPF_CORE_READ(p, tgid), 0))
+		bpf_map_delete_elem(&threads, &tid);
+	return 0;
 }

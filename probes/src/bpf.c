@@ -158,7 +158,7 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 	probe_syscall_close(&p);
 	if (err < 0 || s.state == PROBE_SC_GONE || s.state == PROBE_SC_NO_ACCESS)
 		return;
-	struct lsb_thread *t = calloc(1, sizeof(*t));
+	struct lsb_thread *t = calloc(2, sizeof(*t));   /* the new entry, and room to read the old */
 	if (!t)
 		return;
 	uint64_t now = mono_ns();
@@ -188,7 +188,11 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 		t->off_nr = LSB_OFF_LOOP;
 	}
 	__u32 key = (__u32)tid;
-	bpf_map_update_elem(b->threads_fd, &key, t, BPF_NOEXIST);
+	/* an entry of another thread group is a dead thread's whose tid was
+	 * reused: replaced (the kernel side ignores it too) */
+	struct lsb_thread *old = t + 1;
+	int stale = bpf_map_lookup_elem(b->threads_fd, &key, old) == 0 && old->tgid != (__u32)tgid;
+	bpf_map_update_elem(b->threads_fd, &key, t, stale ? BPF_ANY : BPF_NOEXIST);
 	free(t);
 }
 
