@@ -586,7 +586,9 @@ static int exact_share(const struct eval_track *const *ts, size_t nt, size_t fie
 		num += z >= a ? (double)(z - a) : 0;
 		den += (double)(last->t_ns - first->t_ns);
 	}
-	*out = (struct estimate){ .kind = EST_PROPORTION, .ok = 1, .df = INFINITY, .n = den / NS, .n_eff = den / NS };
+	/* n: the whole seconds measured, as every output prints a count */
+	double secs = round(den / NS);
+	*out = (struct estimate){ .kind = EST_PROPORTION, .ok = 1, .df = INFINITY, .n = secs, .n_eff = secs };
 	out->est = out->lo = out->hi = fmin(100.0, 100.0 * num / den);
 	return 0;
 }
