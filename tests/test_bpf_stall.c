@@ -161,3 +161,25 @@ Test(bpf_stall, preempted_stall_names_its_function)
 	json_object_put(doc);
 	free(text);
 }
+
+/* 150 ms on a CPU of its own, no syscall and likely no preemption: the
+ * clock tick sees it within a tick or two of the 50-ms threshold, still
+ * in bpf_stall_spin. */
+Test(bpf_stall, stall_on_a_cpu_seen_by_the_tick)
+{
+	skip_without_bpf();
+	pid_t pid = loop_child(bpf_stall_spin, 0);
+	json_object *doc;
+	char *text = NULL;
+	json_object *st = stalls_of(pid, &doc, &text);
+	tc_kill(pid);
+	for (size_t i = 0; i < json_object_array_length(st); i++) {
+		json_object *s = json_object_array_get_idx(st, i);
+		double d = json_object_get_double(get(s, "duration_ms"));
+		cr_expect(!json_object_get_boolean(get(s, "ended")), "seen while it lasted: %s", text);
+		cr_expect(d >= 50 && d <= 80, "seen at %.0f ms, the threshold 50: %s", d, text);
+		cr_expect(tj_has_frame(s, "bpf_stall_spin"), "bpf_stall_spin in the stack: %s", text);
+	}
+	json_object_put(doc);
+	free(text);
+}

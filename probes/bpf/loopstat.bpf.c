@@ -232,13 +232,20 @@ static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 ti
 	e->sp = BPF_CORE_READ(r, sp);
 	e->fp = BPF_CORE_READ(r, bp);
 	e->pad = 0;
-	/* near the stack's top a whole copy may cross its end: a smaller one */
-	if (bpf_probe_read_user(e->copy, LSB_STACK_COPY, (void *)e->sp) == 0)
-		e->copy_len = LSB_STACK_COPY;
-	else if (bpf_probe_read_user(e->copy, LSB_STACK_COPY / 8, (void *)e->sp) == 0)
-		e->copy_len = LSB_STACK_COPY / 8;
-	else
-		e->copy_len = 0;
+	/* page by page: near its top (a fiber's stack) the copy would cross
+	 * the mapping's end, and a read that fails copies nothing */
+	__u32 first = 4096 - (__u32)(e->sp & 4095), more;
+	e->copy_len = 0;
+	if (first > 4096)
+		first = 4096;
+	if (bpf_probe_read_user(e->copy, first, (void *)e->sp) == 0) {
+		e->copy_len = first;
+		more = LSB_STACK_COPY - first;
+		if (more > 4096)
+			more = 4096;
+		if (bpf_probe_read_user(e->copy + first, more, (void *)(e->sp + first)) == 0)
+			e->copy_len = first + more;
+	}
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -399,5 +406,22 @@ int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
 	__u32 tid = BPF_CORE_READ(p, pid);
 	if (thread_get(tid, BPF_CORE_READ(p, tgid), 0))
 		bpf_map_delete_elem(&threads, &tid);
+	return 0;
+}
+
+/* A CPU's clock tick (a perf event per CPU, 100 Hz, attached while stalls
+ * are asked for): a thread on a CPU past the threshold in a span is seen
+ * there, at the moment, with its stack. Without it a span spent on a CPU
+ * with neither a syscall nor a preemption would be seen only at its end. */
+SEC("perf_event")
+int ls_tick(struct bpf_perf_event_data *ctx)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pt;
+	if (!tid)
+		return 0;
+	struct lsb_thread *t = thread_get(tid, pt >> 32, 0);
+	if (t)
+		stall_emit(ctx, t, tid, t->cur_nr, bpf_ktime_get_ns());
 	return 0;
 }
