@@ -84,15 +84,23 @@ static pid_t hog_child(void)
 	return pid;
 }
 
-/* list --json --source bpf --stall-ms 50 of pid for 2.5 s: its worker's
- * stalls (at least one), the document in *doc. */
-static json_object *stalls_of(pid_t pid, json_object **doc, char **text)
+/* A loop_child stalling in body (on CPU 0 beside a hog when crowded),
+ * listed with --source bpf --stall-ms 50 for 2.5 s: its stalls (at
+ * least one), the document in *doc. */
+static json_object *stalls_of(void (*body)(void), int crowded, json_object **doc, char **text)
 {
+	char why[256];
+	if (!probe_bpf_available(why, sizeof(why)))
+		cr_skip_test("bpf unavailable: %s", why);
+	pid_t hog = crowded ? hog_child() : 0, pid = loop_child(body, crowded);
 	char p[16];
 	snprintf(p, sizeof(p), "%d", (int)pid);
 	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--source", "bpf", "--stall-ms", "50",
 			 "--duration", "2.5", "-p", p, NULL };
 	int rc = ts_run(argv, text, 20000);
+	tc_kill(pid);
+	if (hog)
+		tc_kill(hog);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, *text);
 	*doc = json_tokener_parse(*text);
 	cr_assert(*doc, "not JSON: %s", *text);
@@ -104,24 +112,14 @@ static json_object *stalls_of(pid_t pid, json_object **doc, char **text)
 	return st;
 }
 
-static void skip_without_bpf(void)
-{
-	char why[256];
-	if (!probe_bpf_available(why, sizeof(why)))
-		cr_skip_test("bpf unavailable: %s", why);
-}
-
 /* 150 ms asleep in bpf_stall_nap: the kernel sees the stall at the
  * syscall's exit; the stack, unwound from its copy through libc (no frame
  * pointers there), names the function, and the syscall is named. */
 Test(bpf_stall, blocked_stall_names_its_function)
 {
-	skip_without_bpf();
-	pid_t pid = loop_child(bpf_stall_nap, 0);
 	json_object *doc;
 	char *text = NULL;
-	json_object *st = stalls_of(pid, &doc, &text);
-	tc_kill(pid);
+	json_object *st = stalls_of(bpf_stall_nap, 0, &doc, &text);
 	for (size_t i = 0; i < json_object_array_length(st); i++) {
 		json_object *s = json_object_array_get_idx(st, i);
 		cr_expect_str_eq(str(s, "state"), "blocked", "%s", text);
@@ -136,46 +134,19 @@ Test(bpf_stall, blocked_stall_names_its_function)
 	free(text);
 }
 
-/* 150 ms on a CPU in bpf_stall_spin, sharing CPU 0 with a hog: the kernel
- * sees the stall when the loop is preempted, with the spinning function
- * in its stack. */
-Test(bpf_stall, preempted_stall_names_its_function)
+/* 150 ms on a CPU in bpf_stall_spin: seen while it lasts (preempted by a
+ * hog on its CPU, or by the clock tick on a CPU of its own), within a tick
+ * or two of the 50-ms threshold, with the spinning function in its stack. */
+static void spin_seen(int crowded)
 {
-	skip_without_bpf();
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 1)
-		cr_skip_test("no CPU count");
-	pid_t hog = hog_child(), pid = loop_child(bpf_stall_spin, 1);
 	json_object *doc;
 	char *text = NULL;
-	json_object *st = stalls_of(pid, &doc, &text);
-	tc_kill(pid);
-	tc_kill(hog);
-	int named = 0;
-	for (size_t i = 0; i < json_object_array_length(st); i++) {
-		json_object *s = json_object_array_get_idx(st, i);
-		cr_expect_str_eq(str(s, "state"), "running", "%s", text);
-		cr_expect_str_eq(str(s, "stack_from"), "bpf", "%s", text);
-		named += tj_has_frame(s, "bpf_stall_spin");
-	}
-	cr_expect_eq(named, (int)json_object_array_length(st), "bpf_stall_spin in every stall's stack: %s", text);
-	json_object_put(doc);
-	free(text);
-}
-
-/* 150 ms on a CPU of its own, no syscall and likely no preemption: the
- * clock tick sees it within a tick or two of the 50-ms threshold, still
- * in bpf_stall_spin. */
-Test(bpf_stall, stall_on_a_cpu_seen_by_the_tick)
-{
-	skip_without_bpf();
-	pid_t pid = loop_child(bpf_stall_spin, 0);
-	json_object *doc;
-	char *text = NULL;
-	json_object *st = stalls_of(pid, &doc, &text);
-	tc_kill(pid);
+	json_object *st = stalls_of(bpf_stall_spin, crowded, &doc, &text);
 	for (size_t i = 0; i < json_object_array_length(st); i++) {
 		json_object *s = json_object_array_get_idx(st, i);
 		double d = json_object_get_double(get(s, "duration_ms"));
+		cr_expect_str_eq(str(s, "state"), "running", "%s", text);
+		cr_expect_str_eq(str(s, "stack_from"), "bpf", "%s", text);
 		cr_expect(!json_object_get_boolean(get(s, "ended")), "seen while it lasted: %s", text);
 		cr_expect(d >= 50 && d <= 80, "seen at %.0f ms, the threshold 50: %s", d, text);
 		cr_expect(tj_has_frame(s, "bpf_stall_spin"), "bpf_stall_spin in the stack: %s", text);
@@ -183,3 +154,6 @@ Test(bpf_stall, stall_on_a_cpu_seen_by_the_tick)
 	json_object_put(doc);
 	free(text);
 }
+
+Test(bpf_stall, preempted_stall_names_its_function) { spin_seen(1); }
+Test(bpf_stall, stall_on_a_cpu_seen_by_the_tick) { spin_seen(0); }
