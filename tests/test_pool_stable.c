@@ -7,40 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "support/children.h"
 #include "support/list_json.h"
+#include "support/node_child.h"
 #include "support/support.h"
 
 #define RUNS 10
 
-static pid_t start_node(void)
-{
-	static const char script[] =
-		"const c = require('crypto');"
-		"function go() { c.pbkdf2('pw', 'salt', 100000, 64, 'sha512', go); }"
-		"for (let i = 0; i < 8; i++) go();"
-		"setTimeout(() => process.exit(0), 30000);";
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		setenv("UV_THREADPOOL_SIZE", "2", 1);
-		execlp("node", "node", "-e", script, (char *)NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
 /* Its pools: how many, and whether one of them is the pool of 2, saturated. */
 static void read_pools(json_object *w, int *npools, int *pool_of_2)
 {
-	json_object *ps;
-	cr_assert(json_object_object_get_ex(w, "pools", &ps), "no pools array");
+	json_object *ps = tj_pools(w);
 	*npools = 0;
 	*pool_of_2 = 0;
 	for (size_t i = 0; i < json_object_array_length(ps); i++) {
@@ -57,15 +36,11 @@ static void read_pools(json_object *w, int *npools, int *pool_of_2)
 /* Runs first to first + RUNS / 2, each a fresh node. */
 static void stable_runs(int first)
 {
-	if (system("command -v node >/dev/null 2>&1") != 0)
-		cr_skip_test("node is not installed");
 	int good = 0, helpers_seen = 0;
 	for (int run = first; run < first + RUNS / 2; run++) {
-		pid_t pid = start_node();
+		pid_t pid = node_pbkdf2_start();
 		usleep(1500 * 1000);   /* node up, its pool started */
-		char p[16];
-		snprintf(p, sizeof(p), "%d", (int)pid);
-		json_object *doc = tj_list(p, "4");
+		json_object *doc = tj_list_pid(pid, "4");
 		json_object *w = tj_worker(doc, pid, pid), *ws;
 		int npools, pool_of_2;
 		read_pools(w, &npools, &pool_of_2);

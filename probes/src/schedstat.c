@@ -69,6 +69,7 @@ static int ss_open(struct probe_schedstat_file *f)
 	f->err = probe_proc_path(path, sizeof(path), "%d/task/%d/schedstat", (int)f->pid, (int)f->tid);
 	if (f->err < 0)
 		return f->err;
+	probe__fd_make_room();
 	f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	f->err = f->fd < 0 ? -errno : 0;
 	if (f->fd >= 0)
