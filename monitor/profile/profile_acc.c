@@ -131,7 +131,10 @@ static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_even
 	memset(t, 0, sizeof(*t));
 	t->pid = ev->pid;
 	t->tid = ev->tid;
-	if (!(t->label = strdup(ev->thread)))
+	const char *label = ev->thread, *sp = strchr(label, ' ');
+	if (a->flags & PROFILE_ACC_BY_NAME && sp && sp[1])
+		label = sp + 1;   /* "PID/TID name": pids change between runs */
+	if (!(t->label = strdup(label)))
 		return NULL;
 	if (idmap_put(&a->by_tid, key, a->nth) < 0) {
 		free(t->label);
@@ -314,7 +317,7 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 		return -EINVAL;
 	if (ev->stall_ms)
 		return add_captured(a, ev);
-	unsigned tf = a->flags & ~PROFILE_ACC_AUTO_FIBER;
+	unsigned tf = a->flags & ~(PROFILE_ACC_AUTO_FIBER | PROFILE_ACC_BY_NAME);
 	if (a->flags & PROFILE_ACC_AUTO_FIBER && ev->instrumented)
 		tf |= PROFILE_TREE_BY_FIBER;
 	if (!a->tree && !(a->tree = profile_tree_new(tf)))
@@ -354,7 +357,7 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 
 struct profile_tree *profile_acc_finish(struct profile_acc *a)
 {
-	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~PROFILE_ACC_AUTO_FIBER)))
+	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~(PROFILE_ACC_AUTO_FIBER | PROFILE_ACC_BY_NAME))))
 		return NULL;
 	for (size_t i = 0; i < a->nth; i++)
 		if (settle(a, &a->th[i]) < 0 || close_run(&a->th[i]) < 0)
@@ -409,4 +412,14 @@ int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
 			(unsigned long long)st[i].runs);
 	}
 	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+static int read_one(void *arg, const struct rec_event *ev)
+{
+	return profile_acc_add(arg, ev);
+}
+
+int profile_acc_read(struct profile_acc *a, FILE *f, struct rec_meta *meta, long *line)
+{
+	return rec_read(f, meta, read_one, a, line);
 }
