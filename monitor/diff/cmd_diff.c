@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +113,11 @@ static int write_profile(const struct diff_cmd *k, struct diff_profile *d)
 	if (f != stdout)
 		return cli_close_output(f, k->out, err) < 0 ? EXIT_FAIL : -1;
 	if (err < 0) {
-		cli_error("writing the profile: %s", strerror(-err));
+		/* said once, with its cause: what could not be written is dropped,
+		 * so cli_finish_output's flush does not say it again without one */
+		cli_error("writing the output: %s", strerror(-err));
+		__fpurge(stdout);
+		clearerr(stdout);
 		return EXIT_FAIL;
 	}
 	return -1;

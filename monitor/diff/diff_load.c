@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "model/feed.h"
 #include "model/track.h"
+#include "util/textsafe.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ static int eval_unit(struct diff_unit *u, const struct track *const *trs, size_t
 	size_t nm;
 	const struct check_metric *cm = diff_metrics(&nm);
 	memset(u->est, 0, sizeof(u->est));
-	for (size_t i = 0; i < nm; i++) {
+	for (size_t i = 0; i < nm && lo <= hi; i++) {   /* no whole second: nothing measured */
 		const struct metric *m = metric_find(cm[i].name);
 		if (!m)
 			continue;   /* a fleet roll-up: no unit has it */
@@ -67,6 +68,8 @@ static int units_of(struct diff_run *r, struct feed *f)
 	int64_t lo = feed_whole_after(feed_start_s(f)), hi = ts->now_sec - 1;
 	struct model m;
 	int have_model = feed_now(f, 0, 0, &m) == 0;
+	if (hi < lo)
+		cli_error("%s holds no whole second: its workers' figures are unknown", r->path);
 	const struct track **by = calloc(ts->n ? ts->n : 1, sizeof(*by));
 	r->u = calloc(2 * ts->n + 1, sizeof(*r->u));
 	int err = by && r->u ? 0 : -ENOMEM;
@@ -79,6 +82,9 @@ static int units_of(struct diff_run *r, struct feed *f)
 		snprintf(u->tag, sizeof(u->tag), "%s", t->tag);
 		snprintf(u->runtime, sizeof(u->runtime), "%s", w && w->runtime ? w->runtime : "");
 		snprintf(u->role, sizeof(u->role), "%s", w && w->role ? w->role : "");
+		textsafe(u->service);   /* a crafted recording's names reach the terminal */
+		textsafe(u->name);
+		textsafe(u->tag);
 		u->pid = t->pid;
 		u->tid = t->tid;
 		err = eval_unit(u, &t, 1, lo, hi);
@@ -93,6 +99,7 @@ static int units_of(struct diff_run *r, struct feed *f)
 		struct diff_unit *u = &r->u[r->n++];
 		u->is_service = 1;
 		snprintf(u->service, sizeof(u->service), "%s", by[i]->service);
+		textsafe(u->service);
 		err = eval_unit(u, &by[i], j - i, lo, hi);
 		i = j;
 	}
