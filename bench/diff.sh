@@ -10,12 +10,12 @@
 #   diff_any_metric_alarm_rate pairs where any judged metric is (for comparison: a
 #                              family of intervals, each at 95%, alarms more often)
 #
-#   BUILD=build PAIRS=40 PARALLEL=4 DURATION=5 RATE=200 IDLE=0.6 sh bench/diff.sh
+#   BUILD=build PAIRS=40 PARALLEL=2 DURATION=4 RATE=200 IDLE=0.6 sh bench/diff.sh
 set -eu
 BUILD=${BUILD:-build}
 PAIRS=${PAIRS:-40}
-PARALLEL=${PARALLEL:-4}
-DURATION=${DURATION:-5}
+PARALLEL=${PARALLEL:-2}
+DURATION=${DURATION:-4}
 RATE=${RATE:-200}
 IDLE=${IDLE:-0.6}
 PERIOD_MS=${PERIOD_MS:-20}
