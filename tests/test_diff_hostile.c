@@ -101,7 +101,8 @@ Test(diff_hostile, broken_and_crafted_files_are_refused_clearly)
 	expect("missing.rec good.rec", 2, "open(missing.rec): No such file");
 	free(file_with("empty", "", 0));
 	expect("empty good.rec", 2, "neither a recording");
-	free(file_with("bin", "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0", 20));
+	const char elf[] = "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0";
+	free(file_with("bin", elf, sizeof(elf) - 1));
 	expect("good.rec bin", 2, "neither a recording");
 	expect("good.rec .", 2, "neither a recording");
 	/* recordings: a malformed line, a NUL, a newer major, a line past the cap */
