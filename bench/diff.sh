@@ -18,7 +18,7 @@ PARALLEL=${PARALLEL:-2}
 DURATION=${DURATION:-4}
 RATE=${RATE:-200}
 IDLE=${IDLE:-0.6}
-PERIOD_MS=${PERIOD_MS:-20}
+PERIOD_MS=${PERIOD_MS:-100}
 
 ls_bin=$BUILD/loopstat
 duty=$BUILD/examples/duty_cycle
