@@ -80,7 +80,7 @@ int diff_compare(const struct diff_run *a, const struct diff_run *b, const struc
 		diff_result_done(out);
 		return -ENOMEM;
 	}
-	/* the k-th unit of a key in A with the k-th in B: both in their runs' order (pid, tid) */
+	/* the k-th unit of a key in A with the k-th in B, each in its run's order */
 	for (size_t i = 0; i < a->n; i++) {
 		struct diff_pair *p = &out->p[out->n++];
 		p->a = &a->u[i];
