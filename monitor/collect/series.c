@@ -251,6 +251,7 @@ void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint3
 		add_counts(a, b, sec, series_class_of(v->cls), v, NULL, 1);
 	}
 	/* a pool's busy span: every thread of its capacity out of its park */
+	a->pooled = 1;
 	track_span(a, b, t_ns, running + blocked >= capacity, 0);
 }
 

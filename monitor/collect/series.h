@@ -231,6 +231,8 @@ struct series {
 	uint64_t span_prev_ns;                   /* when that sample was taken, 0: none to go on */
 	uint64_t span_start_ns;                  /* the estimated start of the span in progress, 0: none */
 	int      exact_spans;                    /* spans come from the kernel (series_add_exact), not the samples */
+	uint8_t  pooled;                         /* a scheduler's pool (series_add_pooled): a sample is a thread's
+	                                          * share of a tick, a span a run of ticks with every thread busy */
 	struct series_exact exact_last;          /* the last exact reading */
 	struct series_totals total;
 	struct series_reading shm_last;
