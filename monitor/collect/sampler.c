@@ -591,7 +591,7 @@ static int shown(const struct sampler *s, const struct sworker *w)
 {
 	if (w->sched)
 		return w->series.samples > 0;
-	return w->instrumented || (w->series.polls_seen > 0 && !w->member) || s->all_threads;
+	return w->instrumented || (sampler_is_loop(w) && !w->member) || s->all_threads;
 }
 
 /* Shown, and of a role shown: a loop left out is counted by its role. */

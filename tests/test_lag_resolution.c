@@ -1,0 +1,95 @@
+/* The sampled lag is honest about its resolution: null with lag_why (and check inconclusive, never failed) for sub-ms spans close together, read for 200-ms spans and gaps. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support/children.h"
+#include "support/list_json.h"
+#include "support/support.h"
+
+TestSuite(lag_resolution, .timeout = 40);
+
+/* loop_truth running spans of `spans` (its --spans) each followed by
+ * idle_ms in epoll_wait, for 20 s at most. */
+static pid_t spawn_spans(const char *spans, const char *idle_ms)
+{
+	const char *args[] = { "--case", "nested", "--spans", spans, "--idle-ms", idle_ms, "--seconds", "20", NULL };
+	pid_t pid = tc_spawn_example("loop_truth", args, NULL);
+	usleep(200 * 1000);
+	return pid;
+}
+
+/* `list --json --source proc` of pid for duration s: its one worker (the
+ * document in *doc, the caller's to put). */
+static json_object *list_proc(pid_t pid, const char *duration, json_object **doc, char *const *check, char **check_out,
+			      int *check_rc)
+{
+	char p[16], *out[2] = { NULL, NULL };
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *list[] = { (char *)ts_loopstat_bin(), "list", "--json", "--source", "proc", "--duration", (char *)duration,
+			 "-p", p, NULL };
+	char *const *argvs[] = { list, check };
+	int rc[2] = { 0, 0 };
+	ts_run_all(check ? 2 : 1, argvs, out, rc, 30000);
+	cr_assert_eq(rc[0], 0, "list exit %d: %s", rc[0], out[0]);
+	*doc = json_tokener_parse(out[0]);
+	cr_assert(*doc, "not JSON: %s", out[0]);
+	free(out[0]);
+	if (check) {
+		*check_out = out[1];
+		*check_rc = rc[1];
+	}
+	return tj_worker(*doc, pid, 0);
+}
+
+/*
+ * 0.2-ms spans each 0.3 ms apart (a server under `ab -c 1 -k`): a 10-ms
+ * sampling period puts many spans and gaps between two samples, so the
+ * samples' runs are chance, not spans. lag_* is null with a reason, and
+ * check 'lag_p99_ms<50' is inconclusive or a pass, never a fail.
+ */
+Test(lag_resolution, sub_ms_spans_close_together_are_null_with_a_reason)
+{
+	pid_t pid = spawn_spans("0.2x1", "0.3");
+	char p[16], *check_out = NULL;
+	int check_rc;
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *check[] = { (char *)ts_loopstat_bin(), "check", "--source", "proc", "--duration", "3", "-p", p,
+			  "lag_p99_ms<50", NULL };
+	json_object *doc, *w = list_proc(pid, "3", &doc, check, &check_out, &check_rc);
+	tc_kill(pid);
+	const char *why = tj_str(w, "lag_why");
+	cr_log_info("idle %.1f%%; lag_why: %s\ncheck: %s", tj_num(w, "idle_pct"), why, check_out);
+	cr_expect(tj_null(w, "lag_p50_ms"), "lag_p50_ms %.2f: unresolved", tj_num(w, "lag_p50_ms"));
+	cr_expect(tj_null(w, "lag_p99_ms"), "lag_p99_ms %.2f: unresolved", tj_num(w, "lag_p99_ms"));
+	cr_expect(tj_null(w, "lag_max_ms"), "lag_max_ms %.2f: unresolved", tj_num(w, "lag_max_ms"));
+	cr_expect(strstr(why, "lag_p99_ms") && strstr(why, "sampling period"), "lag_why names the row and the period: %s",
+		  why);
+	cr_expect(check_rc == 0 || check_rc == 3, "check 'lag_p99_ms<50' exited %d, never 1: %s", check_rc, check_out);
+	cr_expect(check_rc != 3 || strstr(check_out, "inconclusive"), "%s", check_out);
+	free(check_out);
+	json_object_put(doc);
+}
+
+/* 200-ms spans with 200-ms gaps are 20 sampling periods each: resolved,
+ * read within a period or two of 200 ms (one more for a wait for a CPU
+ * on waking), and no lag_why. */
+Test(lag_resolution, long_spans_and_gaps_are_read)
+{
+	pid_t pid = spawn_spans("200x1", "200");
+	json_object *doc, *w = list_proc(pid, "3", &doc, NULL, NULL, NULL);
+	tc_kill(pid);
+	double p50 = tj_num(w, "lag_p50_ms"), p99 = tj_num(w, "lag_p99_ms"), max = tj_num(w, "lag_max_ms");
+	cr_log_info("p50 %.2f p99 %.2f max %.2f", p50, p99, max);
+	const double period_ms = 10;
+	cr_expect(p50 >= 200 - period_ms && p50 <= 200 + 3 * period_ms, "lag_p50_ms %.2f against 200", p50);
+	cr_expect(p99 >= 200 - period_ms && p99 <= 200 + 3 * period_ms, "lag_p99_ms %.2f against 200", p99);
+	cr_expect(max >= p99 && max <= 200 + 3 * period_ms, "lag_max_ms %.2f against 200", max);
+	cr_expect(tj_null(w, "lag_why") || !json_object_object_get_ex(w, "lag_why", NULL), "lag_why: %s",
+		  tj_str(w, "lag_why"));
+	json_object_put(doc);
+}
