@@ -85,6 +85,7 @@ struct sworker {
 	unsigned role_n;              /* how many times */
 	unsigned waits;               /* what its loop waits on (probe_waitset.h), at that judgement */
 	int      worked;              /* seen waiting on more than wake-ups, or on a CPU: never a helper */
+	uint64_t wakes_at;            /* when its voluntary switches were last read (wakes_of) */
 	int      busy_loop;           /* named, never seen in its poll, busy in a process holding an epoll
 	                               * instance: a loop saturated from the start (sampler_roles.c) */
 	int      poll_fds[PROBE_VERDICT_FDS]; /* the fds of its last plain poll-loop wait */

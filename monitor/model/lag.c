@@ -83,6 +83,21 @@ static int sampled_max(const struct eval_track *t, struct lag_hist *h)
 		h->taken += p->lag_total ? (double)p->taken_total : p->b->taken;
 		kernel |= p->b->exact.valid;
 	}
+	/* how often the thread slept in its poll (and woke) between the
+	 * readings of it the range's first and last schedstat readings carry */
+	const struct series_sched *first = t->sched_base.valid ? &t->sched_base : NULL, *last = NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct series_bucket *b = t->p[i].b;
+		if (b && b->sched.valid) {
+			if (!first)
+				first = &b->sched;
+			last = &b->sched;
+		}
+	}
+	if (first && last && first->wakes_ns && last->wakes_ns > first->wakes_ns && last->wakes >= first->wakes) {
+		h->wakes += (double)(last->wakes - first->wakes);
+		h->wakes_ns += (double)(last->wakes_ns - first->wakes_ns);
+	}
 	return kernel;
 }
 
@@ -163,6 +178,11 @@ void lag_octaves(const struct lag_hist *h, int shift, double *out, int n)
 	}
 }
 
+/* A thread that slept (in its poll) and woke this many times a sampling
+ * period cycles through spans and gaps far shorter than the period:
+ * whatever runs its samples show are merges. */
+#define LAG_RES_WAKES 3
+
 /* Busy/idle samples this correlated from one to the next (lag 1, a
  * two-state chain: 1 − spans / the spans random samples would make) are
  * runs of real spans and gaps, not chance. */
@@ -230,6 +250,10 @@ int lag_resolved(const struct lag_hist *h, double v_ns, char *why, size_t len)
 	for (int k = 0; k < h->nbins; k++)
 		sum += h->n[k] * (h->lo[k] + h->hi[k]) / 2;
 	double period = sum / (h->taken * b), gap = h->taken * q / h->total;
+	double wakes = h->wakes_ns > 0 ? h->wakes / h->wakes_ns * period : 0;
+	if (wakes >= LAG_RES_WAKES)
+		return unresolved(why, len, "it woke %.0f times per sampling period of %.1f ms: its spans and gaps are "
+				  "shorter than the period", wakes, period / 1e6);
 	if (gap < LAG_RES_PERIODS)
 		return unresolved(why, len, "idle gaps average %.1f sampling periods of %.1f ms, under %d: spans closer "
 				  "together read as one", gap, period / 1e6, LAG_RES_PERIODS);

@@ -27,6 +27,7 @@ struct lag_hist {
 	int    pooled;               /* a scheduler's pool: spans are runs of whole-pool ticks */
 	double taken;                /* samples taken, each once */
 	double busy_w, all_w;        /* weighted samples out of the loop's poll, and all */
+	double wakes, wakes_ns;      /* sleeps of its own accord over wakes_ns (0: unknown) */
 };
 
 /* The spans of tracks ts[0..nt) pooled. */
