@@ -99,13 +99,15 @@ static enum snap_role judge(struct sampler *s, struct sworker *w)
 }
 
 /* A named thread never seen in its poll, busy in (nearly) every sample of
- * BUSY_LOOP_SAMPLES or more, whose process holds an epoll instance: a
+ * BUSY_LOOP_SAMPLES or more and running now and then (not parked in one
+ * blocking call), whose process holds an epoll instance: a
  * loop saturated from the start, whose poll always has events and so
  * never blocks (a listener whose accept queue is never empty), in a
  * process none of whose threads was seen waiting in a poll. Sampled it
  * reads idle ~0; the limits' backlog and pool rules apply to it. */
 #define BUSY_LOOP_SAMPLES 20
 #define BUSY_LOOP_SHARE   0.9
+#define BUSY_LOOP_CPU_NS  (5 * 1000000ull)   /* it ran: a thread parked in one read never does */
 
 /* Whether another thread of w's process was seen in its poll (or publishes). */
 static int process_polls(const struct sampler *s, const struct sworker *w)
@@ -126,6 +128,9 @@ static void judge_busy_loop(struct sampler *s, struct sworker *w)
 	if (w->busy_loop || !w->kept || w->instrumented || w->member || w->sched || w->series.polls_seen)
 		return;
 	const uint32_t *n = w->series.total.n;
+	const struct series_sched *a = &w->series.total.sched_first, *z = &w->series.sched_last;
+	if (!a->valid || !z->valid || z->run_ns < a->run_ns + BUSY_LOOP_CPU_NS)
+		return;
 	double all = (double)n[SERIES_POLL] + n[SERIES_RUNNING] + n[SERIES_BLOCKED] + n[SERIES_OTHER];
 	if (all >= BUSY_LOOP_SAMPLES && n[SERIES_RUNNING] + n[SERIES_BLOCKED] >= BUSY_LOOP_SHARE * all &&
 	    sampler_holds_epoll(s, w->pid) > 0 && !process_polls(s, w))
