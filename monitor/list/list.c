@@ -492,12 +492,17 @@ void list_print_text(FILE *out, const struct model *m)
 void list_print_lag_why(FILE *out, const struct model *m)
 {
 	char why[sizeof(m->workers[0].lag_why) * 4];
-	for (size_t i = 0; i < m->n; i++) {
-		const struct worker_view *w = &m->workers[i];
-		if (!w->lag_why[0])
-			continue;
-		esc_copy(why, sizeof(why), &esc_term, w->lag_why, SIZE_MAX, NULL);
-		fprintf(out, "lag of %d/%d unresolved, %s\n", (int)w->pid, (int)w->tid, why);
+	const struct worker_view *one = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->workers[i].lag_why[0] && !n++)
+			one = &m->workers[i];
+	if (n == 1) {
+		esc_copy(why, sizeof(why), &esc_term, one->lag_why, SIZE_MAX, NULL);
+		fprintf(out, "lag of %d/%d unresolved, %s\n", (int)one->pid, (int)one->tid, why);
+	} else if (n > 1) {   /* one line, not one a worker: --json says why for each */
+		fprintf(out, "lag of %zu workers unresolved by the samples (lag_why in --json; --source bpf resolves it)\n",
+			n);
 	}
 }
 

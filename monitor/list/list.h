@@ -13,7 +13,8 @@ void list_print_json(FILE *out, const struct model *m);
 void list_print_text(FILE *out, const struct model *m);
 /* The line naming a bpf source, or why auto fell back to proc; nothing for proc as asked. */
 void list_print_source(FILE *out, const struct model *m);
-/* One line per worker whose lag_* the samples cannot resolve, and why. */
+/* A line on the workers whose lag_* the samples cannot resolve: the one and
+ * why, or how many. */
 void list_print_lag_why(FILE *out, const struct model *m);
 /* list --by service: a row per service. */
 void list_print_services(FILE *out, const struct model *m);
