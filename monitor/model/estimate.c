@@ -219,6 +219,7 @@ int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	out->batch_s = a->batch_s;
 	out->lag1 = a->lag1;
 	out->correlated = a->correlated || b->correlated;
+	out->unresolved = a->unresolved || b->unresolved;
 
 	double va = a->se * a->se, vb = coef * coef * b->se * b->se;
 	out->se = sqrt(va + vb);

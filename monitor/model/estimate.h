@@ -60,6 +60,8 @@ struct estimate {
 	double   batch_s;   /* mean seconds per batch */
 	double   lag1;      /* lag-1 autocorrelation of the batch residuals (NaN if k < 3) */
 	int      correlated; /* batches still dependent at the fewest batches: run longer */
+	int      unresolved; /* ok, but the samples cannot resolve it (a lag from spans shorter than
+	                      * the sampling period): est is NaN, a check on it inconclusive */
 };
 
 /*
