@@ -157,15 +157,25 @@ benches: $(BENCHES)
 
 # `make test`: deps first (not as a prerequisite of the objects, so that
 # `make -j` never compiles before packages exist), then both builds.
-# Both builds always run; the last line totals them.
+# Both builds always run; the last line totals them. Suites that run
+# alone go first, while the Go/tokio/Netty programs and then the sanitizer
+# build compile idly beside them; then the timed ones; then both builds'
+# parallel suites side by side (they mostly wait: four at a time each);
+# last the sanitizer build's solo suites. Each phase prints when it ended
+# ("[phase] NAME ended at T s", from the start of the suites).
 test: test-deps
-	@rc=0; sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
-	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
-	    >$(BUILD)/asan/.build.log 2>&1 ) & asan=$$!; \
-	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed || rc=1; \
-	sh scripts/unidle.sh $$asan; wait $$asan || { cat $(BUILD)/asan/.build.log; rc=1; }; \
-	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; \
-	$(MAKE) --no-print-directory -j$$(nproc) check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed || rc=1; \
+	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
+	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
+	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) programs >$(BUILD)/.programs.log 2>&1 || { cat $(BUILD)/.programs.log; exit 1; }; \
+	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
+	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; } ) & bg=$$!; \
+	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
+	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
+	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
+	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par >$(BUILD)/.par.log 2>&1 & plain=$$!; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par >$(BUILD)/asan/.par.log 2>&1 || rc=1; \
+	wait $$plain || rc=1; cat $(BUILD)/.par.log $(BUILD)/asan/.par.log; phase "parallel suites, both builds"; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo || rc=1; phase "sanitizer solo suites"; \
 	cat $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally* 2>/dev/null | \
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
 	exit $$rc
@@ -211,13 +221,30 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # capture in test_stall_capture), check's verdicts on four real workers
 # (test_check_cmd, test_check_verdict) and the loop's poll through list
 # (test_probe_loop's same loops, test_list_json's list).
+# And four that judge real servers end to end, whose code the sanitizers
+# run through smaller suites: node's threadpool read as one pool in ten
+# fresh runs (test_pool_stable: the pools' paths as for test_pools, above),
+# profile beside list on the same worker (test_profile_agree: profile's
+# paths in test_profile_cmd and test_profile_formats, list's in
+# test_list_json, on-CPU stacks in test_profile_oncpu), JIT and fiber names
+# in stall stacks (test_stacks_names: perf maps in test_probe_perfmap,
+# stall stacks in test_stall_capture, fiber frames in test_profile_cmd) and
+# export into a real carbon under cron (test_export_cmd: export's paths in
+# test_export_deliver, test_export_options, test_export_seconds and
+# test_export_spool). Under the sanitizers they only waited minutes longer,
+# and node's stacks, unwound by a sanitized loopstat, came too late.
 PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux %/test_sampler_shortcut \
-                   %/test_stall %/test_check_verdicts %/test_loop_poll_cli %/test_precision,$(TESTS))
+                   %/test_stall %/test_check_verdicts %/test_loop_poll_cli %/test_precision %/test_pool_stable \
+                   %/test_profile_agree %/test_stacks_names %/test_export_cmd,$(TESTS))
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,
 # whose short versions are test_probe_rt and test_sched_rows.
 TRUTH_TESTS = $(filter %/test_schedulers,$(TESTS))
-CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(TRUTH_TESTS) $(if $(SAN),$(PLAIN_ONLY_TESTS)),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(filter-out $(TRUTH_TESTS),$(TIMED_TESTS)),$(TESTS)))
+# Suites of the Go, tokio and Netty programs (tests/programs): make test
+# runs them with the timed ones, once the programs are built beside the
+# first build's suites.
+RT_TESTS = $(filter %/test_probe_rt %/test_sched_rows,$(TESTS))
+CHECK_TESTS = $(if $(filter untimed,$(CHECK_SET)),$(filter-out $(TIMED_TESTS) $(TRUTH_TESTS) $(if $(SAN),$(PLAIN_ONLY_TESTS),$(RT_TESTS)),$(TESTS)),$(if $(filter timed,$(CHECK_SET)),$(filter-out $(TRUTH_TESTS),$(TIMED_TESTS) $(RT_TESTS)),$(TESTS)))
 
 # Suites that measure shares of real workers' time or timing itself run
 # alone; the rest PAR at a time (scripts/run-tests.sh): they mostly wait on
@@ -226,18 +253,20 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_check_verdicts test_check_cmd test_check_usage test_loop_poll_cli test_probe_loop test_stall \
              test_profile_cmd test_ops_time test_sched test_sample_batch test_shm_quiet test_probe_schedstat \
              test_interleave test_stats test_check_ci test_limit_quota test_pools test_pool_stable test_lag test_stall_capture \
-             test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source test_bpf_stall test_bpf_blocked test_bpf_events \
-             test_unwind_budget test_serve_flood test_export_cmd
+             test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source \
+             test_unwind_budget test_serve_flood test_export_cmd test_fd_budget test_diff test_diff_profile \
+             test_lag_resolution test_saturated test_bpf_stall test_bpf_blocked test_bpf_events
 
-# Four at a time in the plain build, whose suites mostly wait (53 s against
-# 60 for three and 73 for two); two under the sanitizers, which keep both
-# CPUs busy.
+# Four at a time in both builds: their suites mostly wait (plain: 53 s
+# against 60 for three and 73 for two; the sanitizers' 86 such suites took
+# 268 s of CPU in 1,035 s of their summed wall time, 262 s of wall four at
+# a time against 392 two at a time, on a machine shared with other work).
 # The suites CHECK_SET runs (all by default): the sanitizer build of `make
 # test` compiles none of the timed or plain-only ones it never runs. The
 # plain build's first check builds them all, the timed ones included.
 check-tests: $(CHECK_TESTS)
 check: all $(if $(SAN),check-tests,tests)
-	@TALLY=$(CHECK_SET) SOLO="$(SOLO_TESTS)" PAR=$(if $(SAN),2,4) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
+	@TALLY=$(CHECK_SET)$(if $(ONLY),-$(ONLY)) ONLY=$(ONLY) SOLO="$(SOLO_TESTS)" PAR=4 sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
 
 # The layers' include rules (docs/design.md): a wrong-way include fails;
 # and commit subjects of at most 72 characters.
@@ -403,8 +432,9 @@ PROGRAMS   := $(if $(GO_BIN),$(PROG_DIR)/goserver $(PROG_DIR)/goserver-stripped)
 .PHONY: programs
 programs: $(PROGRAMS)
 # once, by the plain build: the sanitizer build's suites find them there
-# (tests/support/rt_child.c), and tokio is not compiled twice
-tests check-tests: $(if $(SAN),,$(PROGRAMS))
+# (tests/support/rt_child.c), and tokio is not compiled twice. `make check`
+# builds them; make test, beside its first suites (above).
+check: $(if $(SAN)$(filter untimed,$(CHECK_SET)),,$(PROGRAMS))
 
 $(PROG_DIR)/goserver: tests/programs/goserver/main.go tests/programs/goserver/go.mod
 	@mkdir -p $(@D)

@@ -7,6 +7,10 @@
  *       helper thread answers late), 30 ms on the CPU, 20 ms in
  *       epoll_wait on an empty epoll fd. At the end (or SIGTERM) prints
  *       "share blocked|cpu|idle PCT" from its own clock.
+ *   profile_mix share PCT [SECONDS]
+ *       one thread, 50 ms cycles: PCT% of each blocked in read(2) inside
+ *       lookup_slowly (a helper answers late), the rest in epoll_wait; for
+ *       diff's differential profile (one function's share, set per run).
  *   profile_mix targets FILE PORT
  *       three threads blocked until killed: flock(2) on FILE (the caller
  *       holds the lock), recv(2) on a TCP connection to 127.0.0.1:PORT,
@@ -51,12 +55,13 @@ static void spin_until(double t)
 /* ---- split ---- */
 
 static int req_pipe[2], ans_pipe[2];
+static long answer_ns = 50 * 1000 * 1000;   /* how late the helper answers */
 
 static void *late_answer(void *arg)
 {
 	(void)arg;
 	char b;
-	struct timespec d = { 0, 50 * 1000 * 1000 };
+	struct timespec d = { 0, answer_ns };
 	while (read(req_pipe[0], &b, 1) == 1) {
 		nanosleep(&d, NULL);
 		if (write(ans_pipe[1], &b, 1) != 1)
@@ -97,6 +102,42 @@ static int run_split(double seconds)
 	double wall = now_s() - t0;
 	printf("share blocked %.2f\nshare cpu %.2f\nshare idle %.2f\n", 100 * blocked / wall, 100 * cpu / wall,
 	       100 * idle / wall);
+	return 0;
+}
+
+/* ---- share ---- */
+
+__attribute__((noinline)) static int lookup_slowly(void)
+{
+	int rc = read_answer();
+	__asm__ volatile("" ::: "memory");
+	return rc;
+}
+
+static int run_share(double pct, double seconds)
+{
+	pthread_t th;
+	answer_ns = (long)(pct / 100 * 0.050 * 1e9);
+	int ep = epoll_create1(0);
+	if (pct <= 0 || pct >= 100 || ep < 0 || pipe(req_pipe) < 0 || pipe(ans_pipe) < 0 ||
+	    pthread_create(&th, NULL, late_answer, NULL))
+		return 1;
+	puts("ready");
+	fflush(stdout);
+	double t0 = now_s(), blocked = 0;
+	while (!stop && (seconds <= 0 || now_s() - t0 < seconds)) {
+		double a = now_s();
+		if (lookup_slowly() < 0)
+			return 1;
+		double b = now_s();
+		blocked += b - a;
+		/* the rest of the 50 ms cycle in the loop's poll */
+		double left = a + 0.050 - now_s();
+		struct epoll_event ev;
+		if (left > 0)
+			epoll_wait(ep, &ev, 1, (int)(left * 1000 + 0.5));
+	}
+	printf("share blocked %.2f\n", 100 * blocked / (now_s() - t0));
 	return 0;
 }
 
@@ -199,10 +240,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 2 && strcmp(argv[1], "split") == 0)
 		return run_split(argc > 2 ? atof(argv[2]) : 0);
+	if (argc >= 3 && strcmp(argv[1], "share") == 0)
+		return run_share(atof(argv[2]), argc > 3 ? atof(argv[3]) : 0);
 	if (argc >= 4 && strcmp(argv[1], "targets") == 0)
 		return run_targets(argv[2], atoi(argv[3]));
 	if (argc >= 2 && strcmp(argv[1], "fibers") == 0)
 		return run_fibers(argc > 2 ? atof(argv[2]) : 0);
-	fprintf(stderr, "usage: profile_mix split [SECONDS] | targets FILE PORT | fibers [SECONDS]\n");
+	fprintf(stderr, "usage: profile_mix split [SECONDS] | share PCT [SECONDS] | targets FILE PORT | fibers [SECONDS]\n");
 	return 2;
 }

@@ -1,11 +1,16 @@
-/* libFuzzer: the recording reader (collect/recording.c) and both of its
- * consumers, report's accumulator and tree (profile/) and top --replay's
- * series (collect/replay.c): a recording is anyone's file. */
+/* libFuzzer: the recording reader (collect/recording.c) and its
+ * consumers, report's accumulator and tree (profile/), top --replay's
+ * series (collect/replay.c) and diff's readers (monitor/diff/: the
+ * differential profile of the file against itself, its metrics through
+ * the feed, and the same bytes as a --json document): a recording is
+ * anyone's file. */
 #include "fuzz.h"
 #include "collect/recording.h"
 #include "collect/replay.h"
 #include "profile/profile_acc.h"
 #include "profile/profile_out.h"
+#include "diff/diff.h"
+#include "diff/diff_profile.h"
 
 static int add(void *arg, const struct rec_event *ev)
 {
@@ -51,5 +56,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		replay_delete(r);
 	}
 	fclose(f);
+
+	/* diff: the file against itself, both readers, every output */
+	char path[128];
+	snprintf(path, sizeof(path), "%s/in", fuzz_dir());
+	fuzz_write(path, data, size);
+	FILE *null = fopen("/dev/null", "w");
+	struct diff_profile d = { 0 };
+	if (null && diff_profile_load(&d, path, path) < 0) {
+		diff_profile_write(null, "text", &d, "t");
+		diff_profile_write(null, "folded", &d, "t");
+		diff_profile_write(null, "svg", &d, "t");
+	}
+	diff_profile_done(&d);
+	struct diff_run a;
+	if (null && diff_run_load(&a, path) < 0) {
+		struct diff_result res;
+		struct check_set set;
+		check_set_init(&set);
+		if (diff_compare(&a, &a, &set, &res) == 0) {
+			diff_write_text(null, &a, &a, &res, &set);
+			diff_result_done(&res);
+		}
+		check_set_done(&set);
+		diff_run_done(&a);
+	}
+	if (null)
+		fclose(null);
 	return 0;
 }

@@ -59,7 +59,7 @@ struct cli_command {
  * them: every cmd_<name>.c defines the row cmd_<name>, and both these
  * declarations and the table (commands.c) are made from this list.
  */
-#define CLI_COMMANDS(X) X(top) X(list) X(export) X(serve) X(check) X(profile) X(record) X(report) X(gc)
+#define CLI_COMMANDS(X) X(top) X(list) X(export) X(serve) X(check) X(profile) X(record) X(report) X(diff) X(gc)
 
 #define CLI_X_DECLARE(name) extern const struct cli_command cmd_##name;
 CLI_COMMANDS(CLI_X_DECLARE)

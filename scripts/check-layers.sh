@@ -19,6 +19,12 @@ monitor/profile/profile_run.h monitor/profile/profile_acc.h'
 # the same way; nothing else of export's, and export nothing of serve's.
 SERVE_USES='export/export_points.h export/export_prom.h export/export_name.h export/export_config.h'
 
+# diff judges changes as check judges thresholds (its grammar, verdicts,
+# baseline reader, metric list) and draws profiles with profile's tree,
+# accumulator and writers: those, and nothing else of either.
+DIFF_USES='check/check_expr.h check/check_verdict.h check/check_baseline.h check/check_series.h
+profile/profile_tree.h profile/profile_acc.h profile/profile_out.h'
+
 bad=0
 fail() { echo "$1: $2"; bad=1; }
 
@@ -46,7 +52,7 @@ check_file() {
 			case "$inc" in
 			util/stats.h)
 				case "$layer" in
-				top|list|export|check|profile|serve)
+				top|list|export|check|profile|serve|diff)
 					fail "$where" "a view includes \"$inc\": views compute no share or interval, they print the model's" ;;
 				esac ;;
 			util/*) ;;
@@ -54,7 +60,7 @@ check_file() {
 			collect/*)
 				case "$layer" in
 				model) ;;
-				top|list|export|check|profile|serve)
+				top|list|export|check|profile|serve|diff)
 					in_list "$f" "$PROFILE_STREAM" ||
 						fail "$where" "a view includes \"$inc\": no view drives a source; it reads the feed (model/feed.h, opened by cli_feed_open)" ;;
 				*) fail "$where" "$layer/ includes \"$inc\"" ;;
@@ -64,8 +70,9 @@ check_file() {
 				collect) fail "$where" "collect/ includes \"$inc\": collect never depends on the model" ;;
 				util) fail "$where" "util/ includes \"$inc\": util depends on nothing of the monitor's" ;;
 				esac ;;
-			top/*|list/*|export/*|check/*|profile/*|serve/*)
-				[ "$layer" = serve ] && in_list "$inc" "$SERVE_USES" ||
+			top/*|list/*|export/*|check/*|profile/*|serve/*|diff/*)
+				{ [ "$layer" = serve ] && in_list "$inc" "$SERVE_USES"; } ||
+				{ [ "$layer" = diff ] && in_list "$inc" "$DIFF_USES"; } ||
 				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
 			cli.h|exitcodes.h)
 				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;

@@ -9,6 +9,9 @@
 # (default 2): most of their time is spent waiting on the children they
 # sample, and they assert nothing about how fast anything ran.
 #
+# With ONLY=par or ONLY=solo, only those of the suites given run (and are
+# tallied): make test runs the two builds' parallel suites side by side.
+#
 #   run-tests.sh BUILD SUITE...     run them, print, tally
 #   run-tests.sh --one BUILD SUITE  (internal) run one suite into BUILD/.suites/
 set -u
@@ -39,14 +42,16 @@ build=$1; shift
 label=$(basename "$build")
 dir="$build/.suites"
 mkdir -p "$dir"
-solo=""; par=""
+solo=""; par=""; all=""
 for t in "$@"; do
-	rm -f "$dir/$(basename "$t")".*
 	case " ${SOLO:-} " in
-	*" $(basename "$t") "*) solo="$solo $t" ;;
-	*) par="$par $t" ;;
+	*" $(basename "$t") "*) [ "${ONLY:-solo}" = solo ] || continue; solo="$solo $t" ;;
+	*) [ "${ONLY:-par}" = par ] || continue; par="$par $t" ;;
 	esac
+	rm -f "$dir/$(basename "$t")".*
+	all="$all $t"
 done
+set -- $all
 
 # the longest first (by the last run's times; unknown ones count as long),
 # so that no long suite starts last and runs alone
@@ -85,7 +90,7 @@ done
 
 mkdir -p "$dir/.last"
 for t in "$@"; do cp "$dir/$(basename "$t").time" "$dir/.last/" 2>/dev/null; done
-echo "[$label] $# suites in $(($(date +%s) - t_start)) s; suites failing:${bad_suites:- none}"
+echo "[$label${ONLY:+ $ONLY}] $# suites in $(($(date +%s) - t_start)) s; suites failing:${bad_suites:- none}"
 echo "$passed $failed" > "$build/.test-tally${TALLY:+.$TALLY}"
 echo "tests: $passed passed, $failed failed"
 [ -z "$bad_suites" ]

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,12 +50,8 @@ static double idle_pct(const struct probe_bpf_thread *a, const struct probe_bpf_
 
 static pid_t fork_child(void (*body)(void *), void *arg)
 {
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0, "fork");
+	pid_t pid = tc_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		body(arg);
 		_exit(0);
 	}

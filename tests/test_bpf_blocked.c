@@ -36,7 +36,7 @@ static json_object *get(json_object *o, const char *key)
 static pid_t half_asleep(struct own_clock *c, int *fd)
 {
 	*fd = -1;
-	pid_t pid = tc_fork_child();
+	pid_t pid = tc_fork();
 	if (pid == 0) {
 		int ep = epoll_create1(0), p[2];
 		struct epoll_event ev = { .events = EPOLLIN };
@@ -76,7 +76,7 @@ static pid_t half_reading(struct own_clock *c, int *fd)
 	cr_assert_eq(pipe(go), 0);
 	cr_assert_eq(pipe(data), 0);
 	*fd = data[0];
-	pid_t pid = tc_fork_child();
+	pid_t pid = tc_fork();
 	if (pid == 0) {
 		int ep = epoll_create1(0), p[2];
 		struct epoll_event ev = { .events = EPOLLIN };

@@ -1,6 +1,5 @@
 /* An unmodified server's ops rate and headroom under --source bpf: redis under redis-benchmark, from its poll's returned events. */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <signal.h>
@@ -17,19 +16,6 @@
 #include "support/support.h"
 
 TestSuite(bpf_events, .timeout = 40);
-
-/* argv run in a child that dies with the test, its output to /dev/null */
-static pid_t spawn_quiet(char *const argv[])
-{
-	pid_t pid = tc_fork_child();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0), dup2(null, 1), dup2(null, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
 
 /* redis' own count of the commands it processed (INFO stats). */
 static double commands(const char *port)
@@ -60,12 +46,10 @@ Test(bpf_events, redis_ops_and_headroom_from_poll_events)
 	snprintf(port, sizeof(port), "%d", carbon_free_port());
 	char *srv[] = { "/usr/bin/redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, NULL };
-	pid_t redis = spawn_quiet(srv);
-	for (int i = 0; i < 500 && !carbon_port_open(atoi(port)); i++)
-		usleep(10000);
-	cr_assert(carbon_port_open(atoi(port)), "redis listens on %s", port);
+	pid_t redis = tc_spawn_quiet(srv, NULL);
+	tc_wait_listen(atoi(port), "redis-server");
 	char *bench[] = { "/usr/bin/redis-benchmark", "-p", port, "-c", "4", "-n", "100000000", "-t", "get,set", "-q", NULL };
-	pid_t load = spawn_quiet(bench);
+	pid_t load = tc_spawn_quiet(bench, NULL);
 	usleep(500 * 1000);
 	char p[16], *text, *outf = ts_path_in(dir, "list.json");
 	snprintf(p, sizeof(p), "%d", (int)redis);
@@ -76,7 +60,7 @@ Test(bpf_events, redis_ops_and_headroom_from_poll_events)
 	 * shared machine: a wider window would not be the same rate) */
 	struct { double t, n; } at[200];
 	int k = 0, st, rc;
-	pid_t ls = spawn_quiet(argv);
+	pid_t ls = tc_spawn_quiet(argv, NULL);
 	while ((rc = waitpid(ls, &st, WNOHANG)) == 0 && k < 199) {
 		at[k].t = (double)ts_mono_ns() / 1e9;
 		at[k++].n = commands(port);

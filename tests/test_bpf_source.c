@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,12 +109,8 @@ Test(bpf_source, saturated_loop_is_a_worker)
 	char why[256];
 	if (!probe_bpf_available(why, sizeof(why)))
 		cr_skip_test("bpf unavailable: %s", why);
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
+	pid_t pid = tc_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		saturated();
 	}
 	char p[16], *text = NULL;

@@ -56,7 +56,7 @@ static void pin_cpu0(void)
 /* A child: an epoll loop idle 300 ms, then stalling in body, over and over. */
 static pid_t loop_child(void (*body)(void), int pinned)
 {
-	pid_t pid = tc_fork_child();
+	pid_t pid = tc_fork();
 	if (pid == 0) {
 		if (pinned)
 			pin_cpu0();
@@ -75,7 +75,7 @@ static pid_t loop_child(void (*body)(void), int pinned)
 /* A child spinning on CPU 0 for good: the stalled loop there is preempted. */
 static pid_t hog_child(void)
 {
-	pid_t pid = tc_fork_child();
+	pid_t pid = tc_fork();
 	if (pid == 0) {
 		pin_cpu0();
 		for (volatile uint64_t x = 0;; x++)

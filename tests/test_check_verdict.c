@@ -53,6 +53,21 @@ Test(check_verdict, nothing_to_measure, .timeout = 5)
 	cr_expect_str_eq(check_verdict_str(CHECK_INCONCLUSIVE), "inconclusive");
 }
 
+/* A figure the samples cannot resolve (a sampled lag of spans shorter than
+ * the period): inconclusive, never a pass or a fail, nor "nothing"; and so
+ * a threshold relative to it, on either side. */
+Test(check_verdict, unresolved_is_inconclusive, .timeout = 5)
+{
+	struct estimate u = { .ok = 1, .unresolved = 1, .est = NAN, .lo = NAN, .hi = NAN };
+	cr_expect_eq(check_decide(CHECK_LT, &u, 50, 0), CHECK_INCONCLUSIVE);
+	cr_expect_eq(check_decide(CHECK_GE, &u, 50, 1), CHECK_INCONCLUSIVE, "as a point estimate too");
+	struct check_threshold t = { .op = CHECK_LE, .relative = 1, .coef = 1, .value = 5 };
+	struct estimate known = iv(40, 40, 40);
+	struct check_result r;
+	cr_expect_eq(check_result_judge(&r, &t, &u, &known, 0), CHECK_INCONCLUSIVE);
+	cr_expect_eq(check_result_judge(&r, &t, &known, &u, 0), CHECK_INCONCLUSIVE);
+}
+
 Test(check_verdict, relative_uses_the_difference, .timeout = 5)
 {
 	struct check_threshold t = { .op = CHECK_GE, .relative = 1, .coef = 1, .value = -5 };

@@ -153,6 +153,7 @@ Test(cli, usage_errors_exit_2_and_every_line_names_the_command)
 		"profile", "profile -p 1 --duration 0", "profile -p 1 -f nope", "profile -p 1,2",
 		"record", "record -o /dev/null --duration 1q",
 		"report", "report a b", "report -f nope x",
+		"diff", "diff a", "diff a b c", "diff -f nope a b", "diff --fail-on 'idel_pct<1' a b",
 		"gc --json", "gc -p 1", "gc extra",   /* options that do not apply */
 	};
 	for (size_t c = 0; c < cli_ncommands; c++) {

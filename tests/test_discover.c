@@ -19,6 +19,8 @@
 
 #include "probe_sweep.h"
 #include "support/carbon.h"
+#include "support/children.h"
+#include "support/list_json.h"
 #include "support/support.h"
 #include "support/users.h"
 
@@ -57,52 +59,16 @@ static int have(const char *path)
 /* Starts argv (as `as` when not NULL) and waits until it listens on port. */
 static pid_t start(char *const argv[], int port, const struct ts_user *as)
 {
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		if (as && ts_become(as) < 0)
-			_exit(126);
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0), dup2(null, 1), dup2(null, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	servers[nservers++] = pid;
-	for (int i = 0; i < 1000 && !carbon_port_open(port); i++)
-		usleep(10000);
-	cr_assert(carbon_port_open(port), "%s listens on %d", argv[0], port);
+	cr_assert_lt(nservers, MAX_SERVERS);
+	pid_t pid = servers[nservers++] = tc_spawn_quiet(argv, as);
+	tc_wait_listen(port, argv[0]);
 	usleep(200000); /* back in its poll after the test's connections */
 	return pid;
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\"", key);
-	return v;
-}
-
-/* The worker of pid in a list --json document, or NULL. */
-static json_object *worker_of(json_object *doc, pid_t pid)
-{
-	json_object *ws = get(doc, "workers");
-	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		json_object *w = json_object_array_get_idx(ws, i);
-		if (json_object_get_int(get(w, "pid")) == pid)
-			return w;
-	}
-	return NULL;
-}
-
 static json_object *list_json3(const char *a1, const char *a2, const char *a3)
 {
-	char *out = NULL;
-	int rc = ts_loopstat(&out, 20000, "list", "--json", "--duration", "1", a1, a2, a3, NULL);
-	cr_assert_eq(rc, 0, "list exited %d: %s", rc, out ? out : "");
-	json_object *doc = json_tokener_parse(out);
-	cr_assert(doc, "%s", out);
-	free(out);
-	return doc;
+	return tj_list_with(20000, "1", a1, a2, a3, NULL);
 }
 
 static json_object *list_json(const char *a1, const char *a2)
@@ -123,14 +89,14 @@ static void listed_uninstrumented(const char *what, char *const argv[], int port
 {
 	pid_t pid = start(argv, port, NULL);
 	json_object *doc = list_json(NULL, NULL);
-	json_object *swept = get(doc, "swept");
-	cr_expect_gt(json_object_get_int(get(swept, "processes")), 0);
-	cr_expect_geq(json_object_get_int(get(swept, "loops")), 1);
-	json_object *w = worker_of(doc, pid);
+	json_object *swept = tj_get(doc, "swept");
+	cr_expect_gt(json_object_get_int(tj_get(swept, "processes")), 0);
+	cr_expect_geq(json_object_get_int(tj_get(swept, "loops")), 1);
+	json_object *w = tj_find(doc, pid, 0);
 	cr_assert(w, "%s (pid %d) is listed", what, pid);
-	cr_expect_gt(strlen(json_object_get_string(get(w, "service"))), 0, "%s has a service", what);
-	cr_expect_gt(json_object_get_double(get(w, "idle_pct")), 80.0, "%s idles", what);
-	cr_expect_eq(json_object_get_boolean(get(w, "instrumented")), 0);
+	cr_expect_gt(strlen(json_object_get_string(tj_get(w, "service"))), 0, "%s has a service", what);
+	cr_expect_gt(json_object_get_double(tj_get(w, "idle_pct")), 80.0, "%s idles", what);
+	cr_expect_eq(json_object_get_boolean(tj_get(w, "instrumented")), 0);
 	json_object_put(doc);
 }
 
@@ -226,15 +192,15 @@ Test(discover, user_and_service_narrow_the_set)
 	pid_t user_srv = start(theirs, p2, &user);
 
 	json_object *doc = list_json("-u", user.name);
-	cr_expect(worker_of(doc, user_srv), "-u %s keeps its server", user.name);
-	cr_expect(!worker_of(doc, root_srv), "-u %s drops root's", user.name);
+	cr_expect(tj_find(doc, user_srv, 0), "-u %s keeps its server", user.name);
+	cr_expect(!tj_find(doc, root_srv, 0), "-u %s drops root's", user.name);
 	json_object_put(doc);
 
 	doc = list_json("-s", "^python");
-	cr_expect(worker_of(doc, user_srv) && worker_of(doc, root_srv), "-s ^python keeps both");
-	json_object *ws = get(doc, "workers");
+	cr_expect(tj_find(doc, user_srv, 0) && tj_find(doc, root_srv, 0), "-s ^python keeps both");
+	json_object *ws = tj_get(doc, "workers");
 	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		const char *svc = json_object_get_string(get(json_object_array_get_idx(ws, i), "service"));
+		const char *svc = json_object_get_string(tj_get(json_object_array_get_idx(ws, i), "service"));
 		cr_expect(strncmp(svc, "python", 6) == 0, "only python services: %s", svc);
 	}
 	json_object_put(doc);
@@ -392,12 +358,12 @@ Test(discover, services_roll_up_in_every_view)
 	json_object *doc = json_tokener_parse(text);
 	cr_assert(doc, "%s", text);
 	free(text);
-	json_object *svcs = get(get(doc, "fleet"), "services");
+	json_object *svcs = tj_get(tj_get(doc, "fleet"), "services");
 	cr_assert_eq(json_object_array_length(svcs), 1, "one service");
 	json_object *sv = json_object_array_get_idx(svcs, 0);
-	cr_expect_str_eq(json_object_get_string(get(sv, "name")), "svcroll");
-	cr_expect_geq(json_object_get_int(get(sv, "workers")), 1);
-	cr_expect_gt(json_object_get_double(get(sv, "idle_pct_min")), 50.0);
+	cr_expect_str_eq(json_object_get_string(tj_get(sv, "name")), "svcroll");
+	cr_expect_geq(json_object_get_int(tj_get(sv, "workers")), 1);
+	cr_expect_gt(json_object_get_double(tj_get(sv, "idle_pct_min")), 50.0);
 	json_object_put(doc);
 
 	char *out = NULL;
@@ -413,15 +379,22 @@ Test(discover, services_roll_up_in_every_view)
 
 	/* its one worker wakes from select() every 10 ms and goes straight
 	 * back (a state that changes: samples that can decide): it idles, so
-	 * the service's least idle worker passes 80 % and fails 50 % at most */
-	rc = ts_loopstat(&out, 20000, "check", "--fleet", "--duration", "2", "-s", "^svcroll$", "idle_pct_min>=80",
-			 NULL);
-	cr_expect_eq(rc, 0, "an idle service passes idle_pct_min>=80: exit %d: %s", rc, out ? out : "");
-	free(out);
-	rc = ts_loopstat(&out, 20000, "check", "--fleet", "--duration", "2", "-s", "^svcroll$", "idle_pct_min<=50",
-			 NULL);
-	cr_expect_eq(rc, 1, "an idle service fails idle_pct_min<=50: exit %d: %s", rc, out ? out : "");
-	free(out);
+	 * the service's least idle worker passes 80 % and fails 50 % at most.
+	 * 4 s, side by side: check's interval is over batches of seconds, and
+	 * 2 s gave it one degree of freedom (t = 12.7: inconclusive whenever
+	 * the two seconds differed at all). */
+	char *pass[] = { (char *)ts_loopstat_bin(), "check", "--fleet", "--duration", "4", "-s", "^svcroll$",
+			 "idle_pct_min>=80", NULL };
+	char *fail[] = { (char *)ts_loopstat_bin(), "check", "--fleet", "--duration", "4", "-s", "^svcroll$",
+			 "idle_pct_min<=50", NULL };
+	char *const *const checks[] = { pass, fail };
+	char *outs[2] = { NULL, NULL };
+	int rcs[2];
+	ts_run_all(2, checks, outs, rcs, 20000);
+	cr_expect_eq(rcs[0], 0, "an idle service passes idle_pct_min>=80: exit %d: %s", rcs[0], outs[0] ? outs[0] : "");
+	cr_expect_eq(rcs[1], 1, "an idle service fails idle_pct_min<=50: exit %d: %s", rcs[1], outs[1] ? outs[1] : "");
+	free(outs[0]);
+	free(outs[1]);
 }
 
 /* Loops that come and go while list runs (fork, a short epoll wait, exit;
@@ -446,10 +419,10 @@ Test(discover, churn_of_short_lived_loops)
 	servers[nservers++] = churner;
 	for (int round = 0; round < 2; round++) {
 		json_object *doc = list_json3("--all", "-r", "200");   /* churning loops are no servers */
-		json_object *ws = get(doc, "workers");
+		json_object *ws = tj_get(doc, "workers");
 		for (size_t i = 0; i < json_object_array_length(ws); i++) {
 			json_object *w = json_object_array_get_idx(ws, i);
-			cr_expect_gt(json_object_get_int(get(w, "pid")), 0);
+			cr_expect_gt(json_object_get_int(tj_get(w, "pid")), 0);
 		}
 		json_object_put(doc);
 	}

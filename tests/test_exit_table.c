@@ -103,6 +103,17 @@ static const struct cell cells[] = {
 	{ "report", EXIT_ACCESS, .cannot = "it reads a file, no process: a file it may not open is exit 1 with open's cause" },
 	{ "report", EXIT_DEFERRED, .cannot = "only export spools points" },
 
+	{ "diff", EXIT_OK, NULL, "diff %D/setup.rec %D/setup.rec" },
+	{ "diff", EXIT_FAIL, NULL, "diff %D/setup.rec %D/setup.rec >/dev/full", 0, "writing the output: No space left on device" },
+	{ "diff", EXIT_USAGE, NULL, "diff %D/setup.rec", 0, "needs two runs" },
+	/* list --json's idle with its interval, the same twice: the change 0 +- 7 straddles -1 */
+	{ "diff", EXIT_INCONCLUSIVE, NULL, "!printf '{\"workers\":[{\"name\":\"w\",\"idle_pct\":50,\"idle_ci95\":5}]}' "
+	  ">%D/l.json && %B diff --fail-on 'idle_pct<-1' %D/l.json %D/l.json", 0, NULL,
+	  "--fail-on idle_pct<-1: inconclusive" },
+	{ "diff", EXIT_NOTHING, NULL, "diff %D/empty.rec %D/setup.rec", 0, "holds no worker" },
+	{ "diff", EXIT_ACCESS, .cannot = "it reads files, no process: a file it may not open is exit 1 with open's cause" },
+	{ "diff", EXIT_DEFERRED, .cannot = "only export spools points" },
+
 	{ "gc", EXIT_OK, NULL, "gc", 0, NULL },
 	{ "gc", EXIT_FAIL, NULL, "gc >/dev/full", 0, "writing the output" },
 	{ "gc", EXIT_USAGE, NULL, "gc -p 1", 0, "does not take the option" },

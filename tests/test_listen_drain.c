@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "support/carbon.h"
+#include "support/children.h"
 #include "support/list_json.h"
 #include "support/support.h"
 
@@ -65,12 +65,8 @@ static pid_t start_server(int port, double hold_s, int *go)
 	snprintf(hs, sizeof(hs), "%g", hold_s);
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
+	pid_t pid = tc_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		dup2(p[0], 0);
 		close(p[0]);
 		close(p[1]);

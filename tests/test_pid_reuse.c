@@ -20,11 +20,7 @@
 static struct ts_user user;
 
 /* a host sweep, as a plain list does (run-tests.sh makes --instrumented the default) */
-static void setup(void)
-{
-	unsetenv("LOOPSTAT_DISCOVER");
-	ts_user_add(&user);
-}
+static void setup(void) { ts_user_add_sweeping(&user); }
 static void teardown(void) { ts_user_del(&user); }
 
 TestSuite(pid_reuse, .init = setup, .fini = teardown, .timeout = 60);

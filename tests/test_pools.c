@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "support/children.h"
 #include "support/list_json.h"
+#include "support/node_child.h"
 #include "support/support.h"
 
 #define MAX_TIDS 16
@@ -53,13 +53,6 @@ static void spawn_pool(const char *const args[], struct pool_child *c)
 	}
 }
 
-static json_object *list_json(pid_t pid, const char *duration)
-{
-	char p[16];
-	snprintf(p, sizeof(p), "%d", (int)pid);
-	return tj_list(p, duration);
-}
-
 /* The worker whose tid is the process's (the examples' loop is their main thread). */
 static json_object *main_worker(json_object *doc, pid_t pid)
 {
@@ -69,8 +62,7 @@ static json_object *main_worker(json_object *doc, pid_t pid)
 /* The worker's pool of kind, or NULL. */
 static json_object *pool_of(json_object *w, const char *kind)
 {
-	json_object *ps;
-	cr_assert(json_object_object_get_ex(w, "pools", &ps), "no pools array");
+	json_object *ps = tj_pools(w);
 	for (size_t i = 0; i < json_object_array_length(ps); i++) {
 		json_object *p = json_object_array_get_idx(ps, i);
 		if (!strcmp(tj_str(p, "kind"), kind))
@@ -147,7 +139,7 @@ Test(pools, a_pool_saturated_from_its_start_is_caught_as_busy_helpers, .timeout 
 	struct pool_child c;
 	spawn_pool(args, &c);
 	cr_assert_eq(c.ntids, 2);
-	json_object *doc = list_json(c.pid, "5");
+	json_object *doc = tj_list_pid(c.pid, "5");
 	json_object *w = main_worker(doc, c.pid);
 	log_worker("saturated pool", w);
 	json_object *p = pool_of(w, "busy_helpers");
@@ -178,7 +170,7 @@ Test(pools, a_half_busy_pool_reads_its_share_and_no_limit, .timeout = 60)
 	const char *args[] = { "--threads", "4", "--busy", "50", "--seconds", "30", NULL };
 	struct pool_child c;
 	spawn_pool(args, &c);
-	json_object *doc = list_json(c.pid, "8");
+	json_object *doc = tj_list_pid(c.pid, "8");
 	json_object *w = main_worker(doc, c.pid);
 	log_worker("half-busy pool", w);
 	json_object *p = pool_of(w, "condvar");
@@ -198,10 +190,9 @@ Test(pools, a_loop_without_helpers_reads_as_before, .timeout = 60)
 {
 	const char *args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
 	pid_t pid = tc_spawn_example("duty_cycle", args, NULL);
-	json_object *doc = list_json(pid, "3");
-	json_object *w = main_worker(doc, pid), *ps;
+	json_object *doc = tj_list_pid(pid, "3");
+	json_object *w = main_worker(doc, pid), *ps = tj_pools(w);
 	log_worker("plain loop", w);
-	cr_assert(json_object_object_get_ex(w, "pools", &ps));
 	cr_expect_eq(json_object_array_length(ps), 0);
 	cr_expect(tj_null(w, "pool_threads") && tj_null(w, "pool_busy_pct"), "no pool is null: %s",
 		  json_object_to_json_string(w));
@@ -215,28 +206,11 @@ Test(pools, a_loop_without_helpers_reads_as_before, .timeout = 60)
  * busy by eight pbkdf2 calls: they never wait, so they are busy helpers */
 Test(pools, node_threadpool_under_pbkdf2_is_found, .timeout = 60)
 {
-	if (system("command -v node >/dev/null 2>&1") != 0)
-		cr_skip_test("node is not installed");
-	static const char script[] =
-		"const c = require('crypto');"
-		"function go() { c.pbkdf2('pw', 'salt', 100000, 64, 'sha512', go); }"
-		"for (let i = 0; i < 8; i++) go();"
-		"setTimeout(() => process.exit(0), 30000);";
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		setenv("UV_THREADPOOL_SIZE", "2", 1);
-		execlp("node", "node", "-e", script, (char *)NULL);
-		_exit(127);
-	}
+	pid_t pid = node_pbkdf2_start();
 	usleep(1500 * 1000);   /* node up, its pool started */
-	json_object *doc = list_json(pid, "5");
-	json_object *w = main_worker(doc, pid), *ps;
+	json_object *doc = tj_list_pid(pid, "5");
+	json_object *w = main_worker(doc, pid), *ps = tj_pools(w);
 	log_worker("node", w);
-	cr_assert(json_object_object_get_ex(w, "pools", &ps));
 	json_object *found = NULL;
 	for (size_t i = 0; i < json_object_array_length(ps); i++) {
 		json_object *p = json_object_array_get_idx(ps, i);

@@ -16,11 +16,7 @@
 static struct ts_user user;
 
 /* serve -u sweeps the host: not the suites' --instrumented default (run-tests.sh) */
-static void setup(void)
-{
-	unsetenv("LOOPSTAT_DISCOVER");
-	ts_user_add(&user);
-}
+static void setup(void) { ts_user_add_sweeping(&user); }
 static void teardown(void) { ts_user_del(&user); }
 
 TestSuite(prom_unique, .init = setup, .fini = teardown, .timeout = 60);

@@ -1,17 +1,17 @@
 /* Roles on real processes: a plain list shows redis, nginx, node and asyncio but not bash under tmux or a curl download (--all shows them, JSON counts them), node's idle second loop folds into its main worker, and a host-wide check of the servers passes while a client exits during it. */
 #include <criterion/criterion.h>
 
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "support/carbon.h"
+#include "support/children.h"
+#include "support/list_json.h"
 #include "support/support.h"
 
 #define MAX_KIDS 16
@@ -56,29 +56,15 @@ static int have(const char *cmd)
 /* Starts argv (a command looked up in PATH), stdin and stdout on /dev/null. */
 static pid_t spawn(char *const argv[])
 {
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0), dup2(null, 1), dup2(null, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
 	cr_assert_lt(nkids, MAX_KIDS);
-	kids[nkids++] = pid;
-	return pid;
+	return kids[nkids++] = tc_spawn_quiet(argv, NULL);
 }
 
 /* spawn, then wait until it listens on port. */
 static pid_t serve(char *const argv[], int port)
 {
 	pid_t pid = spawn(argv);
-	for (int i = 0; i < 1000 && !carbon_port_open(port); i++)
-		usleep(10000);
-	cr_assert(carbon_port_open(port), "%s listens on %d", argv[0], port);
+	tc_wait_listen(port, argv[0]);
 	return pid;
 }
 
@@ -89,28 +75,9 @@ static char *script(const char *name, const char *text)
 	return path;
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\" in %s", key, json_object_to_json_string(o));
-	return v;
-}
-
-/* The worker of (pid, tid) in a list --json document (tid 0: pid's first), or NULL. */
-static json_object *worker_of(json_object *doc, pid_t pid, pid_t tid)
-{
-	json_object *ws = get(doc, "workers");
-	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		json_object *w = json_object_array_get_idx(ws, i);
-		if (json_object_get_int(get(w, "pid")) == pid && (!tid || json_object_get_int(get(w, "tid")) == tid))
-			return w;
-	}
-	return NULL;
-}
-
 static const char *role_of(json_object *w)
 {
-	return json_object_get_string(get(w, "role"));
+	return json_object_get_string(tj_get(w, "role"));
 }
 
 /* The host's view narrowed to the names this test starts (-s: a service
@@ -121,13 +88,7 @@ static const char *role_of(json_object *w)
 
 static json_object *list_json(const char *extra)
 {
-	char *out = NULL;
-	int rc = ts_loopstat(&out, 30000, "list", "--json", "--duration", "2", "-s", OURS, extra, NULL);
-	cr_assert_eq(rc, 0, "list exited %d: %s", rc, out ? out : "");
-	json_object *doc = json_tokener_parse(out);
-	cr_assert(doc, "%s", out);
-	free(out);
-	return doc;
+	return tj_list_with(30000, "2", "-s", OURS, extra, NULL);
 }
 
 /* A process's first child (nginx's workers, a tmux pane's shell), 0 if none. */
@@ -262,30 +223,30 @@ Test(roles, a_plain_list_shows_the_servers_not_the_shell_or_the_download)
 	usleep(500 * 1000);   /* bash at its prompt, curl into its transfer */
 
 	json_object *doc = list_json(NULL);
-	cr_log_info("left out: %s\n", json_object_to_json_string(get(doc, "left_out")));
+	cr_log_info("left out: %s\n", json_object_to_json_string(tj_get(doc, "left_out")));
 	for (int i = 0; i < nsrv; i++) {
-		json_object *w = worker_of(doc, srv[i], 0);
+		json_object *w = tj_find(doc, srv[i], 0);
 		cr_expect(w, "%s (pid %d) is listed", what[i], (int)srv[i]);
 		if (w)
 			cr_expect_str_eq(role_of(w), "server", "%s is a server", what[i]);
 	}
-	cr_expect(!worker_of(doc, pane, 0), "bash under tmux (pid %d) is not listed", (int)pane);
-	cr_expect(!worker_of(doc, curl, 0), "curl (pid %d) is not listed", (int)curl);
-	json_object *left = get(doc, "left_out");
-	cr_expect_geq(json_object_get_int(get(left, "interactive")), 1, "bash is counted as left out");
-	cr_expect_geq(json_object_get_int(get(left, "client")), 1, "curl is counted as left out");
+	cr_expect(!tj_find(doc, pane, 0), "bash under tmux (pid %d) is not listed", (int)pane);
+	cr_expect(!tj_find(doc, curl, 0), "curl (pid %d) is not listed", (int)curl);
+	json_object *left = tj_get(doc, "left_out");
+	cr_expect_geq(json_object_get_int(tj_get(left, "interactive")), 1, "bash is counted as left out");
+	cr_expect_geq(json_object_get_int(tj_get(left, "client")), 1, "curl is counted as left out");
 	pid_t helper = 0;
 	if (node) {
 		/* node's idle second loop: folded into its main worker, not listed */
-		json_object *m = worker_of(doc, node, node), *hs = m ? get(m, "helpers") : NULL;
+		json_object *m = tj_find(doc, node, node), *hs = m ? tj_get(m, "helpers") : NULL;
 		cr_expect(hs && json_object_array_length(hs) >= 1, "node's second loop is folded into its main worker");
 		if (hs && json_object_array_length(hs))
 			helper = json_object_get_int(json_object_array_get_idx(hs, 0));
-		cr_expect(!helper || !worker_of(doc, node, helper), "node's helper loop %d is not listed apart", (int)helper);
-		json_object *ws = get(doc, "workers");
+		cr_expect(!helper || !tj_find(doc, node, helper), "node's helper loop %d is not listed apart", (int)helper);
+		json_object *ws = tj_get(doc, "workers");
 		int nnode = 0;
 		for (size_t i = 0; i < json_object_array_length(ws); i++)
-			nnode += json_object_get_int(get(json_object_array_get_idx(ws, i), "pid")) == node;
+			nnode += json_object_get_int(tj_get(json_object_array_get_idx(ws, i), "pid")) == node;
 		cr_expect_eq(nnode, 1, "node is one worker");
 	}
 	json_object_put(doc);
@@ -293,22 +254,22 @@ Test(roles, a_plain_list_shows_the_servers_not_the_shell_or_the_download)
 	/* --all: every loop, with its role; nothing left out */
 	doc = list_json("--all");
 	for (int i = 0; i < nsrv; i++)
-		cr_expect(worker_of(doc, srv[i], 0), "--all: %s (pid %d) is listed", what[i], (int)srv[i]);
-	json_object *w = worker_of(doc, pane, 0);
+		cr_expect(tj_find(doc, srv[i], 0), "--all: %s (pid %d) is listed", what[i], (int)srv[i]);
+	json_object *w = tj_find(doc, pane, 0);
 	cr_expect(w, "--all: bash (pid %d) is listed", (int)pane);
 	if (w)
 		cr_expect_str_eq(role_of(w), "interactive");
-	w = worker_of(doc, curl, 0);
+	w = tj_find(doc, curl, 0);
 	cr_expect(w, "--all: curl (pid %d) is listed", (int)curl);
 	if (w)
 		cr_expect_str_eq(role_of(w), "client");
 	if (helper) {
-		w = worker_of(doc, node, helper);
+		w = tj_find(doc, node, helper);
 		cr_expect(w, "--all: node's helper loop is listed");
 		if (w)
 			cr_expect_str_eq(role_of(w), "helper");
 	}
-	left = get(doc, "left_out");
+	left = tj_get(doc, "left_out");
 	json_object_object_foreach(left, role, n)
 		cr_expect_eq(json_object_get_int(n), 0, "--all leaves no %s out", role);
 	json_object_put(doc);

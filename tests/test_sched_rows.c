@@ -12,33 +12,18 @@
 #include "support/rt_child.h"
 #include "support/support.h"
 
-static void need(const char *name)
-{
-	char path[600];
-	if (rc_program(name, path, sizeof(path)) < 0)
-		cr_skip_test("%s was not built (its toolchain was missing at build time)", path);
-}
-
 /* The only row of pid; fails unless there is exactly one of kind. */
 static json_object *only_row(json_object *doc, pid_t pid, const char *kind)
 {
-	json_object *ws, *found = NULL;
-	int n = 0;
-	cr_assert(json_object_object_get_ex(doc, "workers", &ws));
-	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		json_object *w = json_object_array_get_idx(ws, i);
-		if (tj_num(w, "pid") == pid && !strcmp(tj_str(w, "kind"), kind)) {
-			found = w;
-			n++;
-		}
-	}
+	json_object *rows[2];
+	int n = tj_rows(doc, pid, kind, rows, 2);
 	cr_assert_eq(n, 1, "%d %s rows of %d: %s", n, kind, (int)pid, json_object_to_json_string(doc));
-	return found;
+	return rows[0];
 }
 
 Test(sched_rows, go_is_one_row_of_gomaxprocs, .timeout = 60)
 {
-	need("goserver-stripped");
+	rc_need("goserver-stripped");
 	int fd;
 	pid_t pid = rc_spawn_go("goserver-stripped", 3, 0.0, &fd);
 	char pids[32];
@@ -50,8 +35,7 @@ Test(sched_rows, go_is_one_row_of_gomaxprocs, .timeout = 60)
 	cr_expect_eq(tj_num(w, "threads"), 3);
 	cr_expect_str_eq(tj_str(w, "threads_from"), "GOMAXPROCS");
 	cr_expect_str_eq(tj_str(w, "limit"), "none", "%s", json_object_to_json_string(w));
-	json_object *ms;
-	cr_assert(json_object_object_get_ex(w, "members", &ms));
+	json_object *ms = tj_get(w, "members");
 	cr_expect_geq(json_object_array_length(ms), 3, "its Ms: %s", json_object_to_json_string(ms));
 	/* and no row of a single M of it */
 	json_object *ws;
@@ -84,27 +68,21 @@ Test(sched_rows, go_is_one_row_of_gomaxprocs, .timeout = 60)
 
 Test(sched_rows, tokio_names_its_blocking_pool, .timeout = 90)
 {
-	need("tokioserver");
+	rc_need("tokioserver");
 	int fd;
 	pid_t blocking;
 	pid_t pid = rc_spawn_tokio(0.0, &fd, &blocking);
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	json_object *doc = tj_list(pids, "2");
+	json_object *doc = tj_list_pid(pid, "2");
 	json_object *w = only_row(doc, pid, "scheduler");
 	cr_expect_str_eq(tj_str(w, "runtime"), "tokio");
 	cr_expect_eq(tj_num(w, "threads"), 2, "%s", json_object_to_json_string(w));
-	json_object *ms;
-	cr_assert(json_object_object_get_ex(w, "members", &ms));
-	int workers = 0, sleeper = 0;
-	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		json_object *m = json_object_array_get_idx(ms, i);
-		workers += !strcmp(tj_str(m, "role"), "worker");
-		if (tj_num(m, "tid") == blocking)
-			sleeper = !strcmp(tj_str(m, "role"), "blocking");
-	}
+	json_object *ms = tj_get(w, "members"), *sleeper = tj_member(w, blocking);
+	int workers = 0;
+	for (size_t i = 0; i < json_object_array_length(ms); i++)
+		workers += !strcmp(tj_str(json_object_array_get_idx(ms, i), "role"), "worker");
 	cr_expect_eq(workers, 2, "%s", json_object_to_json_string(ms));
-	cr_expect(sleeper, "the spawn_blocking thread %d: %s", (int)blocking, json_object_to_json_string(ms));
+	cr_expect(sleeper && !strcmp(tj_str(sleeper, "role"), "blocking"), "the spawn_blocking thread %d: %s",
+		  (int)blocking, json_object_to_json_string(ms));
 	json_object_put(doc);
 	tc_kill(pid);
 	close(fd);
@@ -112,16 +90,14 @@ Test(sched_rows, tokio_names_its_blocking_pool, .timeout = 90)
 
 Test(sched_rows, netty_loops_keep_their_rows, .timeout = 120)
 {
-	need("netty/NettyServer.class");
+	rc_need("netty/NettyServer.class");
 	pid_t pid = rc_spawn_netty(0.1);
 	pid_t loops[8];
 	int nl = 0;
 	for (int i = 0; i < 100 && (nl = rc_threads_named(pid, "nioEventLoopGro", loops, 8)) < 3; i++)
 		usleep(100000);
 	cr_assert_eq(nl, 3);
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	json_object *doc = tj_list(pids, "2");
+	json_object *doc = tj_list_pid(pid, "2");
 	for (int i = 0; i < nl; i++) {
 		json_object *w = tj_worker(doc, pid, loops[i]);
 		cr_expect_str_eq(tj_str(w, "kind"), "loop");
@@ -134,11 +110,9 @@ Test(sched_rows, netty_loops_keep_their_rows, .timeout = 120)
 
 Test(sched_rows, forkjoinpool_is_a_scheduler, .timeout = 120)
 {
-	need("netty/FjpLoad.class");
+	rc_need("netty/FjpLoad.class");
 	pid_t pid = rc_spawn_fjp(0.1);
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	json_object *doc = tj_list(pids, "2");
+	json_object *doc = tj_list_pid(pid, "2");
 	json_object *w = only_row(doc, pid, "scheduler");
 	cr_expect_str_eq(tj_str(w, "runtime"), "jvm");
 	cr_expect_eq(tj_num(w, "threads"), 2, "%s", json_object_to_json_string(w));

@@ -17,27 +17,6 @@
 #define WINDOW "4"
 #define WITHIN 5.0
 
-static void need(const char *name)
-{
-	char path[600];
-	if (rc_program(name, path, sizeof(path)) < 0)
-		cr_skip_test("%s was not built (its toolchain was missing at build time)", path);
-}
-
-/* The rows of pid in doc, of kind (NULL: any); n of them into rows. */
-static int rows_of(json_object *doc, pid_t pid, const char *kind, json_object **rows, int cap)
-{
-	json_object *ws;
-	int n = 0;
-	cr_assert(json_object_object_get_ex(doc, "workers", &ws));
-	for (size_t i = 0; i < json_object_array_length(ws); i++) {
-		json_object *w = json_object_array_get_idx(ws, i);
-		if (tj_num(w, "pid") == pid && (!kind || !strcmp(tj_str(w, "kind"), kind)) && n < cap)
-			rows[n++] = w;
-	}
-	return n;
-}
-
 /*
  * The truth is the program's own: its CPU time over capacity x wall (Go),
  * tokio's busy duration, a loop thread's CPU time. That is its busy time
@@ -62,21 +41,19 @@ static int quiet(double wait_s, double capacity, double wall_s)
 
 static void go_case(const char *name, double busy)
 {
-	need(name);
+	rc_need(name);
 	int fd;
 	pid_t pid = rc_spawn_go(name, 2, busy, &fd);
 	sleep(1);
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
 	double r0, w0, r1, w1;
 	long long t0 = ts_now_ms();
 	rc_sched(pid, 0, &r0, &w0);
-	json_object *doc = tj_list(pids, WINDOW);
+	json_object *doc = tj_list_pid(pid, WINDOW);
 	rc_sched(pid, 0, &r1, &w1);
 	double wall = (double)(ts_now_ms() - t0) / 1e3;
 	double truth_busy = 100.0 * (r1 - r0) / (2.0 * wall);
 	json_object *rows[8];
-	int n = rows_of(doc, pid, NULL, rows, 8);
+	int n = tj_rows(doc, pid, NULL, rows, 8);
 	cr_assert_eq(n, 1, "%s: %d rows, one scheduler expected: %s", name, n, json_object_to_json_string(doc));
 	cr_expect_str_eq(tj_str(rows[0], "kind"), "scheduler");
 	cr_expect_str_eq(tj_str(rows[0], "runtime"), "go");
@@ -116,11 +93,9 @@ Test(schedulers, idle_prometheus, .timeout = 90)
 	const char *argv[] = { "/usr/bin/prometheus", cf, df, "--web.listen-address=127.0.0.1:0", NULL };
 	pid_t pid = tc_spawn_argv(argv, NULL);
 	sleep(3); /* past its start-up: its TSDB opened, its Ms parked */
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	json_object *doc = tj_list(pids, WINDOW);
+	json_object *doc = tj_list_pid(pid, WINDOW);
 	json_object *rows[16];
-	int n = rows_of(doc, pid, NULL, rows, 16), sched = 0;
+	int n = tj_rows(doc, pid, NULL, rows, 16), sched = 0;
 	for (int i = 0; i < n; i++) {
 		cr_expect_str_neq(tj_str(rows[i], "limit"), "loop", "a row says limit loop: %s",
 				  json_object_to_json_string(rows[i]));
@@ -141,7 +116,7 @@ Test(schedulers, idle_prometheus, .timeout = 90)
 
 Test(schedulers, tokio_two_workers, .timeout = 90)
 {
-	need("tokioserver");
+	rc_need("tokioserver");
 	int fd;
 	pid_t blocking;
 	pid_t pid = rc_spawn_tokio(0.30, &fd, &blocking);
@@ -158,9 +133,7 @@ Test(schedulers, tokio_two_workers, .timeout = 90)
 	long long t0 = ts_now_ms();
 	for (int i = 0; i < 2; i++)
 		rc_sched(pid, wk[i], &r0[i], &q0[i]);
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	json_object *doc = tj_list(pids, WINDOW);
+	json_object *doc = tj_list_pid(pid, WINDOW);
 	for (int i = 0; i < 2; i++)
 		rc_sched(pid, wk[i], &r1[i], &q1[i]);
 	double wall = (double)(ts_now_ms() - t0) / 1e3;
@@ -172,7 +145,7 @@ Test(schedulers, tokio_two_workers, .timeout = 90)
 	double truth_idle = 100.0 * (1.0 - (b1 - b0) / (2.0 * (wall1 - wall0)));
 	double truth_cpu = 100.0 * (r1[0] - r0[0] + r1[1] - r0[1]) / (2.0 * wall);
 	json_object *rows[8];
-	int n = rows_of(doc, pid, "scheduler", rows, 8);
+	int n = tj_rows(doc, pid, "scheduler", rows, 8);
 	cr_assert_eq(n, 1, "one scheduler row: %s", json_object_to_json_string(doc));
 	cr_expect_str_eq(tj_str(rows[0], "runtime"), "tokio");
 	cr_expect_eq(tj_num(rows[0], "threads"), 2, "2 workers: %s", json_object_to_json_string(rows[0]));
@@ -182,17 +155,11 @@ Test(schedulers, tokio_two_workers, .timeout = 90)
 		cr_expect(fabs(idle - truth_idle) <= WITHIN, "idle %.1f, worker_total_busy_duration says %.1f", idle,
 			  truth_idle);
 	/* the sleeper is named, as the blocking pool's */
-	json_object *ms;
-	int found = 0;
-	cr_assert(json_object_object_get_ex(rows[0], "members", &ms));
-	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		json_object *m = json_object_array_get_idx(ms, i);
-		if (tj_num(m, "tid") == blocking) {
-			found = 1;
-			cr_expect_str_eq(tj_str(m, "role"), "blocking");
-		}
-	}
-	cr_expect(found, "the spawn_blocking thread %d is not among %s", (int)blocking, json_object_to_json_string(ms));
+	json_object *m = tj_member(rows[0], blocking);
+	cr_expect(m, "the spawn_blocking thread %d is not among %s", (int)blocking,
+		  json_object_to_json_string(tj_get(rows[0], "members")));
+	if (m)
+		cr_expect_str_eq(tj_str(m, "role"), "blocking");
 	json_object_put(doc);
 	tc_kill(pid);
 	close(fd);
@@ -200,7 +167,7 @@ Test(schedulers, tokio_two_workers, .timeout = 90)
 
 Test(schedulers, netty_loops_grouped, .timeout = 120)
 {
-	need("netty/NettyServer.class");
+	rc_need("netty/NettyServer.class");
 	pid_t pid = rc_spawn_netty(0.30);
 	pid_t loops[8];
 	int nl = 0;
@@ -208,13 +175,11 @@ Test(schedulers, netty_loops_grouped, .timeout = 120)
 		usleep(100000);
 	cr_assert_eq(nl, 3, "a boss loop and 2 worker loops: %d", nl);
 	sleep(2); /* past the JIT's first compiles */
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
 	double r0[8], w0[8], r1[8], w1[8];
 	long long t0 = ts_now_ms();
 	for (int i = 0; i < nl; i++)
 		rc_sched(pid, loops[i], &r0[i], &w0[i]);
-	json_object *doc = tj_list(pids, WINDOW);
+	json_object *doc = tj_list_pid(pid, WINDOW);
 	for (int i = 0; i < nl; i++)
 		rc_sched(pid, loops[i], &r1[i], &w1[i]);
 	double wall = (double)(ts_now_ms() - t0) / 1e3;
@@ -239,25 +204,23 @@ Test(schedulers, netty_loops_grouped, .timeout = 120)
 /* A ForkJoinPool of 2 workers: one row, judged as Go's against its workers' own time. */
 Test(schedulers, forkjoinpool_two_workers, .timeout = 120)
 {
-	need("netty/FjpLoad.class");
+	rc_need("netty/FjpLoad.class");
 	pid_t pid = rc_spawn_fjp(0.30);
 	sleep(2); /* past the JIT's first compiles */
 	pid_t wk[4];
 	int nw = rc_threads_named(pid, "ForkJoinPool", wk, 4);
 	cr_assert_eq(nw, 2, "%d pool workers", nw);
 	double r0[2], q0[2], r1[2], q1[2];
-	char pids[32];
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
 	long long t0 = ts_now_ms();
 	for (int i = 0; i < 2; i++)
 		rc_sched(pid, wk[i], &r0[i], &q0[i]);
-	json_object *doc = tj_list(pids, WINDOW);
+	json_object *doc = tj_list_pid(pid, WINDOW);
 	for (int i = 0; i < 2; i++)
 		rc_sched(pid, wk[i], &r1[i], &q1[i]);
 	double wall = (double)(ts_now_ms() - t0) / 1e3;
 	double truth_busy = 100.0 * (r1[0] - r0[0] + r1[1] - r0[1]) / (2.0 * wall);
 	json_object *rows[8];
-	int n = rows_of(doc, pid, "scheduler", rows, 8);
+	int n = tj_rows(doc, pid, "scheduler", rows, 8);
 	cr_assert_eq(n, 1, "one scheduler row: %s", json_object_to_json_string(doc));
 	cr_expect_str_eq(tj_str(rows[0], "runtime"), "jvm");
 	cr_expect_eq(tj_num(rows[0], "threads"), 2);

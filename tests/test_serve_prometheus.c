@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,12 +50,8 @@ static pid_t start_prometheus(int target, int port)
 	snprintf(a1, sizeof(a1), "--config.file=%s", conf);
 	snprintf(a2, sizeof(a2), "--storage.tsdb.path=%s", data);
 	snprintf(a3, sizeof(a3), "--web.listen-address=%s", listen);
-	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
+	pid_t pid = tc_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		int fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);

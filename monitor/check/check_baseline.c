@@ -57,6 +57,18 @@ static int num(json_object *o, const char *key, double def, double lo, double hi
 	return 0;
 }
 
+/* The member key: absent is false, else it must be true or false. */
+static int flag(json_object *r, const char *key, int *out, char *why, size_t len)
+{
+	json_object *c = member(r, key);
+	if (c && !json_object_is_type(c, json_type_boolean)) {
+		snprintf(why, len, "%s is not true or false", key);
+		return -EINVAL;
+	}
+	*out = c && json_object_get_boolean(c);
+	return 0;
+}
+
 /* The values a metric takes, from the unit thresholds use for it. */
 static void metric_range(const char *name, double *lo, double *hi)
 {
@@ -118,12 +130,12 @@ static int read_row(json_object *r, struct check_baseline_row *row, char *why, s
 		snprintf(why, len, "value %g outside its interval [%g, %g]", e->est, e->lo, e->hi);
 		return -EINVAL;
 	}
-	json_object *c = member(r, "correlated");
-	if (c && !json_object_is_type(c, json_type_boolean)) {
-		snprintf(why, len, "correlated is not true or false");
+	if (flag(r, "correlated", &e->correlated, why, len) < 0 || flag(r, "unresolved", &e->unresolved, why, len) < 0)
 		return -EINVAL;
-	}
-	e->correlated = c && json_object_get_boolean(c);
+	/* a figure the samples could not resolve (a sampled lag): known to be
+	 * unknown, so a threshold relative to it is inconclusive, not nothing */
+	if (e->unresolved && isnan(e->est))
+		e->ok = 1;
 	return 0;
 }
 

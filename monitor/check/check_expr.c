@@ -250,6 +250,8 @@ static int parse_limit(struct cursor *c, struct check_threshold *t)
 	const struct check_metric *m = t->metric;
 	int pct = m->unit && strcmp(m->unit, "%") == 0;
 	t->coef = 1;
+	if (strncmp(c->p, "baseline", 8) == 0 && word_len(c->p) == 8 && c->ctx->changes)
+		return fail_at(c, c->p, "a change is judged against the first run already: no 'baseline' here");
 	if (strncmp(c->p, "baseline", 8) == 0 && word_len(c->p) == 8) {
 		t->relative = 1;
 		c->p += 8;
@@ -274,12 +276,18 @@ static int parse_limit(struct cursor *c, struct check_threshold *t)
 		}
 		return 0;
 	}
-	if (*c->p == '-')
+	double sign = 1;
+	if (*c->p == '-' && c->ctx->changes) {
+		sign = -1;
+		c->p++;
+	} else if (*c->p == '-') {
 		return fail_at(c, c->p, "a limit is never negative");
+	}
 	const char *at = c->p;
 	if (parse_number(c, &t->value) || parse_unit(c, m, &t->value))
 		return -EINVAL;
-	if (pct && t->value > 100)
+	t->value *= sign;
+	if (pct && fabs(t->value) > 100)
 		return fail_at(c, at, "%g%% is out of range: a percentage is 0..100", t->value);
 	return 0;
 }

@@ -60,6 +60,10 @@ struct check_parse_ctx {
 	int    (*filter_ok)(void *arg, const struct check_metric *m, const char *key, const char *value,
 			    char *why, size_t whylen);
 	void    *arg;
+	/* limits are changes between two runs (diff's --fail-on): they may be
+	 * negative (idle_pct<-5: idle fell by more than 5 points), and
+	 * 'baseline' is refused, the other run being the baseline */
+	int      changes;
 };
 
 /*

@@ -125,10 +125,11 @@ void check_report_table(FILE *out, const struct check_result *r, size_t n)
 		const struct estimate *e = &r[i].value;
 		snprintf(iv, sizeof(iv), "[%s, %s]", fmt(e->lo, lo, sizeof(lo)), fmt(e->hi, hi, sizeof(hi)));
 		snprintf(ne, sizeof(ne), "%.0f", e->n_eff);
-		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s%s\n", check__worker(&r[i], w, sizeof(w)),
+		fprintf(out, "%-28s %-32s %9s  %-21s %7s  %s%s%s%s\n", check__worker(&r[i], w, sizeof(w)),
 			r[i].threshold->text, fmt(e->est, v, sizeof(v)), iv, e->ok ? ne : "-",
 			check_verdict_str(r[i].verdict), r[i].gone ? " (the worker exited)" : "",
-			e->correlated ? " (correlated: sample longer)" : "");
+			e->correlated ? " (correlated: sample longer)" : "",
+			e->unresolved ? " (not resolved by the samples: list says why)" : "");
 	}
 }
 
@@ -150,7 +151,8 @@ int check_report_tap(FILE *out, const struct check_run_info *info, const struct 
 		fputs(" ", out);
 		tap_desc(out, check__worker(&r[i], w, sizeof(w)));
 		if (v == CHECK_INCONCLUSIVE && !info->inconclusive_fail)
-			fputs(" # SKIP inconclusive: the interval straddles the limit", out);
+			fputs(r[i].value.unresolved ? " # SKIP inconclusive: not resolved by the samples"
+						    : " # SKIP inconclusive: the interval straddles the limit", out);
 		fputs("\n  ---\n", out);
 		check__describe(out, &r[i], "  ");
 		fputs("  ...\n", out);
@@ -224,6 +226,8 @@ static void json_result(struct json *j, const struct check_result *r)
 	json_double(j, r->value.lag1, 3);
 	json_key(j, "correlated");
 	json_boolean(j, r->value.correlated);
+	json_key(j, "unresolved");   /* a sampled figure finer than the samples resolve (lag) */
+	json_boolean(j, r->value.unresolved);
 	json_key(j, "time_s");
 	json_double(j, r->time_s, 3);
 	json_key(j, "gone");

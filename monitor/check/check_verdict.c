@@ -22,6 +22,8 @@ static int good(enum check_op op, double x, double limit)
 
 enum check_verdict check_decide(enum check_op op, const struct estimate *e, double limit, int point_estimate)
 {
+	if (e && e->ok && e->unresolved && !isnan(limit))
+		return CHECK_INCONCLUSIVE;   /* measured, but finer than the samples resolve */
 	if (!e || !e->ok || isnan(e->est) || isnan(limit))
 		return CHECK_NOTHING;
 	if (point_estimate)

@@ -4,7 +4,8 @@
  *
  * pass:         the whole 95% interval is on the good side of the limit
  * fail:         the whole interval is on the bad side
- * inconclusive: the interval straddles the limit (sample longer)
+ * inconclusive: the interval straddles the limit (sample longer), or the
+ *               samples cannot resolve the figure (estimate.unresolved)
  * nothing:      no samples for this threshold: never a pass (k6 #1346)
  * With point_estimate the estimate alone is compared (weaker: noise near
  * the limit flips it). A relative threshold is judged on the interval of

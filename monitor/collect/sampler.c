@@ -298,6 +298,19 @@ static void sample_all(struct sampler *s, uint64_t now)
  * reading: its schedstat is that reading's (see read_sched_all). A worker
  * this tick skipped counts when its slot shows that poll now, as the
  * shortcut would have. */
+/* w's voluntary switches for a schedstat reading st at `at`: read at most
+ * once a second, and only for a thread that ran since its last reading (a
+ * parked loop costs nothing); 0: not read this time. */
+static uint64_t wakes_of(struct sworker *w, const struct probe_schedstat *st, uint64_t at)
+{
+	uint64_t n;
+	if (at < w->wakes_at + NS || st->run_ns == w->judged.run_ns ||
+	    probe_schedstat_voluntary(w->pid, w->tid, &n) < 0 || !n)
+		return 0;
+	w->wakes_at = at;
+	return n;
+}
+
 static int sched_unchanged(const struct sworker *w)
 {
 	int in_poll = w->tick_mode == TICK_POLL_SHORTCUT ||
@@ -363,7 +376,7 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 		} else {
 			continue;
 		}
-		series_add_sched(&w->series, at, st->run_ns, st->wait_ns);
+		series_add_sched_wakes(&w->series, at, st->run_ns, st->wait_ns, wakes_of(w, st, at));
 		struct probe_schedstat cur = *st;
 		w->judged = cur;
 		/* a thread sampled less often than this pass may have no sample
@@ -594,7 +607,7 @@ static int shown(const struct sampler *s, const struct sworker *w)
 {
 	if (w->sched)
 		return w->series.samples > 0;
-	return w->instrumented || (w->series.polls_seen > 0 && !w->member) || s->all_threads;
+	return w->instrumented || (sampler_is_loop(w) && !w->member) || s->all_threads;
 }
 
 /* Shown, and of a role shown: a loop left out is counted by its role. */

@@ -85,6 +85,9 @@ struct sworker {
 	unsigned role_n;              /* how many times */
 	unsigned waits;               /* what its loop waits on (probe_waitset.h), at that judgement */
 	int      worked;              /* seen waiting on more than wake-ups, or on a CPU: never a helper */
+	uint64_t wakes_at;            /* when its voluntary switches were last read (wakes_of) */
+	int      busy_loop;           /* named, never seen in its poll, busy in a process holding an epoll
+	                               * instance: a loop saturated from the start (sampler_roles.c) */
 	int      poll_fds[PROBE_VERDICT_FDS]; /* the fds of its last plain poll-loop wait */
 	int      npoll_fds;
 	char     tag[LOOPSTAT_TAG_LEN];
@@ -114,6 +117,12 @@ struct sworker {
 	int      bpf_noff;            /* places given */
 	struct series series;
 };
+
+/* A loop: seen in its poll, or saturated from the start (busy_loop). */
+static inline int sampler_is_loop(const struct sworker *w)
+{
+	return w->series.polls_seen > 0 || w->busy_loop;
+}
 
 #define SCHED_MEMBERS 64          /* threads a scheduler row follows */
 
@@ -263,6 +272,8 @@ int  sampler_cgroup_spenders(const struct sampler *s, int cg, pid_t *pids, int c
 /* Whether pid holds a listening TCP socket, as of the last pass: 1, 0,
  * or -1 when its sockets were not read yet. */
 int  sampler_listens(struct sampler *s, pid_t pid);
+/* Whether pid holds an epoll instance, as of its last fd walk; -1: not walked yet. */
+int  sampler_holds_epoll(struct sampler *s, pid_t pid);
 void sampler_free_limits(struct sampler *s);
 
 /* sampler_roles.c, on the sampling thread with s->lock held, after

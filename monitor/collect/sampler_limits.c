@@ -252,6 +252,14 @@ static void read_listeners(struct sampler *s, uint64_t now)
 	}
 }
 
+int sampler_holds_epoll(struct sampler *s, pid_t pid)
+{
+	size_t k;
+	if (!idmap_get(&s->by_listener, (uint64_t)pid, &k))
+		return -1;
+	return s->lis[k].set.eventpolls > 0;
+}
+
 int sampler_listens(struct sampler *s, pid_t pid)
 {
 	size_t k;

@@ -113,7 +113,7 @@ static int is_loop(const struct sampler *s, pid_t pid, pid_t tid)
 {
 	const struct sworker *w = sampler_find_worker((struct sampler *)s, pid, tid);
 	/* a scheduler's pool is its row's capacity, not a helper pool */
-	return tid == s->self_tid || (w && (w->instrumented || w->series.polls_seen || w->member));
+	return tid == s->self_tid || (w && (w->instrumented || sampler_is_loop(w) || w->member));
 }
 
 /* p's thread list, as /proc lists it now: new ones opened, gone ones
@@ -206,7 +206,7 @@ static void follow_processes(struct sampler *s, struct sampler_pools *P, uint64_
 	for (size_t i = 0; i < s->n; i++) {
 		const struct sworker *w = s->w[i];
 		size_t k;
-		if (w->gone_ns || w->sched || w->member || !(w->instrumented || w->series.polls_seen))
+		if (w->gone_ns || w->sched || w->member || !(w->instrumented || sampler_is_loop(w)))
 			continue;
 		if (!idmap_get(&P->by_pid, (uint64_t)w->pid, &k)) {
 			if (P->np >= POOL_MAX_PROCS)
@@ -488,7 +488,7 @@ static void flush_second(struct sampler *s, struct pool_proc *p, uint64_t now)
 	/* not a helper loop's: it hands the pool no work (node's second loop) */
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
-		if (w->pid == p->pid && !w->gone_ns && !w->sched && !w->member && (w->instrumented || w->series.polls_seen) &&
+		if (w->pid == p->pid && !w->gone_ns && !w->sched && !w->member && (w->instrumented || sampler_is_loop(w)) &&
 		    w->role != SNAP_ROLE_HELPER)
 			series_add_pool(&w->series, now, best->threads, (uint32_t)best->n, (uint32_t)best->busy);
 	}

@@ -98,6 +98,45 @@ static enum snap_role judge(struct sampler *s, struct sworker *w)
 											   : SNAP_ROLE_UNKNOWN;
 }
 
+/* A named thread never seen in its poll, busy in (nearly) every sample of
+ * BUSY_LOOP_SAMPLES or more and running now and then (not parked in one
+ * blocking call), whose process holds an epoll instance: a
+ * loop saturated from the start, whose poll always has events and so
+ * never blocks (a listener whose accept queue is never empty), in a
+ * process none of whose threads was seen waiting in a poll. Sampled it
+ * reads idle ~0; the limits' backlog and pool rules apply to it. */
+#define BUSY_LOOP_SAMPLES 20
+#define BUSY_LOOP_SHARE   0.9
+#define BUSY_LOOP_CPU_NS  (5 * 1000000ull)   /* it ran: a thread parked in one read never does */
+
+/* Whether another thread of w's process was seen in its poll (or publishes). */
+static int process_polls(const struct sampler *s, const struct sworker *w)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sworker *o = s->w[i];
+		if (o != w && o->pid == w->pid && !o->gone_ns && (o->instrumented || o->series.polls_seen))
+			return 1;
+	}
+	return 0;
+}
+
+static void judge_busy_loop(struct sampler *s, struct sworker *w)
+{
+	/* a process whose loop was seen waiting: its busy threads are its helpers (sampler_pools.c) */
+	if (w->busy_loop && process_polls(s, w))
+		w->busy_loop = 0;
+	if (w->busy_loop || !w->kept || w->instrumented || w->member || w->sched || w->series.polls_seen)
+		return;
+	const uint32_t *n = w->series.total.n;
+	const struct series_sched *a = &w->series.total.sched_first, *z = &w->series.sched_last;
+	if (!a->valid || !z->valid || z->run_ns < a->run_ns + BUSY_LOOP_CPU_NS)
+		return;
+	double all = (double)n[SERIES_POLL] + n[SERIES_RUNNING] + n[SERIES_BLOCKED] + n[SERIES_OTHER];
+	if (all >= BUSY_LOOP_SAMPLES && n[SERIES_RUNNING] + n[SERIES_BLOCKED] >= BUSY_LOOP_SHARE * all &&
+	    sampler_holds_epoll(s, w->pid) > 0 && !process_polls(s, w))
+		w->busy_loop = 1;
+}
+
 int sampler_judge_roles(struct sampler *s, uint64_t now)
 {
 	int pending = 0;
@@ -111,6 +150,7 @@ int sampler_judge_roles(struct sampler *s, uint64_t now)
 			ss.run_ns = 0;
 		if (ss.run_ns >= HELPER_CPU_NS)
 			w->worked = 1;
+		judge_busy_loop(s, w);
 		/* a listening process's loop that worked is a server whatever it
 		 * waits on: its fds (a readlink each) are not read */
 		if (!w->instrumented && w->series.polls_seen && !(w->worked && sampler_listens(s, w->pid) > 0))
@@ -122,7 +162,7 @@ int sampler_judge_roles(struct sampler *s, uint64_t now)
 		struct sworker *w = s->w[i];
 		if (w->gone_ns || !due(w, now))
 			continue;
-		if (!w->instrumented && !w->series.polls_seen) {
+		if (!w->instrumented && !sampler_is_loop(w)) {
 			/* not sampled yet, or a thread listed by -p or 't' that
 			 * never polled (no loop): only the first is waited for */
 			pending |= s->servers_only && w->role_at == 0 && w->series.samples == 0;

@@ -251,6 +251,7 @@ void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint3
 		add_counts(a, b, sec, series_class_of(v->cls), v, NULL, 1);
 	}
 	/* a pool's busy span: every thread of its capacity out of its park */
+	a->pooled = 1;
 	track_span(a, b, t_ns, running + blocked >= capacity, 0);
 }
 
@@ -328,8 +329,18 @@ static void hist_add_runnable(struct series *a, uint64_t t0, uint64_t t1, double
 
 void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns)
 {
-	struct series_sched s = { 1, t_ns, run_ns, wait_ns };
+	series_add_sched_wakes(a, t_ns, run_ns, wait_ns, 0);
+}
+
+void series_add_sched_wakes(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns, uint64_t wakes)
+{
 	const struct series_sched *p = &a->sched_last;
+	/* read less often than schedstat: a reading carries the latest */
+	struct series_sched s = { 1, t_ns, run_ns, wait_ns, wakes, wakes ? t_ns : 0 };
+	if (!wakes && p->valid) {
+		s.wakes = p->wakes;
+		s.wakes_ns = p->wakes_ns;
+	}
 	if (p->valid && t_ns > p->t_ns && run_ns >= p->run_ns && wait_ns >= p->wait_ns)
 		hist_add_runnable(a, p->t_ns, t_ns, (double)(run_ns - p->run_ns + wait_ns - p->wait_ns));
 	bucket(a, (int64_t)(t_ns / NS))->sched = s;

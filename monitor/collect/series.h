@@ -43,6 +43,8 @@ struct series_sched {           /* schedstat at one instant */
 	int      valid;
 	uint64_t t_ns;
 	uint64_t run_ns, wait_ns;
+	uint64_t wakes;          /* voluntary switches (its sleeps) at the latest reading of them ... */
+	uint64_t wakes_ns;       /* ... taken then (the series' clock); 0: none yet */
 };
 
 struct series_cgroup {          /* the worker's cgroup's cpu controller at one instant */
@@ -240,6 +242,8 @@ struct series {
 	uint64_t span_prev_ns;                   /* when that sample was taken, 0: none to go on */
 	uint64_t span_start_ns;                  /* the estimated start of the span in progress, 0: none */
 	int      exact_spans;                    /* spans come from the kernel (series_add_exact), not the samples */
+	uint8_t  pooled;                         /* a scheduler's pool (series_add_pooled): a sample is a thread's
+	                                          * share of a tick, a span a run of ticks with every thread busy */
 	struct series_exact exact_last;          /* the last exact reading */
 	struct series_totals total;
 	struct series_reading shm_last;
@@ -282,6 +286,10 @@ void series_set_fiber(struct series *a, uint32_t tag_index, const char *tag);
 
 /* A schedstat reading at t_ns. */
 void series_add_sched(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns);
+/* The same with the times the thread slept of its own accord so far (a
+ * loop's blocking polls: how often it cycles, for the lag's resolution,
+ * model/lag.h); 0: not read this time. */
+void series_add_sched_wakes(struct series *a, uint64_t t_ns, uint64_t run_ns, uint64_t wait_ns, uint64_t wakes);
 
 /* A reading of the worker's cgroup at t_ns (read once a second per group);
  * group tells the worker's cgroups apart (it may be moved), shared_only

@@ -214,6 +214,10 @@ void list_json_worker(struct json *j, const struct worker_view *w)
 		json_string(j, model_limit_name((enum metric_limit)l));
 	json_key(j, "limit_reason");
 	json_string(j, why);
+	if (w->lag_why[0]) {   /* a lag_* row is null because the samples cannot resolve it */
+		json_key(j, "lag_why");
+		json_string(j, w->lag_why);
+	}
 	json_stalls(j, w);
 	json_pools(j, w);
 	if (w->exact && !w->instrumented) {
@@ -481,7 +485,25 @@ void list_print_text(FILE *out, const struct model *m)
 	char left[160];
 	if (*model_left_out_text(m, left, sizeof(left)))
 		fprintf(out, "%s\n", left);
+	list_print_lag_why(out, m);
 	list_print_source(out, m);
+}
+
+void list_print_lag_why(FILE *out, const struct model *m)
+{
+	char why[sizeof(m->workers[0].lag_why) * 4];
+	const struct worker_view *one = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->workers[i].lag_why[0] && !n++)
+			one = &m->workers[i];
+	if (n == 1) {
+		esc_copy(why, sizeof(why), &esc_term, one->lag_why, SIZE_MAX, NULL);
+		fprintf(out, "lag of %d/%d unresolved, %s\n", (int)one->pid, (int)one->tid, why);
+	} else if (n > 1) {   /* one line, not one a worker: --json says why for each */
+		fprintf(out, "lag of %zu workers unresolved by the samples (lag_why in --json; --source bpf resolves it)\n",
+			n);
+	}
 }
 
 void list_print_source(FILE *out, const struct model *m)

@@ -13,6 +13,9 @@ void list_print_json(FILE *out, const struct model *m);
 void list_print_text(FILE *out, const struct model *m);
 /* The line naming a bpf source, or why auto fell back to proc; nothing for proc as asked. */
 void list_print_source(FILE *out, const struct model *m);
+/* A line on the workers whose lag_* the samples cannot resolve: the one and
+ * why, or how many. */
+void list_print_lag_why(FILE *out, const struct model *m);
 /* list --by service: a row per service. */
 void list_print_services(FILE *out, const struct model *m);
 /* The same over the model's services' roll-up named as what ("service",

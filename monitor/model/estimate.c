@@ -219,6 +219,7 @@ int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	out->batch_s = a->batch_s;
 	out->lag1 = a->lag1;
 	out->correlated = a->correlated || b->correlated;
+	out->unresolved = a->unresolved || b->unresolved;
 
 	double va = a->se * a->se, vb = coef * coef * b->se * b->se;
 	out->se = sqrt(va + vb);
@@ -239,5 +240,26 @@ int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	double half = est_t975(out->df) * out->se;
 	out->lo = out->est - half;
 	out->hi = out->est + half;
+	return 0;
+}
+
+int est_share_diff(double ka, double na, double kb, double nb, double scale, struct estimate *out)
+{
+	if (!out || !(ka >= 0 && ka <= na && kb >= 0 && kb <= nb) || !isfinite(na) || !isfinite(nb))
+		return -EINVAL;
+	unknown(out, EST_PROPORTION);
+	if (na <= 0 || nb <= 0)
+		return 0;
+	double pa = ka / na, pb = kb / nb;
+	double ca = stats_wilson_centre(pa, na), ha = stats_wilson_half(pa, na);
+	double cb = stats_wilson_centre(pb, nb), hb = stats_wilson_half(pb, nb);
+	double la = ca - ha, ua = ca + ha, lb = cb - hb, ub = cb + hb;
+	out->ok = 1;
+	out->est = (pb - pa) * scale;
+	out->lo = (pb - pa - sqrt((pb - lb) * (pb - lb) + (ua - pa) * (ua - pa))) * scale;
+	out->hi = (pb - pa + sqrt((ub - pb) * (ub - pb) + (pa - la) * (pa - la))) * scale;
+	out->se = (out->hi - out->lo) / (2 * STATS_Z975);
+	out->df = INFINITY;
+	out->n = out->n_eff = nb;
 	return 0;
 }

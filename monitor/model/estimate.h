@@ -60,6 +60,8 @@ struct estimate {
 	double   batch_s;   /* mean seconds per batch */
 	double   lag1;      /* lag-1 autocorrelation of the batch residuals (NaN if k < 3) */
 	int      correlated; /* batches still dependent at the fewest batches: run longer */
+	int      unresolved; /* ok, but the samples cannot resolve it (a lag from spans shorter than
+	                      * the sampling period): est is NaN, a check on it inconclusive */
 };
 
 /*
@@ -82,6 +84,17 @@ int est_point(const struct est_sec *secs, size_t nsec, enum est_kind kind, doubl
  */
 int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	       struct estimate *out);
+
+/*
+ * The change of a share between two runs of independent samples: kb of nb
+ * against ka of na, × scale (100: points). est = pb − pa; the 95% interval
+ * is Newcombe's hybrid score interval (his method 10: each run's Wilson
+ * interval, combined), honest at shares of 0 and for few samples, as a
+ * profile frame's own share is (profile_node_share). n is nb. Returns 0 or
+ * -EINVAL (counts above their totals, negative or non-finite ones); either
+ * total 0: out->ok = 0.
+ */
+int est_share_diff(double ka, double na, double kb, double nb, double scale, struct estimate *out);
 
 /* The 0.975 quantile of Student's t with df degrees of freedom (df >= 1; inf → normal). */
 double est_t975(double df);

@@ -742,6 +742,7 @@ void eval_track_seconds(struct eval_track *t, struct eval_period *p, const struc
 	t->n = hi >= lo ? (size_t)(hi - lo + 1) : 0;
 	t->disagreements = a->self_disagreements;
 	t->exact = a->exact;
+	t->pooled = a->pooled;
 	for (int64_t sec = lo; sec <= hi; sec++)
 		eval_period_of(&p[sec - lo], sec >= 0 ? &a->detail[sec % SERIES_DETAIL_S] : NULL, sec);
 	/* Baseline: the last readings before the range; else, for a worker
@@ -787,5 +788,6 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 				   a->total.lag_max_ns, a->total.n2, a->samples };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
 				  .cg_base = a->total.cg_first, .exact_base = a->total.exact_first,
-				  .disagreements = a->self_disagreements, .exact = a->exact };
+				  .disagreements = a->self_disagreements, .exact = a->exact,
+				  .pooled = a->pooled };
 }

@@ -58,6 +58,7 @@ struct eval_track {
 	struct series_exact exact_base;      /* the kernel's counts before the first period (bpf), valid 0: none */
 	uint64_t disagreements;              /* run total of /proc contradicting the slot (a TALLY) */
 	int      exact;                      /* the class counts are exact: a share's interval is its value */
+	int      pooled;                     /* a scheduler's pool: its spans are runs of whole-pool ticks */
 };
 
 /* blocked_pct's filter: blocked samples of this syscall and fd only (-1: any). */

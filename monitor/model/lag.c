@@ -5,6 +5,8 @@
 #include "model/lag.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "probe_shm.h"
@@ -61,8 +63,11 @@ static void add_sampled(const struct eval_track *t, struct lag_hist *h)
 	}
 }
 
-static void sampled_max(const struct eval_track *t, struct lag_hist *h)
+/* The longest span and what the resolution rule weighs; 1 when t's spans
+ * are the kernel's (an exact reading in the range). */
+static int sampled_max(const struct eval_track *t, struct lag_hist *h)
 {
+	int kernel = t->exact_base.valid;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct eval_period *p = &t->p[i];
 		if (!p->b)
@@ -70,16 +75,40 @@ static void sampled_max(const struct eval_track *t, struct lag_hist *h)
 		/* whole microseconds, as a second's bucket keeps it */
 		double m = (p->lag_total ? (double)(p->lag_max_ns / 1000) : p->b->lag_max_us) * 1e3;
 		h->max_ns = fmax(h->max_ns, m);
-		for (int c = 0; c < SERIES_NCLASS; c++)
+		for (int c = 0; c < SERIES_NCLASS; c++) {
 			h->samples |= p->b->n[c] > 0;
+			h->all_w += p->b->n[c];
+			h->busy_w += c == SERIES_POLL ? 0 : p->b->n[c];
+		}
+		h->taken += p->lag_total ? (double)p->taken_total : p->b->taken;
+		kernel |= p->b->exact.valid;
 	}
+	/* how often the thread slept in its poll (and woke) between the
+	 * readings of it the range's first and last schedstat readings carry */
+	const struct series_sched *first = t->sched_base.valid ? &t->sched_base : NULL, *last = NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct series_bucket *b = t->p[i].b;
+		if (b && b->sched.valid) {
+			if (!first)
+				first = &b->sched;
+			last = &b->sched;
+		}
+	}
+	if (first && last && first->wakes_ns && last->wakes_ns > first->wakes_ns && last->wakes >= first->wakes) {
+		h->wakes += (double)(last->wakes - first->wakes);
+		h->wakes_ns += (double)(last->wakes_ns - first->wakes_ns);
+	}
+	return kernel;
 }
 
 void lag_collect(const struct eval_track *const *ts, size_t nt, struct lag_hist *h)
 {
 	memset(h, 0, sizeof(*h));
-	for (size_t w = 0; w < nt; w++)
-		sampled_max(ts[w], h);
+	h->spans_exact = nt > 0;
+	for (size_t w = 0; w < nt; w++) {
+		h->spans_exact &= sampled_max(ts[w], h);
+		h->pooled |= ts[w]->pooled;
+	}
 	/* exact only when every worker has it: the two kinds of bins do not mix */
 	h->exact = nt > 0;
 	for (size_t w = 0; w < nt && h->exact; w++)
@@ -149,6 +178,105 @@ void lag_octaves(const struct lag_hist *h, int shift, double *out, int n)
 	}
 }
 
+/* A thread that slept (in its poll) and woke this many times a sampling
+ * period cycles through spans and gaps far shorter than the period:
+ * whatever runs its samples show are merges. */
+#define LAG_RES_WAKES 3
+
+/* Busy/idle samples this correlated from one to the next (lag 1, a
+ * two-state chain: 1 − spans / the spans random samples would make) are
+ * runs of real spans and gaps, not chance. */
+#define LAG_RES_RHO   0.3
+/* A chance this small that random samples made as many long runs. */
+#define LAG_RES_ALPHA 0.01
+
+/* P(X >= c) for X Poisson with mean e. */
+static double poisson_sf(double c, double e)
+{
+	if (c <= e)
+		return 1;
+	if (c > e + 12 * sqrt(e) + 30)
+		return 0;
+	double term = exp(-e), cdf = 0;
+	for (int i = 0; i < c; i++) {
+		cdf += term;
+		term *= e / (i + 1);
+	}
+	return fmax(0, 1 - cdf);
+}
+
+/* The spans h counted at least ns long (a bin straddling ns by its share). */
+static double spans_over(const struct lag_hist *h, double ns)
+{
+	double c = 0;
+	for (int k = 0; k < h->nbins; k++) {
+		if (h->lo[k] >= ns)
+			c += h->n[k];
+		else if (h->hi[k] > ns)
+			c += h->n[k] * (h->hi[k] - ns) / (h->hi[k] - h->lo[k]);
+	}
+	return c;
+}
+
+static int unresolved(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int unresolved(char *why, size_t len, const char *fmt, ...)
+{
+	if (why && len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return 0;
+}
+
+int lag_resolved(const struct lag_hist *h, double v_ns, char *why, size_t len)
+{
+	if (why && len)
+		why[0] = '\0';
+	/* a pool's ticks are its threads' shares: its runs are not weighed here */
+	if (h->exact || h->spans_exact || h->pooled || h->taken <= 0 || h->all_w <= 0 || isnan(v_ns))
+		return 1;
+	double b = h->busy_w / h->all_w, q = 1 - b;
+	if (b <= 0)
+		return 1;   /* never out of its poll: no span longer than about a period, and none seen */
+	if (q <= 0)
+		return unresolved(why, len, "never seen in its poll: spans shorter than a sampling period read as one");
+	if (h->total <= 0)
+		return 1;   /* no span ended: the one in progress, as long as it has lasted */
+	/* the period the worker's samples reached: a run of k busy samples
+	 * reads as a span of about k periods */
+	double sum = 0;
+	for (int k = 0; k < h->nbins; k++)
+		sum += h->n[k] * (h->lo[k] + h->hi[k]) / 2;
+	double period = sum / (h->taken * b), gap = h->taken * q / h->total;
+	double wakes = h->wakes_ns > 0 ? h->wakes / h->wakes_ns * period : 0;
+	if (wakes >= LAG_RES_WAKES)
+		return unresolved(why, len, "it woke %.0f times per sampling period of %.1f ms: its spans and gaps are "
+				  "shorter than the period", wakes, period / 1e6);
+	if (gap < LAG_RES_PERIODS)
+		return unresolved(why, len, "idle gaps average %.1f sampling periods of %.1f ms, under %d: spans closer "
+				  "together read as one", gap, period / 1e6, LAG_RES_PERIODS);
+	if (v_ns < LAG_RES_PERIODS * period)
+		return unresolved(why, len, "%.1f ms is under %d sampling periods of %.1f ms", v_ns / 1e6,
+				  LAG_RES_PERIODS, period / 1e6);
+	double chance = h->taken * b * q;   /* the runs random samples would make */
+	if (1 - h->total / chance >= LAG_RES_RHO)
+		return 1;
+	/* or runs of x periods or more (x from LAG_RES_PERIODS up to the
+	 * figure's length, at the bins' edges) far more often than random
+	 * samples make them: a tail of long spans among short ones */
+	for (int k = 0; k < h->nbins; k++) {
+		double x = (k ? h->lo[k] : 0) / period;
+		if (x < LAG_RES_PERIODS || h->lo[k] > v_ns)
+			continue;
+		if (poisson_sf(floor(spans_over(h, h->lo[k]) + 1e-9), chance * pow(b, x - 1)) < LAG_RES_ALPHA)
+			return 1;
+	}
+	return unresolved(why, len, "busy samples (%.0f%%) fall as if at random: spans much shorter than the %.1f-ms "
+			  "sampling period read as runs of it", 100 * b, period / 1e6);
+}
+
 void lag_eval(const struct eval_track *const *ts, size_t nt, int pct, struct estimate *out)
 {
 	struct lag_hist h;
@@ -160,4 +288,15 @@ void lag_eval(const struct eval_track *const *ts, size_t nt, int pct, struct est
 	out->ok = !isnan(ns);
 	out->est = out->lo = out->hi = ns / 1e6;
 	out->n = out->n_eff = h.total;
+	if (out->ok && !lag_resolved(&h, ns, NULL, 0)) {
+		out->unresolved = 1;
+		out->est = out->lo = out->hi = NAN;
+	}
+}
+
+int lag_why(const struct eval_track *const *ts, size_t nt, int pct, char *why, size_t len)
+{
+	struct lag_hist h;
+	lag_collect(ts, nt, &h);
+	return lag_resolved(&h, lag_quantile(&h, pct), why, len);
 }

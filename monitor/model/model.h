@@ -149,6 +149,8 @@ struct worker_view {
 	 * shorter one, the last every longer one */
 	double   lag_octaves[MODEL_LAG_OCTAVES];
 	int      lag_exact;               /* from the runtime's slot or the kernel (bpf), else sampled */
+	char     lag_why[200];            /* why a lag_* row the samples cannot resolve is unknown
+	                                   * ("lag_p99_ms: ..."), "" when every one is known */
 
 	struct stall_view stall_log[SERIES_STALLS]; /* the last stalls captured, newest first */
 	int      nstall_log;

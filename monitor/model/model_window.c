@@ -222,6 +222,24 @@ static void exact_rows(const struct eval_track *t, struct worker_view *w)
 		w->headroom_ops_per_s = w->ops_per_s / (1 - w->idle_pct / 100);
 }
 
+/* The lag rows the samples cannot resolve, and why the last (the
+ * tail's reason, the one a check on p99 or max meets), into w->lag_why. */
+static void lag_unresolved_why(const struct eval_track *t, struct worker_view *w)
+{
+	char why[160], last[160] = "", names[40] = "";
+	size_t k = 0;
+	w->lag_why[0] = '\0';
+	for (int i = 0; i < METRIC_NWORKER; i++) {
+		const struct metric *m = &metric_worker[i];
+		if (m->kind != METRIC_LAG || lag_why(&t, 1, m->arg, why, sizeof(why)) || k >= sizeof(names))
+			continue;
+		k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", k ? ", " : "", m->name);
+		memcpy(last, why, sizeof(last));
+	}
+	if (k)
+		snprintf(w->lag_why, sizeof(w->lag_why), "%s: %s", names, last);
+}
+
 static void fill_worker(const struct series *a, const struct eval_track *t, const struct eval_track *ti,
 			int64_t now_sec, int instrumented, struct worker_view *w)
 {
@@ -237,6 +255,7 @@ static void fill_worker(const struct series *a, const struct eval_track *t, cons
 	lag_collect(&t, 1, &lag);
 	lag_octaves(&lag, MODEL_LAG_SHIFT, w->lag_octaves, MODEL_LAG_OCTAVES);
 	w->lag_exact = lag.exact || a->exact_spans;
+	lag_unresolved_why(t, w);
 	memset(w->totals, 0, sizeof(w->totals));
 	w->fiber_tag[0] = '\0';
 	w->shortcut_samples = 0;

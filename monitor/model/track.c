@@ -98,6 +98,7 @@ int tracks_update(struct tracks *ts, const struct snapshot *snap)
 				return -ENOMEM;
 		tr->disagreements = w->series.self_disagreements;
 		tr->exact = w->series.exact;
+		tr->pooled = w->series.pooled;
 		if (!tr->shm_first.valid)
 			tr->shm_first = w->series.total.shm_first;
 		if (!tr->sched_first.valid)
@@ -130,6 +131,7 @@ static void track_of(const struct track *tr, int64_t lo, int64_t hi, struct eval
 	t->n = (size_t)(hi - lo + 1);
 	t->disagreements = tr->disagreements;
 	t->exact = tr->exact;
+	t->pooled = tr->pooled;
 	for (int64_t sec = lo; sec <= hi; sec++) {
 		const struct track_sec *r = track_at(tr, sec);
 		eval_period_of(&p[sec - lo], r ? &r->b : NULL, sec);

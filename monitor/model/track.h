@@ -37,6 +37,7 @@ struct track {
 	struct series_cgroup cg_first;
 	uint64_t disagreements;   /* run total, as the series counts it */
 	int      exact;           /* its class counts are exact (series.exact) */
+	int      pooled;          /* a scheduler's pool (series.pooled) */
 };
 
 struct tracks {

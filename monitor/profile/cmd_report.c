@@ -27,11 +27,6 @@ static const struct cli_option options[] = {
 	{ 0 },
 };
 
-static int add(void *arg, const struct rec_event *ev)
-{
-	return profile_acc_add(arg, ev);
-}
-
 static int run(int argc, char **argv)
 {
 	struct profile_cli c = { 0 };
@@ -55,7 +50,7 @@ static int run(int argc, char **argv)
 	struct profile_acc *acc = profile_acc_new(PROFILE_ACC_AUTO_FIBER);
 	struct rec_meta rm;
 	long line = 0;
-	int err = acc ? rec_read(f, &rm, add, acc, &line) : -ENOMEM;
+	int err = acc ? profile_acc_read(acc, f, &rm, &line) : -ENOMEM;
 	if (f != stdin)
 		fclose(f);
 	if (rec_format_error(err))

@@ -131,7 +131,12 @@ static struct acc_thread *thread_of(struct profile_acc *a, const struct rec_even
 	memset(t, 0, sizeof(*t));
 	t->pid = ev->pid;
 	t->tid = ev->tid;
-	if (!(t->label = strdup(ev->thread)))
+	const char *sp = strchr(ev->thread, ' ');
+	if (a->flags & PROFILE_ACC_BY_NAME && sp && sp[1])   /* "PID/TID name": pids change between runs */
+		t->label = ev->pid == ev->tid ? strdup(sp + 1) : (asprintf(&t->label, "%s (other threads)", sp + 1) < 0 ? NULL : t->label);
+	else
+		t->label = strdup(ev->thread);
+	if (!t->label)
 		return NULL;
 	if (idmap_put(&a->by_tid, key, a->nth) < 0) {
 		free(t->label);
@@ -308,13 +313,35 @@ static int add_captured(struct profile_acc *a, const struct rec_event *ev)
 	return 0;
 }
 
+/* A target without what differs from run to run of the same program: a
+ * pipe's or socket's inode ("pipe:[7230779]" is "pipe"). NULL stays NULL. */
+static const char *stable_target(char *buf, size_t len, const char *target)
+{
+	if (!target)
+		return NULL;
+	size_t o = 0;
+	for (const char *p = target; *p && o + 1 < len; p++) {
+		size_t d = 0;
+		if (p[0] == ':' && p[1] == '[')
+			while (p[2 + d] >= '0' && p[2 + d] <= '9')
+				d++;
+		if (d && p[2 + d] == ']') {
+			p += 2 + d;
+			continue;
+		}
+		buf[o++] = *p;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 {
 	if (!ev->thread || ev->cls < PROBE_POLL || ev->cls > PROBE_OTHER)
 		return -EINVAL;
 	if (ev->stall_ms)
 		return add_captured(a, ev);
-	unsigned tf = a->flags & ~PROFILE_ACC_AUTO_FIBER;
+	unsigned tf = a->flags & ~(PROFILE_ACC_AUTO_FIBER | PROFILE_ACC_BY_NAME);
 	if (a->flags & PROFILE_ACC_AUTO_FIBER && ev->instrumented)
 		tf |= PROFILE_TREE_BY_FIBER;
 	if (!a->tree && !(a->tree = profile_tree_new(tf)))
@@ -333,13 +360,16 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 	}
 	if (err < 0)
 		return err;
+	char target[PROFILE_LABEL_MAX];
 	if (ev->cls == PROBE_RUNNING) {
 		err = hold(t, ev);
 	} else {
 		struct profile_sample s = {
 			.thread = t->label, .service = t->service,
 			.state = ev->cls == PROBE_POLL ? PROFILE_IDLE : PROFILE_BLOCKED,
-			.syscall = ev->syscall, .target = ev->target, .frames = ev->frames, .nframes = ev->nframes,
+			.syscall = ev->syscall,
+			.target = a->flags & PROFILE_ACC_BY_NAME ? stable_target(target, sizeof(target), ev->target) : ev->target,
+			.frames = ev->frames, .nframes = ev->nframes,
 			.fiber = ev->fiber,
 		};
 		err = profile_tree_add(a->tree, &s, 1);
@@ -354,7 +384,7 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 
 struct profile_tree *profile_acc_finish(struct profile_acc *a)
 {
-	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~PROFILE_ACC_AUTO_FIBER)))
+	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~(PROFILE_ACC_AUTO_FIBER | PROFILE_ACC_BY_NAME))))
 		return NULL;
 	for (size_t i = 0; i < a->nth; i++)
 		if (settle(a, &a->th[i]) < 0 || close_run(&a->th[i]) < 0)
@@ -409,4 +439,14 @@ int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
 			(unsigned long long)st[i].runs);
 	}
 	return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+static int read_one(void *arg, const struct rec_event *ev)
+{
+	return profile_acc_add(arg, ev);
+}
+
+int profile_acc_read(struct profile_acc *a, FILE *f, struct rec_meta *meta, long *line)
+{
+	return rec_read(f, meta, read_one, a, line);
 }

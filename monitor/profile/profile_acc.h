@@ -26,7 +26,11 @@ struct profile_acc;
 #define PROFILE_ACC_MAX_THREADS (1u << 18)
 _Static_assert(REC_MAX_THREADS == PROFILE_ACC_MAX_THREADS, "report's message names one thread cap");
 
-/* flags as profile_tree_new's, or PROFILE_ACC_AUTO_FIBER. NULL with errno set. */
+/* Threads are labelled by their name alone ("PID/TID " dropped), so two
+ * runs' trees line up whatever their pids (diff); same-named threads pool. */
+#define PROFILE_ACC_BY_NAME 0x200u
+
+/* flags as profile_tree_new's, or PROFILE_ACC_AUTO_FIBER, PROFILE_ACC_BY_NAME. NULL with errno set. */
 struct profile_acc *profile_acc_new(unsigned flags);
 void profile_acc_delete(struct profile_acc *a);
 
@@ -59,6 +63,10 @@ int  profile_acc_stalls(const struct profile_acc *a, struct profile_stall *out, 
 /* "longest run without a switch" lines for the text report (none when no
  * worker was instrumented). 0 or -EIO. */
 int  profile_acc_write_stalls(const struct profile_acc *a, FILE *f);
+
+/* Every event of the recording on f into a: rec_read's returns and
+ * *meta, *line (report and diff read a file the same way). */
+int  profile_acc_read(struct profile_acc *a, FILE *f, struct rec_meta *meta, long *line);
 
 /* Samples added, and the first and last t_ns seen. */
 uint64_t profile_acc_samples(const struct profile_acc *a, uint64_t *first_ns, uint64_t *last_ns);

@@ -20,6 +20,7 @@
 #ifndef LOOPSTAT_PROFILE_OUT_H
 #define LOOPSTAT_PROFILE_OUT_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "profile/profile_tree.h"
@@ -31,6 +32,11 @@ struct profile_meta {
 	double duration_s;     /* wall time sampled */
 	int    threads;        /* text and svg: every thread apart (--threads), not identical ones merged */
 	double start_unix;     /* pprof: when sampling began, seconds since the epoch (0: unknown) */
+	/* svg: a frame's fill and a note after its share, when it returns 1
+	 * (diff colours what changed); NULL or 0: the profile's own palette */
+	int  (*svg_fill)(void *arg, const struct profile_node *n, char *fill, size_t fill_len, char *note,
+			 size_t note_len);
+	void  *svg_arg;
 };
 
 struct profile_text_opts {

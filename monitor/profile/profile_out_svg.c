@@ -97,6 +97,7 @@ struct svg_walk {
 	double total;  /* root samples */
 	double scale;  /* px per sample */
 	double height; /* of the whole image */
+	const struct profile_meta *meta;  /* borrowed, may be NULL */
 };
 
 static void svg_node(struct svg_walk *w, const struct profile_node *n, double x, int depth)
@@ -107,8 +108,10 @@ static void svg_node(struct svg_walk *w, const struct profile_node *n, double x,
 	double y = w->height - SVG_BOTTOM - (depth + 1) * SVG_FH;
 	double ci;
 	double pct = profile_node_share(n, &ci);
-	char fill[32];
-	fill_of(n, fill, sizeof(fill));
+	char fill[32], note[128] = "";
+	if (!w->meta || !w->meta->svg_fill ||
+	    w->meta->svg_fill(w->meta->svg_arg, n, fill, sizeof(fill), note, sizeof(note)) != 1)
+		fill_of(n, fill, sizeof(fill));
 
 	fprintf(w->out, "<g class=\"f\" data-x=\"%.2f\" data-w=\"%.2f\" data-d=\"%d\"><title>", x, width, depth);
 	xml_text(w->out, n->label, SIZE_MAX);
@@ -117,6 +120,10 @@ static void svg_node(struct svg_walk *w, const struct profile_node *n, double x,
 	else
 		fprintf(w->out, " (%llu samples, %.2f%% \xc2\xb1%.2f of the %s)", (unsigned long long)n->count,
 			pct, ci, n->level == PROFILE_L_THREAD ? "profile" : "thread");
+	if (note[0]) {
+		fputc(' ', w->out);
+		xml_text(w->out, note, SIZE_MAX);
+	}
 	const char *svc = n->level == PROFILE_L_THREAD ? profile_thread_service(n) : NULL;
 	if (svc) {
 		fputs(" service ", w->out);
@@ -182,6 +189,7 @@ int profile_write_svg(FILE *out, struct profile_tree *t, const struct profile_me
 		.total = (double)root->count,
 		.scale = root->count ? (SVG_W - 2 * SVG_XPAD) / (double)root->count : 0,
 		.height = SVG_TOP + depth * SVG_FH + SVG_BOTTOM,
+		.meta = meta,
 	};
 	const char *title = meta && meta->title ? meta->title : "loopstat profile";
 

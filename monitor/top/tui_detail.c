@@ -194,6 +194,8 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
 		mvprintw(y++, 2, "%.2fms |%s| %.1fs+", ldexp(1, MODEL_LAG_SHIFT) / 1e6, top > 0 ? spark : "",
 			 ldexp(1, MODEL_LAG_SHIFT + MODEL_LAG_OCTAVES - 1) / 1e9);
 	}
+	if (w->lag_why[0] && y < end)   /* the model's own words: why a figure above is "-" */
+		mvprintw(y++, 2, "unresolved %.*s", COLS > 14 ? COLS - 14 : 0, w->lag_why);
 	return y;
 }
 

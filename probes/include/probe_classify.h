@@ -96,6 +96,10 @@ void probe_classify(const struct probe_sc_sample *s, int wait_fd, struct probe_v
  * whatever its flags). */
 int probe_syscall_is_event_wait(long nr);
 
+/* True when nr is epoll_wait, epoll_pwait or epoll_pwait2 (those the
+ * architecture has). */
+int probe_syscall_is_epoll_wait(long nr);
+
 /* True when s is inside an event-wait syscall that really waits for events
  * (io_uring_enter: GETEVENTS with min_complete > 0). */
 int probe_sample_waits_for_events(const struct probe_sc_sample *s);

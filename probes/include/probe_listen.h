@@ -19,6 +19,7 @@ struct probe_listen_set {
 	uint64_t ino[PROBE_LISTEN_MAX_SOCKETS];   /* socket inodes among its fds */
 	int      n;
 	uint64_t netns;                           /* its network namespace's inode */
+	int      eventpolls;                      /* epoll instances among its fds (a loop's, saturated or not) */
 };
 
 struct probe_listen_row {       /* one LISTEN row */
@@ -32,7 +33,7 @@ struct probe_listen {
 	uint32_t limit;          /* ... and its backlog */
 };
 
-/* The socket inodes among pid's fds and its network namespace into set
+/* The socket inodes among pid's fds, its epoll instances and its network namespace into set
  * (a walk of /proc/PID/fd: redo it now and then, not at every read).
  * 0 or -errno. */
 int probe_listen_scan(pid_t pid, struct probe_listen_set *set);

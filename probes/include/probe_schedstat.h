@@ -44,6 +44,12 @@ int probe_schedstat_parse(const char *buf, size_t len, struct probe_schedstat *o
 /* Open, sample, close: for one-off reads. */
 int probe_schedstat_read(pid_t pid, pid_t tid, struct probe_schedstat *out);
 
+/* The times the task went to sleep of its own accord (voluntary_ctxt_switches
+ * of <root>/PID/task/TID/status: for a loop, each wait in its poll that
+ * blocked), unlike pcount, which preemptions also count. One open + read
+ * (~10 us): not a per-sample cost. Returns 0, -ESRCH, -EINVAL or -errno. */
+int probe_schedstat_voluntary(pid_t pid, pid_t tid, uint64_t *n);
+
 /*
  * The unchanged-state test. pcount counts the times a thread was put on a
  * CPU: if neither it nor the CPU time moved between a reading taken just

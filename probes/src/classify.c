@@ -25,6 +25,7 @@
 static char *names[NR_LIMIT];            /* owned for the process lifetime */
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 static unsigned char is_wait[NR_LIMIT];  /* event-wait syscalls */
+static unsigned char is_epoll[NR_LIMIT]; /* the epoll_wait family */
 static unsigned char takes_fd[NR_LIMIT]; /* first argument is an fd */
 static pthread_once_t sets_once = PTHREAD_ONCE_INIT;
 
@@ -38,14 +39,17 @@ static void build_sets(void)
 {
 #ifdef SYS_epoll_wait
 	mark(is_wait, SYS_epoll_wait);
+	mark(is_epoll, SYS_epoll_wait);
 	mark(takes_fd, SYS_epoll_wait);
 #endif
 #ifdef SYS_epoll_pwait
 	mark(is_wait, SYS_epoll_pwait);
+	mark(is_epoll, SYS_epoll_pwait);
 	mark(takes_fd, SYS_epoll_pwait);
 #endif
 #ifdef SYS_epoll_pwait2
 	mark(is_wait, SYS_epoll_pwait2);
+	mark(is_epoll, SYS_epoll_pwait2);
 	mark(takes_fd, SYS_epoll_pwait2);
 #endif
 #ifdef SYS_select
@@ -98,6 +102,12 @@ int probe_syscall_is_event_wait(long nr)
 {
 	ensure_sets();
 	return nr >= 0 && nr < NR_LIMIT && is_wait[nr];
+}
+
+int probe_syscall_is_epoll_wait(long nr)
+{
+	ensure_sets();
+	return nr >= 0 && nr < NR_LIMIT && is_epoll[nr];
 }
 
 int probe_syscall_takes_fd(long nr)

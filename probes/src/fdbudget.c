@@ -96,6 +96,16 @@ static void evict_one(void)
 	}
 }
 
+void probe__fd_make_room(void)
+{
+	pthread_mutex_lock(&fdb_lock);
+	if (!fdb_budget)
+		fdb_budget = default_budget();
+	while (fdb_open >= fdb_budget && fdb_open)
+		evict_one();
+	pthread_mutex_unlock(&fdb_lock);
+}
+
 uint32_t probe__fd_charge(int fd, uint32_t id)
 {
 	pthread_mutex_lock(&fdb_lock);
@@ -112,6 +122,9 @@ uint32_t probe__fd_charge(int fd, uint32_t id)
 				return 0;   /* uncharged: the file stays open, outside the budget */
 			}
 			id = ++fdb_n;
+			/* calloc'd: fd 0 until filled below, and the clock must
+			 * not take it for an open file (it would close fd 0) */
+			ent(id)->fd = -1;
 		} else {
 			pthread_mutex_unlock(&fdb_lock);
 			return 0;

@@ -48,6 +48,7 @@ int probe_listen_scan(pid_t pid, struct probe_listen_set *set)
 		return -errno;
 	}
 	set->n = 0;
+	set->eventpolls = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) && set->n < PROBE_LISTEN_MAX_SOCKETS) {
 		ssize_t l = readlinkat(dfd, e->d_name, link, sizeof(link) - 1);
@@ -57,6 +58,8 @@ int probe_listen_scan(pid_t pid, struct probe_listen_set *set)
 		unsigned long long ino;
 		if (sscanf(link, "socket:[%llu]", &ino) == 1)
 			set->ino[set->n++] = ino;
+		else if (strcmp(link, "anon_inode:[eventpoll]") == 0)
+			set->eventpolls++;
 	}
 	closedir(d);
 	return 0;

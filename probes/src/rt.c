@@ -3,6 +3,7 @@
  * pooled thread's sample says about the pool's capacity.
  */
 #include "probe_rt.h"
+#include "probe_classify.h"
 #include "probe_discover.h"
 #include "probe_proc.h"
 
@@ -107,19 +108,7 @@ int probe_rt_detect(pid_t pid, const char *comm, struct probe_rt_proc *out)
 /* The waits a pooled thread parks in. */
 static int is_park(long nr)
 {
-	switch (nr) {
-	case SYS_futex:
-	case SYS_epoll_pwait:
-#ifdef SYS_epoll_wait
-	case SYS_epoll_wait:
-#endif
-#ifdef SYS_epoll_pwait2
-	case SYS_epoll_pwait2:
-#endif
-		return 1;
-	default:
-		return 0;
-	}
+	return nr == SYS_futex || probe_syscall_is_epoll_wait(nr);
 }
 
 enum probe_rt_state probe_rt_state_of(enum probe_rt rt, const struct probe_sc_sample *s)

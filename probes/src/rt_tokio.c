@@ -7,6 +7,7 @@
  * blocking work itself (a sleep, a file read, a child's wait).
  */
 #include "probe_rt.h"
+#include "probe_classify.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -15,6 +16,8 @@ int probe_rt_tokio_evidence(const struct probe_sc_sample *s)
 {
 	if (s->state != PROBE_SC_IN_SYSCALL)
 		return 0;
+	if (probe_syscall_is_epoll_wait(s->nr))
+		return 1;             /* the worker holding the I/O driver */
 	switch (s->nr) {
 	case SYS_futex: {
 		int op = (int)(s->args[1] & FUTEX_CMD_MASK);
@@ -22,14 +25,6 @@ int probe_rt_tokio_evidence(const struct probe_sc_sample *s)
 			return 0;
 		return s->args[3] ? -1 : 1;   /* a timeout: the keep-alive */
 	}
-	case SYS_epoll_pwait:
-#ifdef SYS_epoll_wait
-	case SYS_epoll_wait:
-#endif
-#ifdef SYS_epoll_pwait2
-	case SYS_epoll_pwait2:
-#endif
-		return 1;
 	case SYS_nanosleep:
 	case SYS_clock_nanosleep:
 	case SYS_read:

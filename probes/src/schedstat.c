@@ -9,6 +9,7 @@
 #include "fdbudget_int.h"
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,6 +70,7 @@ static int ss_open(struct probe_schedstat_file *f)
 	f->err = probe_proc_path(path, sizeof(path), "%d/task/%d/schedstat", (int)f->pid, (int)f->tid);
 	if (f->err < 0)
 		return f->err;
+	probe__fd_make_room();
 	f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	f->err = f->fd < 0 ? -errno : 0;
 	if (f->fd >= 0)
@@ -144,4 +146,22 @@ int probe_schedstat_check_pays(uint64_t check_ns, uint64_t read_ns, const struct
 		     (double)(b->run_ns - a->run_ns) / (double)wall_ns;
 	/* an eighth to spare, so that noise in either cost does not flip it */
 	return hit * (double)read_ns > 1.125 * (double)check_ns;
+}
+
+int probe_schedstat_voluntary(pid_t pid, pid_t tid, uint64_t *n)
+{
+	char path[PATH_MAX], buf[4096];
+	int err = probe_proc_path(path, sizeof(path), "%d/task/%d/status", (int)pid, (int)tid);
+	if (err < 0)
+		return err;
+	ssize_t len = probe_read_file(path, buf, sizeof(buf));
+	if (len < 0)
+		return len == -ENOENT ? -ESRCH : (int)len;
+	static const char key[] = "\nvoluntary_ctxt_switches:";
+	const char *at = strstr(buf, key);
+	unsigned long long v;
+	if (!at || sscanf(at + sizeof(key) - 1, "%llu", &v) != 1)
+		return -EINVAL;
+	*n = v;
+	return 0;
 }

@@ -158,6 +158,7 @@ static int sc_open(struct probe_syscall *p)
 	p->err = probe_proc_path(path, sizeof(path), "%d/task/%d/syscall", (int)p->pid, (int)p->tid);
 	if (p->err < 0)
 		return p->err;
+	probe__fd_make_room();
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	p->err = p->fd < 0 ? -errno : 0;
 	if (p->fd >= 0)

@@ -2,8 +2,10 @@
  * children.c — child processes with known behaviour for sampler tests.
  */
 #include "children.h"
+#include "carbon.h"
 #include "fiberloop.h"
 #include "support.h"
+#include "users.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -324,13 +326,39 @@ pid_t tc_spawn_burner(double idle_s, double burn_s)
 	return pid;
 }
 
-pid_t tc_fork_child(void)
+pid_t tc_fork(void)
 {
 	pid_t parent = getpid(), pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		die_with_parent(parent);
+	cr_assert_geq(pid, 0, "fork");
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+	}
 	return pid;
+}
+
+pid_t tc_spawn_quiet(char *const argv[], const struct ts_user *as)
+{
+	pid_t pid = tc_fork();
+	if (pid == 0) {
+		if (as && ts_become(as) < 0)
+			_exit(126);
+		if (as)   /* a change of credentials cleared it */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0), dup2(null, 1), dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+void tc_wait_listen(int port, const char *what)
+{
+	for (int i = 0; i < 1000 && !carbon_port_open(port); i++)
+		usleep(10000);
+	cr_assert(carbon_port_open(port), "%s listens on %d", what, port);
 }
 
 void tc_kill(pid_t pid)

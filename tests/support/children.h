@@ -66,9 +66,19 @@ void tc_spans_delete(struct tc_spans *spans);
  * and over. Returns the pid. */
 pid_t tc_spawn_burner(double idle_s, double burn_s);
 
-/* fork(2) for a child that dies with the test (PR_SET_PDEATHSIG): 0 in
- * the child, its pid in the parent. */
-pid_t tc_fork_child(void);
+/* fork() for a child that must not outlive the test: in the child, killed
+ * (SIGKILL) when the test process dies, and gone at once if it already
+ * has. Fails the test when fork fails; returns as fork does. */
+pid_t tc_fork(void);
+
+struct ts_user;
+/* Starts argv (looked up in PATH unless it names a path) with stdin,
+ * stdout and stderr on /dev/null, as user `as` when not NULL, killed when
+ * the test process dies. */
+pid_t tc_spawn_quiet(char *const argv[], const struct ts_user *as);
+/* Waits up to 10 s for something to listen on 127.0.0.1:port; fails the
+ * test (naming what) when nothing does. */
+void tc_wait_listen(int port, const char *what);
 
 /* Kills and reaps a child. */
 void tc_kill(pid_t pid);

@@ -6,6 +6,8 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,17 +36,85 @@ json_object *tj_list_beside(const char *pids, const char *duration, char *const 
 	return doc;
 }
 
-json_object *tj_worker(json_object *doc, pid_t pid, pid_t tid)
+json_object *tj_list_pid(pid_t pid, const char *duration)
 {
-	json_object *ws;
-	cr_assert(json_object_object_get_ex(doc, "workers", &ws), "no workers array");
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	return tj_list(p, duration);
+}
+
+#define TJ_ARGS 24
+
+json_object *tj_list_with(int timeout_ms, const char *duration, ...)
+{
+	char *argv[TJ_ARGS] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", (char *)duration };
+	int n = 5;
+	va_list ap;
+	va_start(ap, duration);
+	for (const char *a = va_arg(ap, const char *); a && n < TJ_ARGS - 1; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	char *out = NULL;
+	int rc = ts_run(argv, &out, timeout_ms);
+	cr_assert_eq(rc, 0, "list exited %d: %s", rc, out ? out : "");
+	json_object *doc = json_tokener_parse(out);
+	cr_assert(doc, "list's JSON does not parse: %s", out);
+	free(out);
+	return doc;
+}
+
+json_object *tj_get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\" in %s", key, json_object_to_json_string(o));
+	return v;
+}
+
+json_object *tj_find(json_object *doc, pid_t pid, pid_t tid)
+{
+	json_object *ws = tj_get(doc, "workers");
 	for (size_t i = 0; i < json_object_array_length(ws); i++) {
 		json_object *w = json_object_array_get_idx(ws, i);
 		if (tj_num(w, "pid") == pid && (!tid || tj_num(w, "tid") == tid))
 			return w;
 	}
-	cr_assert_fail("no worker %d/%d", (int)pid, (int)tid);
 	return NULL;
+}
+
+json_object *tj_worker(json_object *doc, pid_t pid, pid_t tid)
+{
+	json_object *w = tj_find(doc, pid, tid);
+	cr_assert(w, "no worker %d/%d", (int)pid, (int)tid);
+	return w;
+}
+
+int tj_rows(json_object *doc, pid_t pid, const char *kind, json_object **rows, int cap)
+{
+	json_object *ws = tj_get(doc, "workers");
+	int n = 0;
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		json_object *w = json_object_array_get_idx(ws, i);
+		if (tj_num(w, "pid") == pid && (!kind || !strcmp(tj_str(w, "kind"), kind)) && n < cap)
+			rows[n++] = w;
+	}
+	return n;
+}
+
+json_object *tj_member(json_object *w, pid_t tid)
+{
+	json_object *ms = tj_get(w, "members");
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+		if (tj_num(m, "tid") == tid)
+			return m;
+	}
+	return NULL;
+}
+
+json_object *tj_pools(json_object *w)
+{
+	return tj_get(w, "pools");
 }
 
 double tj_num(json_object *o, const char *key)

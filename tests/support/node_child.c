@@ -1,12 +1,12 @@
 /* node_child.c — a node server burning CPU in a named JS function (node_child.h). */
 #include "support/node_child.h"
+#include "support/children.h"
 #include "support/support.h"
 
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,10 +41,8 @@ void node_start(struct node_run *r, const char *dir, int burn_ms)
 	cr_assert_eq(ts_write_file(script, node_script, sizeof(node_script) - 1), 0);
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
-	r->pid = fork();
-	cr_assert_geq(r->pid, 0);
+	r->pid = tc_fork();   /* a test killed on its timeout leaks no node */
 	if (r->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test killed on its timeout leaks no node */
 		dup2(out[1], 1);
 		close(out[0]);
 		if (chdir(dir) != 0)   /* V8 leaves its isolate log in the cwd */
@@ -73,4 +71,22 @@ void node_stop(struct node_run *r)
 	char map[64];
 	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)r->pid);
 	unlink(map);
+}
+
+pid_t node_pbkdf2_start(void)
+{
+	if (system("command -v node >/dev/null 2>&1") != 0)
+		cr_skip_test("node is not installed");
+	static const char script[] =
+		"const c = require('crypto');"
+		"function go() { c.pbkdf2('pw', 'salt', 100000, 64, 'sha512', go); }"
+		"for (let i = 0; i < 8; i++) go();"
+		"setTimeout(() => process.exit(0), 30000);";
+	pid_t pid = tc_fork();
+	if (pid == 0) {
+		setenv("UV_THREADPOOL_SIZE", "2", 1);
+		execlp("node", "node", "-e", script, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
 }

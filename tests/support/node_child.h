@@ -1,7 +1,8 @@
 /*
  * node_child.h — a real node HTTP server whose handler burns CPU for a
  * given time in burnCpuForAWhile, run with --perf-basic-prof, and a client thread
- * that keeps one request in flight (for the JIT-stack and agreement tests).
+ * that keeps one request in flight (for the JIT-stack and agreement tests);
+ * and a node whose threadpool is saturated (for the pool tests).
  */
 #ifndef TESTS_NODE_CHILD_H
 #define TESTS_NODE_CHILD_H
@@ -21,5 +22,10 @@ struct node_run {
 void node_start(struct node_run *r, const char *dir, int burn_ms);
 /* Stops the client, kills node, removes its perf map. */
 void node_stop(struct node_run *r);
+
+/* node with a libuv threadpool of 2 kept busy by eight pbkdf2 calls in a
+ * ring (its pool threads never wait), exiting after 30 s; skips the test
+ * (cr_skip_test) without node. Stop it with tc_kill. */
+pid_t node_pbkdf2_start(void);
 
 #endif /* TESTS_NODE_CHILD_H */

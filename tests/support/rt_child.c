@@ -17,6 +17,13 @@
 
 #define NETTY_JARS "common buffer transport codec handler resolver"
 
+void rc_need(const char *name)
+{
+	char path[600];
+	if (rc_program(name, path, sizeof(path)) < 0)
+		cr_skip_test("%s was not built (its toolchain was missing at build time)", path);
+}
+
 int rc_program(const char *name, char *buf, size_t len)
 {
 	char bin[512];

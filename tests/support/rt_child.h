@@ -11,6 +11,8 @@
 /* build/programs/NAME beside $LOOPSTAT_BIN into buf; 0 when it exists,
  * else -1 (the caller skips: the toolchain was missing at build time). */
 int rc_program(const char *name, char *buf, size_t len);
+/* Skips the test (cr_skip_test) unless build/programs/NAME was built. */
+void rc_need(const char *name);
 
 /* Starts goserver (or goserver-stripped) with GOMAXPROCS=procs at busy
  * share busy; returns once it listens. *fd: its stdout. */

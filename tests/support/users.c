@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +38,12 @@ void ts_user_add(struct ts_user *u)
 	}
 	u->uid = pw->pw_uid;
 	u->gid = pw->pw_gid;
+}
+
+void ts_user_add_sweeping(struct ts_user *u)
+{
+	unsetenv("LOOPSTAT_DISCOVER");
+	ts_user_add(u);
 }
 
 void ts_user_del(struct ts_user *u)

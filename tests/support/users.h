@@ -19,6 +19,10 @@ struct ts_user {
  * useradd is missing or fails. Pair with ts_user_del(), e.g. in .fini.
  */
 void ts_user_add(struct ts_user *u);
+/* ts_user_add for the suites that sweep the host as a plain loopstat
+ * does: first clears LOOPSTAT_DISCOVER (run-tests.sh makes --instrumented
+ * the suites' default). */
+void ts_user_add_sweeping(struct ts_user *u);
 /* Removes the user and its group (no-op if it was never created). */
 void ts_user_del(struct ts_user *u);
 

@@ -1,0 +1,147 @@
+/* The sampled lag's resolution rule on synthetic sample streams: random busy samples, frequent wakes and gaps under 3 periods are unresolved; long spans and a tail of long spans among short ones are read. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "model/model.h"
+#include "model/model_window.h"
+
+#define NS 1000000000ull
+#define MS 1000000ull
+
+/* one stream per test (a series is large: not on the stack) */
+static struct series stream, *acc = &stream;
+static struct worker_view view;
+
+static void fresh(void)
+{
+	series_init(acc);
+	memset(&view, 0, sizeof(view));
+}
+
+TestSuite(lag_rule, .init = fresh, .timeout = 10);
+
+static const struct probe_verdict POLL = { PROBE_POLL, SYS_epoll_wait, 3 };
+static const struct probe_verdict RUN = { PROBE_RUNNING, -1, -1 };
+
+/* A loop's timeline: busy or in its poll at t ns. */
+typedef int (*busy_fn)(uint64_t t, void *arg);
+
+/* Samples over `seconds` at 100 Hz, each 5..15 ms after the last (the
+ * sampler's randomized interval), classified by busy; the run's view. */
+static void sample(busy_fn busy, void *arg, int seconds)
+{
+	uint64_t t = 10 * MS, end = (uint64_t)seconds * NS;
+	for (; t < end; t += (uint64_t)((5 + 10 * drand48()) * MS))
+		series_add_sample(acc, t, busy(t, arg) ? &RUN : &POLL, NULL);
+	model_window(acc, end, 0, 0, &view);
+}
+
+/* Busy with probability *b at every instant, independently: spans and
+ * gaps far shorter than the period (a server under ab -c 1). */
+static int random_busy(uint64_t t, void *arg)
+{
+	(void)t;
+	return drand48() < *(double *)arg;
+}
+
+/* span ms busy, then gap ms in the poll, over and over. */
+struct periodic {
+	double span, gap;
+};
+
+static int periodic_busy(uint64_t t, void *arg)
+{
+	const struct periodic *p = arg;
+	return fmod((double)t / MS, p->span + p->gap) < p->span;
+}
+
+/* 49 spans of 1 ms and one of 40, each followed by 20 ms in the poll. */
+static int tail_busy(uint64_t t, void *arg)
+{
+	(void)arg;
+	double cycle = 49 * 21.0 + 60, at = fmod((double)t / MS, cycle);
+	if (at < 49 * 21.0)
+		return fmod(at, 21.0) < 1;
+	return at - 49 * 21.0 < 40;
+}
+
+Test(lag_rule, random_busy_samples_are_unresolved_at_any_share)
+{
+	static const double shares[] = { 0.1, 0.2, 0.3, 0.5, 0.7, 0.9 };
+	int resolved = 0, runs = 0;
+	for (size_t i = 0; i < sizeof(shares) / sizeof(shares[0]); i++)
+		for (long seed = 1; seed <= 10; seed++, runs++) {
+			series_init(acc);
+			srand48(seed);
+			double b = shares[i];
+			sample(random_busy, &b, 4);
+			if (!isnan(view.lag_p99_ms) || !isnan(view.lag_max_ms)) {
+				resolved++;
+				cr_log_info("busy %.0f%% seed %ld: p99 %.1f max %.1f", 100 * b, seed, view.lag_p99_ms,
+					    view.lag_max_ms);
+			}
+		}
+	/* the rule's chance of reading a random stream as spans is 1% a test */
+	cr_expect_leq(resolved, 1, "%d of %d random streams read as resolved", resolved, runs);
+}
+
+Test(lag_rule, unresolved_rows_say_why)
+{
+	srand48(7);
+	double b = 0.6;
+	sample(random_busy, &b, 4);
+	cr_expect(isnan(view.lag_p50_ms) && isnan(view.lag_p99_ms) && isnan(view.lag_max_ms));
+	cr_expect(strstr(view.lag_why, "lag_p50_ms, lag_p99_ms, lag_max_ms: ") == view.lag_why, "%s", view.lag_why);
+	cr_expect(strstr(view.lag_why, "sampling period"), "%s", view.lag_why);
+}
+
+/* Spans of span ms and gaps as long, 8 s of them: read, within a period. */
+static void periodic_read(double span, long seed)
+{
+	srand48(seed);
+	struct periodic p = { span, span };
+	sample(periodic_busy, &p, 8);
+	cr_expect_eq(view.lag_why[0], '\0', "%.0f ms: %s", span, view.lag_why);
+	cr_expect(fabs(view.lag_p50_ms - span) <= 10, "%.0f ms: p50 %.1f", span, view.lag_p50_ms);
+	cr_expect(fabs(view.lag_max_ms - span) <= 15, "%.0f ms: max %.1f", span, view.lag_max_ms);
+}
+
+Test(lag_rule, long_spans_and_gaps_are_read) { periodic_read(200, 3); }
+Test(lag_rule, spans_and_gaps_of_four_periods_are_read) { periodic_read(40, 5); }
+
+Test(lag_rule, gaps_under_three_periods_are_unresolved)
+{
+	srand48(9);
+	struct periodic p = { 60, 15 };
+	sample(periodic_busy, &p, 8);
+	cr_expect(isnan(view.lag_p99_ms), "p99 %.1f", view.lag_p99_ms);
+	cr_expect(strstr(view.lag_why, "idle gaps average"), "%s", view.lag_why);
+}
+
+/* The 40-ms tail among 1-ms spans (tests/test_lag's loop): p99 and max
+ * are read, the 1-ms spans' p50 is not. */
+Test(lag_rule, a_tail_of_long_spans_among_short_ones_is_read)
+{
+	srand48(11);
+	sample(tail_busy, NULL, 4);
+	cr_expect(isnan(view.lag_p50_ms), "p50 %.1f", view.lag_p50_ms);
+	cr_expect(fabs(view.lag_p99_ms - 40) <= 15, "p99 %.1f: %s", view.lag_p99_ms, view.lag_why);
+	cr_expect(fabs(view.lag_max_ms - 40) <= 15, "max %.1f", view.lag_max_ms);
+	cr_expect(strstr(view.lag_why, "lag_p50_ms: ") == view.lag_why, "%s", view.lag_why);
+}
+
+/* The same long spans, from a thread that woke 10 times a period (schedstat
+ * readings with its voluntary switches): its runs are merges. */
+Test(lag_rule, a_thread_waking_often_is_unresolved)
+{
+	srand48(3);
+	struct periodic p = { 200, 200 };
+	for (uint64_t s = 0; s <= 8; s++)
+		series_add_sched_wakes(acc, s * NS + 1, s * NS / 2, 0, 1 + s * 1000);
+	sample(periodic_busy, &p, 8);
+	cr_expect(isnan(view.lag_p99_ms), "p99 %.1f", view.lag_p99_ms);
+	cr_expect(strstr(view.lag_why, "woke 10 times per sampling period"), "%s", view.lag_why);
+}
