@@ -20,7 +20,8 @@
  *     registers with a copy of the stack's top for a DWARF unwind): at the
  *     exit of the syscall it blocked in, when preempted, or at the next
  *     poll entry (over by then: no use for a stack).
- * A thread's entry goes when it exits (sched_process_exit).
+ * A thread's entry is marked when it exits (sched_process_exit) and
+ * made anew when its tid is reused.
  * The figures are cumulative; the user side adds what is in progress.
  * A thread's entry is written by its own CPU except for the wake-up, so
  * plain adds suffice.
@@ -33,6 +34,8 @@
 #include "loopstat_bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+#define PF_EXITING 0x00000004 /* include/linux/sched.h: not in BTF (a macro) */
 
 __u32 watch_all = 0;  /* 1: every thread entering a poll-family wait */
 __u32 stall_us = 0;   /* 0: no stall events */
@@ -93,9 +96,9 @@ static __always_inline struct lsb_thread *thread_get(__u32 tid, __u32 tgid, int 
 	if (!w && !watch_all)
 		return NULL; /* the fast path of every other thread on the host */
 	struct lsb_thread *t = bpf_map_lookup_elem(&threads, &tid);
-	/* an entry of another thread group is a dead thread's whose tid was
-	 * reused: its figures are not this thread's */
-	int stale = t && t->tgid != tgid;
+	/* an exited thread's entry, or one of another thread group (the tid
+	 * reused): its figures are not this thread's */
+	int stale = t && (t->dead || t->tgid != tgid);
 	if ((t && !stale) || !create)
 		return stale ? NULL : t;
 	if (!w && create < 2)
@@ -334,7 +337,10 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
-	struct lsb_thread *t = ptid ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
+	/* an exiting thread's switches (it may sleep on its way out) would
+	 * make its entry anew */
+	int pexit = BPF_CORE_READ(prev, flags) & PF_EXITING, nexit = BPF_CORE_READ(next, flags) & PF_EXITING;
+	struct lsb_thread *t = ptid && !pexit ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
 	if (t) {
 		if (t->oncpu_start)
 			t->oncpu_ns += now - t->oncpu_start;
@@ -347,7 +353,7 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			t->off_nr = off_key(t);
 		}
 	}
-	t = ntid ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
+	t = ntid && !nexit ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
 	if (t) {
 		t->oncpu_start = now;
 		if (t->rq_start) {
@@ -396,16 +402,18 @@ int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
 	return on_wakeup(p);
 }
 
-/* A thread's end: its figures go, so that a thread given its tid later
- * (in the same thread group too: a pid reused by clone3 with set_tid, a
- * restarted service) starts from nothing, not from a dead thread's poll
- * and span in progress. */
+/* A thread's end: its entry is marked, so that a thread given its tid
+ * later (in the same thread group too: a pid reused by clone3 with
+ * set_tid, a restarted service) starts from nothing, not from a dead
+ * thread's poll and span in progress; its last figures stay readable. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	if (thread_get(tid, BPF_CORE_READ(p, tgid), 0))
-		bpf_map_delete_elem(&threads, &tid);
+	struct lsb_thread *t = thread_get(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), 0);
+	if (t) {
+		t->dead = 1;
+		t->span_start = 0;   /* no span goes on past its end */
+	}
 	return 0;
 }
 

@@ -49,6 +49,8 @@ struct lsb_thread {
 	__u64 span_start;    /* the loop poll's last exit, 0 outside a span */
 	__u32 stall_sent;    /* this span already reported */
 	__s32 off_nr;        /* the syscall it went off CPU in, -1 none */
+	__u32 dead;          /* it exited: its figures stay readable until its tid is reused */
+	__u32 pad;
 	__u64 off_start;     /* left the CPU voluntarily, 0 when not */
 	__u64 rq_start;      /* woken or preempted, waiting for a CPU; 0 when not */
 	__u64 oncpu_start;   /* switched in, 0 when off */

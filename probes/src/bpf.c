@@ -193,10 +193,10 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 		t->off_nr = LSB_OFF_LOOP;
 	}
 	__u32 key = (__u32)tid;
-	/* an entry of another thread group is a dead thread's whose tid was
-	 * reused: replaced (the kernel side ignores it too) */
+	/* an exited thread's entry, or one of another thread group (the tid
+	 * reused): replaced (the kernel side ignores it too) */
 	struct lsb_thread *old = t + 1;
-	int stale = bpf_map_lookup_elem(b->threads_fd, &key, old) == 0 && old->tgid != (__u32)tgid;
+	int stale = bpf_map_lookup_elem(b->threads_fd, &key, old) == 0 && (old->dead || old->tgid != (__u32)tgid);
 	bpf_map_update_elem(b->threads_fd, &key, t, stale ? BPF_ANY : BPF_NOEXIST);
 	free(t);
 }
