@@ -213,6 +213,35 @@ static __always_inline void slot_forget(struct lsb_thread *t, __s32 fd)
 	}
 }
 
+#define SET_POLLFDS 16 /* pollfd entries looked at for a known epoll fd */
+
+/* The slot of an epoll fd this thread waits on that a poll/select set
+ * holds (the EventMachine shape: select() on the epoll fd, then
+ * epoll_wait(0)): that wait is on the loop's epoll fd, as the sampler
+ * reads the sets. -1 when the sets hold none of its epoll fds. */
+static __always_inline __s32 set_epoll(struct lsb_thread *t, long nr, __u64 a0, __u64 a1)
+{
+	for (int i = 0; i < LSB_SLOTS; i++) {
+		struct lsb_slot *sl = &t->slot[i];
+		if (sl->kind != LSB_KIND_EPOLL || sl->fd < 0 || sl->fd >= 1024)
+			continue;
+		__u32 ufd = (__u32)sl->fd;
+		if (nr == LSB_NR_select || nr == LSB_NR_pselect6) {
+			__u64 word = 0;
+			if (a1 && ufd < a0 && bpf_probe_read_user(&word, sizeof(word), (void *)(a1 + (ufd / 64) * 8)) == 0 &&
+			    (word >> (ufd % 64) & 1))
+				return i;
+			continue;
+		}
+		for (int k = 0; k < SET_POLLFDS && k < (int)a1; k++) {
+			__s32 fd = -1;
+			if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(a0 + (__u64)k * 8)) == 0 && fd == sl->fd)
+				return i;
+		}
+	}
+	return -1;
+}
+
 static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 tid, __s32 nr, __u64 now)
 {
 	__u32 lim = stall_us;
@@ -290,6 +319,13 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 				BPF_CORE_READ(regs, r10), &fd);
 	if (!kind)
 		return 0;
+	if (kind == LSB_KIND_SET) {
+		__s32 e = set_epoll(t, id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si));
+		if (e >= 0) {
+			fd = t->slot[e & (LSB_SLOTS - 1)].fd;
+			kind = LSB_KIND_EPOLL;
+		}
+	}
 	__s32 i = slot_get(t, fd, kind);
 	if (i < 0)
 		return 0;
