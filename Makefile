@@ -157,12 +157,13 @@ benches: $(BENCHES)
 
 # `make test`: deps first (not as a prerequisite of the objects, so that
 # `make -j` never compiles before packages exist), then both builds.
-# Both builds always run; the last line totals them. Suites that run
+# Both builds always run; the last line totals them. The suites that run
 # alone go first, while the Go/tokio/Netty programs and then the sanitizer
-# build compile idly beside them; then the timed ones; then both builds'
-# parallel suites side by side (they mostly wait: four at a time each);
-# last the sanitizer build's solo suites. Each phase prints when it ended
-# ("[phase] NAME ended at T s", from the start of the suites).
+# build compile idly beside them. The plain build's parallel suites (they
+# mostly wait, four at a time) then run beside the rest of that compile,
+# and the sanitizer build's beside them once it is done. Then the timed
+# suites, alone, and last the sanitizer build's solo suites. Each phase
+# prints when it ended ("[phase] NAME ended at T s", from the start).
 test: test-deps
 	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
@@ -170,11 +171,11 @@ test: test-deps
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
 	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; } ) & bg=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
-	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
-	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par >$(BUILD)/.par.log 2>&1 & plain=$$!; \
+	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
 	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par >$(BUILD)/asan/.par.log 2>&1 || rc=1; \
 	wait $$plain || rc=1; cat $(BUILD)/.par.log $(BUILD)/asan/.par.log; phase "parallel suites, both builds"; \
+	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
 	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo || rc=1; phase "sanitizer solo suites"; \
 	cat $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally* 2>/dev/null | \
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
