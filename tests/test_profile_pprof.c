@@ -307,7 +307,7 @@ Test(profile_pprof, deepest_stack_kept_whole, .timeout = PROBE_TEST_TIMEOUT)
 	char *dir = ts_tmpdir("pprof-deep");
 	struct profile_tree *t = profile_tree_new(0);
 	cr_assert(t);
-	static char names[PROFILE_MAX_FRAMES][16];
+	static char names[PROFILE_MAX_FRAMES][24];
 	const char *frames[PROFILE_MAX_FRAMES];
 	for (int i = 0; i < PROFILE_MAX_FRAMES; i++) {
 		snprintf(names[i], sizeof(names[i]), "app`f%d", i);

@@ -20,7 +20,7 @@
 #include "support/probe_child.h"
 #include "support/support.h"
 
-static char group[320], unit[64];
+static char group[512 + 64], unit[64];
 static pid_t child = -1;
 static char *dir;
 
@@ -69,7 +69,7 @@ static int child_in_unit(void)
 	child = tchild_fork(tchild_park_epoll_wait, TCHILD_FD(ep));
 	close(ep);
 	cr_assert_gt(child, 0);
-	char procs[400], pid[16];
+	char procs[sizeof(group) + 16], pid[16];
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", group);
 	int n = snprintf(pid, sizeof(pid), "%d", (int)child);
 	cr_assert_eq(ts_write_file(procs, pid, (size_t)n), 0, "moving %d into %s", (int)child, group);

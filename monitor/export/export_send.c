@@ -70,7 +70,7 @@ int export_dest_parse(const char *spec, struct export_dest *out, int max, char *
 			snprintf(err, errlen, "destination '%.*s': bad host", (int)len, p);
 			return -EINVAL;
 		}
-		snprintf(d->host, sizeof(d->host), "%s", host);
+		memcpy(d->host, host, strlen(host) + 1);   /* its length checked above */
 		snprintf(d->port, sizeof(d->port), "%ld", port);
 		snprintf(d->label, sizeof(d->label), "%.*s", (int)len, p);
 		char raw[sizeof(d->label) + 8];

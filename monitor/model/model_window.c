@@ -236,8 +236,9 @@ static void lag_unresolved_why(const struct eval_track *t, struct worker_view *w
 		k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", k ? ", " : "", m->name);
 		memcpy(last, why, sizeof(last));
 	}
-	if (k)
-		snprintf(w->lag_why, sizeof(w->lag_why), "%s: %s", names, last);
+	/* a reason too long for its field ends in "..." */
+	if (k && snprintf(w->lag_why, sizeof(w->lag_why), "%s: %s", names, last) >= (int)sizeof(w->lag_why))
+		memcpy(w->lag_why + sizeof(w->lag_why) - 4, "...", 4);
 }
 
 static void fill_worker(const struct series *a, const struct eval_track *t, const struct eval_track *ti,
