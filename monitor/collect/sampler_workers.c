@@ -144,6 +144,8 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, uint6
 		++*ignored;   /* one is left out either way: the newcomer, or v */
 		if (!v)
 			return NULL;
+		if (s->sweep && v->tid)
+			probe_sweep_forget(s->sweep, v->tid);   /* counted as left out from the next sweep */
 		close_worker(v);
 		memset(v, 0, sizeof(*v));
 		init_worker(s, v, pid, tid, start, name);
@@ -334,6 +336,9 @@ static void discover_segments(struct sampler *s)
 			idmap_put(&s->by_pid, (uint64_t)s->seg[i].pid, i);
 	}
 }
+
+/* Sweeps a second apart at the start, whatever they cost. */
+#define SAMPLER_EARLY_SWEEPS 3
 
 /* Rounds (seconds) between two looks at a -p process whose threads stand. */
 #define DISCOVER_BACKOFF_MAX 8
@@ -533,11 +538,17 @@ static void discover_host(struct sampler *s, uint64_t now)
 		return;
 	static const struct probe_sweep_ops ops = { sweep_want, sweep_found, sampler_tick_if_due };
 	struct probe_sweep_counts c;
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = thread_cpu_ns(), ticks0 = s->tick_cpu_ns;
 	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
 		return;
-	uint64_t cost = thread_cpu_ns() - t0, gap = cost * 100;
-	s->next_sweep = now + (gap < NS ? NS : gap > 10 * NS ? 10 * NS : gap);
+	/* the ticks taken inside are sampling, not sweeping; and the first
+	 * sweeps judge every process once: a gap made of their cost would keep
+	 * a loop missed by them (on a CPU at its look, or started just after)
+	 * out for 10 s beside a large host */
+	uint64_t spent = thread_cpu_ns() - t0, ticks = s->tick_cpu_ns - ticks0;
+	uint64_t cost = spent > ticks ? spent - ticks : 0, gap = cost * 100;
+	uint64_t most = ++s->sweeps <= SAMPLER_EARLY_SWEEPS ? NS : 10 * NS;
+	s->next_sweep = now + (gap < NS ? NS : gap > most ? most : gap);
 	pthread_mutex_lock(&s->lock);
 	s->swept = c;
 	pthread_mutex_unlock(&s->lock);
