@@ -110,6 +110,114 @@ static void put_family(FILE *f, const struct export_point *p, const char *name, 
 	fprintf(f, "\n# TYPE %.*s %s\n", (int)len, name, p->counter ? "counter" : "gauge");
 }
 
+size_t export_prom_budget(void)
+{
+	const char *e = getenv("LOOPSTAT_SERIES_BUDGET");
+	char *end;
+	unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+	return e && *e && !*end && v > 0 ? (size_t)v : EXPORT_PROM_SERIES_BUDGET;
+}
+
+/* A thread's series: a point that names a pid and a tid. */
+static int of_thread(const struct export_point *p)
+{
+	return p->pid >= 0 && p->tid >= 0;
+}
+
+static _Thread_local const struct export_point *cmp_pts;   /* cmp_owner's, during one sort */
+
+/* Threads' items by service, then thread; the rest first. */
+static int cmp_owner(const void *a, const void *b)
+{
+	const struct export_point *x = &cmp_pts[((const struct item *)a)->idx], *y = &cmp_pts[((const struct item *)b)->idx];
+	int tx = of_thread(x), ty = of_thread(y);
+	if (tx != ty)
+		return tx - ty;
+	int c = tx ? strcmp(x->service ? x->service : "", y->service ? y->service : "") : 0;
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return (x->pid > y->pid) - (x->pid < y->pid);
+	if (x->tid != y->tid)
+		return (x->tid > y->tid) - (x->tid < y->tid);
+	return (((const struct item *)a)->idx > ((const struct item *)b)->idx) -
+	       (((const struct item *)a)->idx < ((const struct item *)b)->idx);
+}
+
+struct run { size_t at, n; };   /* one thread's items: items[at .. at + n) */
+
+/* Keeps at most budget of the m items, in place: the series of no thread
+ * first (fleet, services, the source), then threads whole, one of each
+ * service in turn, so that one service's flood of threads cannot take the
+ * budget from the others. Returns the items kept; the rest are dropped. */
+static size_t fit_budget(const struct export_point *pts, struct item *items, size_t m, size_t budget)
+{
+	cmp_pts = pts;
+	qsort(items, m, sizeof(*items), cmp_owner);
+	size_t others = 0;
+	while (others < m && !of_thread(&pts[items[others].idx]))
+		others++;
+	if (others >= budget)
+		return budget;
+	struct run *runs = calloc(m - others + 1, sizeof(*runs));
+	size_t *svc = calloc(m - others + 2, sizeof(*svc)), nruns = 0, nsvc = 0;
+	char *keep = calloc(m, 1);
+	if (!runs || !svc || !keep) {
+		free(runs), free(svc), free(keep);
+		return others;
+	}
+	for (size_t i = others; i < m; i++) {
+		const struct export_point *p = &pts[items[i].idx];
+		const struct export_point *q = i > others ? &pts[items[i - 1].idx] : NULL;
+		if (!q || q->pid != p->pid || q->tid != p->tid) {
+			if (!q || strcmp(q->service ? q->service : "", p->service ? p->service : ""))
+				svc[nsvc++] = nruns;   /* a service's first thread */
+			runs[nruns++] = (struct run){ i, 0 };
+		}
+		runs[nruns - 1].n++;
+	}
+	svc[nsvc] = nruns;
+	size_t left = budget - others;
+	for (size_t round = 0, took = 1; took; round++) {
+		took = 0;
+		for (size_t k = 0; k < nsvc; k++) {
+			size_t r = svc[k] + round;
+			if (r >= svc[k + 1] || runs[r].n > left)
+				continue;
+			memset(keep + runs[r].at, 1, runs[r].n);
+			left -= runs[r].n;
+			took = 1;
+		}
+	}
+	size_t j = others;
+	for (size_t i = others; i < m; i++)
+		if (keep[i])
+			items[j++] = items[i];
+	free(runs), free(svc), free(keep);
+	return j;
+}
+
+/* What the budget dropped: a gauge always (so an alert can watch it), and
+ * in the text format a comment line that says it. */
+static void put_dropped(FILE *f, const struct export_point *any, size_t dropped, size_t budget,
+			enum export_prom_fmt fmt)
+{
+	char name[PROM_NAME_MAX];
+	struct export_point p = { .prefix = any ? any->prefix : NULL, .metric = "series_dropped" };
+	family_name(name, &p);
+	if (dropped && fmt == EXPORT_PROM_TEXT)
+		fprintf(f, "# loopstat: %zu series dropped past the budget of %zu (threads' first, services' last)\n",
+			dropped, budget);
+	fprintf(f, "# HELP %s series left out of this exposition past its budget of %zu (LOOPSTAT_SERIES_BUDGET)\n"
+		"# TYPE %s gauge\n%s", name, budget, name, name);
+	if (any && any->host) {
+		int first = 1;
+		put_label(f, &first, "host", any->host);
+		fputc('}', f);
+	}
+	fprintf(f, " %zu\n", dropped);
+}
+
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped)
 {
 	return export_prom_render(f, pts, n, EXPORT_PROM_TEXT, skipped);
@@ -133,6 +241,12 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 			continue;
 		}
 		m++;
+	}
+	size_t budget = export_prom_budget(), dropped = 0;
+	if (items && m + 1 > budget) {   /* the dropped gauge is one of the budget's series */
+		size_t kept = fit_budget(pts, items, m, budget - 1);
+		dropped = m - kept;
+		m = kept;
 	}
 	if (items)
 		qsort(items, m, sizeof(*items), cmp_item);
@@ -182,6 +296,7 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 			fprintf(f, " %.15g\n", v);
 		written++;
 	}
+	put_dropped(f, n ? &pts[0] : NULL, dropped, budget, fmt);
 	if (fmt == EXPORT_PROM_OPENMETRICS)
 		fputs("# EOF\n", f);
 	free(items);
