@@ -1,13 +1,10 @@
-/* The worker cap is shared fairly: beside one user's flood of epoll threads past --max-workers, a root loop, another user's loop and an instrumented worker are listed within seconds, and what was left out is counted by reason. */
+/* The worker cap is shared fairly: beside one user's flood of epoll threads past --max-workers, a root loop, another user's loop and an instrumented worker started after loopstat are listed within seconds, and what was left out is counted by reason. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,12 +28,7 @@ static int nkids;
 static void setup(void)
 {
 	ts_user_add_sweeping(&flooder);   /* a host sweep, as a plain list does */
-	struct passwd *pw = getpwnam("nobody");
-	if (!pw)
-		cr_skip_test("no user nobody for the second user's loop");
-	snprintf(other.name, sizeof(other.name), "nobody");
-	other.uid = pw->pw_uid;
-	other.gid = pw->pw_gid;
+	ts_user_nobody(&other);
 	dir = ts_tmpdir("fair");
 	setenv(LOOPSTAT_SHM_DIR_ENV, dir, 1);
 }
@@ -46,30 +38,12 @@ static void teardown(void)
 	tc_kill_all(kids, nkids);   /* no flood child outlives the test */
 	nkids = 0;
 	ts_rmtree_free(dir);
-	other.name[0] = '\0';
 	ts_user_del(&flooder);
 }
 
 TestSuite(worker_fair, .init = setup, .fini = teardown, .timeout = 15);
 
 static int become(void *arg) { return ts_become(arg); }
-
-/* A loop of another user: wakes every 20 ms from epoll_wait. */
-static pid_t user_loop(const struct ts_user *u)
-{
-	pid_t pid = tc_fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		if (ts_become(u) < 0)
-			_exit(120);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the change of credentials cleared it */
-		int ep = epoll_create1(0);
-		struct epoll_event ev;
-		for (;;)
-			epoll_wait(ep, &ev, 1, 20);
-	}
-	return pid;
-}
 
 static int listed(json_object *doc, pid_t pid)
 {
@@ -116,7 +90,7 @@ Test(worker_fair, a_flood_of_one_user_crowds_out_no_one)
 {
 	/* the flood first: the lowest pids, first in /proc's order */
 	kids[nkids++] = tflood_start(FLOOD, 0, become, &flooder);
-	const char *argv[] = { ts_loopstat_bin(), "list", "--json", "--all", "--duration", "4",
+	const char *argv[] = { ts_loopstat_bin(), "list", "--json", "--all", "--duration", "3",
 			       "--max-workers", CAP, NULL };
 	int fd = -1;
 	long long t0 = ts_now_ms();
@@ -126,7 +100,7 @@ Test(worker_fair, a_flood_of_one_user_crowds_out_no_one)
 	pid_t root_loop = tloop_spawn("plain", 0, 0.05, 30, &out);
 	cr_assert_gt(root_loop, 0);
 	kids[nkids++] = root_loop;
-	pid_t theirs = user_loop(&other);
+	pid_t theirs = ts_user_loop(&other);
 	kids[nkids++] = theirs;
 	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
 	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
@@ -148,3 +122,4 @@ Test(worker_fair, a_flood_of_one_user_crowds_out_no_one)
 	json_object_put(doc);
 	free(text);
 }
+

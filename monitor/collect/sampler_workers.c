@@ -235,6 +235,11 @@ static void reindex_workers(struct sampler *s)
 		idmap_put(&s->by_tid, idmap_pair(s->w[i]->pid, s->w[i]->tid), i);
 }
 
+/* Workers freed at once past which the heap is handed back to the
+ * system: a flood's 4,096 workers are ~90 KB each, and glibc keeps what
+ * is freed for the next malloc (serve kept 475 MB after a flood ended). */
+#define SAMPLER_TRIM_AFTER 64
+
 void sampler_drop_gone(struct sampler *s, uint64_t now)
 {
 	size_t j = 0;
@@ -246,8 +251,10 @@ void sampler_drop_gone(struct sampler *s, uint64_t now)
 			s->w[j++] = w;
 	}
 	if (j != s->n) {
+		size_t freed = s->n - j;
 		s->n = j;
 		reindex_workers(s);
+		s->trim_due |= freed >= SAMPLER_TRIM_AFTER;
 	}
 }
 

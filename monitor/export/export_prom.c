@@ -146,10 +146,32 @@ static int cmp_owner(const void *a, const void *b)
 
 struct run { size_t at, n; };   /* one thread's items: items[at .. at + n) */
 
+struct owner {                  /* one process's threads: runs[first .. first + n) */
+	size_t first, n;
+	size_t svc_threads;     /* its service's threads, all processes */
+};
+
+static int cmp_turn(const void *a, const void *b)
+{
+	const struct owner *x = a, *y = b;
+	if (x->svc_threads != y->svc_threads)
+		return (x->svc_threads > y->svc_threads) - (x->svc_threads < y->svc_threads);
+	if (x->n != y->n)
+		return (x->n > y->n) - (x->n < y->n);
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+static const char *svc_of(const struct export_point *p)
+{
+	return p->service ? p->service : "";
+}
+
 /* Keeps at most budget of the m items, in place: the series of no thread
- * first (fleet, services, the source), then threads whole, one of each
- * service in turn, so that one service's flood of threads cannot take the
- * budget from the others. Returns the items kept; the rest are dropped. */
+ * first (fleet, services, the source), then threads whole, in rounds: each
+ * process gives one thread a round, those of the smallest services and the
+ * smallest processes first, so that a flood of threads (one process's or
+ * one service's) cannot take the budget from the others. Returns the
+ * items kept; the rest are dropped. */
 static size_t fit_budget(const struct export_point *pts, struct item *items, size_t m, size_t budget)
 {
 	cmp_pts = pts;
@@ -160,40 +182,53 @@ static size_t fit_budget(const struct export_point *pts, struct item *items, siz
 	if (others >= budget)
 		return budget;
 	struct run *runs = calloc(m - others + 1, sizeof(*runs));
-	size_t *svc = calloc(m - others + 2, sizeof(*svc)), nruns = 0, nsvc = 0;
+	struct owner *own = calloc(m - others + 1, sizeof(*own));
 	char *keep = calloc(m, 1);
-	if (!runs || !svc || !keep) {
-		free(runs), free(svc), free(keep);
+	size_t nruns = 0, nown = 0, svc_at = 0;
+	if (!runs || !own || !keep) {
+		free(runs), free(own), free(keep);
 		return others;
 	}
 	for (size_t i = others; i < m; i++) {
 		const struct export_point *p = &pts[items[i].idx];
 		const struct export_point *q = i > others ? &pts[items[i - 1].idx] : NULL;
-		if (!q || q->pid != p->pid || q->tid != p->tid) {
-			if (!q || strcmp(q->service ? q->service : "", p->service ? p->service : ""))
-				svc[nsvc++] = nruns;   /* a service's first thread */
+		int new_svc = !q || strcmp(svc_of(q), svc_of(p));
+		if (new_svc || q->pid != p->pid) {
+			if (new_svc) {   /* the last service's size to its processes */
+				for (size_t k = svc_at; k < nown; k++)
+					own[k].svc_threads = nruns - own[svc_at].first;
+				svc_at = nown;
+			}
+			own[nown++] = (struct owner){ .first = nruns };
+		}
+		if (new_svc || q->pid != p->pid || q->tid != p->tid) {
 			runs[nruns++] = (struct run){ i, 0 };
+			own[nown - 1].n++;
 		}
 		runs[nruns - 1].n++;
 	}
-	svc[nsvc] = nruns;
+	for (size_t k = svc_at; k < nown; k++)
+		own[k].svc_threads = nruns - own[svc_at].first;
+	qsort(own, nown, sizeof(*own), cmp_turn);
 	size_t left = budget - others;
-	for (size_t round = 0, took = 1; took; round++) {
-		took = 0;
-		for (size_t k = 0; k < nsvc; k++) {
-			size_t r = svc[k] + round;
-			if (r >= svc[k + 1] || runs[r].n > left)
-				continue;
-			memset(keep + runs[r].at, 1, runs[r].n);
-			left -= runs[r].n;
-			took = 1;
+	for (size_t round = 0; nown && left; round++) {
+		size_t still = 0;
+		for (size_t k = 0; k < nown; k++) {
+			const struct run *r = &runs[own[k].first + round];
+			if (r->n <= left) {
+				memset(keep + r->at, 1, r->n);
+				left -= r->n;
+			}
+			if (round + 1 < own[k].n)
+				own[still++] = own[k];   /* threads left to give: in the next round, in turn */
 		}
+		nown = still;
 	}
 	size_t j = others;
 	for (size_t i = others; i < m; i++)
 		if (keep[i])
 			items[j++] = items[i];
-	free(runs), free(svc), free(keep);
+	free(runs), free(own), free(keep);
 	return j;
 }
 
