@@ -702,8 +702,8 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 		snap->w = w;
 		snap->cap = cap;
 	}
-	int trim = shrink || s->trim_due;
-	s->trim_due = 0;
+	int trim = shrink || s->trim_due > 0;
+	s->trim_due -= s->trim_due > 0;
 	snap->n = 0;
 	snap->nrefused = 0;
 	snap->now_ns = elapsed_ns(s);

@@ -203,7 +203,7 @@ struct sampler {
 	uint64_t next_sweep;             /* when the next sweep is due: its cost sets the gap */
 	uint64_t tick_cpu_ns;            /* CPU of the ticks taken from within discovery, so far */
 	uint32_t sweeps;                 /* sweeps run */
-	int      trim_due;               /* many workers were freed: the next snapshot trims the heap */
+	int      trim_due;               /* many workers were freed: the next this many snapshots trim the heap */
 	struct probe_sweep_counts swept; /* the last sweep's */
 	pid_t    service_pid;            /* the last process whose service was resolved, and it */
 	char     service_of[PROBE_SERVICE_LEN];

@@ -254,7 +254,8 @@ void sampler_drop_gone(struct sampler *s, uint64_t now)
 		size_t freed = s->n - j;
 		s->n = j;
 		reindex_workers(s);
-		s->trim_due |= freed >= SAMPLER_TRIM_AFTER;
+		if (freed >= SAMPLER_TRIM_AFTER)
+			s->trim_due = 3;   /* and at the next snapshots: the views free their large copies after */
 	}
 }
 
