@@ -157,12 +157,13 @@ benches: $(BENCHES)
 
 # `make test`: deps first (not as a prerequisite of the objects, so that
 # `make -j` never compiles before packages exist), then both builds.
-# Both builds always run; the last line totals them. Suites that run
+# Both builds always run; the last line totals them. The suites that run
 # alone go first, while the Go/tokio/Netty programs and then the sanitizer
-# build compile idly beside them; then the timed ones; then both builds'
-# parallel suites side by side (they mostly wait: four at a time each);
-# last the sanitizer build's solo suites. Each phase prints when it ended
-# ("[phase] NAME ended at T s", from the start of the suites).
+# build compile idly beside them. The plain build's parallel suites (they
+# mostly wait, four at a time) then run beside the rest of that compile,
+# and the sanitizer build's beside them once it is done. Then the timed
+# suites, alone, and last the sanitizer build's solo suites. Each phase
+# prints when it ended ("[phase] NAME ended at T s", from the start).
 test: test-deps
 	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
@@ -170,11 +171,11 @@ test: test-deps
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
 	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; } ) & bg=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
-	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
-	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par >$(BUILD)/.par.log 2>&1 & plain=$$!; \
+	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
 	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par >$(BUILD)/asan/.par.log 2>&1 || rc=1; \
 	wait $$plain || rc=1; cat $(BUILD)/.par.log $(BUILD)/asan/.par.log; phase "parallel suites, both builds"; \
+	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
 	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo || rc=1; phase "sanitizer solo suites"; \
 	cat $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally* 2>/dev/null | \
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
@@ -189,53 +190,40 @@ test: test-deps
 # 101 s for it.
 IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo nice -n 19)
 
-# The sanitizer build compiles at the lowest priority while the first
-# build's suites run; TIMED_TESTS judge timing or shares of real loads, so
-# they run alone once that compile is over, and not under the sanitizers,
-# which only distort timing: every path test_accuracy runs is run under them
-# by test_sampler, test_list_workers and test_loop_poll_cli; test_check_ci's
-# by test_check_cmd and test_check_verdicts; test_limit_quota's by
-# test_probe_cgroup, test_limit_rules and test_list_json; test_shm_flood's
-# (100,000 files: minutes under the sanitizers) by test_shm_owners;
-# test_pools' (busy shares of real pools) by test_discover, whose node,
-# redis and ruby servers have helper threads, and test_list_json;
-# test_schedulers' (shares of real Go, tokio and Netty servers) by
-# test_sched_rows; test_bpf's (the loop's own clock against the kernel's, to
-# half a point: under ASan the loop's clock reads inside its wait cost more
-# than that) by test_bpf_source, whose list --source bpf loads, watches and
-# reads the programs. `make check` runs everything.
+# TIMED_TESTS judge timing or shares of real loads: they run alone, in the
+# plain build only, once the sanitizer compile is over.
 TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers %/test_bpf,$(TESTS))
-# End-to-end suites whose own code the sanitizers already run through
-# others, run once, in the plain build: a real Prometheus scraping serve
-# (serve's paths: test_serve), carbon restarts under cron (export's:
-# test_export_cmd and test_export_deliver), the dashboard under tmux (its
-# drawing: test_tui_draw). They only wait longer under the sanitizers.
-# And five suites that run alone to judge shares of real workers, whose
-# code the sanitizers run through suites of their own (make test's ten
-# minutes): precision-targeted sampling's strides and rates (precision.c
-# and the weighted counts in every suite that samples a parked thread for
-# over a second), the poll shortcut against reads (the shortcut in every
-# instrumented suite, its cross-check's disagreement in
-# test_stats_distrust, schedstat's answers in test_sampler_unchanged), a
-# hogging fiber's stall (series_stall_ns at every shm reading, the
-# capture in test_stall_capture), check's verdicts on four real workers
-# (test_check_cmd, test_check_verdict) and the loop's poll through list
-# (test_probe_loop's same loops, test_list_json's list).
-# And four that judge real servers end to end, whose code the sanitizers
-# run through smaller suites: node's threadpool read as one pool in ten
-# fresh runs (test_pool_stable: the pools' paths as for test_pools, above),
-# profile beside list on the same worker (test_profile_agree: profile's
-# paths in test_profile_cmd and test_profile_formats, list's in
-# test_list_json, on-CPU stacks in test_profile_oncpu), JIT and fiber names
-# in stall stacks (test_stacks_names: perf maps in test_probe_perfmap,
-# stall stacks in test_stall_capture, fiber frames in test_profile_cmd) and
-# export into a real carbon under cron (test_export_cmd: export's paths in
-# test_export_deliver, test_export_options, test_export_seconds and
-# test_export_spool). Under the sanitizers they only waited minutes longer,
-# and node's stacks, unwound by a sanitized loopstat, came too late.
-PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux %/test_sampler_shortcut \
-                   %/test_stall %/test_check_verdicts %/test_loop_poll_cli %/test_precision %/test_pool_stable \
-                   %/test_profile_agree %/test_stacks_names %/test_export_cmd,$(TESTS))
+# Under the sanitizers (make test's second build) run the suites whose code
+# nothing else runs there. Of those that run alone (SOLO_TESTS, below:
+# shares or timing, which the sanitizers only distort), SAN_SOLO_TESTS: the
+# sampler's life cycle of workers, stall capture, the loop's poll told from
+# others, the bpf source, the fd and memory budgets, a loop saturated from
+# its start. The others' code runs there through suites that run beside
+# others: the sampler's and list's in every list of test_list_json,
+# test_list_golden, test_model_build, test_discover and test_roles
+# (accuracy, list_workers, sampler_unchanged, sample_batch,
+# probe_schedstat, precision, sampler_shortcut, loop_poll_cli, pools,
+# pool_stable; lag and lag_resolution with test_lag_rule); check's in
+# test_check_report, test_check_verdict, test_check_fleet and
+# test_exit_table (check_cmd, check_usage, check_ci, check_verdicts);
+# profile's in test_profile_formats, test_profile_hostile,
+# test_profile_unwind and test_profile_merge (profile_cmd, profile_oncpu,
+# profile_agree; stacks_names with test_probe_perfmap); the runtime's in
+# test_fiber, test_backend and test_ops_* (sched, interleave, ops_time,
+# stats, shm_quiet, stall); serve's in test_serve (serve_flood); export's
+# in test_export_deliver, test_export_options, test_export_seconds and
+# test_export_spool (export_cmd); the Go, tokio and Netty rows in
+# test_sched_rows (probe_rt, schedulers); diff's in test_diff_hostile
+# (diff, diff_profile); limits in test_probe_cgroup and test_limit_rules
+# (limit_quota); many segments in test_shm_owners (shm_flood). Of the
+# parallel suites, PLAIN_ONLY_TESTS run a real Prometheus, carbon under
+# cron or the dashboard under tmux, whose code runs there through
+# test_serve, the export suites above and test_tui_draw: they only wait
+# longer under the sanitizers.
+SAN_SOLO_TESTS = test_sampler test_stall_capture test_probe_loop test_bpf_source test_fd_budget test_unwind_budget \
+                 test_saturated
+PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux,$(TESTS)) \
+                   $(addprefix $(BUILD)/tests/,$(filter-out $(SAN_SOLO_TESTS),$(SOLO_TESTS)))
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,
 # whose short versions are test_probe_rt and test_sched_rows.

@@ -121,9 +121,6 @@ Test(stacks_names, node_jit_function_in_stall_stack)
 	node_stop(&r);
 	cr_assert_gt(n, 0, "no stall captured: %s", text);
 	cr_expect_gt(found, 0, "burnCpuForAWhile in a stall's stack: %s", text);
-	/* names once cut at 95 bytes come whole */
-	cr_expect(strstr(text, "InvokeParams const&)\"") || strstr(text, "v8::Local<v8::Value>*)\""),
-		  "whole C++ names in JSON: %s", text);
 	free(text);
 }
 
@@ -139,6 +136,11 @@ Test(stacks_names, node_jit_function_in_folded_profile)
 	node_stop(&r);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, text);
 	cr_expect(strstr(text, "burnCpuForAWhile"), "burnCpuForAWhile in the folded profile: %.4000s", text);
+	/* names once cut at 95 bytes come whole. Here, not in a stall's stack:
+	 * those keep their 16 innermost frames, which reach V8's C++ below
+	 * the JIT frames only when the stall is caught in a shallow call. */
+	cr_expect(strstr(text, "InvokeParams const&);") || strstr(text, "v8::Local<v8::Value>*);"),
+		  "whole C++ names in the folded profile: %.4000s", text);
 	free(text);
 }
 

@@ -325,14 +325,14 @@ Test(unwind_budget, mappings_are_charged_to_one_budget)
 	uint64_t held0 = uw_map_held();
 	Elf *e1 = NULL, *e2 = NULL, *e3 = NULL;
 	/* not an ELF: elf_memory still opens it (as ELF_K_NONE) */
-	cr_assert_eq(uw_map_object(fd, 4096, half, &owner_a, 0x1000, &e1), 0);
+	cr_assert_eq(uw_map_object(fd, 4096, half, NULL, &owner_a, 0x1000, &e1), 0);
 	cr_assert_eq(uw_map_held(), held0 + half);
-	cr_assert_eq(uw_map_object(fd, 4096, half, &owner_b, 0x1000, &e2), -ENOSPC);
+	cr_assert_eq(uw_map_object(fd, 4096, half, NULL, &owner_b, 0x1000, &e2), -ENOSPC);
 	cr_assert_null(e2);
 	elf_end(e1);
 	uw_map_release(&owner_a, 0);
 	cr_assert_eq(uw_map_held(), held0);
-	cr_assert_eq(uw_map_object(fd, 4096, half, &owner_b, 0x1000, &e3), 0);
+	cr_assert_eq(uw_map_object(fd, 4096, half, NULL, &owner_b, 0x1000, &e3), 0);
 	elf_end(e3);
 	uw_map_release(&owner_b, 0x1000);
 	cr_assert_eq(uw_map_held(), held0);

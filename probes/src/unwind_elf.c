@@ -18,10 +18,10 @@
  *   refused before libelf sees it; so is one carrying .gnu_debugdata,
  *   whose xz content may inflate without bound;
  * - unless only root can write the file (the system's libraries, handed
- *   to libdwfl as they are), the object is mapped privately, never
- *   copied (a sparse 256-MB file must cost nothing), under a budget per
- *   run (unwind_map.c), and a page cut away under the mapping reads as
- *   zeros instead of killing us with SIGBUS.
+ *   to libdwfl as they are), only what libdwfl reads of the object is
+ *   copied, at open (a sparse 256-MB file must cost nothing, and a file
+ *   cut afterwards must not unname what was read), under a budget per run
+ *   (unwind_map.c).
  */
 #include "unwind_int.h"
 #include "probe_proc.h"
@@ -278,7 +278,19 @@ static int uw_elf_section_need(int fd, const struct uw_ehdr *h, const struct uw_
 	return 0;
 }
 
-int uw_elf_need(int fd, uint64_t size, uint64_t *need)
+static int uw_span_add(struct uw_spans *w, uint64_t off, uint64_t len)
+{
+	if (!w || !len)
+		return 0;
+	if (w->n == UW_ELF_SPANS)
+		return -EFBIG;
+	w->v[w->n].off = off;
+	w->v[w->n].len = len;
+	w->n++;
+	return 0;
+}
+
+int uw_elf_need(int fd, uint64_t size, uint64_t *need, struct uw_spans *where)
 {
 	int err = uw_elf_check(fd, size);
 	if (err < 0)
@@ -288,6 +300,11 @@ int uw_elf_need(int fd, uint64_t size, uint64_t *need)
 	if (h.type != ET_EXEC && h.type != ET_DYN)
 		return -ENOEXEC; /* what a process maps; nothing libdwfl would relocate */
 	uint64_t total = h.shnum * h.shent + h.phnum * h.phent;
+	if (where)
+		where->n = 0;
+	uw_span_add(where, 0, h.is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr));
+	uw_span_add(where, h.phoff, h.phnum * h.phent);
+	uw_span_add(where, h.shoff, h.shnum * h.shent);
 	char *names = NULL;
 	uint64_t nlen = 0;
 	if (h.shnum && h.shstrndx < h.shnum) {
@@ -317,6 +334,8 @@ int uw_elf_need(int fd, uint64_t size, uint64_t *need)
 		if ((err = uw_elf_section_need(fd, &h, &s, name, &n)) < 0)
 			break;
 		total += n;
+		if (n && (err = uw_span_add(where, s.offset, s.size)) < 0)
+			break;
 	}
 	free(names);
 	if (err < 0)
@@ -351,9 +370,10 @@ int uw_elf_open(pid_t pid, const char *name, uint64_t lo, uint64_t hi, const voi
 		return fd;
 	}
 	uint64_t need;
-	err = uw_elf_need(fd, (uint64_t)st.st_size, &need);
+	struct uw_spans where;
+	err = uw_elf_need(fd, (uint64_t)st.st_size, &need, &where);
 	if (err == 0)
-		err = uw_map_object(fd, (uint64_t)st.st_size, need, owner, lo, elfp);
+		err = uw_map_object(fd, (uint64_t)st.st_size, need, &where, owner, lo, elfp);
 close_fd:
 	close(fd);
 	return err;

@@ -2,7 +2,7 @@
  * unwind_int.h — private to the unwinder: its state, shared by the module
  * cache (unwind.c), the walk (unwind_walk.c) and symbol look-ups
  * (unwind_sym.c); the safe opener of a target's objects (unwind_elf.c),
- * the budgeted, SIGBUS-proof mappings it hands libdwfl (unwind_map.c), and
+ * the budgeted copies it hands libdwfl (unwind_map.c), and
  * what else the maps say (unwind_maps.c).
  */
 #ifndef PROBE_UNWIND_INT_H
@@ -69,13 +69,24 @@ uint64_t uw_fnv1a(const char *s, size_t len);
 /* The mapping holding addr, or NULL. */
 const struct uw_exec *uw_exec_find(const struct uw_exec *r, int n, uint64_t addr);
 
-/* uw_elf_check, then the bytes libdwfl would read or inflate of the
- * object (*need); -EFBIG over UW_ELF_MAX_NEED. */
-int uw_elf_need(int fd, uint64_t size, uint64_t *need);
+/* Where in the file libdwfl reads: the tables of headers and the sections
+ * uw_elf_need counts (an object with more than UW_ELF_SPANS is refused). */
+#define UW_ELF_SPANS 64
+struct uw_spans {
+	int n;
+	struct { uint64_t off, len; } v[UW_ELF_SPANS];
+};
 
-/* Maps fd (size bytes, of which libdwfl reads need) privately and opens
- * it with elf_memory: 0, or -EFBIG when the run's budget is spent. */
-int uw_map_object(int fd, uint64_t size, uint64_t need, const void *owner, uint64_t lo, Elf **elfp);
+/* uw_elf_check, then the bytes libdwfl would read or inflate of the
+ * object (*need) and where they are (*where, if not NULL); -EFBIG over
+ * UW_ELF_MAX_NEED or UW_ELF_SPANS. */
+int uw_elf_need(int fd, uint64_t size, uint64_t *need, struct uw_spans *where);
+
+/* Copies the spans where of fd (size bytes, of which libdwfl reads need)
+ * into an anonymous mapping of size bytes and opens it with elf_memory: 0,
+ * or -ENOSPC when the run's budget is spent. */
+int uw_map_object(int fd, uint64_t size, uint64_t need, const struct uw_spans *where, const void *owner, uint64_t lo,
+		  Elf **elfp);
 
 /* Unmaps owner's objects: all of them (lo == 0) or the one at lo. */
 void uw_map_release(const void *owner, uint64_t lo);
