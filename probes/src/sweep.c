@@ -377,8 +377,9 @@ static int by_uid(const void *a, const void *b)
 }
 
 /* System services first (uid < 1000), then users holding the fewest
- * threads, then by pid: a user's flood of threads is looked at last, so
- * it cannot take the places of the loops listed after it in /proc. */
+ * threads, and within a user its smallest processes first, then by pid:
+ * a flood of threads is looked at last, so it cannot take the places of
+ * the loops listed after it in /proc (nor a sweep's share of new ones). */
 static int by_turn(const void *a, const void *b)
 {
 	const struct visit *x = a, *y = b;
@@ -389,6 +390,8 @@ static int by_turn(const void *a, const void *b)
 		return (x->weight > y->weight) - (x->weight < y->weight);
 	if (x->uid != y->uid)
 		return (x->uid > y->uid) - (x->uid < y->uid);
+	if (x->threads != y->threads)
+		return (x->threads > y->threads) - (x->threads < y->threads);
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
