@@ -19,7 +19,7 @@
 #define FOUND_MS 10000   /* sweeps cost ~3x under the sanitizers, and their gap follows */
 #define SUITE_S  30
 #else
-#define FOUND_MS 5000
+#define FOUND_MS 6000
 #define SUITE_S  15
 #endif
 

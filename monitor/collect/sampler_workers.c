@@ -345,11 +345,12 @@ static void discover_segments(struct sampler *s)
 	}
 }
 
-/* Workers one sweep adds at most. Setting up 4,096 new workers took one
- * sweep 12 s beside the ticks sampling them, and a loop started meanwhile
- * waited for the sweep after (15 s in all): now the rest wait a sweep, a
- * second or so, each in its turn with what started since (system first,
- * a flood last). */
+/* Workers one sweep adds at most for one user (uid >= 1000: the system's
+ * all come at once). Setting up 4,096 new workers of a user's flood took
+ * one sweep 12 s beside the ticks sampling them, and a loop started
+ * meanwhile waited for the sweep after (15 s in all): now the rest wait a
+ * sweep, a second or so, each in its turn with what started since
+ * (system first, a flood last). */
 #define SAMPLER_SWEEP_ADDS 256
 
 /* Sweeps a second apart at the start, whatever they cost. */
@@ -526,7 +527,12 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	struct sworker *w = sampler_find_worker(s, p->pid, tid);
 	/* an entry of an earlier process with this pid does not count (worker_of restarts it) */
 	int taken = w && !w->gone_ns && !(p->start_time && w->start_time && w->start_time != p->start_time);
-	if (!taken && s->sweep_added >= SAMPLER_SWEEP_ADDS) {
+	if (p->uid != s->sweep_uid) {   /* a sweep visits one user's processes in a row */
+		s->sweep_uid = p->uid;
+		s->sweep_added = 0;
+	s->sweep_uid = (uid_t)-1;
+	}
+	if (!taken && p->uid >= 1000 && s->sweep_added >= SAMPLER_SWEEP_ADDS) {
 		pthread_mutex_unlock(&s->lock);
 		return 0;   /* at the next sweep, in its turn with whatever started meanwhile */
 	}
