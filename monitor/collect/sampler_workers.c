@@ -530,7 +530,6 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	if (p->uid != s->sweep_uid) {   /* a sweep visits one user's processes in a row */
 		s->sweep_uid = p->uid;
 		s->sweep_added = 0;
-	s->sweep_uid = (uid_t)-1;
 	}
 	if (!taken && p->uid >= 1000 && s->sweep_added >= SAMPLER_SWEEP_ADDS) {
 		pthread_mutex_unlock(&s->lock);
@@ -568,6 +567,7 @@ static void discover_host(struct sampler *s, uint64_t now)
 	struct probe_sweep_counts c;
 	uint64_t t0 = thread_cpu_ns(), ticks0 = s->tick_cpu_ns + s->setup_cpu_ns;
 	s->sweep_added = 0;
+	s->sweep_uid = (uid_t)-1;
 	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
 		return;
 	/* the ticks taken inside are sampling, not sweeping, and setting up
