@@ -52,6 +52,8 @@ Test(bpf_source, list_reads_exact_figures)
 	double p50 = json_object_get_double(get(w, "lag_p50_ms")), max = json_object_get_double(get(w, "lag_max_ms"));
 	cr_expect(idle > 50 && idle < 100, "idle %.2f", idle);
 	cr_expect_eq(ci, 0, "an exact idle carries the measurement's interval: ±%.2f", ci);
+	double lo = json_object_get_double(get(w, "idle_lo")), hi = json_object_get_double(get(w, "idle_hi"));
+	cr_expect(lo == idle && hi == idle, "its bounds are the value: [%.2f, %.2f] for %.2f", lo, hi, idle);
 	cr_expect(fabs(p50 - 1) <= 0.2, "lag_p50_ms %.3f", p50);
 	cr_expect_geq(max, 36, "lag_max_ms %.3f: the 40-ms spans", max);
 	json_object *ex = get(w, "exact");

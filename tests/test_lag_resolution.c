@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "probe_bpf.h"
+#include "support/carbon.h"
 #include "support/children.h"
 #include "support/list_json.h"
 #include "support/support.h"
@@ -51,18 +52,6 @@ static json_object *list_proc(pid_t pid, const char *duration, json_object **doc
 		*check_rc = rc[1];
 	}
 	return tj_worker(*doc, pid, 0);
-}
-
-/* A free port on 127.0.0.1 (bound and let go: nginx takes it next). */
-static int free_port(void)
-{
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	cr_assert(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-		  getsockname(s, (struct sockaddr *)&a, &len) == 0);
-	close(s);
-	return ntohs(a.sin_port);
 }
 
 /* A child sending keep-alive GETs to port back to back (ab -c 1 -k). */
@@ -104,7 +93,7 @@ Test(lag_resolution, nginx_under_a_keepalive_client_never_fails_lag_check)
 	if (access("/usr/sbin/nginx", X_OK) != 0)
 		cr_skip_test("nginx missing (nginx-light)");
 	char *dir = ts_tmpdir("lag-nginx"), conf[512], text[2048];
-	int port = free_port();
+	int port = carbon_free_port();
 	snprintf(conf, sizeof(conf), "%s/nginx.conf", dir);
 	snprintf(text, sizeof(text),
 		 "daemon off; master_process off; pid %s/nginx.pid; error_log %s/error.log;\n"

@@ -8,6 +8,7 @@
 
 #include "loopstat_shm.h"
 #include "support/children.h"
+#include "support/list_json.h"
 #include "support/support.h"
 
 static char *dir;
@@ -54,15 +55,6 @@ static json_object *stalls_of(pid_t pid, json_object **doc, char **text)
 	return st;
 }
 
-static int has_frame(json_object *stall, const char *needle)
-{
-	json_object *fr = get(stall, "frames");
-	for (size_t i = 0; i < json_object_array_length(fr); i++)
-		if (strstr(json_object_get_string(json_object_array_get_idx(fr, i)), needle))
-			return 1;
-	return 0;
-}
-
 /* 200 ms on the CPU once a second in tc_stall_burn: each capture is a perf
  * sample of the running thread, unwound to that function. */
 Test(stall_capture, cpu_burner_has_its_function_in_the_stack)
@@ -87,7 +79,7 @@ Test(stall_capture, cpu_burner_has_its_function_in_the_stack)
 		cr_expect(d <= BURN_MS + 2 * PERIOD_MS && (!ended || d >= BURN_MS - PERIOD_MS),
 			  "a stall of %.0f ms (%s) for a %d-ms burn: %s", d, ended ? "ended" : "open", BURN_MS, text);
 		ended_ones += ended;
-		found += has_frame(s, "tc_stall_burn");
+		found += tj_has_frame(s, "tc_stall_burn");
 	}
 	cr_expect_geq(found * 2, (int)json_object_array_length(st), "tc_stall_burn in most stalls' stacks: %s", text);
 	cr_expect_gt(ended_ones, 0, "a burn of 3.5 s ended in list's run: %s", text);

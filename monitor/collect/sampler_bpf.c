@@ -5,6 +5,8 @@
  * second those readings go into the worker's series as exact readings
  * (series_add_exact), which the model prefers to the samples' estimates.
  * The samples still say where a busy thread is (blocked on what, stacks).
+ * Stalls come from the kernel's ring buffer, with the stack of the moment
+ * (sampler_stall.c unwinds it).
  */
 #include "collect/sampler_bpf.h"
 #include "collect/sampler_int.h"
@@ -20,8 +22,14 @@ struct sampler_bpf {
 	struct probe_bpf *b;              /* owned */
 	struct idmap watched;             /* pid -> 1 */
 	struct probe_bpf_thread *rows;    /* one second's reading, owned */
+	struct sworker **ws;              /* the worker of each row, NULL: none (owned array) */
+	struct series_exact *ex;          /* and its exact reading */
 	size_t cap;
+	struct idmap row_of;              /* tid -> its row, this second */
+	struct probe_bpf_off *off;        /* off-CPU time by (thread, syscall), owned */
 };
+
+#define OFF_CAP (4 * 8192)            /* the kernel map's size (loopstat_bpf.h) */
 
 const char *sampler_source_name(enum sampler_source src)
 {
@@ -53,6 +61,7 @@ int sampler_bpf_open(struct sampler *s, enum sampler_source want)
 	}
 	x->b = b;
 	idmap_init(&x->watched);
+	idmap_init(&x->row_of);
 	if (s->stall_ns)
 		probe_bpf_set_stall_ms(b, (double)s->stall_ns / 1e6);
 	s->bpf = x;
@@ -72,7 +81,11 @@ void sampler_bpf_close(struct sampler *s)
 		return;
 	probe_bpf_close(x->b);
 	idmap_done(&x->watched);
+	idmap_done(&x->row_of);
 	free(x->rows);
+	free(x->ws);
+	free(x->ex);
+	free(x->off);
 	free(x);
 	s->bpf = NULL;
 }
@@ -103,6 +116,76 @@ static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint3
 	memcpy(w->bpf_hist, t->hist, sizeof(t->hist));
 }
 
+static void on_stall(const struct probe_bpf_stall *e, void *arg)
+{
+	struct sampler *s = arg;
+	struct sworker *w = sampler_find_worker(s, e->tgid, e->tid);
+	if (w)
+		sampler_stall_bpf(s, w, e);
+}
+
+/* ns off a CPU in syscall nr into w's exact reading e: blocked, and by
+ * syscall in the place nr has (given one now if there is room). */
+static void add_off(struct sworker *w, struct series_exact *e, long nr, uint64_t ns)
+{
+	if (nr < 0)
+		return;   /* outside a syscall, or asleep in the loop's own poll */
+	e->blocked_ns += ns;
+	int j = 0;
+	while (j < w->bpf_noff && w->bpf_off_nr[j] != nr)
+		j++;
+	if (j == w->bpf_noff) {
+		if (j == SERIES_EXACT_OFF)
+			return;
+		w->bpf_off_nr[w->bpf_noff++] = (int32_t)nr;
+	}
+	e->off_ns[j] += ns;
+}
+
+static int grow(struct sampler_bpf *x, size_t want)
+{
+	if (x->cap >= want)
+		return 0;
+	struct probe_bpf_thread *r = realloc(x->rows, want * sizeof(*r));
+	if (r)
+		x->rows = r;
+	struct sworker **ws = realloc(x->ws, want * sizeof(*ws));
+	if (ws)
+		x->ws = ws;
+	struct series_exact *ex = realloc(x->ex, want * sizeof(*ex));
+	if (ex)
+		x->ex = ex;
+	if (!r || !ws || !ex)
+		return -ENOMEM;
+	x->cap = want;
+	return 0;
+}
+
+/* Off-CPU time by syscall into each row's reading: the kernel's completed
+ * stints, and the one in progress. */
+static void read_offcpu(struct sampler_bpf *x, int n)
+{
+	if (!x->off && !(x->off = calloc(OFF_CAP, sizeof(*x->off))))
+		return;
+	idmap_clear(&x->row_of);
+	for (int i = 0; i < n; i++)
+		if (x->ws[i])
+			idmap_put(&x->row_of, (uint64_t)x->rows[i].tid, (size_t)i);
+	int m = probe_bpf_offcpu(x->b, x->off, OFF_CAP);
+	size_t i;
+	for (int k = 0; k < m; k++)
+		if (idmap_get(&x->row_of, (uint64_t)x->off[k].tid, &i))
+			add_off(x->ws[i], &x->ex[i], x->off[k].nr, x->off[k].ns);
+	for (int r = 0; r < n; r++) {
+		if (!x->ws[r])
+			continue;
+		if (x->rows[r].off_now_ns)
+			add_off(x->ws[r], &x->ex[r], x->rows[r].off_nr, x->rows[r].off_now_ns);
+		for (int j = 0; j < SERIES_EXACT_OFF; j++)
+			x->ex[r].off_nr[j] = j < x->ws[r]->bpf_noff ? x->ws[r]->bpf_off_nr[j] : -1;
+	}
+}
+
 void sampler_bpf_read(struct sampler *s, uint64_t now)
 {
 	struct sampler_bpf *x = s->bpf;
@@ -115,28 +198,29 @@ void sampler_bpf_read(struct sampler *s, uint64_t now)
 		    probe_bpf_watch(x->b, pid) == 0)
 			idmap_put(&x->watched, (uint64_t)pid, 1);
 	}
-	if (x->cap < s->n + 64) {
-		struct probe_bpf_thread *r = realloc(x->rows, (s->n + 64) * sizeof(*r));
-		if (!r)
-			return;
-		x->rows = r;
-		x->cap = s->n + 64;
-	}
+	if (grow(x, s->n + 64) < 0)
+		return;
 	int n = probe_bpf_read(x->b, 0, x->rows, x->cap);
 	for (int i = 0; i < n; i++) {
 		const struct probe_bpf_thread *t = &x->rows[i];
 		struct sworker *w = sampler_find_worker(s, t->tgid, t->tid);
-		if (!w || w->gone_ns)
-			continue;
+		x->ws[i] = w && !w->gone_ns ? w : NULL;
 		/* the reading's instant on the series' clock (CLOCK_MONOTONIC less t0) */
 		uint64_t at = t->now_ns > s->t0 ? t->now_ns - s->t0 : now;
-		struct series_exact e = {
+		x->ex[i] = (struct series_exact){
 			.valid = 1, .t_ns = at, .poll_ns = t->poll_ns, .rq_ns = t->rq_ns, .oncpu_ns = t->oncpu_ns,
 			.events = t->poll_events, .returns = t->poll_returns,
 		};
+	}
+	read_offcpu(x, n);
+	for (int i = 0; i < n; i++) {
+		if (!x->ws[i])
+			continue;
 		uint32_t bins[SERIES_LAG_BINS];
 		uint64_t max_ns;
-		span_bins(w, t, bins, &max_ns);
-		series_add_exact(&w->series, &e, bins, max_ns);
+		span_bins(x->ws[i], &x->rows[i], bins, &max_ns);
+		series_add_exact(&x->ws[i]->series, &x->ex[i], bins, max_ns);
 	}
+	if (s->stall)
+		probe_bpf_drain(x->b, on_stall, s);
 }

@@ -113,6 +113,8 @@ struct sworker {
 	int      runtime;             /* enum probe_rt of its process */
 	char     thread_name[16];     /* the thread's own comm, "" when not read */
 	uint32_t *bpf_hist;           /* the kernel's span histogram at the last exact reading (owned), NULL: none */
+	int32_t  bpf_off_nr[SERIES_EXACT_OFF]; /* the syscall of each place of its exact off-CPU times */
+	int      bpf_noff;            /* places given */
 	struct series series;
 };
 
@@ -293,6 +295,9 @@ int  sampler_role_shown(const struct sampler *s, const struct sworker *w);
 int  sampler_stall_init(struct sampler *s);
 void sampler_stall_free(struct sampler *s);
 void sampler_check_stalls(struct sampler *s, uint64_t now);
+/* A stall the bpf source's kernel side saw, into w's series. */
+struct probe_bpf_stall;
+void sampler_stall_bpf(struct sampler *s, struct sworker *w, const struct probe_bpf_stall *e);
 
 /* sampler_pools.c, on the sampling thread with s->lock held: each tick the
  * pool threads that are due (a lower rate than loops); once a second the

@@ -6,8 +6,12 @@
  * in a syscall, the stack is unwound from the syscall file's sp and pc
  * (probe_unwind.h, as profile does); on a CPU, from one perf_event
  * cpu-clock sample of that thread (probe_perf.h). Neither stops it.
+ * Under the bpf source the kernel sees the moment itself and sends the
+ * registers and a copy of the stack's top (probe_bpf.h), unwound here as
+ * a perf sample's: sampler_stall_bpf.
  */
 #include "collect/sampler_int.h"
+#include "probe_bpf.h"
 #include "probe_perf.h"
 #include "probe_unwind.h"
 
@@ -113,6 +117,32 @@ static void stack_in_syscall(struct sampler_stall *st, struct sworker *w, struct
 	rec->stack_from = SERIES_STACK_SYSCALL;
 }
 
+/* Blocked in syscall nr on fd (-1: none): with what the fd is, when known. */
+static void in_syscall(const struct sworker *w, struct series_stall *rec, long nr, int fd)
+{
+	rec->nr = (int32_t)nr;
+	rec->fd = fd;
+	for (int i = 0; i < w->ntargets && fd >= 0; i++)
+		if (w->targets[i].fd == fd)
+			snprintf(rec->target, sizeof(rec->target), "%s", w->targets[i].text);
+}
+
+/* The perf sample st->perf unwound into rec (its stack copy, then the
+ * target's memory). */
+static void unwind_perf(struct sampler_stall *st, struct sworker *w, struct series_stall *rec, int from)
+{
+	st->cur = &st->perf;
+	int n = probe_unwind_stack_fp(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->perf.fp, st->frames,
+				      SERIES_STALL_FRAMES);
+	st->cur = NULL;
+	if (n < 0) {
+		why_errno(rec, "unwind", n);
+		return;
+	}
+	copy_frames(rec, st->frames, n);
+	rec->stack_from = (uint8_t)from;
+}
+
 /* On a CPU: one perf sample of the thread, unwound from its stack copy. */
 static void stack_on_cpu(struct sampler *s, struct sworker *w, struct series_stall *rec)
 {
@@ -130,16 +160,18 @@ static void stack_on_cpu(struct sampler *s, struct sworker *w, struct series_sta
 		why_errno(rec, "perf_event_open", err);
 		return;
 	}
-	st->cur = &st->perf;
-	int n = probe_unwind_stack_fp(st->uw_perf, w->pid, w->tid, st->perf.sp, st->perf.pc, st->perf.fp, st->frames,
-				      SERIES_STALL_FRAMES);
-	st->cur = NULL;
-	if (n < 0) {
-		why_errno(rec, "unwind", n);
-		return;
+	unwind_perf(st, w, rec, SERIES_STACK_PERF);
+}
+
+static void keep(struct sampler *s, struct sworker *w, struct series_stall *rec)
+{
+	if (w->instrumented)
+		snprintf(rec->fiber, sizeof(rec->fiber), "%s", w->series.fiber_tag);
+	series_add_stall(&w->series, rec);
+	if (s->on_stall) {
+		struct sampler_stall_event ev = { w->pid, w->tid, w->name, w->instrumented, rec };
+		s->on_stall(s->on_sample_arg, &ev);
 	}
-	copy_frames(rec, st->frames, n);
-	rec->stack_from = SERIES_STACK_PERF;
 }
 
 static void capture(struct sampler *s, struct sworker *w, uint64_t now, uint64_t start, uint64_t open_ns)
@@ -148,26 +180,50 @@ static void capture(struct sampler *s, struct sworker *w, uint64_t now, uint64_t
 				    .nr = -1, .fd = -1 };
 	const struct probe_verdict *v = &w->last_v;
 	rec.cls = v->cls == PROBE_RUNNING ? SERIES_RUNNING : v->cls == PROBE_BLOCKED ? SERIES_BLOCKED : SERIES_OTHER;
-	if (v->cls == PROBE_BLOCKED) {
-		rec.nr = (int32_t)v->nr;
-		rec.fd = v->fd;
-		for (int i = 0; i < w->ntargets && v->fd >= 0; i++)
-			if (w->targets[i].fd == v->fd)
-				snprintf(rec.target, sizeof(rec.target), "%s", w->targets[i].text);
-	}
-	if (w->instrumented)
-		snprintf(rec.fiber, sizeof(rec.fiber), "%s", w->series.fiber_tag);
+	if (v->cls == PROBE_BLOCKED)
+		in_syscall(w, &rec, v->nr, v->fd);
 	if (v->cls == PROBE_BLOCKED)
 		stack_in_syscall(s->stall, w, &rec);
 	else if (v->cls == PROBE_RUNNING)
 		stack_on_cpu(s, w, &rec);
 	else
 		snprintf(rec.why, sizeof(rec.why), "neither in a syscall nor on a CPU (stopped or traced)");
-	series_add_stall(&w->series, &rec);
-	if (s->on_stall) {
-		struct sampler_stall_event ev = { w->pid, w->tid, w->name, w->instrumented, &rec };
-		s->on_stall(s->on_sample_arg, &ev);
+	keep(s, w, &rec);
+}
+
+void sampler_stall_bpf(struct sampler *s, struct sworker *w, const struct probe_bpf_stall *e)
+{
+	struct sampler_stall *st = s->stall;
+	uint64_t now = e->ts_ns > s->t0 ? e->ts_ns - s->t0 : 0;
+	uint64_t start = now > e->span_ns ? now - e->span_ns : 0;
+	if (!st || w->gone_ns || start == w->stall_span || !within_rate(w, now))
+		return;
+	w->stall_span = start;
+	struct series_stall rec = { .t_ns = now, .span_start_ns = start, .dur_ms = (uint32_t)(e->span_ns / 1000000),
+				    .nr = -1, .fd = -1, .ended = (uint8_t)e->ended };
+	rec.cls = e->nr >= 0 ? SERIES_BLOCKED : SERIES_RUNNING;
+	if (e->nr >= 0) {
+		int fd = probe_syscall_takes_fd(e->nr) ? (int)e->arg0 : -1;
+		if (fd >= 0)
+			sampler_add_target(s, w, fd, 0);
+		in_syscall(w, &rec, e->nr, fd);
 	}
+	if (e->ended) {
+		/* no syscall exit and no preemption after the threshold: the
+		 * kernel saw it first at the poll, whose stack is no use */
+		snprintf(rec.why, sizeof(rec.why), "on a CPU to its end with no syscall or preemption to catch it in");
+	} else if (!e->stack_len) {
+		snprintf(rec.why, sizeof(rec.why), "its stack was not resident when the kernel saw the stall");
+	} else {
+		st->perf.pc = e->regs_pc;
+		st->perf.sp = e->sp;
+		st->perf.fp = e->fp;
+		st->perf.time_ns = e->ts_ns;
+		st->perf.stack_len = e->stack_len < sizeof(st->perf.stack) ? e->stack_len : sizeof(st->perf.stack);
+		memcpy(st->perf.stack, e->stack, st->perf.stack_len);
+		unwind_perf(st, w, &rec, SERIES_STACK_BPF);
+	}
+	keep(s, w, &rec);
 }
 
 void sampler_check_stalls(struct sampler *s, uint64_t now)
@@ -183,6 +239,8 @@ void sampler_check_stalls(struct sampler *s, uint64_t now)
 		struct sworker *w = s->w[i];
 		if (w->tick_mode == TICK_SKIP && w->prec.last_cls == SERIES_POLL)
 			continue;   /* last seen in its poll, not sampled since: no span open */
+		if (w->series.exact_spans)
+			continue;   /* the kernel watches its spans: its stalls come from there */
 		uint64_t start, open = series_span_open_ns(&w->series, now, &start);
 		if (w->gone_ns || w->no_access || open < s->stall_ns || start == w->stall_span)
 			continue;

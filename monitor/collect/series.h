@@ -98,6 +98,7 @@ enum series_stack_from {
 	SERIES_STACK_NONE,               /* no stack: why says why */
 	SERIES_STACK_SYSCALL,            /* unwound from the syscall file's sp and pc */
 	SERIES_STACK_PERF,               /* unwound from one perf_event cpu-clock sample */
+	SERIES_STACK_BPF,                /* unwound from the bpf source's registers and stack copy */
 };
 
 struct series_stall {
@@ -121,6 +122,8 @@ struct series_stall {
  * instant, read once a second. An interval's figure is the difference of
  * two readings: measured, not estimated.
  */
+#define SERIES_EXACT_OFF 6
+
 struct series_exact {
 	int      valid;
 	uint64_t t_ns;                   /* the series' clock */
@@ -129,6 +132,12 @@ struct series_exact {
 	uint64_t oncpu_ns;               /* on a CPU */
 	uint64_t events;                 /* events (ready fds) its poll returned */
 	uint64_t returns;                /* its poll's returns */
+	uint64_t blocked_ns;             /* off a CPU inside a syscall that is not the loop's poll */
+	/* blocked_ns by syscall: a syscall keeps its place once given one
+	 * (two readings' places agree), -1 an empty place; syscalls past
+	 * SERIES_EXACT_OFF are in blocked_ns only */
+	int32_t  off_nr[SERIES_EXACT_OFF];
+	uint64_t off_ns[SERIES_EXACT_OFF];
 };
 
 struct series_pool {            /* the busiest helper pool of the worker's process, this second */

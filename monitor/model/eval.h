@@ -79,6 +79,11 @@ struct eval_filter {
 int model_eval(const struct metric *m, const struct eval_track *const *ts, size_t nt,
 	       const struct eval_filter *filter, unsigned flags, struct estimate *out);
 
+/* The first and the last exact reading (the bpf source) of track t:
+ * 0 when they are half a second apart at least, else -ENOENT. */
+int model_eval_exact_ends(const struct eval_track *t, const struct series_exact **first,
+			  const struct series_exact **last);
+
 /*
  * Evaluates fleet row m from the per-worker estimates of the row it rolls
  * up (ests[i] for worker i; those not ok are skipped): COUNT counts them

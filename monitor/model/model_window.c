@@ -25,14 +25,54 @@ static int by_count_desc(const void *x, const void *y)
 	return a->n < b->n ? 1 : a->n > b->n ? -1 : 0;
 }
 
+struct blocker_key {
+	long   nr;
+	int    fd;
+	double pct;
+};
+
+static int by_pct_desc(const void *x, const void *y)
+{
+	const struct blocker_key *a = x, *b = y;
+	return a->pct < b->pct ? 1 : a->pct > b->pct ? -1 : 0;
+}
+
+/* Under bpf: each syscall's share is the kernel's off-CPU time in it (the
+ * evaluator's blocked_pct for that syscall), split among its fds as the
+ * samples saw them (keys), fd -1 when they saw it on none. How many. */
+static int exact_blockers(const struct eval_track *t, const struct series_exact *last, const struct series_block *keys,
+			  int nkeys, struct blocker_key *out, int room)
+{
+	int n = 0;
+	for (int j = 0; j < SERIES_EXACT_OFF; j++) {
+		struct eval_filter f = { last->off_nr[j], -1 };
+		struct estimate e;
+		if (f.nr < 0 || model_eval(&metric_worker[METRIC_W_blocked_pct], &t, 1, &f, 0, &e) < 0 || !e.ok ||
+		    !(e.est > 0))
+			continue;
+		double seen = 0;
+		for (int k = 0; k < nkeys; k++)
+			seen += keys[k].nr == f.nr ? keys[k].n : 0;
+		if (!seen && n < room)
+			out[n++] = (struct blocker_key){ f.nr, -1, e.est };
+		for (int k = 0; k < nkeys && n < room && seen; k++)
+			if (keys[k].nr == f.nr)
+				out[n++] = (struct blocker_key){ f.nr, keys[k].fd, e.est * keys[k].n / seen };
+	}
+	qsort(out, (size_t)n, sizeof(*out), by_pct_desc);
+	return n;
+}
+
 /* The largest (syscall, fd) keys of the periods, each with its share as
- * the evaluator gives blocked_pct for that key alone. */
+ * the evaluator gives blocked_pct for that key alone (exact_blockers
+ * under bpf). */
 static void fill_blockers(struct worker_view *w, const struct eval_track *t)
 {
 	static const int room = SERIES_BLOCK_KEYS * SERIES_DETAIL_S;
 	struct series_block keys[SERIES_BLOCK_KEYS * SERIES_DETAIL_S];
+	struct blocker_key top[4 * MODEL_BLOCKERS];
 	uint32_t overflow = 0;
-	int nkeys = 0;
+	int nkeys = 0, ntop = 0;
 	memset(keys, 0, sizeof(keys));
 	for (size_t i = 0; i < t->n; i++)
 		for (int k = 0; t->p[i].b && k < t->p[i].nblocks && t->p[i].blocks[k].n; k++)
@@ -41,20 +81,30 @@ static void fill_blockers(struct worker_view *w, const struct eval_track *t)
 	while (nkeys < room && keys[nkeys].n)
 		nkeys++;
 	qsort(keys, (size_t)nkeys, sizeof(*keys), by_count_desc);
+	const struct series_exact *first, *last;
+	if (model_eval_exact_ends(t, &first, &last) == 0) {
+		ntop = exact_blockers(t, last, keys, nkeys, top, (int)(sizeof(top) / sizeof(top[0])));
+	} else {
+		for (; ntop < nkeys && ntop < MODEL_BLOCKERS; ntop++) {
+			struct eval_filter f = { keys[ntop].nr, keys[ntop].fd };
+			struct estimate e;
+			top[ntop] = (struct blocker_key){ keys[ntop].nr, keys[ntop].fd, NAN };
+			if (model_eval(&metric_worker[METRIC_W_blocked_pct], &t, 1, &f, 0, &e) == 0 && e.ok)
+				top[ntop].pct = e.est;
+		}
+	}
 	w->nblocked_top = 0;
-	for (int i = 0; i < nkeys && w->nblocked_top < MODEL_BLOCKERS; i++) {
+	for (int i = 0; i < ntop && w->nblocked_top < MODEL_BLOCKERS; i++) {
 		struct blocker_view *b = &w->blocked_top[w->nblocked_top++];
-		const char *name = probe_syscall_name(keys[i].nr);
-		struct eval_filter f = { keys[i].nr, keys[i].fd };
-		struct estimate e;
-		b->nr = keys[i].nr;
-		b->fd = keys[i].fd;
+		const char *name = probe_syscall_name(top[i].nr);
+		b->nr = top[i].nr;
+		b->fd = top[i].fd;
 		b->target[0] = '\0';
 		if (name)
 			snprintf(b->syscall, sizeof(b->syscall), "%s", name);
 		else
-			snprintf(b->syscall, sizeof(b->syscall), "syscall_%ld", keys[i].nr);
-		b->pct = model_eval(&metric_worker[METRIC_W_blocked_pct], &t, 1, &f, 0, &e) == 0 && e.ok ? e.est : NAN;
+			snprintf(b->syscall, sizeof(b->syscall), "syscall_%ld", top[i].nr);
+		b->pct = top[i].pct;
 	}
 }
 
@@ -159,16 +209,8 @@ static void fill_rows(const struct eval_track *t, const struct eval_track *ti, i
  */
 static void exact_rows(const struct eval_track *t, struct worker_view *w)
 {
-	const struct series_exact *first = t->exact_base.valid ? &t->exact_base : NULL, *last = NULL;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct series_bucket *b = t->p[i].b;
-		if (b && b->exact.valid) {
-			if (!first)
-				first = &b->exact;
-			last = &b->exact;
-		}
-	}
-	if (!first || !last || last->t_ns < first->t_ns + NS / 2)
+	const struct series_exact *first, *last;
+	if (model_eval_exact_ends(t, &first, &last) < 0)
 		return;
 	w->exact = 1;   /* (a source may have said so already: model_build's identity) */
 	double dt = (double)(last->t_ns - first->t_ns);

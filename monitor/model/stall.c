@@ -13,7 +13,7 @@
 static void view_of(struct stall_view *v, const struct series_stall *st)
 {
 	static const char *const states[SERIES_NCLASS] = { "idle", "running", "blocked", "other" };
-	static const char *const from[] = { "none", "syscall", "perf" };
+	static const char *const from[] = { "none", "syscall", "perf", "bpf" };
 	memset(v, 0, sizeof(*v));
 	v->t_s = (double)st->t_ns / NS;
 	v->dur_ms = st->dur_ms;

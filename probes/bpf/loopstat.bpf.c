@@ -13,10 +13,15 @@
  *   - busy spans (the loop poll's exit to its next entry) in a log-linear
  *     histogram, their count, sum and max;
  *   - time on a CPU, run-queue wait (woken or preempted → switched in) and
- *     off-CPU time by the syscall it slept in;
+ *     off-CPU time by the syscall it was in (asleep, or waiting for a CPU
+ *     inside it);
  *   - a stall event (ring buffer) once per span that passes stall_us, with
- *     the user stack where it was seen: at the exit of the syscall it
- *     blocked in, when preempted, or at the next poll entry.
+ *     the user stack where it was seen (the frame-pointer walk, and the
+ *     registers with a copy of the stack's top for a DWARF unwind): at the
+ *     exit of the syscall it blocked in, when preempted, or at the next
+ *     poll entry (over by then: no use for a stack).
+ * A thread's entry is marked when it exits (sched_process_exit) and
+ * made anew when its tid is reused.
  * The figures are cumulative; the user side adds what is in progress.
  * A thread's entry is written by its own CPU except for the wake-up, so
  * plain adds suffice.
@@ -29,6 +34,8 @@
 #include "loopstat_bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+#define PF_EXITING 0x00000004 /* include/linux/sched.h: not in BTF (a macro) */
 
 __u32 watch_all = 0;  /* 1: every thread entering a poll-family wait */
 __u32 stall_us = 0;   /* 0: no stall events */
@@ -62,7 +69,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024); /* ~120 events of 8 KB between two drains */
 } stalls SEC(".maps");
 
 static __always_inline __u32 msb64(__u64 v)
@@ -89,15 +96,18 @@ static __always_inline struct lsb_thread *thread_get(__u32 tid, __u32 tgid, int 
 	if (!w && !watch_all)
 		return NULL; /* the fast path of every other thread on the host */
 	struct lsb_thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (t || !create)
-		return t;
+	/* an exited thread's entry, or one of another thread group (the tid
+	 * reused): its figures are not this thread's */
+	int stale = t && (t->dead || t->tgid != tgid);
+	if ((t && !stale) || !create)
+		return stale ? NULL : t;
 	if (!w && create < 2)
 		return NULL;
 	__u32 z = 0;
 	struct lsb_thread *tmpl = bpf_map_lookup_elem(&zero, &z);
 	if (!tmpl)
 		return NULL;
-	bpf_map_update_elem(&threads, &tid, tmpl, BPF_NOEXIST);
+	bpf_map_update_elem(&threads, &tid, tmpl, stale ? BPF_ANY : BPF_NOEXIST);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return NULL;
@@ -124,6 +134,13 @@ static __always_inline void off_add(__u32 tid, __s32 nr, __u64 ns)
 	}
 	struct lsb_offval nv = { .ns = ns, .count = 1 };
 	bpf_map_update_elem(&offcpu, &k, &nv, BPF_ANY);
+}
+
+/* The off-CPU key of where t is: its syscall, LSB_OFF_LOOP in the loop's
+ * own poll (idle, not blocked), -1 outside a syscall. */
+static __always_inline __s32 off_key(struct lsb_thread *t)
+{
+	return t->cur_slot >= 0 && t->cur_slot == t->lead ? LSB_OFF_LOOP : t->cur_nr;
 }
 
 /* The loop's poll: the epoll/ring slot with the most waits (older on a
@@ -196,6 +213,35 @@ static __always_inline void slot_forget(struct lsb_thread *t, __s32 fd)
 	}
 }
 
+#define SET_POLLFDS 16 /* pollfd entries looked at for a known epoll fd */
+
+/* The slot of an epoll fd this thread waits on that a poll/select set
+ * holds (the EventMachine shape: select() on the epoll fd, then
+ * epoll_wait(0)): that wait is on the loop's epoll fd, as the sampler
+ * reads the sets. -1 when the sets hold none of its epoll fds. */
+static __always_inline __s32 set_epoll(struct lsb_thread *t, long nr, __u64 a0, __u64 a1)
+{
+	for (int i = 0; i < LSB_SLOTS; i++) {
+		struct lsb_slot *sl = &t->slot[i];
+		if (sl->kind != LSB_KIND_EPOLL || sl->fd < 0 || sl->fd >= 1024)
+			continue;
+		__u32 ufd = (__u32)sl->fd;
+		if (nr == LSB_NR_select || nr == LSB_NR_pselect6) {
+			__u64 word = 0;
+			if (a1 && ufd < a0 && bpf_probe_read_user(&word, sizeof(word), (void *)(a1 + (ufd / 64) * 8)) == 0 &&
+			    (word >> (ufd % 64) & 1))
+				return i;
+			continue;
+		}
+		for (int k = 0; k < SET_POLLFDS && k < (int)a1; k++) {
+			__s32 fd = -1;
+			if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(a0 + (__u64)k * 8)) == 0 && fd == sl->fd)
+				return i;
+		}
+	}
+	return -1;
+}
+
 static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 tid, __s32 nr, __u64 now)
 {
 	__u32 lim = stall_us;
@@ -210,7 +256,28 @@ static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 ti
 	e->nr = nr;
 	e->span_ns = now - t->span_start;
 	e->ts = now;
+	e->arg0 = t->arg0;
 	e->stack_len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+	/* the registers and the top of the stack, as a perf sample has them */
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	e->pc = BPF_CORE_READ(r, ip);
+	e->sp = BPF_CORE_READ(r, sp);
+	e->fp = BPF_CORE_READ(r, bp);
+	e->pad = 0;
+	/* page by page: near its top (a fiber's stack) the copy would cross
+	 * the mapping's end, and a read that fails copies nothing */
+	__u32 first = 4096 - (__u32)(e->sp & 4095), more;
+	e->copy_len = 0;
+	if (first > 4096)
+		first = 4096;
+	if (bpf_probe_read_user(e->copy, first, (void *)e->sp) == 0) {
+		e->copy_len = first;
+		more = LSB_STACK_COPY - first;
+		if (more > 4096)
+			more = 4096;
+		if (bpf_probe_read_user(e->copy + first, more, (void *)(e->sp + first)) == 0)
+			e->copy_len = first + more;
+	}
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -240,8 +307,9 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 	t->cur_nr = id;
 	t->cur_slot = -1;
 	t->enter_ns = now;
+	t->arg0 = BPF_CORE_READ(regs, di);
 	if (id == LSB_NR_close) {
-		slot_forget(t, (__s32)BPF_CORE_READ(regs, di));
+		slot_forget(t, (__s32)t->arg0);
 		return 0;
 	}
 	__s32 fd = 0;
@@ -251,6 +319,13 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 				BPF_CORE_READ(regs, r10), &fd);
 	if (!kind)
 		return 0;
+	if (kind == LSB_KIND_SET) {
+		__s32 e = set_epoll(t, id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si));
+		if (e >= 0) {
+			fd = t->slot[e & (LSB_SLOTS - 1)].fd;
+			kind = LSB_KIND_EPOLL;
+		}
+	}
 	__s32 i = slot_get(t, fd, kind);
 	if (i < 0)
 		return 0;
@@ -259,7 +334,7 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 	t->cur_slot = i;
 	t->lead = leader(t);
 	if (i == t->lead) {
-		stall_emit(ctx, t, tid, -1, now);
+		stall_emit(ctx, t, tid, LSB_STALL_ENDED, now);
 		span_end(t, now);
 	}
 	return 0;
@@ -298,25 +373,33 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
-	struct lsb_thread *t = ptid ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
+	/* an exiting thread's switches (it may sleep on its way out) would
+	 * make its entry anew */
+	int pexit = BPF_CORE_READ(prev, flags) & PF_EXITING, nexit = BPF_CORE_READ(next, flags) & PF_EXITING;
+	struct lsb_thread *t = ptid && !pexit ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
 	if (t) {
 		if (t->oncpu_start)
 			t->oncpu_ns += now - t->oncpu_start;
 		t->oncpu_start = 0;
 		if (BPF_CORE_READ(prev, __state) == 0) { /* TASK_RUNNING: preempted, queued again */
 			t->rq_start = now;
-			stall_emit(ctx, t, ptid, -1, now);
+			stall_emit(ctx, t, ptid, t->cur_nr, now); /* -1 in user space */
 		} else {
 			t->off_start = now;
-			t->off_nr = t->cur_nr;
+			t->off_nr = off_key(t);
 		}
 	}
-	t = ntid ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
+	t = ntid && !nexit ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
 	if (t) {
 		t->oncpu_start = now;
 		if (t->rq_start) {
 			t->rq_ns += now - t->rq_start;
 			t->rq_count++;
+			/* woken (or preempted) inside a syscall, it is still in it
+			 * while it waits for a CPU: its own clock around the call
+			 * counts that wait too */
+			if (t->cur_nr >= 0)
+				off_add(ntid, off_key(t), now - t->rq_start);
 			t->rq_start = 0;
 		}
 		if (t->off_start) { /* no wake-up seen: all of it off CPU */
@@ -353,4 +436,36 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
 {
 	return on_wakeup(p);
+}
+
+/* A thread's end: its entry is marked, so that a thread given its tid
+ * later (in the same thread group too: a pid reused by clone3 with
+ * set_tid, a restarted service) starts from nothing, not from a dead
+ * thread's poll and span in progress; its last figures stay readable. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
+{
+	struct lsb_thread *t = thread_get(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), 0);
+	if (t) {
+		t->dead = 1;
+		t->span_start = 0;   /* no span goes on past its end */
+	}
+	return 0;
+}
+
+/* A CPU's clock tick (a perf event per CPU, 100 Hz, attached while stalls
+ * are asked for): a thread on a CPU past the threshold in a span is seen
+ * there, at the moment, with its stack. Without it a span spent on a CPU
+ * with neither a syscall nor a preemption would be seen only at its end. */
+SEC("perf_event")
+int ls_tick(struct bpf_perf_event_data *ctx)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pt;
+	if (!tid)
+		return 0;
+	struct lsb_thread *t = thread_get(tid, pt >> 32, 0);
+	if (t)
+		stall_emit(ctx, t, tid, t->cur_nr, bpf_ktime_get_ns());
+	return 0;
 }

@@ -15,6 +15,9 @@
 #define LSB_SUB_BITS 4
 #define LSB_SUB     (1 << LSB_SUB_BITS) /* buckets per octave */
 #define LSB_STACK   32    /* user frames in a stall event */
+#define LSB_STACK_COPY 8192 /* bytes of user stack copied from sp into a stall event: the user
+                             * side unwinds them by DWARF CFI, through code built without frame
+                             * pointers (libc), where the kernel's own walk goes astray */
 #define LSB_THREADS 8192  /* threads the kernel keeps figures for */
 #define LSB_TGID_WORDS (1 << 17) /* the watched bitmap: every pid up to PID_MAX_LIMIT (2^22) */
 
@@ -41,10 +44,13 @@ struct lsb_thread {
 	__s32 cur_nr;        /* syscall in progress, -1 none */
 	__s32 cur_slot;      /* slot of the wait in progress, -1 none */
 	__u64 enter_ns;      /* entry of the syscall in progress */
+	__u64 arg0;          /* its first argument (an fd for most blocking calls) */
 	__u64 seq;           /* poll-family waits seen (slot ages) */
 	__u64 span_start;    /* the loop poll's last exit, 0 outside a span */
 	__u32 stall_sent;    /* this span already reported */
 	__s32 off_nr;        /* the syscall it went off CPU in, -1 none */
+	__u32 dead;          /* it exited: its figures stay readable until its tid is reused */
+	__u32 pad;
 	__u64 off_start;     /* left the CPU voluntarily, 0 when not */
 	__u64 rq_start;      /* woken or preempted, waiting for a CPU; 0 when not */
 	__u64 oncpu_start;   /* switched in, 0 when off */
@@ -59,9 +65,12 @@ struct lsb_thread {
 	__u32 hist[LSB_HIST]; /* busy spans, log-linear: lsb_bucket() */
 };
 
+/* lsb_offkey.nr of time off the CPU inside the loop's own poll: idle, not blocked */
+#define LSB_OFF_LOOP (-2)
+
 struct lsb_offkey {
 	__u32 tid;
-	__s32 nr;            /* the syscall, -1 outside one (page fault, stopped) */
+	__s32 nr;            /* the syscall, -1 outside one (page fault, stopped), LSB_OFF_LOOP */
 };
 
 struct lsb_offval {
@@ -69,13 +78,21 @@ struct lsb_offval {
 	__u64 count;
 };
 
+/* lsb_stall.nr of a stall first seen at the loop poll's entry: over, its stack the poll's */
+#define LSB_STALL_ENDED (-2)
+
 struct lsb_stall {
 	__u32 tid, tgid;
-	__s32 nr;            /* syscall at the time, -1 running (preempted) or at the poll's entry */
+	__s32 nr;            /* syscall at the time, -1 running (preempted), LSB_STALL_ENDED */
 	__s32 stack_len;     /* bytes of stack[] filled, or -errno */
 	__u64 span_ns;       /* the span so far */
 	__u64 ts;            /* CLOCK_MONOTONIC */
 	__u64 stack[LSB_STACK];
+	__u64 arg0;          /* the syscall's first argument, when nr >= 0 */
+	__u64 pc, sp, fp;    /* the user registers */
+	__u32 copy_len;      /* bytes of copy[] read from sp, 0 when unreadable */
+	__u32 pad;
+	__u8  copy[LSB_STACK_COPY];
 };
 
 /* x86-64 syscall numbers (the Makefile builds the bpf source there only) */

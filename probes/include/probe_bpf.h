@@ -63,10 +63,14 @@ struct probe_bpf_thread {
 	uint64_t span_max_ns;       /* the longest since the thread was first seen */
 	uint64_t span_now_ns;       /* the span in progress, 0 when in the poll */
 	long     cur_nr;            /* syscall in progress, -1 none */
+	long     off_nr;            /* off a CPU now: as probe_bpf_off.nr */
+	uint64_t off_now_ns;        /* for this long, not yet in probe_bpf_offcpu; 0 when on one */
 	uint32_t hist[PROBE_BPF_HIST]; /* completed spans by bucket */
 };
 
-/* Off-CPU time of one thread in one syscall (nr -1: outside a syscall). */
+/* Off-CPU time of one thread in one syscall (nr -1: outside a syscall;
+ * PROBE_BPF_OFF_LOOP: asleep in its loop's own poll, which is idle). */
+#define PROBE_BPF_OFF_LOOP (-2)
 struct probe_bpf_off {
 	pid_t    tid;
 	long     nr;
@@ -75,11 +79,17 @@ struct probe_bpf_off {
 
 struct probe_bpf_stall {
 	pid_t    tid, tgid;
-	long     nr;                /* syscall it was in, -1 running or at the poll's entry */
+	long     nr;                /* syscall it was in, -1 running (preempted) */
+	uint64_t arg0;              /* that syscall's first argument */
+	int      ended;             /* first seen at the loop poll's entry: the stall is over and the
+	                             * registers and stack are the poll's */
 	uint64_t span_ns;           /* the span when seen */
 	uint64_t ts_ns;             /* CLOCK_MONOTONIC */
 	int      nframes;           /* 0 when the stack could not be read */
-	uint64_t pc[PROBE_BPF_STACK]; /* user return addresses, innermost first */
+	uint64_t pc[PROBE_BPF_STACK]; /* user return addresses by the frame-pointer chain, innermost first */
+	uint64_t regs_pc, sp, fp;   /* the user registers, to unwind the copy by DWARF CFI */
+	size_t   stack_len;         /* bytes of stack from sp, 0 when unreadable */
+	const unsigned char *stack; /* borrowed: valid during the drain's callback only */
 };
 
 /* 1 when the bpf source can load here, else 0 with the reason in why

@@ -15,7 +15,9 @@
 #include "probe_syscall.h"
 
 #include <dirent.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -106,11 +108,14 @@ fail:
 	return err < 0 ? err : -EINVAL;
 }
 
+static void ticks_detach(struct probe_bpf *b);
+
 void probe_bpf_close(struct probe_bpf *b)
 {
 	if (!b)
 		return;
 	bpf_read_done(b);
+	ticks_detach(b);
 	if (b->stats_fd >= 0)
 		close(b->stats_fd);
 	loopstat_bpf__destroy(b->skel);
@@ -158,7 +163,7 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 	probe_syscall_close(&p);
 	if (err < 0 || s.state == PROBE_SC_GONE || s.state == PROBE_SC_NO_ACCESS)
 		return;
-	struct lsb_thread *t = calloc(1, sizeof(*t));
+	struct lsb_thread *t = calloc(2, sizeof(*t));   /* the new entry, and room to read the old */
 	if (!t)
 		return;
 	uint64_t now = mono_ns();
@@ -185,9 +190,14 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 		t->seq = 1;
 		t->lead = 0;
 		t->cur_slot = 0;
+		t->off_nr = LSB_OFF_LOOP;
 	}
 	__u32 key = (__u32)tid;
-	bpf_map_update_elem(b->threads_fd, &key, t, BPF_NOEXIST);
+	/* an exited thread's entry, or one of another thread group (the tid
+	 * reused): replaced (the kernel side ignores it too) */
+	struct lsb_thread *old = t + 1;
+	int stale = bpf_map_lookup_elem(b->threads_fd, &key, old) == 0 && (old->dead || old->tgid != (__u32)tgid);
+	bpf_map_update_elem(b->threads_fd, &key, t, stale ? BPF_ANY : BPF_NOEXIST);
 	free(t);
 }
 
@@ -234,11 +244,52 @@ int probe_bpf_watch_all(struct probe_bpf *b, int on)
 	return 0;
 }
 
+#define TICK_HZ 100
+
+/* The tick program on every CPU's clock (ls_tick): a stall on a CPU is
+ * seen within a tick of passing the threshold. 0 or -errno. */
+static int ticks_attach(struct probe_bpf *b)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -ENODEV;
+	b->ticks = calloc((size_t)ncpu, sizeof(*b->ticks));
+	if (!b->ticks)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		struct perf_event_attr a = { .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_CPU_CLOCK,
+					     .size = sizeof(a), .sample_freq = TICK_HZ, .freq = 1 };
+		int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0)
+			continue;   /* an offline CPU: nothing runs there */
+		b->ticks[b->nticks] = bpf_program__attach_perf_event(b->skel->progs.ls_tick, fd);
+		if (!b->ticks[b->nticks]) {
+			close(fd);
+			continue;
+		}
+		b->nticks++;
+	}
+	return b->nticks ? 0 : -ENODEV;
+}
+
+static void ticks_detach(struct probe_bpf *b)
+{
+	for (int i = 0; i < b->nticks; i++)
+		bpf_link__destroy(b->ticks[i]);   /* closes the perf event's fd too */
+	free(b->ticks);
+	b->ticks = NULL;
+	b->nticks = 0;
+}
+
 int probe_bpf_set_stall_ms(struct probe_bpf *b, double ms)
 {
 	if (ms < 0 || ms * 1000 > 4e9)
 		return -EINVAL;
 	b->skel->bss->stall_us = (__u32)(ms * 1000);
+	if (ms > 0 && !b->ticks)
+		ticks_attach(b);   /* without it stalls are still seen, later: at a syscall, a preemption or their end */
+	else if (ms == 0)
+		ticks_detach(b);
 	return 0;
 }
 

@@ -23,6 +23,8 @@ struct probe_bpf {
 	void *stall_arg;
 	int stall_n;
 	int stats_fd;                  /* BPF_ENABLE_STATS while held; -1 before */
+	struct bpf_link **ticks;       /* the tick program on each CPU's clock, owned; NULL: not attached */
+	int nticks;
 };
 
 /* Frees what bpf_read.c made. */

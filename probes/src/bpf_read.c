@@ -16,6 +16,8 @@
 
 #define BATCH 256
 
+_Static_assert(PROBE_BPF_OFF_LOOP == LSB_OFF_LOOP, "the loop poll's off-CPU key, both sides");
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -36,6 +38,8 @@ static void fill(struct probe_bpf_thread *o, __u32 tid, const struct lsb_thread 
 	o->tgid = (pid_t)t->tgid;
 	o->now_ns = now;
 	o->cur_nr = t->cur_nr;
+	o->off_nr = t->off_nr;
+	o->off_now_ns = upto(now, t->off_start);
 	o->loop_fd = -1;
 	o->other_wait_ns = t->gone_wait_ns;
 	int lead = t->lead >= 0 && t->lead < LSB_SLOTS ? t->lead : -1;
@@ -175,9 +179,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	struct probe_bpf_stall s = {
-		.tid = (pid_t)e->tid, .tgid = (pid_t)e->tgid, .nr = e->nr,
-		.span_ns = e->span_ns, .ts_ns = e->ts,
+		.tid = (pid_t)e->tid, .tgid = (pid_t)e->tgid, .nr = e->nr == LSB_STALL_ENDED ? -1 : e->nr,
+		.ended = e->nr == LSB_STALL_ENDED, .arg0 = e->arg0, .span_ns = e->span_ns, .ts_ns = e->ts,
 		.nframes = e->stack_len > 0 ? e->stack_len / (int)sizeof(__u64) : 0,
+		.regs_pc = e->pc, .sp = e->sp, .fp = e->fp,
+		.stack_len = e->copy_len <= sizeof(e->copy) ? e->copy_len : 0, .stack = e->copy,
 	};
 	if (s.nframes > PROBE_BPF_STACK)
 		s.nframes = PROBE_BPF_STACK;

@@ -134,3 +134,14 @@ const char *tj_str(json_object *o, const char *key)
 	json_object *v;
 	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : "(null)";
 }
+
+int tj_has_frame(json_object *stall, const char *needle)
+{
+	json_object *fr = NULL;
+	if (!json_object_object_get_ex(stall, "frames", &fr) || !fr)
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(fr); i++)
+		if (strstr(json_object_get_string(json_object_array_get_idx(fr, i)), needle))
+			return 1;
+	return 0;
+}

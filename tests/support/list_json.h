@@ -51,4 +51,7 @@ int tj_null(json_object *o, const char *key);
 /* A string field; "(null)" when missing or null. Borrowed. */
 const char *tj_str(json_object *o, const char *key);
 
+/* 1 when one of a stall's frames (list's "stalls") contains needle. */
+int tj_has_frame(json_object *stall, const char *needle);
+
 #endif /* TESTS_LIST_JSON_H */
