@@ -23,6 +23,7 @@
 #include "collect/sampler_bpf.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,10 +478,12 @@ void sampler_tick_if_due(void *arg)
 	pthread_mutex_lock(&s->lock);
 	int paused = s->paused;
 	double hz = s->rate_hz;
+	uint64_t c0 = thread_cpu_ns();
 	if (!paused)
 		sample_tick(s, elapsed_ns(s));
 	pthread_mutex_unlock(&s->lock);
 	schedule_next(s, paused, hz);
+	s->tick_cpu_ns += thread_cpu_ns() - c0;   /* the sweep's gap leaves it out */
 }
 
 /* ---- the thread ------------------------------------------------------------- */
@@ -681,20 +684,29 @@ static void add_refusal(struct snapshot *snap, const struct sworker *w)
 	snap->nrefused++;
 }
 
+/* Workers' room a snapshot keeps beyond the fleet's size. */
+#define SNAP_SPARE 16
+
 int sampler_snapshot(struct sampler *s, double window_s, int with_history, struct snapshot *snap)
 {
 	pthread_mutex_lock(&s->lock);
-	if (snap->cap < s->n) {
+	/* a snapshot is ~90 KB a worker: one that held a flood's is cut down
+	 * when the flood went, not kept at its size for good */
+	int shrink = snap->cap > 2 * s->n + SNAP_SPARE;
+	if (snap->cap < s->n || shrink) {
 		/* grown without the lock would mean a second pass: allocate inside,
 		 * it happens only when the fleet grows */
-		struct snap_worker *w = realloc(snap->w, s->n * sizeof(*w));
+		size_t cap = shrink ? s->n + SNAP_SPARE : s->n;
+		struct snap_worker *w = realloc(snap->w, cap * sizeof(*w));
 		if (!w) {
 			pthread_mutex_unlock(&s->lock);
 			return -ENOMEM;
 		}
 		snap->w = w;
-		snap->cap = s->n;
+		snap->cap = cap;
 	}
+	int trim = shrink || s->trim_due > 0;
+	s->trim_due -= s->trim_due > 0;
 	snap->n = 0;
 	snap->nrefused = 0;
 	snap->now_ns = elapsed_ns(s);
@@ -723,6 +735,8 @@ int sampler_snapshot(struct sampler *s, double window_s, int with_history, struc
 	snap->max_workers = s->max_workers;
 	sampler_snapshot_pools(s, snap, window_s);
 	pthread_mutex_unlock(&s->lock);
+	if (trim)
+		malloc_trim(0);   /* what the flood's workers and snapshots held, back to the system */
 	return 0;
 }
 

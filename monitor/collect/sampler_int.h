@@ -203,6 +203,12 @@ struct sampler {
 	uint64_t sched_at;               /* the last 4 Hz schedstat pass */
 	struct probe_sweep *sweep;       /* the host's loops (no -p, -n, --instrumented); NULL: none */
 	uint64_t next_sweep;             /* when the next sweep is due: its cost sets the gap */
+	uint64_t tick_cpu_ns;            /* CPU of the ticks taken from within discovery, so far */
+	uint64_t setup_cpu_ns;           /* CPU of setting up the workers sweeps found, so far */
+	unsigned sweep_added;            /* workers the sweep under way added for sweep_uid */
+	uid_t    sweep_uid;              /* the user whose processes it visits */
+	uint32_t sweeps;                 /* sweeps run */
+	int      trim_due;               /* many workers were freed: the next this many snapshots trim the heap */
 	struct probe_sweep_counts swept; /* the last sweep's */
 	pid_t    service_pid;            /* the last process whose service was resolved, and it */
 	char     service_of[PROBE_SERVICE_LEN];

@@ -144,6 +144,8 @@ static struct sworker *add_worker(struct sampler *s, pid_t pid, pid_t tid, uint6
 		++*ignored;   /* one is left out either way: the newcomer, or v */
 		if (!v)
 			return NULL;
+		if (s->sweep && v->tid)
+			probe_sweep_forget(s->sweep, v->tid);   /* counted as left out from the next sweep */
 		close_worker(v);
 		memset(v, 0, sizeof(*v));
 		init_worker(s, v, pid, tid, start, name);
@@ -233,6 +235,11 @@ static void reindex_workers(struct sampler *s)
 		idmap_put(&s->by_tid, idmap_pair(s->w[i]->pid, s->w[i]->tid), i);
 }
 
+/* Workers freed at once past which the heap is handed back to the
+ * system: a flood's 4,096 workers are ~90 KB each, and glibc keeps what
+ * is freed for the next malloc (serve kept 475 MB after a flood ended). */
+#define SAMPLER_TRIM_AFTER 64
+
 void sampler_drop_gone(struct sampler *s, uint64_t now)
 {
 	size_t j = 0;
@@ -244,8 +251,11 @@ void sampler_drop_gone(struct sampler *s, uint64_t now)
 			s->w[j++] = w;
 	}
 	if (j != s->n) {
+		size_t freed = s->n - j;
 		s->n = j;
 		reindex_workers(s);
+		if (freed >= SAMPLER_TRIM_AFTER)
+			s->trim_due = 3;   /* and at the next snapshots: the views free their large copies after */
 	}
 }
 
@@ -334,6 +344,17 @@ static void discover_segments(struct sampler *s)
 			idmap_put(&s->by_pid, (uint64_t)s->seg[i].pid, i);
 	}
 }
+
+/* Workers one sweep adds at most for one user (uid >= 1000: the system's
+ * all come at once). Setting up 4,096 new workers of a user's flood took
+ * one sweep 12 s beside the ticks sampling them, and a loop started
+ * meanwhile waited for the sweep after (15 s in all): now the rest wait a
+ * sweep, a second or so, each in its turn with what started since
+ * (system first, a flood last). */
+#define SAMPLER_SWEEP_ADDS 256
+
+/* Sweeps a second apart at the start, whatever they cost. */
+#define SAMPLER_EARLY_SWEEPS 3
 
 /* Rounds (seconds) between two looks at a -p process whose threads stand. */
 #define DISCOVER_BACKOFF_MAX 8
@@ -495,6 +516,7 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 {
 	struct sampler *s = arg;
 	unsigned over = 0;
+	uint64_t c0 = thread_cpu_ns();
 	const struct probe_rt_proc *rt = sampler_runtime_of(s, p->pid, p->start_time, p->comm);
 	struct probe_stat st;
 	/* a pooled runtime's wait is its scheduler's: the row takes its pool */
@@ -505,6 +527,14 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	struct sworker *w = sampler_find_worker(s, p->pid, tid);
 	/* an entry of an earlier process with this pid does not count (worker_of restarts it) */
 	int taken = w && !w->gone_ns && !(p->start_time && w->start_time && w->start_time != p->start_time);
+	if (p->uid != s->sweep_uid) {   /* a sweep visits one user's processes in a row */
+		s->sweep_uid = p->uid;
+		s->sweep_added = 0;
+	}
+	if (!taken && p->uid >= 1000 && s->sweep_added >= SAMPLER_SWEEP_ADDS) {
+		pthread_mutex_unlock(&s->lock);
+		return 0;   /* at the next sweep, in its turn with whatever started meanwhile */
+	}
 	if (rt && rt->rt == PROBE_RT_JVM)
 		sampler_sched_row(s, p->pid, p->comm, rt); /* its pool parks in futex: never found by a sweep */
 	if (!taken && pooled) {
@@ -514,6 +544,8 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 		w->runtime = rt ? rt->rt : PROBE_RT_UNKNOWN;
 		if (w->runtime == PROBE_RT_JVM)
 			sampler_name_thread(w);
+		s->setup_cpu_ns += thread_cpu_ns() - c0;   /* once a worker: not the sweep's own cost */
+		s->sweep_added++;
 	}
 	s->adding_uid = (uid_t)-1;
 	pthread_mutex_unlock(&s->lock);
@@ -533,11 +565,20 @@ static void discover_host(struct sampler *s, uint64_t now)
 		return;
 	static const struct probe_sweep_ops ops = { sweep_want, sweep_found, sampler_tick_if_due };
 	struct probe_sweep_counts c;
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = thread_cpu_ns(), ticks0 = s->tick_cpu_ns + s->setup_cpu_ns;
+	s->sweep_added = 0;
+	s->sweep_uid = (uid_t)-1;
 	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
 		return;
-	uint64_t cost = thread_cpu_ns() - t0, gap = cost * 100;
-	s->next_sweep = now + (gap < NS ? NS : gap > 10 * NS ? 10 * NS : gap);
+	/* the ticks taken inside are sampling, not sweeping, and setting up
+	 * the workers it found is paid once each; and the first sweeps judge
+	 * every process once: a gap made of their cost would keep a loop
+	 * missed by them (on a CPU at its look, or started just after) out
+	 * for 10 s beside a large host (a sweep that met 4,300 new loops) */
+	uint64_t spent = thread_cpu_ns() - t0, ticks = s->tick_cpu_ns + s->setup_cpu_ns - ticks0;
+	uint64_t cost = spent > ticks ? spent - ticks : 0, gap = cost * 100;
+	uint64_t most = ++s->sweeps <= SAMPLER_EARLY_SWEEPS ? NS : 10 * NS;
+	s->next_sweep = now + (gap < NS ? NS : gap > most ? most : gap);
 	pthread_mutex_lock(&s->lock);
 	s->swept = c;
 	pthread_mutex_unlock(&s->lock);

@@ -223,7 +223,8 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 		return EXIT_FAIL;
 	}
 	int64_t now = time(NULL);
-	if (!per_second && export_points_add_model(&b, &m, o->prefix, host, now) < 0) {
+	if (!per_second && (export_points_add_model(&b, &m, o->prefix, host, now) < 0 ||
+			    export_points_add_ignored(&b, &m, o->prefix, host, now) < 0)) {
 		cli_error("out of memory");
 		model_done(&m);
 		export_points_done(&b);

@@ -165,6 +165,33 @@ int export_points_add_source(struct export_points *b, const struct model *m, con
 	return add(b, &p);
 }
 
+int export_points_add_ignored(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+			      int64_t ts)
+{
+	for (int r = 0; r < MODEL_NIGNORED; r++) {
+		struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts,
+					  .value = model_ignored(m, r), .prom = "ignored_threads",
+					  .prom_value = model_ignored(m, r),
+					  .help = "threads not sampled or not shown, by reason: cap (--max-workers), role "
+						  "(loops not shown without --all), access (processes /proc refused)" };
+		struct export_tag *t = calloc(1, sizeof(*t));
+		char metric[64];
+		snprintf(metric, sizeof(metric), "ignored_threads.%s", model_ignored_reason(r));
+		if (!t || grow((void **)&b->strs, &b->capstrs, b->nstrs + 1, sizeof(*b->strs)) < 0) {
+			free(t);
+			return -ENOMEM;
+		}
+		b->strs[b->nstrs++] = (char *)t;   /* freed with the strings */
+		t->key = "reason";
+		t->value = model_ignored_reason(r);
+		p.tags = t;
+		p.ntags = 1;
+		if (keep(b, metric, &p.metric) < 0 || add(b, &p) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
                             int64_t ts)
 {

@@ -37,6 +37,12 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 int export_points_add_source(struct export_points *b, const struct model *m, const char *prefix, const char *host,
 			     int64_t ts);
 
+/* Why threads were left out (model_ignored): ignored_threads.<reason> in
+ * Graphite, ignored_threads{reason="cap"|"role"|"access"} in Prometheus.
+ * Returns 0 or -ENOMEM. */
+int export_points_add_ignored(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+			      int64_t ts);
+
 struct snapshot;
 
 /* The same over second sec (the sampler's clock) of snap: model_build_range

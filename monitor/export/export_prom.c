@@ -110,6 +110,149 @@ static void put_family(FILE *f, const struct export_point *p, const char *name, 
 	fprintf(f, "\n# TYPE %.*s %s\n", (int)len, name, p->counter ? "counter" : "gauge");
 }
 
+size_t export_prom_budget(void)
+{
+	const char *e = getenv("LOOPSTAT_SERIES_BUDGET");
+	char *end;
+	unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+	return e && *e && !*end && v > 0 ? (size_t)v : EXPORT_PROM_SERIES_BUDGET;
+}
+
+/* A thread's series: a point that names a pid and a tid. */
+static int of_thread(const struct export_point *p)
+{
+	return p->pid >= 0 && p->tid >= 0;
+}
+
+static _Thread_local const struct export_point *cmp_pts;   /* cmp_owner's, during one sort */
+
+/* Threads' items by service, then thread; the rest first. */
+static int cmp_owner(const void *a, const void *b)
+{
+	const struct export_point *x = &cmp_pts[((const struct item *)a)->idx], *y = &cmp_pts[((const struct item *)b)->idx];
+	int tx = of_thread(x), ty = of_thread(y);
+	if (tx != ty)
+		return tx - ty;
+	int c = tx ? strcmp(x->service ? x->service : "", y->service ? y->service : "") : 0;
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return (x->pid > y->pid) - (x->pid < y->pid);
+	if (x->tid != y->tid)
+		return (x->tid > y->tid) - (x->tid < y->tid);
+	return (((const struct item *)a)->idx > ((const struct item *)b)->idx) -
+	       (((const struct item *)a)->idx < ((const struct item *)b)->idx);
+}
+
+struct run { size_t at, n; };   /* one thread's items: items[at .. at + n) */
+
+struct owner {                  /* one process's threads: runs[first .. first + n) */
+	size_t first, n;
+	size_t svc_threads;     /* its service's threads, all processes */
+};
+
+static int cmp_turn(const void *a, const void *b)
+{
+	const struct owner *x = a, *y = b;
+	if (x->svc_threads != y->svc_threads)
+		return (x->svc_threads > y->svc_threads) - (x->svc_threads < y->svc_threads);
+	if (x->n != y->n)
+		return (x->n > y->n) - (x->n < y->n);
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+static const char *svc_of(const struct export_point *p)
+{
+	return p->service ? p->service : "";
+}
+
+/* Keeps at most budget of the m items, in place: the series of no thread
+ * first (fleet, services, the source), then threads whole, in rounds: each
+ * process gives one thread a round, those of the smallest services and the
+ * smallest processes first, so that a flood of threads (one process's or
+ * one service's) cannot take the budget from the others. Returns the
+ * items kept; the rest are dropped. */
+static size_t fit_budget(const struct export_point *pts, struct item *items, size_t m, size_t budget)
+{
+	cmp_pts = pts;
+	qsort(items, m, sizeof(*items), cmp_owner);
+	size_t others = 0;
+	while (others < m && !of_thread(&pts[items[others].idx]))
+		others++;
+	if (others >= budget)
+		return budget;
+	struct run *runs = calloc(m - others + 1, sizeof(*runs));
+	struct owner *own = calloc(m - others + 1, sizeof(*own));
+	char *keep = calloc(m, 1);
+	size_t nruns = 0, nown = 0, svc_at = 0;
+	if (!runs || !own || !keep) {
+		free(runs), free(own), free(keep);
+		return others;
+	}
+	for (size_t i = others; i < m; i++) {
+		const struct export_point *p = &pts[items[i].idx];
+		const struct export_point *q = i > others ? &pts[items[i - 1].idx] : NULL;
+		int new_svc = !q || strcmp(svc_of(q), svc_of(p));
+		if (new_svc || q->pid != p->pid) {
+			if (new_svc) {   /* the last service's size to its processes */
+				for (size_t k = svc_at; k < nown; k++)
+					own[k].svc_threads = nruns - own[svc_at].first;
+				svc_at = nown;
+			}
+			own[nown++] = (struct owner){ .first = nruns };
+		}
+		if (new_svc || q->pid != p->pid || q->tid != p->tid) {
+			runs[nruns++] = (struct run){ i, 0 };
+			own[nown - 1].n++;
+		}
+		runs[nruns - 1].n++;
+	}
+	for (size_t k = svc_at; k < nown; k++)
+		own[k].svc_threads = nruns - own[svc_at].first;
+	qsort(own, nown, sizeof(*own), cmp_turn);
+	size_t left = budget - others;
+	for (size_t round = 0; nown && left; round++) {
+		size_t still = 0;
+		for (size_t k = 0; k < nown; k++) {
+			const struct run *r = &runs[own[k].first + round];
+			if (r->n <= left) {
+				memset(keep + r->at, 1, r->n);
+				left -= r->n;
+			}
+			if (round + 1 < own[k].n)
+				own[still++] = own[k];   /* threads left to give: in the next round, in turn */
+		}
+		nown = still;
+	}
+	size_t j = others;
+	for (size_t i = others; i < m; i++)
+		if (keep[i])
+			items[j++] = items[i];
+	free(runs), free(own), free(keep);
+	return j;
+}
+
+/* What the budget dropped: a gauge always (so an alert can watch it), and
+ * in the text format a comment line that says it. */
+static void put_dropped(FILE *f, const struct export_point *any, size_t dropped, size_t budget,
+			enum export_prom_fmt fmt)
+{
+	char name[PROM_NAME_MAX];
+	struct export_point p = { .prefix = any ? any->prefix : NULL, .metric = "series_dropped" };
+	family_name(name, &p);
+	if (dropped && fmt == EXPORT_PROM_TEXT)
+		fprintf(f, "# loopstat: %zu series dropped past the budget of %zu (threads' first, services' last)\n",
+			dropped, budget);
+	fprintf(f, "# HELP %s series left out of this exposition past its budget of %zu (LOOPSTAT_SERIES_BUDGET)\n"
+		"# TYPE %s gauge\n%s", name, budget, name, name);
+	if (any && any->host) {
+		int first = 1;
+		put_label(f, &first, "host", any->host);
+		fputc('}', f);
+	}
+	fprintf(f, " %zu\n", dropped);
+}
+
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped)
 {
 	return export_prom_render(f, pts, n, EXPORT_PROM_TEXT, skipped);
@@ -133,6 +276,12 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 			continue;
 		}
 		m++;
+	}
+	size_t budget = export_prom_budget(), dropped = 0;
+	if (items && m + 1 > budget) {   /* the dropped gauge is one of the budget's series */
+		size_t kept = fit_budget(pts, items, m, budget - 1);
+		dropped = m - kept;
+		m = kept;
 	}
 	if (items)
 		qsort(items, m, sizeof(*items), cmp_item);
@@ -182,6 +331,7 @@ size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enu
 			fprintf(f, " %.15g\n", v);
 		written++;
 	}
+	put_dropped(f, n ? &pts[0] : NULL, dropped, budget, fmt);
 	if (fmt == EXPORT_PROM_OPENMETRICS)
 		fputs("# EOF\n", f);
 	free(items);

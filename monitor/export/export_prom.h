@@ -27,7 +27,19 @@ enum export_prom_fmt {
 size_t export_prom_render(FILE *f, const struct export_point *pts, size_t n, enum export_prom_fmt fmt,
                           size_t *skipped);
 
-/* export_prom_render in the text format 0.0.4. */
+/* Series an exposition holds at most, by default: about 400 threads'
+ * worth (an uninstrumented thread has 23 series, an instrumented one
+ * about twice that), beside the fleet's and the services'. */
+#define EXPORT_PROM_SERIES_BUDGET 10000
+
+/* The budget: LOOPSTAT_SERIES_BUDGET when set to a positive number, else
+ * EXPORT_PROM_SERIES_BUDGET. Past it, export_prom_render drops threads'
+ * series first (whole threads, one of each service in turn), then the
+ * rest's, and says so: a comment line (text format) and the gauge
+ * <prefix>_series_dropped, written always. */
+size_t export_prom_budget(void);
+
+/* export_prom_render in the text format 0.0.4. *//* export_prom_render in the text format 0.0.4. */
 size_t export_prom_format(FILE *f, const struct export_point *pts, size_t n, size_t *skipped);
 
 /* What export_prom_write would refuse of PATH before anything is written:

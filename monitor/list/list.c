@@ -275,6 +275,13 @@ void list_print_json(FILE *out, const struct model *m)
 	json_array_end(&j);
 	json_key(&j, "ignored");
 	json_u64(&j, m->ignored + m->sweep.ignored_access);
+	json_key(&j, "ignored_by");   /* the same by reason (model_ignored_reason); "ignored" stays their sum of old */
+	json_object_begin(&j);
+	for (int r = 0; r < MODEL_NIGNORED; r++) {
+		json_key(&j, model_ignored_reason(r));
+		json_u64(&j, model_ignored(m, r));
+	}
+	json_object_end(&j);
 	json_key(&j, "left_out");   /* loops not shown, by role: only servers without -p, -n or --all */
 	json_object_begin(&j);
 	for (int r = 0; r < MODEL_NROLES; r++)

@@ -214,6 +214,16 @@ const char *model_role_name(int r);
 /* Loops left out of m (not servers, without --all). */
 unsigned model_left_out(const struct model *m);
 
+/* Why threads are not shown: the cap (--max-workers, or the sweep's
+ * tables), their role (loops not shown without --all), or access (the
+ * processes /proc refused, counted as processes). One table for list's
+ * "ignored_by" and /metrics' loopstat_ignored_threads{reason}. */
+enum { MODEL_IGNORED_CAP, MODEL_IGNORED_ROLE, MODEL_IGNORED_ACCESS, MODEL_NIGNORED };
+/* The reason's name ("cap", "role", "access"). Static. */
+const char *model_ignored_reason(int r);
+/* How many were left out of m for reason r. */
+unsigned model_ignored(const struct model *m, int r);
+
 /* "3 loops left out: 1 client, 2 interactive (--all shows them)", "" when
  * none was. Returns buf. */
 char *model_left_out_text(const struct model *m, char *buf, size_t len);

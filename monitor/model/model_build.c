@@ -203,6 +203,22 @@ unsigned model_left_out(const struct model *m)
 	return n;
 }
 
+const char *model_ignored_reason(int r)
+{
+	static const char *const names[MODEL_NIGNORED] = { "cap", "role", "access" };
+	return r >= 0 && r < MODEL_NIGNORED ? names[r] : "";
+}
+
+unsigned model_ignored(const struct model *m, int r)
+{
+	switch (r) {
+	case MODEL_IGNORED_CAP:    return m->ignored;
+	case MODEL_IGNORED_ROLE:   return model_left_out(m);
+	case MODEL_IGNORED_ACCESS: return m->sweep.ignored_access;
+	default:                   return 0;
+	}
+}
+
 char *model_left_out_text(const struct model *m, char *buf, size_t len)
 {
 	unsigned n = model_left_out(m);

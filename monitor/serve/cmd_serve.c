@@ -12,6 +12,7 @@
 #include "util/clock.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -201,11 +202,20 @@ static int serve_run(struct serve_ctx *x)
 	return EXIT_OK;
 }
 
+/* Bytes from which serve's allocations are mapped on their own. */
+#define SERVE_MMAP_THRESHOLD (64 * 1024)
+
 static int run(int argc, char **argv)
 {
 	struct serve_ctx x = { .window_s = 10, .interval_s = 1, .timeout_s = 10, .max_connections = 4096 };
 	cli_common_init(&x.c);
 	int rc = cli_parse(&cmd_serve, argc, argv, &x);
+	/* serve runs for good: a flood's workers (~90 KB each), snapshots and
+	 * models (as much a worker) are mapped on their own and unmapped when
+	 * freed, so its memory comes back once the flood ends; glibc would
+	 * otherwise raise this threshold after the first large free and keep
+	 * what the flood took in its heaps */
+	mallopt(M_MMAP_THRESHOLD, SERVE_MMAP_THRESHOLD);
 	if (rc < 0 && (rc = cli_check_pids(&x.c.targets)) < 0 && (rc = cli_check_access(&x.c.targets)) < 0)
 		rc = serve_run(&x);
 	cli_common_done(&x.c);

@@ -37,6 +37,8 @@ int serve_body_new(const struct model *m, const char *prefix, const char *host, 
 	if (rc == 0)
 		rc = export_points_add_source(&b, m, prefix, host, now);
 	if (rc == 0)
+		rc = export_points_add_ignored(&b, m, prefix, host, now);
+	if (rc == 0)
 		rc = render(&b, EXPORT_PROM_TEXT, &body->text, &body->text_len);
 	if (rc == 0)
 		rc = render(&b, EXPORT_PROM_OPENMETRICS, &body->om, &body->om_len);

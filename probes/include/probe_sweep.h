@@ -62,6 +62,11 @@ void probe_sweep_delete(struct probe_sweep *sw);
 int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg,
 		    struct probe_sweep_counts *counts);
 
+/* The loop tid was taken and is no longer (it lost its place at a cap):
+ * looked at again at the next sweep, and counted in ignored_limit while
+ * found() has no room for it. */
+void probe_sweep_forget(struct probe_sweep *sw, pid_t tid);
+
 /* Bytes the sweep's tables take now (for the memory figure). */
 size_t probe_sweep_memory(const struct probe_sweep *sw);
 

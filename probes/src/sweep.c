@@ -69,10 +69,20 @@ struct table {
 	size_t cap, n, size;
 };
 
+/* A process listed by this sweep, in the order it is looked at. */
+struct visit {
+	pid_t    pid;
+	uid_t    uid;
+	unsigned threads;    /* its own, as last known */
+	unsigned weight;     /* all its user's, as last known */
+};
+
 struct probe_sweep {
 	struct table procs, threads;
 	uint32_t epoch;
 	unsigned reads_since_tick;
+	struct visit *visits;    /* owned: this sweep's processes, in turn */
+	size_t nvisits, capvisits;
 };
 
 int probe_sweep_is_event_wait(const struct probe_sc_sample *s)
@@ -170,12 +180,14 @@ void probe_sweep_delete(struct probe_sweep *sw)
 		return;
 	free(sw->procs.v);
 	free(sw->threads.v);
+	free(sw->visits);
 	free(sw);
 }
 
 size_t probe_sweep_memory(const struct probe_sweep *sw)
 {
-	return sizeof(*sw) + sw->procs.cap * sw->procs.size + sw->threads.cap * sw->threads.size;
+	return sizeof(*sw) + sw->procs.cap * sw->procs.size + sw->threads.cap * sw->threads.size +
+	       sw->capvisits * sizeof(struct visit);
 }
 
 static pid_t parse_id(const char *name)
@@ -309,6 +321,25 @@ static int sweep_threads(struct probe_sweep *sw, struct proc *pr, const struct p
 	return ret;
 }
 
+void probe_sweep_forget(struct probe_sweep *sw, pid_t tid)
+{
+	if (!sw->threads.cap)
+		return;
+	struct thread *t = slot(&sw->threads, tid);
+	if (t->tid != tid || t->state != T_LOOP)
+		return;
+	uint16_t next = (uint16_t)(sw->epoch + 1);
+	t->state = T_OTHER;
+	t->due = next;
+	t->backoff = 0;
+	struct proc *pr = sw->procs.cap ? slot(&sw->procs, t->pid) : NULL;
+	if (pr && pr->pid == t->pid) {
+		pr->loops -= pr->loops > 0;
+		if ((int16_t)(next - pr->due) < 0)
+			pr->due = next;
+	}
+}
+
 /* Threads listed in this sweep, and those of processes seen but not
  * listed (unchanged, none due): the rest exited. */
 static void prune_threads(struct probe_sweep *sw)
@@ -339,16 +370,42 @@ static void prune_threads(struct probe_sweep *sw)
 	*t = nt;
 }
 
-int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg,
-		    struct probe_sweep_counts *c)
+static int by_uid(const void *a, const void *b)
 {
-	memset(c, 0, sizeof(*c));
+	const struct visit *x = a, *y = b;
+	return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+/* System services first (uid < 1000), then users holding the fewest
+ * threads, and within a user its smallest processes first, then by pid:
+ * a flood of threads is looked at last, so it cannot take the places of
+ * the loops listed after it in /proc (nor a sweep's share of new ones). */
+static int by_turn(const void *a, const void *b)
+{
+	const struct visit *x = a, *y = b;
+	int sx = x->uid >= 1000, sy = y->uid >= 1000;
+	if (sx != sy)
+		return sx - sy;
+	if (x->weight != y->weight)
+		return (x->weight > y->weight) - (x->weight < y->weight);
+	if (x->uid != y->uid)
+		return (x->uid > y->uid) - (x->uid < y->uid);
+	if (x->threads != y->threads)
+		return (x->threads > y->threads) - (x->threads < y->threads);
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Lists <proc root> into sw->visits: each process known (judged once) and
+ * marked listed by this sweep. -errno when the root cannot be listed. */
+static int list_procs(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg,
+		      struct probe_sweep_counts *c)
+{
 	DIR *d = opendir(probe_proc_root());
 	if (!d)
 		return -errno;
-	sw->epoch++;
 	pid_t self = getpid();
 	struct dirent *de;
+	sw->nvisits = 0;
 	while ((de = readdir(d))) {
 		pid_t pid = parse_id(de->d_name);
 		if (!pid || pid == self)
@@ -358,6 +415,7 @@ int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, v
 			c->ignored_limit++;
 			continue;
 		}
+		unsigned threads = pr->pid ? (unsigned)pr->nthreads : 1;
 		if (!pr->pid || pr->ino != (uint64_t)de->d_ino) {
 			char path[PATH_MAX];
 			struct stat ps;
@@ -370,8 +428,48 @@ int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, v
 			if (probe_proc_path(path, sizeof(path), "%d", (int)pid) >= 0 && stat(path, &ps) == 0)
 				pr->uid = ps.st_uid;
 			judge(pr, &st, ops, arg);
+			threads = st.threads > 0 ? (unsigned)st.threads : 1;
 		}
 		pr->epoch = sw->epoch;
+		if (sw->nvisits == sw->capvisits) {
+			size_t cap = sw->capvisits ? sw->capvisits * 2 : 1024;
+			struct visit *v = realloc(sw->visits, cap * sizeof(*v));
+			if (!v) {
+				c->ignored_limit++;
+				continue;
+			}
+			sw->visits = v;
+			sw->capvisits = cap;
+		}
+		sw->visits[sw->nvisits++] = (struct visit){ .pid = pid, .uid = pr->uid, .threads = threads ? threads : 1 };
+	}
+	closedir(d);
+	/* each user's weight: the threads of all its processes */
+	qsort(sw->visits, sw->nvisits, sizeof(*sw->visits), by_uid);
+	for (size_t i = 0, j; i < sw->nvisits; i = j) {
+		unsigned sum = 0;
+		for (j = i; j < sw->nvisits && sw->visits[j].uid == sw->visits[i].uid; j++)
+			sum += sw->visits[j].threads;
+		for (size_t k = i; k < j; k++)
+			sw->visits[k].weight = sum;
+	}
+	qsort(sw->visits, sw->nvisits, sizeof(*sw->visits), by_turn);
+	return 0;
+}
+
+int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg,
+		    struct probe_sweep_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	sw->epoch++;
+	int err = list_procs(sw, ops, arg, c);
+	if (err < 0) {
+		sw->epoch--;
+		return err;
+	}
+	for (size_t i = 0; i < sw->nvisits; i++) {
+		pid_t pid = sw->visits[i].pid;
+		struct proc *pr = slot(&sw->procs, pid);
 		struct probe_sweep_proc p = { .pid = pid, .start_time = pr->start_time, .uid = pr->uid };
 		memcpy(p.comm, pr->comm, sizeof(p.comm));
 		if (pr->state == P_KERNEL)
@@ -395,7 +493,6 @@ int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, v
 			c->ignored_access++;
 		}
 	}
-	closedir(d);
 	/* threads first: they look their processes up as this sweep left them */
 	prune_threads(sw);
 	prune(&sw->procs, sw->epoch, offsetof(struct proc, epoch));

@@ -3,12 +3,15 @@
  */
 #include "users.h"
 #include "support.h"
+#include "children.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +88,30 @@ int ts_as_user(const struct ts_user *u, int (*fn)(void *arg), void *arg, int tim
 		nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
 	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+pid_t ts_user_loop(const struct ts_user *u)
+{
+	pid_t pid = tc_fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (ts_become(u) < 0)
+			_exit(120);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the change of credentials cleared it */
+		int ep = epoll_create1(0);
+		struct epoll_event ev;
+		for (;;)
+			epoll_wait(ep, &ev, 1, 20);
+	}
+	return pid;
+}
+
+void ts_user_nobody(struct ts_user *u)
+{
+	memset(u, 0, sizeof(*u));
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		cr_skip_test("no user nobody for a second user's loop");
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;   /* no name: ts_user_del leaves it be */
 }

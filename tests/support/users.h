@@ -36,4 +36,10 @@ int ts_as_user(const struct ts_user *u, int (*fn)(void *arg), void *arg, int tim
 /* In a forked child: become the user; returns 0 or -errno. */
 int ts_become(const struct ts_user *u);
 
+/* A loop of user u: a child that waits in epoll_wait, waking every 20 ms,
+ * killed when the test dies. Stop it with tc_kill. */
+pid_t ts_user_loop(const struct ts_user *u);
+/* u as the system's user nobody (an existing user, not made nor removed). */
+void ts_user_nobody(struct ts_user *u);
+
 #endif /* TESTS_USERS_H */
