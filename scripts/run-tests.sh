@@ -10,7 +10,7 @@
 # sample, and they assert nothing about how fast anything ran.
 #
 # With ONLY=par or ONLY=solo, only those of the suites given run (and are
-# tallied): make test runs the two builds' parallel suites side by side.
+# tallied): make test runs each build's solo and parallel suites apart.
 #
 #   run-tests.sh BUILD SUITE...     run them, print, tally
 #   run-tests.sh --one BUILD SUITE  (internal) run one suite into BUILD/.suites/
