@@ -196,8 +196,11 @@ test: test-deps
 IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo nice -n 19)
 
 # TIMED_TESTS judge timing or shares of real loads: they run alone, in the
-# plain build only, once the sanitizer compile is over.
-TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers %/test_bpf,$(TESTS))
+# plain build only, once the sanitizer compile is over. test_diff judges
+# two duty cycles 10 points apart: beside the idle compile it once read
+# them 8.3 apart ([-9.76, -6.76]).
+TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers %/test_bpf \
+                %/test_diff %/test_diff_profile,$(TESTS))
 # Under the sanitizers (make test's second build) run the suites whose code
 # nothing else runs there. Of those that run alone (SOLO_TESTS, below:
 # shares or timing, which the sanitizers only distort), SAN_SOLO_TESTS: the
