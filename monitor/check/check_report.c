@@ -180,8 +180,8 @@ static void json_estimate(struct json *j, const struct estimate *e)
 	json_double(j, e->se, 6);
 	json_key(j, "df");
 	json_double(j, e->df, 2);
-	json_key(j, "n");
-	json_double(j, e->n, 0);
+	json_key(j, "n");   /* Kish's size of a proportion's weights: not a whole count */
+	json_double(j, e->n, 1);
 	json_key(j, "n_eff");
 	json_double(j, e->n_eff, 1);
 }
