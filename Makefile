@@ -334,16 +334,18 @@ $(LOOPSTAT): $(MON_OBJ) $(LIBPROBES_A)
 # test's plain build went to the tests, most of it linking).
 MON_LIB_OBJ := $(filter-out $(BUILD)/obj/monitor/main.o,$(MON_OBJ))
 TEST_LIB_A  := $(BUILD)/libtestsupport.a $(BUILD)/libmonitor.a
+# LeakSanitizer's suppressions hook: called by nothing, so linked as an object
+TEST_LSAN   := $(BUILD)/obj/tests/support/lsan.o
 
-$(BUILD)/libtestsupport.a: $(TSUP_OBJ)
+$(BUILD)/libtestsupport.a: $(filter-out $(TEST_LSAN),$(TSUP_OBJ))
 $(BUILD)/libmonitor.a: $(MON_LIB_OBJ)
 $(TEST_LIB_A):
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_LIB_A) $(LIBPROBES_A) $(LIBFL_A)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_LSAN) $(TEST_LIB_A) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< -Wl,--start-group $(TEST_LIB_A) $(LIBPROBES_A) $(LIBFL_A) -Wl,--end-group \
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< $(TEST_LSAN) -Wl,--start-group $(TEST_LIB_A) $(LIBPROBES_A) $(LIBFL_A) -Wl,--end-group \
 	      $(TEST_LIBS) $(PROBE_LIBS) $(TUI_LIBS) $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -lm
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBFL_A)

@@ -2,7 +2,6 @@
  * fl_test.c — see fl_test.h.
  */
 #include "fl_test.h"
-#include "probe_discover.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -135,14 +134,4 @@ int fl_test_listen(uint16_t *port)
 	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
 	*port = ntohs(a.sin_port);
 	return fd;
-}
-
-/* Criterion's runner (not a test, not the runtime) leaks a 48-byte event
- * record now and then when workers run in parallel (--jobs 2): keep
- * LeakSanitizer's verdict about our code only; and libproc2's known leak
- * (probe_discover.h). */
-const char *__lsan_default_suppressions(void);
-__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void)
-{
-	return "leak:libcriterion.so\n" PROBE_LSAN_SUPPRESSIONS;
 }
