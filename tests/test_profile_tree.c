@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/eval.h"
 #include "model/model.h"
 #include "profile/profile_tree.h"
 #include "util/textsafe.h"
@@ -90,6 +91,42 @@ Test(profile_tree, counts_paths_and_shares, .timeout = T_TIMEOUT)
 	cr_assert_str_eq(w->child->next->next->label, "idle");
 	for (const struct profile_node *c = w->child; c && c->next; c = c->next)
 		cr_assert_geq(c->count, c->next->count);
+	profile_tree_delete(t);
+}
+
+/* With the thread's runnable share known, shares are list's split: the
+ * running share is schedstat's, the off-CPU samples divide the rest. */
+Test(profile_tree, runnable_share_splits_like_list, .timeout = T_TIMEOUT)
+{
+	struct profile_tree *t = profile_tree_new(PROFILE_TREE_BY_FIBER);
+	struct profile_sample s = { .thread = "1/1 w", .state = PROFILE_ON_CPU, .fiber = "parser" };
+	cr_assert_eq(profile_tree_add(t, &s, 10), 0);
+	s.state = PROFILE_BLOCKED;
+	s.syscall = "read";
+	cr_assert_eq(profile_tree_add(t, &s, 10), 0);
+	s = (struct profile_sample){ .thread = "1/1 w", .state = PROFILE_IDLE, .syscall = "epoll_wait" };
+	cr_assert_eq(profile_tree_add(t, &s, 80), 0);
+	const struct profile_node *w = child(profile_tree_root(t), "1/1 w"), *p = child(w, "parser");
+	const struct profile_node *idle = child(child(w, "[no fiber]"), "idle"), *on = child(p, "on cpu");
+	cr_assert_eq(w->running, 10);
+	cr_assert_float_eq(profile_node_share(idle, NULL), 80.0, 1e-9, "no runnable share: of the samples");
+
+	cr_assert_eq(profile_tree_runnable(t, "1/1 x", 1, 2), -ENOENT);
+	cr_assert_eq(profile_tree_runnable(t, "1/1 w", 150000000, 500000000), 0);
+	cr_assert_eq(profile_tree_runnable(t, "1/1 w", 150000000, 500000000), 0);   /* pooled: R stays 0.3 */
+	double running, scale, ci;
+	double basis = eval_split(0.3, 10, 90, &running, &scale);
+	cr_assert_float_eq(profile_node_share(idle, &ci), 100 * scale * 80 / basis, 1e-9);
+	cr_assert_float_eq(profile_node_share(idle, NULL), 70.0 * 80 / 90, 1e-9);
+	cr_assert_float_eq(ci, 0.7 * model_ci95_pts(80.0 / 90, 90), 1e-9);
+	cr_assert_float_eq(profile_node_share(on, NULL), 30.0, 1e-9, "the running share is schedstat's");
+	/* a fiber both ran and blocked: its two parts */
+	cr_assert_float_eq(profile_node_share(p, NULL), 30.0 + 70.0 * 10 / 90, 1e-9);
+	double sum = 0;
+	for (const struct profile_node *f = w->child; f; f = f->next)
+		sum += profile_node_share(f, NULL);
+	cr_assert_float_eq(sum, 100.0, 1e-9, "the fibers cover the thread's wall time");
+	cr_assert_float_eq(profile_node_share(w, NULL), 100.0, 1e-9, "the thread: of all samples");
 	profile_tree_delete(t);
 }
 

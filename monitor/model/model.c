@@ -2,6 +2,7 @@
  * model.c — the capacity math shared by every view.
  */
 #include "model/model.h"
+#include "model/eval.h"
 #include "util/stats.h"
 
 #include <math.h>
@@ -35,6 +36,37 @@ double model_share_pct(uint64_t count, uint64_t basis, double *ci95)
 	if (ci95)
 		*ci95 = model_ci95_pts(p, basis);
 	return 100.0 * p;
+}
+
+/* A part's share and Wilson half-width, scaled by the time its basis covers. */
+static double part_pct(uint64_t count, double basis, double scale, double *ci95)
+{
+	if (count == 0 || !(basis > 0)) {
+		*ci95 = 0;
+		return 0;
+	}
+	double p = (double)count / basis;
+	*ci95 = scale * model_ci95_pts(p, (uint64_t)basis);
+	return 100.0 * scale * p;
+}
+
+double model_split_share_pct(uint64_t off_count, uint64_t run_count, uint64_t n_off, uint64_t n_run,
+			     double runnable, double *ci95)
+{
+	double running, scale;
+	double basis = eval_split(runnable, (double)n_run, (double)n_off, &running, &scale);
+	if (!(basis > 0) || off_count + run_count == 0) {
+		if (ci95)
+			*ci95 = NAN;
+		return NAN;
+	}
+	double c_off, c_run;
+	/* the running samples only split the running share among themselves */
+	double pct = part_pct(off_count, basis, scale, &c_off) +
+		     part_pct(run_count, (double)n_run, n_run ? running : 0, &c_run);
+	if (ci95)
+		*ci95 = sqrt(c_off * c_off + c_run * c_run);
+	return pct;
 }
 
 double model_headroom(double ops_per_s, double idle_pct)

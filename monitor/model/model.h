@@ -249,6 +249,14 @@ double model_ci95_pts(double p, uint64_t n);
  * (may be NULL); NaN for both when basis is 0. profile's stacks use it. */
 double model_share_pct(uint64_t count, uint64_t basis, double *ci95);
 
+/* A node's share of its thread's wall time by the one split (eval_split),
+ * as list reads it: off_count of the thread's n_off samples off the CPU
+ * and run_count of its n_run running ones, with schedstat's runnable share
+ * (NaN: unknown, every sample then counts alike). In percent, the parts'
+ * intervals in quadrature in *ci95 (may be NULL); NaN without samples. */
+double model_split_share_pct(uint64_t off_count, uint64_t run_count, uint64_t n_off, uint64_t n_run,
+			     double runnable, double *ci95);
+
 /* ops/s ÷ (1 − idle), NaN when idle ≥ 99% or ops unknown. */
 double model_headroom(double ops_per_s, double idle_pct);
 

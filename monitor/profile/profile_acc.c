@@ -56,6 +56,9 @@ struct acc_thread {
 	char    *service;            /* owned: the last one its events named, NULL none */
 	uint64_t run_ns, wait_ns;    /* the reading the held samples came after */
 	int      have_reading;
+	/* runnable time (run + wait) at the first and the last reading, and
+	 * when each was first seen: the runnable share over the run */
+	uint64_t busy_first, busy_last, first_ns, last_ns;
 	double   wait_frac;          /* of the last settled interval */
 	double   carry;              /* the accumulator of the waiting share */
 	struct held *held;
@@ -190,9 +193,15 @@ static int settle(struct profile_acc *a, struct acc_thread *t)
 	return 0;
 }
 
-/* A new schedstat reading: the held samples belong to the interval it closes. */
-static int new_reading(struct profile_acc *a, struct acc_thread *t, uint64_t run_ns, uint64_t wait_ns)
+/* A new schedstat reading, seen at t_ns: the held samples belong to the interval it closes. */
+static int new_reading(struct profile_acc *a, struct acc_thread *t, uint64_t run_ns, uint64_t wait_ns, uint64_t t_ns)
 {
+	if (!t->have_reading) {
+		t->busy_first = run_ns + wait_ns;
+		t->first_ns = t_ns;
+	}
+	t->busy_last = run_ns + wait_ns;
+	t->last_ns = t_ns;
 	if (t->have_reading && run_ns >= t->run_ns && wait_ns >= t->wait_ns) {
 		uint64_t dr = run_ns - t->run_ns, dw = wait_ns - t->wait_ns;
 		t->wait_frac = dr + dw ? (double)dw / (double)(dr + dw) : 0;
@@ -351,7 +360,7 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 	if (!t)
 		return err;
 	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns))
-		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
+		err = new_reading(a, t, ev->run_ns, ev->wait_ns, ev->t_ns);
 	if (err == 0 && ev->instrumented)
 		err = track_run(t, ev);
 	if (err == 0 && ev->service && (!t->service || strcmp(t->service, ev->service) != 0)) {
@@ -386,9 +395,15 @@ struct profile_tree *profile_acc_finish(struct profile_acc *a)
 {
 	if (!a->tree && !(a->tree = profile_tree_new(a->flags & ~(PROFILE_ACC_AUTO_FIBER | PROFILE_ACC_BY_NAME))))
 		return NULL;
-	for (size_t i = 0; i < a->nth; i++)
-		if (settle(a, &a->th[i]) < 0 || close_run(&a->th[i]) < 0)
+	for (size_t i = 0; i < a->nth; i++) {
+		struct acc_thread *t = &a->th[i];
+		if (settle(a, t) < 0 || close_run(t) < 0)
 			return NULL;
+		/* once: a second finish finds the share given */
+		if (t->last_ns > t->first_ns && t->busy_last >= t->busy_first &&
+		    profile_tree_runnable(a->tree, t->label, t->busy_last - t->busy_first, t->last_ns - t->first_ns) == 0)
+			t->first_ns = t->last_ns, t->busy_first = t->busy_last;
+	}
 	return a->tree;
 }
 

@@ -15,7 +15,8 @@
  * and, by fiber, "fiber", for -tagfocus and Pyroscope's label queries.
  *
  * Values: [samples/count, wall/nanoseconds], wall = samples × the period
- * (1 s / rate), so every state keeps its share of wall time.
+ * (1 s / rate) × each sample's weight in the split (profile_node_weight),
+ * so every state keeps the share of wall time the text gives it.
  *
  * Written as it is walked: a message's repeated fields may come in pieces
  * (protobuf concatenates them, and appends string_table's in order), so
@@ -132,7 +133,7 @@ static int tag_slot(enum profile_level l)
 	return l == PROFILE_L_THREAD ? 0 : l == PROFILE_L_FIBER ? 1 : l == PROFILE_L_STATE ? 2 : -1;
 }
 
-static void put_sample(struct pprof_walk *w, uint64_t self)
+static void put_sample(struct pprof_walk *w, uint64_t self, double weight)
 {
 	uint64_t ids[PROFILE_MAX_PATH];
 	size_t n = 0;
@@ -140,7 +141,7 @@ static void put_sample(struct pprof_walk *w, uint64_t self)
 		for (int i = 0; i < w->depth; i++)
 			if (w->level[i] == leaf_first[k])
 				ids[n++] = w->path[i];
-	int64_t values[2] = { (int64_t)self, (int64_t)self * w->period_ns };
+	int64_t values[2] = { (int64_t)self, llround((double)self * (double)w->period_ns * weight) };
 	Perftools__Profiles__Label *tags[4];
 	size_t ntags = 0;
 	for (int k = 0; k < 4; k++)
@@ -179,7 +180,7 @@ static void samples_below(struct pprof_walk *w, const struct profile_node *n)
 			w->tagged[3] = 1;
 		}
 		if (c->self)
-			put_sample(w, c->self);
+			put_sample(w, c->self, profile_node_weight(c));
 		samples_below(w, c);
 		if (slot >= 0)
 			w->tagged[slot] = 0;

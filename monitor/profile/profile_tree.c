@@ -9,6 +9,7 @@
 #include "profile/profile_tree.h"
 #include "util/idmap.h"
 #include "util/textsafe.h"
+#include "model/eval.h"
 #include "model/model.h"
 
 #include <errno.h>
@@ -281,9 +282,13 @@ int profile_tree_add(struct profile_tree *t, const struct profile_sample *s, uin
 		}
 	}
 
+	uint64_t running = s->state == PROFILE_ON_CPU || s->state == PROFILE_CPU_WAIT ? weight : 0;
 	t->root.count += weight;
-	for (int i = 0; i < np; i++)
+	t->root.running += running;
+	for (int i = 0; i < np; i++) {
 		path[i]->count += weight;
+		path[i]->running += running;
+	}
 	path[np - 1]->self += weight;
 	if (np > t->depth)
 		t->depth = np;
@@ -353,9 +358,53 @@ uint64_t profile_node_basis(const struct profile_node *n)
 	return n->count;
 }
 
+/* n's thread node (n itself for one; the root for the root). */
+static const struct profile_node *thread_of(const struct profile_node *n)
+{
+	while (n->parent && n->level != PROFILE_L_THREAD)
+		n = n->parent;
+	return n;
+}
+
+static double runnable_of(const struct profile_node *th)
+{
+	return th->span_ns ? (double)th->busy_ns / (double)th->span_ns : NAN;
+}
+
 double profile_node_share(const struct profile_node *n, double *ci95)
 {
-	return model_share_pct(n->count, profile_node_basis(n), ci95);
+	const struct profile_node *th = thread_of(n);
+	if (n->level <= PROFILE_L_THREAD || th->span_ns == 0)
+		return model_share_pct(n->count, profile_node_basis(n), ci95);
+	/* the samples a sampler slipping past busy phases takes in the poll
+	 * must not read the worker idler than list does: the same split */
+	return model_split_share_pct(n->count - n->running, n->running, th->count - th->running, th->running,
+				     runnable_of(th), ci95);
+}
+
+double profile_node_weight(const struct profile_node *n)
+{
+	const struct profile_node *th = thread_of(n);
+	if (n->level < PROFILE_L_STATE || th->span_ns == 0 || th->count == 0)
+		return 1;
+	double running, scale, all = (double)th->count, n_run = (double)th->running;
+	double basis = eval_split(runnable_of(th), n_run, all - n_run, &running, &scale);
+	/* below a state every sample is of one kind */
+	return n->running ? running * all / n_run : basis > 0 ? scale * all / basis : 1;
+}
+
+int profile_tree_runnable(struct profile_tree *t, const char *thread, uint64_t busy_ns, uint64_t span_ns)
+{
+	char label[PROFILE_LABEL_MAX];
+	uint64_t key;
+	int free_key;
+	textsafe_label(label, sizeof(label), thread);
+	struct profile_node *n = child_find(t, &t->root, PROFILE_L_THREAD, label, &key, &free_key);
+	if (!n)
+		return -ENOENT;
+	n->busy_ns += busy_ns;
+	n->span_ns += span_ns;
+	return 0;
 }
 
 /* ---- threads with the same tree ------------------------------------------ */
@@ -408,6 +457,9 @@ static void merge_into(struct profile_tree *t, struct profile_node *dst, struct 
 {
 	dst->count += src->count;
 	dst->self += src->self;
+	dst->running += src->running;
+	dst->busy_ns += src->busy_ns;
+	dst->span_ns += src->span_ns;
 	struct profile_node *c = src->child;
 	while (c) {
 		struct profile_node *next = c->next;

@@ -66,6 +66,9 @@ struct profile_node {
 	enum profile_level level;
 	uint64_t count;              /* samples through this node (inclusive) */
 	uint64_t self;               /* samples whose path ends here */
+	uint64_t running;            /* of count, those on a CPU or waiting for one */
+	uint64_t busy_ns, span_ns;   /* thread nodes: schedstat's runnable time over span_ns of
+	                              * wall time (span 0: unknown), summed over merged threads */
 	struct profile_node *parent; /* NULL for the root */
 	struct profile_node *child;  /* first child; sorted by count after profile_tree_sort */
 	struct profile_node *next;   /* next sibling */
@@ -98,9 +101,26 @@ void profile_tree_sort(struct profile_tree *t);
 /* Samples of the thread n belongs to (the root's count for the root). */
 uint64_t profile_node_basis(const struct profile_node *n);
 
-/* n's share of its thread's samples, in percent, with the half-width of
- * its 95% Wilson interval in *ci95 (points; may be NULL). NaN on no samples. */
+/* n's share of its thread's wall time, in percent, with the half-width of
+ * its 95% interval in *ci95 (points; may be NULL); NaN on no samples. With
+ * the thread's runnable share known (profile_tree_runnable), it is list's
+ * split of the same samples (model_split_share_pct); else n's share of the
+ * thread's samples, with Wilson's interval. A thread's own share is of
+ * all samples. */
 double profile_node_share(const struct profile_node *n, double *ci95);
+
+/* The wall time each of n's samples stands for, in samples: with the
+ * thread's runnable share known, the split's weight of n's kind (running
+ * or off the CPU), so that weighted samples give profile_node_share's
+ * shares and, with samples of both kinds, the thread's still sum to its
+ * count; else 1. Nodes
+ * at the state level and below (1 above). */
+double profile_node_weight(const struct profile_node *n);
+
+/* Thread thread (its label as added) was runnable busy_ns of span_ns of
+ * wall time, by schedstat: added to what it has (threads pooled under one
+ * label add up). 0, or -ENOENT when the tree has no such thread. */
+int profile_tree_runnable(struct profile_tree *t, const char *thread, uint64_t busy_ns, uint64_t span_ns);
 
 /* Threads whose trees are the same (the same paths, shares within what
  * sampling explains) become one node labelled "3 threads: name, ... (pid
