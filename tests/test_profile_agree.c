@@ -117,17 +117,53 @@ Test(profile_agree, idle_share_matches_list)
 	free(outs[1]);
 }
 
+static double num(json_object *w, const char *key)
+{
+	json_object *v;
+	cr_assert(json_object_object_get_ex(w, key, &v), "no %s", key);
+	return json_object_get_double(v);
+}
+
+/* Both idle shares against the loop's own clock (own, %): each within its
+ * interval (3 points at least, as above). libuv counts as idle the time
+ * from a poll's wakeup until the thread gets a CPU, which list and profile
+ * count as waiting for a CPU: so own may exceed them by that, at most the
+ * worker's whole cpu_wait_pct, never fall short. */
+static void expect_truth(json_object *w, const char *prof_text, double own)
+{
+	double list_idle = num(w, "idle_pct"), list_ci = num(w, "idle_ci95"), wait = num(w, "cpu_wait_pct");
+	double prof_idle, prof_ci;
+	cr_assert(profile_idle(prof_text, &prof_idle, &prof_ci), "no idle row: %s", prof_text);
+	cr_log_info("node's own clock %.1f%% idle; list %.1f%% ±%.1f, profile %.1f%% ±%.1f, waiting for a CPU %.1f%%",
+		    own, list_idle, list_ci, prof_idle, prof_ci, wait);
+	const double seen[2] = { list_idle, prof_idle }, ci[2] = { list_ci, prof_ci };
+	for (int i = 0; i < 2; i++) {
+		double b = ci[i] > 3 ? ci[i] : 3;
+		cr_expect(seen[i] <= own + b && seen[i] >= own - wait - b,
+			  "%s %.1f%% ±%.1f against the loop's own clock %.1f%% (%.1f%% waiting for a CPU):\n%s",
+			  i ? "profile" : "list", seen[i], ci[i], own, wait, prof_text);
+	}
+}
+
 /* node burning 20 ms per request (short enough that the two commands'
  * few ms apart in starting do not matter), its other threads parked:
- * profile, unwinding busy samples, once read it idler than list did. */
+ * profile once read it idler than list did (its samples counted as
+ * taken, not by the split). Its own clock, eventLoopUtilization, judges
+ * both. */
 Test(profile_agree, node_idle_share_matches_list)
 {
 	struct node_run r = { 0 };
 	node_start(&r, dir, 20);
+	double idle0, active0, idle1, active1;
+	cr_assert_eq(node_elu(&r, &idle0, &active0), 0, "node's /elu");
 	char *outs[2] = { NULL, NULL };
 	json_object *w, *doc = side_by_side(r.pid, outs, &w);
+	cr_assert_eq(node_elu(&r, &idle1, &active1), 0, "node's /elu");
 	node_stop(&r);
 	expect_agree(w, outs[1]);
+	double in = idle1 - idle0, out = active1 - active0;
+	cr_assert_gt(in + out, 3000, "node's clock: %.0f ms of the 4 s", in + out);
+	expect_truth(w, outs[1], 100 * in / (in + out));
 	json_object_put(doc);
 	free(outs[0]);
 	free(outs[1]);

@@ -12,13 +12,18 @@
 
 static const char node_script[] =
 	"const http = require('http');\n"
+	"const { performance } = require('perf_hooks');\n"
 	"function burnCpuForAWhile(ms) {\n"
 	"  const end = Date.now() + ms; let x = 0;\n"
 	"  while (Date.now() < end) { x += Math.sqrt(x + 1); }\n"
 	"  return x;\n"
 	"}\n"
 	"const ms = Number(process.argv[2]);\n"
-	"const srv = http.createServer((req, res) => { burnCpuForAWhile(ms); res.end('ok'); });\n"
+	/* /elu: the loop's own clock, libuv's time in its poll and out of it (ms) */
+	"const srv = http.createServer((req, res) => {\n"
+	"  if (req.url === '/elu') { const e = performance.eventLoopUtilization(); res.end(e.idle + ' ' + e.active); return; }\n"
+	"  burnCpuForAWhile(ms); res.end('ok');\n"
+	"});\n"
 	"srv.listen(0, '127.0.0.1', () => console.log('port ' + srv.address().port));\n";
 
 /* One request at a time, each a 200 ms burn in the handler. */
@@ -60,6 +65,17 @@ void node_start(struct node_run *r, const char *dir, int burn_ms)
 	free(script);
 	cr_assert_eq(pthread_create(&r->client, NULL, client_main, r), 0);
 	usleep(500000);   /* warm: the function is compiled and in the map */
+}
+
+int node_elu(const struct node_run *r, double *idle_ms, double *active_ms)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "curl -s -m 5 http://127.0.0.1:%d/elu", r->port);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	int n = fscanf(f, "%lf %lf", idle_ms, active_ms);
+	return pclose(f) == 0 && n == 2 ? 0 : -1;
 }
 
 void node_stop(struct node_run *r)

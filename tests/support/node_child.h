@@ -20,6 +20,9 @@ struct node_run {
 /* Starts it in dir (V8 leaves its isolate log in the cwd) and warms it
  * half a second; skips the test (cr_skip_test) without node or curl. */
 void node_start(struct node_run *r, const char *dir, int burn_ms);
+/* The loop's own clock: libuv's cumulative time in its poll (*idle_ms) and
+ * out of it (*active_ms), node's eventLoopUtilization. 0 or -1. */
+int node_elu(const struct node_run *r, double *idle_ms, double *active_ms);
 /* Stops the client, kills node, removes its perf map. */
 void node_stop(struct node_run *r);
 
