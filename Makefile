@@ -213,8 +213,8 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # (accuracy, list_workers, sampler_unchanged, sample_batch,
 # probe_schedstat, precision, sampler_shortcut, loop_poll_cli, pools,
 # pool_stable; lag and lag_resolution with test_lag_rule); check's in
-# test_check_report, test_check_verdict, test_check_fleet and
-# test_exit_table (check_cmd, check_usage, check_ci, check_verdicts);
+# test_check_report, test_check_verdict, test_check_fleet,
+# test_check_exit and test_exit_table (check_cmd, check_usage, check_ci, check_verdicts);
 # profile's in test_profile_formats, test_profile_hostile,
 # test_profile_unwind and test_profile_merge (profile_cmd, profile_oncpu,
 # profile_agree; stacks_names with test_probe_perfmap); the runtime's in
@@ -237,7 +237,7 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # longer under the sanitizers.
 SAN_SOLO_TESTS = test_sampler test_stall_capture test_probe_loop test_bpf_source test_fd_budget test_unwind_budget \
                  test_saturated test_worker_fair test_pid_reuse
-PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux,$(TESTS)) \
+PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_export_cron %/test_tui_tmux,$(TESTS)) \
                    $(addprefix $(BUILD)/tests/,$(filter-out $(SAN_SOLO_TESTS),$(SOLO_TESTS)))
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,
