@@ -139,7 +139,7 @@ PCFILE      := $(BUILD)/fiberloop.pc
 # keep objects that only pattern rules name, so re-runs do not rebuild them
 .SECONDARY:
 
-.PHONY: all deps test-deps test-pkgs test check check-tests check-asan check-layers demo bench install clean tests examples benches
+.PHONY: all deps test-deps test-pkgs test solo-tests check check-tests check-asan check-layers demo bench install clean tests examples benches
 
 # $(LOOPSTAT) only once monitor/ has sources: a branch without them still builds.
 all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)) examples
@@ -165,8 +165,8 @@ benches: $(BENCHES)
 # Both builds always run; the last line totals them. The speedscope schema
 # installs from npm beside the build (12 s of network; a suite that needs
 # it waits on the script's lock). The suites that run
-# alone go first, while the Go/tokio/Netty programs and then the sanitizer
-# build compile idly beside them. The plain build's parallel suites (they
+# alone go first, while the other suites, the Go/tokio/Netty programs and
+# then the sanitizer build compile idly beside them. The plain build's parallel suites (they
 # mostly wait, four at a time) then run beside the rest of that compile,
 # then the sanitizer build's, three at a time: run beside the plain ones,
 # eight suites at once, three of theirs failed on time bounds. Then the
@@ -176,10 +176,13 @@ test: test-pkgs
 	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
 	mkdir -p $(BUILD); sh scripts/speedscope-schema.sh $(BUILD)/npm >$(BUILD)/.npm.log 2>&1 & \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
+	$(MAKE) --no-print-directory -j$$(nproc) solo-tests CHECK_SET=untimed || rc=1; \
+	$(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 & bgt=$$!; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) programs >$(BUILD)/.programs.log 2>&1 || { cat $(BUILD)/.programs.log; exit 1; }; \
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
 	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; } ) & bg=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
+	sh scripts/unidle.sh $$bgt; wait $$bgt || { rc=1; cat $(BUILD)/.tests.log; }; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par >$(BUILD)/.par.log 2>&1 & plain=$$!; \
 	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
 	wait $$plain || rc=1; cat $(BUILD)/.par.log; phase "parallel suites"; \
@@ -284,7 +287,11 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
 # them all, the timed ones included.
 check-tests: $(CHECK_TESTS)
 PAR ?= 4
-check: all $(if $(SAN),check-tests,tests)
+# ONLY=solo builds only the suites it runs: make test compiles the others
+# beside them.
+SOLO_BINS = $(filter $(addprefix $(BUILD)/tests/,$(SOLO_TESTS)),$(CHECK_TESTS))
+solo-tests: all $(SOLO_BINS)
+check: all $(if $(SAN),check-tests,$(if $(filter solo,$(ONLY)),$(SOLO_BINS),tests))
 	@$(if $(CHECK_SET),,LOOPSTAT_TRUTH=full) TALLY=$(CHECK_SET)$(if $(ONLY),-$(ONLY)) ONLY=$(ONLY) SOLO="$(SOLO_TESTS)" PAR=$(PAR) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
 
 # The layers' include rules (docs/design.md): a wrong-way include fails;
