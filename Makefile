@@ -208,7 +208,7 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # beside that compile test_diff read two duty cycles 10 points apart as
 # 8.3).
 TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers %/test_bpf \
-                %/test_diff %/test_diff_profile,$(TESTS))
+                %/test_diff %/test_diff_profile %/test_profile_agree,$(TESTS))
 # Under the sanitizers (make test's second build) run the suites whose code
 # nothing else runs there. Of those that run alone (SOLO_TESTS, below:
 # shares or timing, which the sanitizers only distort), SAN_SOLO_TESTS: the
@@ -250,13 +250,10 @@ PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,
 # whose short versions are test_probe_rt and test_sched_rows. So does
-# test_profile_agree until profile and list agree on node: alone on a
-# quiet machine they read it 64.7 % and 58.6 % idle (bound 3.8), beside
-# the idle compile 73.8 % and 63.6 %; an open bug, not a test to loosen.
-# And test_diff until diff's interval counts the spread between runs: two
+# test_diff until diff's interval counts the spread between runs: two
 # runs of one duty cycle, alone on a quiet machine, read -0.94 points
 # apart, [-1.46, -0.42], "worse".
-TRUTH_TESTS = $(filter %/test_schedulers %/test_profile_agree %/test_diff,$(TESTS))
+TRUTH_TESTS = $(filter %/test_schedulers %/test_diff,$(TESTS))
 # Suites of the Go, tokio and Netty programs (tests/programs): make test
 # runs them with the timed ones, once the programs are built beside the
 # first build's suites.
