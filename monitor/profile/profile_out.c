@@ -119,7 +119,7 @@ int profile_write_text(FILE *out, struct profile_tree *t, const struct profile_m
 		fprintf(out, " over %.1f s", meta->duration_s);
 	if (meta && meta->rate_hz > 0)
 		fprintf(out, " at %.0f Hz", meta->rate_hz);
-	fputs("; shares are of each thread's samples, with their 95% interval\n", out);
+	fputs("; shares are of each thread's wall time, with their 95% interval\n", out);
 	if (root->count == 0)
 		fputs("no samples\n", out);
 	for (const struct profile_node *c = root->child; c; c = c->next)
