@@ -1,0 +1,215 @@
+/* record --ring: a stall in a recorded window writes one recording holding the ring before it; SIGUSR2 and --cooldown. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/recording.h"
+#include "support/children.h"
+#include "support/support.h"
+
+static char *dir;
+
+static void setup(void) { dir = ts_tmpdir("flight"); }
+static void teardown(void) { ts_rmtree_free(dir); }
+
+TestSuite(flight, .init = setup, .fini = teardown, .timeout = 45);
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The loop's own stall: 300 ms on the CPU, once. */
+__attribute__((noinline)) double flight_stall_once(double until);
+__attribute__((noinline)) double flight_stall_once(double until)
+{
+	volatile double x = 1;
+	while (now_s() < until)
+		for (int i = 0; i < 1 << 14; i++)
+			x = x * 1.0000001 + 1e-9;
+	return x;
+}
+
+/* An epoll loop: 20 ms waits and a little work, one stall of stall_s after
+ * stall_after_s, then the same work until killed. */
+static pid_t spawn_loop(double stall_after_s, double stall_s)
+{
+	pid_t pid = tc_fork();
+	if (pid)
+		return pid;
+	int ep = epoll_create1(0), p[2];
+	struct epoll_event ev = { .events = EPOLLIN };
+	if (ep < 0 || pipe(p) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) < 0)
+		_exit(1);
+	double t0 = now_s();
+	int stalled = 0;
+	for (;;) {
+		epoll_wait(ep, &ev, 1, 20);
+		volatile double x = 1;
+		for (int i = 0; i < 20000; i++)
+			x = x * 1.0000001;
+		if (!stalled && now_s() - t0 >= stall_after_s) {
+			stalled = 1;
+			flight_stall_once(now_s() + stall_s);
+		}
+	}
+}
+
+/* The flight recordings in dir, names into names[] (up to max). */
+static int recordings(char names[][256], int max)
+{
+	DIR *d = opendir(dir);
+	cr_assert(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		size_t l = strlen(de->d_name);
+		if (strncmp(de->d_name, "flight-", 7) == 0 && l > 4 && strcmp(de->d_name + l - 4, ".rec") == 0 && n < max)
+			snprintf(names[n++], 256, "%s", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+struct scan {
+	uint64_t first_ns, last_ns;
+	uint64_t stall_ns;       /* the stall's, with our function in its stack; 0: none */
+	uint32_t stall_ms;
+	long     events;
+};
+
+static int on_event(void *arg, const struct rec_event *ev)
+{
+	struct scan *s = arg;
+	if (!s->events++ || ev->t_ns < s->first_ns)
+		s->first_ns = ev->t_ns;
+	if (ev->t_ns > s->last_ns)
+		s->last_ns = ev->t_ns;
+	if (ev->stall_ms && !s->stall_ns)
+		for (int i = 0; i < ev->nframes; i++)
+			if (strstr(ev->frames[i], "flight_stall_once")) {
+				s->stall_ns = ev->t_ns;
+				s->stall_ms = ev->stall_ms;
+			}
+	return 0;
+}
+
+static void read_recording(const char *name, struct rec_meta *rm, struct scan *s)
+{
+	char *path = ts_path_in(dir, name);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "open %s", path);
+	long line = 0;
+	memset(s, 0, sizeof(*s));
+	int err = rec_read(f, rm, on_event, s, &line);
+	fclose(f);
+	cr_assert_eq(err, 0, "%s: line %ld: %d", path, line, err);
+	cr_assert_eq(rm->cut, 0, "%s has its trailer", path);
+	free(path);
+}
+
+/* Stall after 14 s under a 12 s ring: one recording, the ring's 12 s
+ * before the stall in it, and the stall's stack names the function. */
+Test(flight, one_stall_one_recording_with_the_ring_before_it)
+{
+	pid_t pid = spawn_loop(14, 0.3);
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	char *out = NULL;
+	int rc = ts_loopstat(&out, 40000, "record", "-p", p, "-r", "100", "--ring", "12s", "--trigger",
+			     "lag_max_ms>200", "--after", "2s", "--duration", "18.5", "-o", dir, NULL);
+	tc_kill(pid);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+	cr_assert(strstr(out, "bound "), "the ring's bound is printed: %s", out);
+	char names[4][256];
+	int n = recordings(names, 4);
+	cr_assert_eq(n, 1, "exactly one recording: %d\n%s", n, out);
+	cr_expect(strstr(names[0], "lag_max_msgt200") && strstr(names[0], p), "named by trigger and pid: %s", names[0]);
+	struct rec_meta rm;
+	struct scan s;
+	read_recording(names[0], &rm, &s);
+	cr_assert_eq(rm.ntriggers, 1, "one trigger record: %s", out);
+	cr_expect_str_eq(rm.triggers[0].text, "lag_max_ms>200");
+	cr_expect_eq(rm.triggers[0].pid, pid);
+	cr_assert_neq(s.stall_ns, 0, "the stall, its stack naming flight_stall_once: %s", out);
+	double before = (double)(s.stall_ns - s.first_ns) / 1e9;
+	cr_expect_geq(before, 12.0, "the ring's 12 s before the stall: %.2f s", before);
+	cr_expect_geq((double)(s.last_ns - s.stall_ns) / 1e9, 1.5, "the --after seconds after it");
+	/* caught as it passed --stall-ms (100 ms), not at its end */
+	cr_expect_geq(s.stall_ms, 100, "a stall caught at %u ms", s.stall_ms);
+	/* and report reads it as any recording */
+	char *path = ts_path_in(dir, names[0]);
+	char *rep = NULL;
+	rc = ts_loopstat(&rep, 20000, "report", path, NULL);
+	cr_expect_eq(rc, 0, "report: exit %d: %s", rc, rep);
+	cr_expect(strstr(rep, "flight_stall_once"), "report names the function: %s", rep);
+	free(rep);
+	free(path);
+	free(out);
+}
+
+/* Stalls every 1.5 s under --cooldown 1m: one recording for the trigger;
+ * SIGUSR2 later writes one more, and nothing else does. */
+Test(flight, sigusr2_writes_one_and_cooldown_holds_back_the_next)
+{
+	pid_t burner = tc_spawn_burner(1.2, 0.3);
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)burner);
+	const char *argv[] = { ts_loopstat_bin(), "record", "-p", p, "-r", "100", "--ring", "3s", "--trigger",
+			       "lag_max_ms>200", "--after", "1s", "--cooldown", "1m", "--duration", "8", "-o", dir, NULL };
+	int fd;
+	pid_t rec = tc_spawn_argv(argv, &fd);
+	usleep(5500 * 1000);
+	kill(rec, SIGUSR2);
+	int status;
+	cr_assert_eq(waitpid(rec, &status, 0), rec);
+	tc_kill(burner);
+	char out[4096] = "";
+	ssize_t got = read(fd, out, sizeof(out) - 1);
+	out[got > 0 ? got : 0] = '\0';
+	close(fd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record's status %d: %s", status, out);
+	char names[8][256];
+	int n = recordings(names, 8);
+	int trig = 0, usr2 = 0;
+	for (int i = 0; i < n; i++) {
+		trig += strstr(names[i], "lag_max_ms") != NULL;
+		usr2 += strstr(names[i], "SIGUSR2") != NULL;
+	}
+	cr_expect_eq(trig, 1, "one recording for the trigger, the cooldown holding back the rest: %d of %d\n%s", trig, n,
+		     out);
+	cr_expect_eq(usr2, 1, "one for SIGUSR2: %d of %d\n%s", usr2, n, out);
+	cr_expect_eq(n, 2, "%s", out);
+	for (int i = 0; i < n; i++) {
+		struct rec_meta rm;
+		struct scan s;
+		read_recording(names[i], &rm, &s);
+		cr_expect_geq(rm.ntriggers, 1, "%s holds its trigger", names[i]);
+		cr_expect_gt(s.events, 100, "%s holds the ring's events", names[i]);
+	}
+}
+
+/* Options without --ring, a bad trigger, no directory: usage errors. */
+Test(flight, usage_errors_exit_2)
+{
+	char *out = NULL;
+	cr_expect_eq(ts_loopstat(&out, 5000, "record", "--trigger", "lag_max_ms>200", "-o", dir, NULL), 2, "%s", out);
+	free(out);
+	cr_expect_eq(ts_loopstat(&out, 5000, "record", "--ring", "10s", "--trigger", "nosuch>1", "-o", dir, NULL), 2,
+		     "%s", out);
+	free(out);
+	cr_expect_eq(ts_loopstat(&out, 5000, "record", "--ring", "10s", "-o", "-", NULL), 2, "%s", out);
+	free(out);
+	cr_expect_eq(ts_loopstat(&out, 5000, "record", "--ring", "10s", "--ring-bytes", "12", "-o", dir, NULL), 2,
+		     "%s", out);
+	free(out);
+}
