@@ -14,7 +14,7 @@ VOCAB='loopstat_shm.h probe_shm.h probe_classify.h probe_stat.h'
 # not the model: the one view that does, named here so it stays the one.
 PROFILE_STREAM='monitor/profile/profile_live.c monitor/profile/profile_live.h monitor/profile/profile_run.c
 monitor/profile/profile_run.h monitor/profile/profile_acc.h monitor/profile/flight_ring.c
-monitor/profile/flight_ring.h monitor/profile/flight_dir.h monitor/profile/flight.c'
+monitor/profile/flight_ring.h monitor/profile/flight_dir.h monitor/profile/flight.c monitor/profile/profile_stalls.h'
 # record's flight recorder judges its triggers as check judges thresholds
 # (its grammar and metric list): those, and nothing else of check's.
 FLIGHT_USES='check/check_expr.h check/check_series.h'
