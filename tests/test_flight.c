@@ -126,7 +126,7 @@ Test(flight, one_stall_one_recording_with_the_ring_before_it)
 	snprintf(p, sizeof(p), "%d", (int)pid);
 	char *out = NULL;
 	int rc = ts_loopstat(&out, 40000, "record", "-p", p, "-r", "100", "--ring", "12s", "--trigger",
-			     "lag_max_ms>200", "--after", "2s", "--duration", "18.5", "-o", dir, NULL);
+			     "lag_max_ms>200", "--after", "2s", "--duration", "20", "-o", dir, NULL);
 	tc_kill(pid);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
 	cr_assert(strstr(out, "bound "), "the ring's bound is printed: %s", out);
@@ -143,7 +143,10 @@ Test(flight, one_stall_one_recording_with_the_ring_before_it)
 	cr_assert_neq(s.stall_ns, 0, "the stall, its stack naming flight_stall_once: %s", out);
 	double before = (double)(s.stall_ns - s.first_ns) / 1e9;
 	cr_expect_geq(before, 12.0, "the ring's 12 s before the stall: %.2f s", before);
-	cr_expect_geq((double)(s.last_ns - s.stall_ns) / 1e9, 1.5, "the --after seconds after it");
+	cr_expect_geq((double)(s.last_ns - s.stall_ns) / 1e9, 1.5, "the --after seconds after it: %.2f s, from %.2f s "
+		      "to %.2f s, the stall at %.2f s, the trigger at %.2f s\n%s", (double)(s.last_ns - s.stall_ns) / 1e9,
+		      (double)s.first_ns / 1e9, (double)s.last_ns / 1e9, (double)s.stall_ns / 1e9,
+		      (double)rm.triggers[0].t_ns / 1e9, out);
 	/* caught as it passed --stall-ms (100 ms), not at its end */
 	cr_expect_geq(s.stall_ms, 100, "a stall caught at %u ms", s.stall_ms);
 	/* and report reads it as any recording */
@@ -152,6 +155,17 @@ Test(flight, one_stall_one_recording_with_the_ring_before_it)
 	rc = ts_loopstat(&rep, 20000, "report", path, NULL);
 	cr_expect_eq(rc, 0, "report: exit %d: %s", rc, rep);
 	cr_expect(strstr(rep, "flight_stall_once"), "report names the function: %s", rep);
+	cr_expect(strstr(rep, "triggers (flight recorder") && strstr(rep, "lag_max_ms>200  by "),
+		  "report lists the trigger: %s", rep);
+	free(rep);
+	/* --around the trigger: 4 s of it, the stall in them */
+	rc = ts_loopstat(&rep, 20000, "report", path, "--around", "trigger", "--span", "4s", NULL);
+	cr_expect_eq(rc, 0, "report --around: exit %d: %s", rc, rep);
+	double over = 0;
+	const char *o = strstr(rep, " samples over ");
+	cr_expect(o && sscanf(o, " samples over %lf s", &over) == 1 && over > 3 && over <= 4.01,
+		  "a 4-s window: %s", rep);
+	cr_expect(strstr(rep, "flight_stall_once"), "the stall is in the window: %s", rep);
 	free(rep);
 	free(path);
 	free(out);
@@ -212,4 +226,16 @@ Test(flight, usage_errors_exit_2)
 	cr_expect_eq(ts_loopstat(&out, 5000, "record", "--ring", "10s", "--ring-bytes", "12", "-o", dir, NULL), 2,
 		     "%s", out);
 	free(out);
+	cr_expect_eq(ts_loopstat(&out, 5000, "report", "x.rec", "--around", "soon", NULL), 2, "%s", out);
+	free(out);
+	/* a recording without a trigger has nothing to be --around */
+	char *plain = ts_path_in(dir, "plain.rec");
+	FILE *f = fopen(plain, "w");
+	cr_assert(f);
+	fputs("loopstat-record 1\nm rate_hz 100\ns 1 1/1 x\ne 1000 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\n"
+	      "m duration_s 1\n", f);
+	fclose(f);
+	cr_expect_eq(ts_loopstat(&out, 5000, "report", plain, "--around", "trigger", NULL), 4, "%s", out);
+	free(out);
+	free(plain);
 }

@@ -159,7 +159,8 @@ static void trigger(struct flight *fl, struct feed *f, uint64_t t_ns, int pid, i
 		fl->open = 1;
 		fl->seq = fl->lost = 0;
 		fl->err = rec_write_meta(fl->file.w, "ring_s", (double)(t_ns - fl->base_ns) / 1e9);
-		fl->end_ns = t_ns + (uint64_t)(fl->after_s * 1e9);
+		/* --after from the moment it fired: a second's trigger is judged after it */
+		fl->end_ns = (uint64_t)(feed_time_s(f) * 1e9) + (uint64_t)(fl->after_s * 1e9);
 	}
 	struct rec_trigger k = { .t_ns = t_ns - fl->base_ns, .pid = pid, .tid = tid };
 	snprintf(k.text, sizeof(k.text), "%s", text);
