@@ -1,17 +1,20 @@
-/* record --ring: a stall in a recorded window writes one recording holding the ring before it; SIGUSR2 and --cooldown. */
+/* record --ring: a stall in a recorded window writes one recording holding the ring before it; SIGUSR2, --cooldown, --max-bytes, a failed write. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "collect/recording.h"
+#include "profile/flight_dir.h"
 #include "support/children.h"
 #include "support/support.h"
 
@@ -238,4 +241,105 @@ Test(flight, usage_errors_exit_2)
 	cr_expect_eq(ts_loopstat(&out, 5000, "report", plain, "--around", "trigger", NULL), 4, "%s", out);
 	free(out);
 	free(plain);
+}
+
+static void make_file(const char *name, size_t bytes)
+{
+	char *p = ts_path_in(dir, name);
+	FILE *f = fopen(p, "w");
+	cr_assert(f, "%s", p);
+	for (size_t i = 0; i < bytes; i++)
+		fputc('x', f);
+	fclose(f);
+	free(p);
+}
+
+static int exists(const char *name)
+{
+	char *p = ts_path_in(dir, name);
+	int ok = access(p, F_OK) == 0;
+	free(p);
+	return ok;
+}
+
+/* --max-bytes: after a recording, the oldest flight recordings go first
+ * until the directory's hold at most SIZE; other files are not counted
+ * nor touched, a link is never followed. */
+Test(flight, max_bytes_removes_the_oldest_first)
+{
+	make_file("flight-20000101T000000Z-old1.rec", 10000);
+	make_file("flight-20000102T000000Z-old2.rec", 10000);
+	make_file("flight-20000103T000000Z-old3.rec", 10000);
+	make_file("notes.txt", 50000);
+	char *victim = ts_path_in(dir, "victim"), *link = ts_path_in(dir, "flight-19990101T000000Z-link.rec");
+	make_file("victim", 100);
+	cr_assert_eq(symlink(victim, link), 0);
+	pid_t burner = tc_spawn_burner(0.5, 0.05);
+	char p[16];
+	snprintf(p, sizeof(p), "%d", (int)burner);
+	const char *argv[] = { ts_loopstat_bin(), "record", "-p", p, "-r", "100", "--ring", "2s", "--after", "0",
+			       "--max-bytes", "40K", "--duration", "4", "-o", dir, NULL };
+	int fd;
+	pid_t rec = tc_spawn_argv(argv, &fd);
+	usleep(2500 * 1000);
+	kill(rec, SIGUSR2);
+	int status;
+	cr_assert_eq(waitpid(rec, &status, 0), rec);
+	tc_kill(burner);
+	close(fd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record's status %d", status);
+	char names[8][256];
+	int n = recordings(names, 8), mine = -1;
+	for (int i = 0; i < n; i++)
+		if (strstr(names[i], "SIGUSR2"))
+			mine = i;
+	cr_assert_geq(mine, 0, "the new recording is kept");
+	char *path = ts_path_in(dir, names[mine]);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	free(path);
+	/* the oldest first, as many as the cap needs */
+	long total = st.st_size + 30000;
+	int removed = 0;
+	const char *old[] = { "flight-20000101T000000Z-old1.rec", "flight-20000102T000000Z-old2.rec",
+			      "flight-20000103T000000Z-old3.rec" };
+	for (int i = 0; i < 3 && total > 40 * 1024; i++, removed++) {
+		cr_expect(!exists(old[i]), "%s removed (the recording: %ld bytes)", old[i], (long)st.st_size);
+		total -= 10000;
+	}
+	for (int i = removed; i < 3; i++)
+		cr_expect(exists(old[i]), "%s kept", old[i]);
+	cr_expect_gt(removed, 0, "the cap removed something: the recording has %ld bytes", (long)st.st_size);
+	cr_expect(exists("notes.txt") && exists("victim"), "other files untouched");
+	free(victim);
+	free(link);
+}
+
+/* A recording whose writing failed (a full disk) is removed, its temp
+ * file too, and the recordings already there are untouched. */
+Test(flight, a_failed_write_loses_the_new_recording_only)
+{
+	make_file("flight-20000101T000000Z-old.rec", 1000);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(dfd, 0);
+	struct flight_file ff;
+	struct rec_meta rm = { .rate_hz = 100 };
+	char err[512], name[NAME_MAX + 1];
+	flight_file_name(dfd, 1e9, "lag_max_ms>200", 42, name, sizeof(name));
+	cr_expect_str_eq(name, "flight-20010909T014640Z-lag_max_msgt200-pid42.rec");
+	cr_assert_eq(flight_file_open(&ff, dfd, name, &rm, err, sizeof(err)), 0, "%s", err);
+	struct rec_event ev = { .t_ns = 1, .pid = 1, .tid = 1, .cls = PROBE_POLL, .nr = -1, .fd = -1, .thread = "1/1 x" };
+	cr_assert_eq(rec_write(ff.w, &ev), 0);
+	int64_t bytes;
+	cr_expect_eq(flight_file_close(&ff, dfd, -ENOSPC, 1, &bytes, err, sizeof(err)), -ENOSPC);
+	cr_expect(strstr(err, "No space left"), "%s", err);
+	cr_expect(!exists(name), "the new recording is lost");
+	DIR *d = opendir(dir);
+	int others = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		others += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");   /* hidden temp files too */
+	closedir(d);
+	cr_expect_eq(others, 1, "only the old recording is left, no temp file");
+	cr_expect(exists("flight-20000101T000000Z-old.rec"));
+	close(dfd);
 }
