@@ -62,20 +62,6 @@ static pid_t spawn_loops(void)
 	return pid;
 }
 
-static long rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	long kb = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 struct rec {
 	pid_t pid;
 	int   out;
@@ -132,7 +118,7 @@ int main(int argc, char **argv)
 	for (int t = 0; t < FLIGHT_RUN_S * 5; t++) {
 		usleep(200000);
 		for (int i = 0; i < 3; i++) {
-			long kb = rss_kb(all[i]->pid);
+			long kb = bench_rss_kb(all[i]->pid);
 			if (kb > all[i]->peak_kb)
 				all[i]->peak_kb = kb;
 		}

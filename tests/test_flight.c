@@ -68,6 +68,22 @@ static pid_t spawn_loop(double stall_after_s, double stall_s)
 	}
 }
 
+/* Runs record with argv, sends it SIGUSR2 after usr2_ms; its stdout in
+ * out, its exit status returned (0..255, -1 when killed). */
+static int run_with_usr2(const char *const argv[], int usr2_ms, char *out, size_t len)
+{
+	int fd;
+	pid_t rec = tc_spawn_argv(argv, &fd);
+	usleep((useconds_t)usr2_ms * 1000);
+	kill(rec, SIGUSR2);
+	int status;
+	cr_assert_eq(waitpid(rec, &status, 0), rec);
+	ssize_t got = read(fd, out, len - 1);
+	out[got > 0 ? got : 0] = '\0';
+	close(fd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* The flight recordings in dir, names into names[] (up to max). */
 static int recordings(char names[][256], int max)
 {
@@ -183,18 +199,10 @@ Test(flight, sigusr2_writes_one_and_cooldown_holds_back_the_next)
 	snprintf(p, sizeof(p), "%d", (int)burner);
 	const char *argv[] = { ts_loopstat_bin(), "record", "-p", p, "-r", "100", "--ring", "3s", "--trigger",
 			       "lag_max_ms>200", "--after", "1s", "--cooldown", "1m", "--duration", "8", "-o", dir, NULL };
-	int fd;
-	pid_t rec = tc_spawn_argv(argv, &fd);
-	usleep(5500 * 1000);
-	kill(rec, SIGUSR2);
-	int status;
-	cr_assert_eq(waitpid(rec, &status, 0), rec);
+	char out[4096];
+	int rc = run_with_usr2(argv, 5500, out, sizeof(out));
 	tc_kill(burner);
-	char out[4096] = "";
-	ssize_t got = read(fd, out, sizeof(out) - 1);
-	out[got > 0 ? got : 0] = '\0';
-	close(fd);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record's status %d: %s", status, out);
+	cr_assert_eq(rc, 0, "record's exit %d: %s", rc, out);
 	char names[8][256];
 	int n = recordings(names, 8);
 	int trig = 0, usr2 = 0;
@@ -279,15 +287,10 @@ Test(flight, max_bytes_removes_the_oldest_first)
 	snprintf(p, sizeof(p), "%d", (int)burner);
 	const char *argv[] = { ts_loopstat_bin(), "record", "-p", p, "-r", "100", "--ring", "2s", "--after", "0",
 			       "--max-bytes", "40K", "--duration", "4", "-o", dir, NULL };
-	int fd;
-	pid_t rec = tc_spawn_argv(argv, &fd);
-	usleep(2500 * 1000);
-	kill(rec, SIGUSR2);
-	int status;
-	cr_assert_eq(waitpid(rec, &status, 0), rec);
+	char out[4096];
+	int rc = run_with_usr2(argv, 2500, out, sizeof(out));
 	tc_kill(burner);
-	close(fd);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record's status %d", status);
+	cr_assert_eq(rc, 0, "record's exit %d: %s", rc, out);
 	char names[8][256];
 	int n = recordings(names, 8), mine = -1;
 	for (int i = 0; i < n; i++)
