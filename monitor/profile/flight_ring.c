@@ -291,35 +291,45 @@ uint64_t flight_ring_evicted_early(struct flight_ring *r)
 	return n;
 }
 
+/* Events written per hold of the lock: the sampler's thread waits for it
+ * to add, and a whole ring written at once would hold it for seconds. */
+#define WRITE_CHUNK 4096
+
 long flight_ring_write(struct flight_ring *r, struct rec_writer *w, uint64_t *seq, uint64_t base_ns,
 		       uint64_t *lost)
 {
-	pthread_mutex_lock(&r->lock);
-	uint64_t first = r->seq - r->n;   /* the oldest event's sequence number */
-	if (*seq && *seq < first)
-		*lost += first - *seq;
-	uint64_t from = *seq > first ? *seq : first;
-	const struct fr_tables *t = &r->t[r->cur];
 	const char *frames[REC_MAX_FRAMES];
 	long done = 0;
-	int err = 0;
-	for (uint64_t s = from; s < r->seq && !err; s++) {
-		const struct fr_ev *e = &r->ev[(r->head + (size_t)(s - first)) % r->cap];
-		const char *strs[NSTR];
-		int nf = strings_of(t, e, strs, frames);
-		struct rec_event pe = {
-			.t_ns = e->t_ns > base_ns ? e->t_ns - base_ns : 0, .pid = e->pid, .tid = e->tid,
-			.instrumented = e->inst, .cls = (enum probe_class)e->cls, .nr = e->nr, .fd = e->fd,
-			.run_ns = e->run_ns, .wait_ns = e->wait_ns, .sp = e->sp, .pc = e->pc, .switches = e->switches,
-			.thread = strs[0] ? strs[0] : FULL_TEXT, .syscall = strs[1], .target = strs[2], .fiber = strs[3],
-			.service = strs[4], .frames = frames, .nframes = nf, .stall_ms = e->stall_ms,
-		};
-		/* a stall is one event; a sample stands for its ticks */
-		for (uint32_t k = 0; k < (e->stall_ms ? 1u : e->weight) && !err; k++)
-			err = rec_write(w, &pe);
-		done++;
+	int err = 0, more = 1;
+	while (more && !err) {
+		pthread_mutex_lock(&r->lock);
+		uint64_t first = r->seq - r->n;   /* the oldest event's sequence number */
+		if (*seq && *seq < first)
+			*lost += first - *seq;
+		uint64_t s = *seq > first ? *seq : first, end = r->seq;
+		if (end - s > WRITE_CHUNK)
+			end = s + WRITE_CHUNK;
+		const struct fr_tables *t = &r->t[r->cur];
+		for (; s < end && !err; s++) {
+			const struct fr_ev *e = &r->ev[(r->head + (size_t)(s - first)) % r->cap];
+			const char *strs[NSTR];
+			int nf = strings_of(t, e, strs, frames);
+			struct rec_event pe = {
+				.t_ns = e->t_ns > base_ns ? e->t_ns - base_ns : 0, .pid = e->pid, .tid = e->tid,
+				.instrumented = e->inst, .cls = (enum probe_class)e->cls, .nr = e->nr, .fd = e->fd,
+				.run_ns = e->run_ns, .wait_ns = e->wait_ns, .sp = e->sp, .pc = e->pc,
+				.switches = e->switches, .thread = strs[0] ? strs[0] : FULL_TEXT, .syscall = strs[1],
+				.target = strs[2], .fiber = strs[3], .service = strs[4], .frames = frames, .nframes = nf,
+				.stall_ms = e->stall_ms,
+			};
+			/* a stall is one event; a sample stands for its ticks */
+			for (uint32_t k = 0; k < (e->stall_ms ? 1u : e->weight) && !err; k++)
+				err = rec_write(w, &pe);
+			done++;
+		}
+		*seq = s;
+		more = s < r->seq;
+		pthread_mutex_unlock(&r->lock);
 	}
-	*seq = r->seq;
-	pthread_mutex_unlock(&r->lock);
 	return err < 0 ? err : done;
 }

@@ -61,7 +61,8 @@ struct acc_thread {
 	size_t   nheld, capheld;
 	/* a stall captured, open until the thread's next sample in its poll */
 	int      stall_open, stall_g, stall_have_reading;
-	uint64_t stall_start_ns, stall_run0, stall_wait0;
+	uint64_t stall_start_ns, stall_run0, stall_wait0, stall_read0_ns;
+	uint64_t reading_seen_ns;    /* the event its last reading first came with */
 };
 
 struct profile_acc {
@@ -300,22 +301,28 @@ static int add_stall(struct profile_acc *a, const struct rec_event *ev)
 	t->stall_have_reading = t->have_reading;
 	t->stall_run0 = t->run_ns;
 	t->stall_wait0 = t->wait_ns;
+	t->stall_read0_ns = t->reading_seen_ns;
 	return 0;
 }
 
 /* The thread's open stall ends at this sample in its poll: its whole
  * length, and the CPU wait between the schedstat reading before it and
- * this sample's, when this one is a newer reading. */
+ * this sample's when this one is newer, over the time between the two
+ * (readings come every 250 ms: the share is of the time around the
+ * stall, which is what can be measured of it). */
 static void end_stall(struct profile_acc *a, struct acc_thread *t, const struct rec_event *ev)
 {
 	if (!t->stall_open || ev->cls != PROBE_POLL || ev->t_ns < t->stall_start_ns)
 		return;
 	t->stall_open = 0;
 	int64_t wait = -1;
+	uint64_t around = 0;
 	if (t->stall_have_reading && (ev->run_ns != t->stall_run0 || ev->wait_ns != t->stall_wait0) &&
-	    ev->run_ns >= t->stall_run0 && ev->wait_ns >= t->stall_wait0)
+	    ev->run_ns >= t->stall_run0 && ev->wait_ns >= t->stall_wait0 && ev->t_ns > t->stall_read0_ns) {
 		wait = (int64_t)(ev->wait_ns - t->stall_wait0);
-	profile_stalls_end(a->stalls, t->stall_g, ev->t_ns - t->stall_start_ns, wait);
+		around = ev->t_ns - t->stall_read0_ns;
+	}
+	profile_stalls_end(a->stalls, t->stall_g, ev->t_ns - t->stall_start_ns, wait, around);
 }
 
 /* A target without what differs from run to run of the same program: a
@@ -356,8 +363,10 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 	if (!t)
 		return err;
 	end_stall(a, t, ev);
-	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns))
+	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns)) {
+		t->reading_seen_ns = ev->t_ns;
 		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
+	}
 	if (err == 0 && ev->instrumented)
 		err = track_run(t, ev);
 	if (err == 0 && ev->service && (!t->service || strcmp(t->service, ev->service) != 0)) {

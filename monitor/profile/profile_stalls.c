@@ -20,7 +20,7 @@ struct group {
 	uint64_t worst_ns;           /* the longest (an ended stall's whole length, else as captured) */
 	uint64_t ended, ended_ns;    /* stalls whose end was seen, and their time */
 	uint64_t waited, wait_ns;    /* of those, with a CPU wait measured, and its sum */
-	uint64_t wait_span_ns;       /* their time */
+	uint64_t around_ns;          /* the time between the readings it was measured over */
 };
 
 struct profile_stalls {
@@ -129,7 +129,7 @@ int profile_stalls_add(struct profile_stalls *s, const struct rec_event *ev)
 	return (int)i;
 }
 
-void profile_stalls_end(struct profile_stalls *s, int i, uint64_t dur_ns, int64_t wait_ns)
+void profile_stalls_end(struct profile_stalls *s, int i, uint64_t dur_ns, int64_t wait_ns, uint64_t around_ns)
 {
 	if (i < 0 || (size_t)i >= s->n)
 		return;
@@ -138,10 +138,10 @@ void profile_stalls_end(struct profile_stalls *s, int i, uint64_t dur_ns, int64_
 		g->worst_ns = dur_ns;
 	g->ended++;
 	g->ended_ns += dur_ns;
-	if (wait_ns >= 0) {
+	if (wait_ns >= 0 && around_ns) {
 		g->waited++;
 		g->wait_ns += (uint64_t)wait_ns;
-		g->wait_span_ns += dur_ns;
+		g->around_ns += around_ns;
 	}
 }
 
@@ -165,14 +165,15 @@ int profile_stalls_write(const struct profile_stalls *s, FILE *f)
 	memcpy(v, s->g, s->n * sizeof(*v));
 	qsort(v, s->n, sizeof(*v), by_count);
 	fprintf(f, "\nstalls captured (out of the poll past --stall-ms), %" PRIu64 ", in %zu stack%s "
-		"(count, first and last time, worst, CPU wait during them):\n", s->total, s->n, s->n == 1 ? "" : "s");
+		"(count, first and last time, worst, CPU wait around them: of the schedstat readings' time):\n",
+		s->total, s->n, s->n == 1 ? "" : "s");
 	for (size_t i = 0; i < s->n; i++) {
 		const struct group *g = &v[i];
 		char wait[64] = "cpu wait -";
-		/* the schedstat readings around each stall: its share of their time */
-		if (g->waited && g->wait_span_ns)
+		/* the schedstat readings around each stall: the wait's share of their time */
+		if (g->waited && g->around_ns)
 			snprintf(wait, sizeof(wait), "cpu wait %.0f%%",
-				 100.0 * (double)g->wait_ns / (double)(g->wait_span_ns > g->wait_ns ? g->wait_span_ns : g->wait_ns));
+				 100.0 * (double)g->wait_ns / (double)(g->around_ns > g->wait_ns ? g->around_ns : g->wait_ns));
 		fprintf(f, "  %6" PRIu64 "x  %9.3f s .. %9.3f s  worst %6.0f ms  %-13s  %s\n", g->count,
 			(double)g->first_ns / 1e9, (double)g->last_ns / 1e9, (double)g->worst_ns / 1e6, wait, g->head);
 		fputs(g->frames, f);

@@ -8,8 +8,9 @@
  * A stall is captured as it passes --stall-ms; profile's accumulator ends
  * it at its thread's next sample in the poll (profile_stalls_end), which
  * gives its whole length to a sampling period, and the thread's schedstat
- * wait between the reading before it and the one at that sample: the
- * readings around the stall, which may cover a little more than it.
+ * wait between the reading before it and the one at that sample. The
+ * readings come every 250 ms: the CPU wait is a share of the time between
+ * them, the stall and what was around it, not of the stall alone.
  */
 #ifndef LOOPSTAT_PROFILE_STALLS_H
 #define LOOPSTAT_PROFILE_STALLS_H
@@ -31,8 +32,9 @@ void profile_stalls_delete(struct profile_stalls *s);
 int  profile_stalls_add(struct profile_stalls *s, const struct rec_event *ev);
 
 /* The stall of group g (profile_stalls_add's) ended dur_ns after it
- * began; wait_ns of CPU wait measured around it (< 0: not measured). */
-void profile_stalls_end(struct profile_stalls *s, int g, uint64_t dur_ns, int64_t wait_ns);
+ * began; wait_ns of CPU wait in the around_ns between the schedstat
+ * readings around it (wait_ns < 0: not measured). */
+void profile_stalls_end(struct profile_stalls *s, int g, uint64_t dur_ns, int64_t wait_ns, uint64_t around_ns);
 
 /* Stalls captured in all. */
 uint64_t profile_stalls_count(const struct profile_stalls *s);
