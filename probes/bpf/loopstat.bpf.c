@@ -376,17 +376,21 @@ int BPF_PROG(ls_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	/* every switch on the host passes here: the task pointers are read
+	 * directly (tp_btf's are trusted; a helper call each costs more than
+	 * the test), and the clock only once a watched thread is involved */
+	__u64 now = 0;
+	__u32 ptid = prev->pid, ntid = next->pid;
 	/* an exiting thread's switches (it may sleep on its way out) would
 	 * make its entry anew */
-	int pexit = BPF_CORE_READ(prev, flags) & PF_EXITING, nexit = BPF_CORE_READ(next, flags) & PF_EXITING;
-	struct lsb_thread *t = ptid && !pexit ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
+	int pexit = prev->flags & PF_EXITING, nexit = next->flags & PF_EXITING;
+	struct lsb_thread *t = ptid && !pexit ? thread_get(ptid, prev->tgid, 1) : NULL;
 	if (t) {
+		now = bpf_ktime_get_ns();
 		if (t->oncpu_start)
 			t->oncpu_ns += now - t->oncpu_start;
 		t->oncpu_start = 0;
-		if (BPF_CORE_READ(prev, __state) == 0) { /* TASK_RUNNING: preempted, queued again */
+		if (prev->__state == 0) { /* TASK_RUNNING: preempted, queued again */
 			t->rq_start = now;
 			stall_emit(ctx, t, ptid, t->cur_nr, now); /* -1 in user space */
 		} else {
@@ -394,8 +398,10 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			t->off_nr = off_key(t);
 		}
 	}
-	t = ntid && !nexit ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
+	t = ntid && !nexit ? thread_get(ntid, next->tgid, 1) : NULL;
 	if (t) {
+		if (!now)
+			now = bpf_ktime_get_ns();
 		t->oncpu_start = now;
 		if (t->rq_start) {
 			t->rq_ns += now - t->rq_start;
@@ -417,8 +423,8 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	struct lsb_thread *t = thread_get(tid, BPF_CORE_READ(p, tgid), 0);
+	__u32 tid = p->pid;   /* read directly, as in ls_sched_switch: every wake-up passes here */
+	struct lsb_thread *t = thread_get(tid, p->tgid, 0);
 	if (!t)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
@@ -450,7 +456,7 @@ int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
 {
-	struct lsb_thread *t = thread_get(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), 0);
+	struct lsb_thread *t = thread_get(p->pid, p->tgid, 0);
 	if (t) {
 		t->dead = 1;
 		t->span_start = 0;   /* no span goes on past its end */
