@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exitcodes.h"
+#include "model/metric.h"
 
 /* Is x on the good side of the limit? */
 static int good(enum check_op op, double x, double limit)
@@ -45,6 +46,20 @@ const char *check_verdict_str(enum check_verdict v)
 	return (unsigned)v < 4 ? s[v] : "?";
 }
 
+double check_run_sd(const struct metric *m)
+{
+	/* rates, levels and times are judged on their runs' intervals alone:
+	 * their spread between runs is not measured yet */
+	return m && m->unit == METRIC_PCT ? CHECK_RUN_SD_PTS : 0;
+}
+
+int check_runs_diff(const struct metric *m, const struct estimate *a, const struct estimate *b, double coef,
+		    struct estimate *out)
+{
+	double sd = check_run_sd(m);
+	return est_diff_runs(a, b, coef, sd * sd, out);
+}
+
 enum check_verdict check_result_judge(struct check_result *r, const struct check_threshold *t,
 				      const struct estimate *value, const struct estimate *baseline,
 				      int point_estimate)
@@ -58,7 +73,8 @@ enum check_verdict check_result_judge(struct check_result *r, const struct check
 		r->limit = r->abs_limit = t->value;
 	} else if (baseline && baseline->ok) {
 		r->baseline = *baseline;
-		est_diff(value, baseline, t->coef, &r->judged);
+		check_runs_diff(t->metric ? metric_find_any(t->metric->name) : NULL, value, baseline, t->coef,
+				&r->judged);
 		r->limit = t->value;
 		r->abs_limit = check_limit(t, baseline->est);
 	} else {

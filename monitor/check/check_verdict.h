@@ -29,6 +29,26 @@ enum check_verdict check_decide(enum check_op op, const struct estimate *e, doub
 /* "pass", "fail", "inconclusive", "nothing" (JSON and TAP use these words). */
 const char *check_verdict_str(enum check_verdict v);
 
+/*
+ * How far a share of wall time (a "%" row) moves between two runs of the
+ * same program beyond each run's own interval, as a standard deviation
+ * per run, in points: measured (docs/performance.md, "diff") from runs of
+ * one duty cycle on one machine, whose run means spread by more than their
+ * batch-means intervals say (CPU contention, placement, the run's start).
+ * A run cannot see this in its own seconds, which share its environment.
+ */
+#define CHECK_RUN_SD_PTS 1.0
+
+struct metric;
+/* The run-to-run standard deviation of metric m (CHECK_RUN_SD_PTS for a
+ * share, 0 for the rest and for NULL). */
+double check_run_sd(const struct metric *m);
+
+/* The change a − coef·b of metric m between two runs: est_diff_runs with
+ * m's run-to-run spread, as check --baseline and diff judge it. */
+int check_runs_diff(const struct metric *m, const struct estimate *a, const struct estimate *b, double coef,
+		    struct estimate *out);
+
 /* One worker × threshold, as every report writes it. */
 struct check_result {
 	pid_t    pid, tid;

@@ -1,7 +1,8 @@
 /*
  * diff_compare.c — pairing two runs' units and judging each metric's
- * change: the interval is est_diff's (Welch–Satterthwaite, the one
- * `check --baseline` judges with), the direction the metric table's.
+ * change: the interval is check_runs_diff's (Welch–Satterthwaite on the
+ * runs' own intervals plus their run-to-run spread, as `check --baseline`
+ * judges), the direction the metric table's.
  */
 #include "diff/diff.h"
 
@@ -51,7 +52,7 @@ static void judge_pair(struct diff_pair *p)
 			continue;
 		struct diff_row *r = &p->rows[p->nrows++];
 		r->m = &metric_worker[i];
-		est_diff(eb, ea, 1, &r->change);
+		check_runs_diff(r->m, eb, ea, 1, &r->change);
 		if (ea->kind == EST_MAX || eb->kind == EST_MAX)
 			r->change.kind = EST_MAX;
 		r->verdict = diff_judge(r->m, &r->change);

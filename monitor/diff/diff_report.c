@@ -83,7 +83,10 @@ int diff_write_text(FILE *f, const struct diff_run *a, const struct diff_run *b,
 		    const struct check_set *set)
 {
 	unsigned tally[4] = { 0 };
-	fprintf(f, "loopstat diff: %s -> %s (change = after - before, units as the metric's)\n\n", a->path, b->path);
+	fprintf(f, "loopstat diff: %s -> %s (change = after - before, units as the metric's)\n", a->path, b->path);
+	/* the verdict's terms, so a reader knows what "same" allows */
+	fprintf(f, "intervals: each run's own, plus a run-to-run spread of %.1f points per run for shares (%%)\n\n",
+		CHECK_RUN_SD_PTS);
 	for (size_t i = 0; i < r->n; i++)
 		if (r->p[i].a && r->p[i].b)
 			text_pair(f, &r->p[i], tally);
@@ -174,6 +177,8 @@ static void json_pair(struct json *j, const struct diff_pair *p)
 		json_est(j, "a", &p->a->est[r->m - metric_worker], d);
 		json_est(j, "b", &p->b->est[r->m - metric_worker], d);
 		json_est(j, "change", &r->change, d);
+		json_key(j, "run_sd");   /* the run-to-run spread in the change's interval, per run */
+		json_double(j, check_run_sd(r->m), 2);
 		json_key(j, "verdict");
 		json_string(j, diff_verdict_str(r->verdict));
 		json_object_end(j);
