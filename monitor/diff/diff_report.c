@@ -128,6 +128,8 @@ static void json_est(struct json *j, const char *key, const struct estimate *e, 
 	json_double(j, e->lo, decimals);
 	json_key(j, "hi");
 	json_double(j, e->hi, decimals);
+	json_key(j, "se");   /* a run's: its own seconds' (batch means); a change's: with the run term */
+	json_double(j, e->se, decimals + 2);
 	json_object_end(j);
 }
 
