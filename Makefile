@@ -139,7 +139,7 @@ PCFILE      := $(BUILD)/fiberloop.pc
 # keep objects that only pattern rules name, so re-runs do not rebuild them
 .SECONDARY:
 
-.PHONY: all deps test-deps test check check-tests check-asan check-layers demo bench install clean tests examples benches
+.PHONY: all deps test-deps test-pkgs test solo-tests check check-tests check-asan check-layers demo bench install clean tests examples benches
 
 # $(LOOPSTAT) only once monitor/ has sources: a branch without them still builds.
 all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)) examples
@@ -150,9 +150,11 @@ all: $(LIBFL_A) $(LIBFL_SO) $(PCFILE) $(LIBPROBES_A) $(if $(MON_SRC),$(LOOPSTAT)
 deps:
 	@sh scripts/deps.sh build
 
-test-deps:
-	@sh scripts/deps.sh test
+test-deps: test-pkgs
 	@sh scripts/speedscope-schema.sh $(BUILD)/npm >/dev/null
+
+test-pkgs:
+	@sh scripts/deps.sh test
 
 tests: $(TESTS)
 examples: $(EXAMPLES)
@@ -160,21 +162,27 @@ benches: $(BENCHES)
 
 # `make test`: deps first (not as a prerequisite of the objects, so that
 # `make -j` never compiles before packages exist), then both builds.
-# Both builds always run; the last line totals them. The suites that run
-# alone go first, while the Go/tokio/Netty programs and then the sanitizer
-# build compile idly beside them. The plain build's parallel suites (they
+# Both builds always run; the last line totals them. The speedscope schema
+# installs from npm beside the build (12 s of network; a suite that needs
+# it waits on the script's lock). The suites that run
+# alone go first, while the other suites, the Go/tokio/Netty programs and
+# then the sanitizer build compile idly beside them. The plain build's parallel suites (they
 # mostly wait, four at a time) then run beside the rest of that compile,
 # then the sanitizer build's, three at a time: run beside the plain ones,
 # eight suites at once, three of theirs failed on time bounds. Then the
 # timed suites, alone, and last the sanitizer build's solo suites. Each
 # phase prints when it ended ("[phase] NAME ended at T s", from the start).
-test: test-deps
+test: test-pkgs
 	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
+	mkdir -p $(BUILD); sh scripts/speedscope-schema.sh $(BUILD)/npm >$(BUILD)/.npm.log 2>&1 & \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
+	$(MAKE) --no-print-directory -j$$(nproc) solo-tests CHECK_SET=untimed || rc=1; \
+	$(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 & bgt=$$!; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) programs >$(BUILD)/.programs.log 2>&1 || { cat $(BUILD)/.programs.log; exit 1; }; \
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
 	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; } ) & bg=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
+	sh scripts/unidle.sh $$bgt; wait $$bgt || { rc=1; cat $(BUILD)/.tests.log; }; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par >$(BUILD)/.par.log 2>&1 & plain=$$!; \
 	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; phase "programs and sanitizer build"; \
 	wait $$plain || rc=1; cat $(BUILD)/.par.log; phase "parallel suites"; \
@@ -213,8 +221,8 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # (accuracy, list_workers, sampler_unchanged, sample_batch,
 # probe_schedstat, precision, sampler_shortcut, loop_poll_cli, pools,
 # pool_stable; lag and lag_resolution with test_lag_rule); check's in
-# test_check_report, test_check_verdict, test_check_fleet and
-# test_exit_table (check_cmd, check_usage, check_ci, check_verdicts);
+# test_check_report, test_check_verdict, test_check_fleet,
+# test_check_exit and test_exit_table (check_cmd, check_usage, check_ci, check_verdicts);
 # profile's in test_profile_formats, test_profile_hostile,
 # test_profile_unwind and test_profile_merge (profile_cmd, profile_oncpu,
 # profile_agree; stacks_names with test_probe_perfmap); the runtime's in
@@ -237,7 +245,7 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # longer under the sanitizers.
 SAN_SOLO_TESTS = test_sampler test_stall_capture test_probe_loop test_bpf_source test_fd_budget test_unwind_budget \
                  test_saturated test_worker_fair test_pid_reuse
-PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_tui_tmux,$(TESTS)) \
+PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_export_cron %/test_tui_tmux,$(TESTS)) \
                    $(addprefix $(BUILD)/tests/,$(filter-out $(SAN_SOLO_TESTS),$(SOLO_TESTS)))
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,
@@ -276,7 +284,11 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
 # them all, the timed ones included.
 check-tests: $(CHECK_TESTS)
 PAR ?= 4
-check: all $(if $(SAN),check-tests,tests)
+# ONLY=solo builds only the suites it runs: make test compiles the others
+# beside them.
+SOLO_BINS = $(filter $(addprefix $(BUILD)/tests/,$(SOLO_TESTS)),$(CHECK_TESTS))
+solo-tests: all $(SOLO_BINS)
+check: all $(if $(SAN),check-tests,$(if $(filter solo,$(ONLY)),$(SOLO_BINS),tests))
 	@$(if $(CHECK_SET),,LOOPSTAT_TRUTH=full) TALLY=$(CHECK_SET)$(if $(ONLY),-$(ONLY)) ONLY=$(ONLY) SOLO="$(SOLO_TESTS)" PAR=$(PAR) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
 
 # The layers' include rules (docs/design.md): a wrong-way include fails;

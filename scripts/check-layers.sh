@@ -37,7 +37,8 @@ check_file() {
 	layer=${dir#monitor/}
 	grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r line; do
 		n=${line%%:*}
-		inc=$(printf '%s' "$line" | sed 's/.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/')
+		inc=${line#*\"}   # no sed per line: it took 15 s of make test
+		inc=${inc%%\"*}
 		where="$f:$n"
 		case "$f" in
 		runtime/*)

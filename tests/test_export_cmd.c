@@ -16,6 +16,7 @@
 #include "loopstat_shm.h"
 #include "support/carbon.h"
 #include "support/children.h"
+#include "support/export_run.h"
 #include "support/support.h"
 
 static char *dir;
@@ -29,39 +30,6 @@ static void setup(void)
 static void teardown(void) { ts_rmtree_free(dir); }
 
 TestSuite(export_cmd, .init = setup, .fini = teardown, .timeout = 60);
-
-/* `loopstat export ARGS` through sh; returns the exit status, stdout and stderr. */
-static int export_cmd(char **out, char **err, const char *fmt, ...)
-{
-	char args[2048], cmd[3072], errpath[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
-	snprintf(cmd, sizeof(cmd), "exec \"%s\" export %s 2>'%s'", ts_loopstat_bin(), args, errpath);
-	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	int rc = ts_run(argv, out, 40000);
-	FILE *f = fopen(errpath, "r");
-	static char buf[64 * 1024];
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
-	*err = strdup(buf);
-	return rc;
-}
-
-/* An instrumented example, once it published its segment. */
-static pid_t spawn_published(const char *name, const char *const args[], int *fd)
-{
-	pid_t pid = tc_spawn_example(name, args, fd);
-	char seg[600];
-	for (int i = 0; i < 300 && ts_shm_segment(dir, pid, seg, sizeof(seg)) != 0; i++)
-		usleep(10000);
-	cr_assert_eq(ts_shm_segment(dir, pid, seg, sizeof(seg)), 0, "%s %d never published in %s", name, (int)pid, dir);
-	return pid;
-}
 
 /* The dotted metric of the one whisper file matching storage-relative glob pat ("" if none). */
 static void find_metric(const char *cdir, const char *pat, char *metric, size_t len)
@@ -146,10 +114,10 @@ Test(export_cmd, real_workers_into_carbon_per_run_and_per_second)
 	int port = carbon_free_port();
 	carbon_spawn(&c, cdir, port, NULL);
 	const char *cargs[] = { "-b", "40", "-s", "40", NULL };
-	pid_t inst = spawn_published("counters", cargs, NULL);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	int efd;
 	const char *eargs[] = { "--port", "0", NULL };
-	pid_t echo = spawn_published("echo_server", eargs, &efd);
+	pid_t echo = tc_spawn_published("echo_server", eargs, dir, &efd);
 	carbon_wait_port(&c, "carbon-cache");
 	int dfd;
 	const char *dargs[] = { "--idle", "0.8", "--seconds", "3.5", "--plain", NULL };
@@ -157,7 +125,7 @@ Test(export_cmd, real_workers_into_carbon_per_run_and_per_second)
 
 	long long t0 = time(NULL);
 	snprintf(p, sizeof(p), "%d,%d,%d", (int)inst, (int)plain, (int)echo);
-	int rc = export_cmd(&out, &err, "--graphite 127.0.0.1:%d --prefix t --host h --duration 2 --rate 200 "
+	int rc = ex_export(dir, &out, &err, "--graphite 127.0.0.1:%d --prefix t --host h --duration 2 --rate 200 "
 	                    "--spool '%s/spool' -p %s", port, dir, p);
 	long long t1 = time(NULL);
 	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
@@ -196,7 +164,7 @@ Test(export_cmd, real_workers_into_carbon_per_run_and_per_second)
 	/* --resolution 1s: one point per second sampled, consecutive seconds */
 	t0 = time(NULL);
 	snprintf(p, sizeof(p), "%d", (int)inst);
-	rc = export_cmd(&out, &err, "--graphite 127.0.0.1:%d --prefix s --host h --duration 3 --rate 200 "
+	rc = ex_export(dir, &out, &err, "--graphite 127.0.0.1:%d --prefix s --host h --duration 3 --rate 200 "
 	                "--resolution 1s --spool '%s/spool' -p %s", port, dir, p);
 	t1 = time(NULL);
 	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
@@ -243,7 +211,7 @@ Test(export_cmd, per_second_through_a_stopped_exporter)
 	int port = carbon_free_port();
 	carbon_spawn(&c, cdir, port, NULL);
 	const char *cargs[] = { "-b", "40", "-s", "40", NULL };
-	pid_t inst = spawn_published("counters", cargs, NULL);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	carbon_wait_port(&c, "carbon-cache");
 	char graphite[64];
 	snprintf(graphite, sizeof(graphite), "127.0.0.1:%d", port);
@@ -289,132 +257,16 @@ Test(export_cmd, per_second_through_a_stopped_exporter)
 	carbon_stop(&c);
 }
 
-/* A self-report figure of the run stamped ts. */
-static double self_fig(const char *cdir, const char *name, long long ts)
-{
-	char metric[300];
-	snprintf(metric, sizeof(metric), "t.h.loopstat.export.%s", name);
-	return carbon_fetch_wait(cdir, metric, ts);
-}
-
-static void sleep_until(long long t)
-{
-	while (time(NULL) < t)
-		usleep(20 * 1000);
-}
-
-/* The crontab flow, short: a run every 3 s (the schema's step) from the
- * docs' config shape, carbon stopped the moment the second run returns (its
- * points acknowledged, likely not yet in whisper: carbon-cache drops its
- * unwritten cache on SIGTERM) and started again after the third. Every slot
- * filled, the spooled ones with their own stamps, nothing between; the
- * exporter's own figures show nothing lost, every new point sent once and
- * each delivery sent once more, whole, by the next one. */
-Test(export_cmd, crontab_runs_through_a_carbon_restart)
-{
-	enum { STEP = 3, MAXRUNS = 10, SELF_LINES = 10 /* 5 global + 5 for the one destination */ };
-	char cdir[400], conf[400], text[1024], *out, *err;
-	snprintf(cdir, sizeof(cdir), "%s/carbon", dir);
-	mkdir(cdir, 0700);
-	struct carbon_server c;
-	int port = carbon_free_port();
-	carbon_spawn(&c, cdir, port, "3s:1h");
-	const char *cargs[] = { "-b", "40", "-s", "60", NULL };
-	pid_t inst = spawn_published("counters", cargs, NULL);
-	snprintf(conf, sizeof(conf), "%s/export.conf", dir);
-	snprintf(text, sizeof(text),
-	         "# the crontab's config\ngraphite = 127.0.0.1:%d\nprefix = t\nhost = h\nduration = 1s\n"
-	         "# match the storage schema's retention\nmax-age = 1h\ntimeout = 1s\nspool = %s/spool\npid = %d\n",
-	         port, dir, (int)inst);
-	carbon_write_text(conf, text);
-	carbon_wait_port(&c, "carbon-cache");
-
-	long long t0 = (time(NULL) / STEP + 1) * STEP;
-	int rcs[MAXRUNS], nruns = 0;
-	for (int k = 0; k < MAXRUNS; k++) {
-		sleep_until(t0 + STEP * k);
-		rcs[k] = export_cmd(&out, &err, "--config '%s'", conf);
-		nruns++;
-		cr_assert_str_empty(out);
-		if (rcs[k] == EXIT_DEFERRED) {
-			cr_assert(strstr(err, "deferred to the next run"), "run %d: %s", k, err);
-			cr_assert_lt(strchr(err, '\n') - err + 1, (long)strlen(err) + 1);
-		} else {
-			cr_assert_eq(rcs[k], EXIT_OK, "run %d: exit %d: %s", k, rcs[k], err);
-			cr_assert_str_empty(err, "run %d: %s", k, err);
-		}
-		free(out);
-		free(err);
-		if (k == 1)
-			carbon_stop(&c);   /* right after run 1's acknowledgement: the next delivery resends it */
-		if (k == 2) {
-			cr_assert_eq(rcs[2], EXIT_DEFERRED, "carbon down: exit 75");
-			glob_t gl;
-			char g[500];
-			snprintf(g, sizeof(g), "%s/spool/seg.*", dir);
-			cr_assert_eq(glob(g, 0, NULL, &gl), 0, "points spooled while carbon is down");
-			globfree(&gl);
-			carbon_spawn(&c, cdir, port, "3s:1h");
-		}
-		if (k >= 3 && rcs[k] == EXIT_OK)
-			break;
-	}
-	cr_assert_eq(rcs[0], EXIT_OK);
-	cr_assert_eq(rcs[1], EXIT_OK);
-	cr_assert_eq(rcs[nruns - 1], EXIT_OK, "carbon back within %d runs", MAXRUNS);
-
-	/* every slot filled, nothing between: the deferred runs' points kept their stamps */
-	char metric[300];
-	long long want[MAXRUNS];
-	double got[MAXRUNS * STEP + 1];
-	for (int k = 0; k < nruns; k++)
-		want[k] = t0 + STEP * k;
-	snprintf(metric, sizeof(metric), "t.h.counters.%d.counters.samples", (int)inst);
-	carbon_fetch_wait_all(cdir, metric, want, nruns, got);
-	for (int k = 0; k < nruns; k++)
-		cr_assert_float_eq(got[STEP * k], 100, 40, "run %d (1 s at 100 Hz)'s point at %lld (exit %d): %f", k, want[k], rcs[k],
-		                   got[STEP * k]);
-	for (int i = 0; i < STEP * (nruns - 1) + 1; i++)
-		cr_assert(i % STEP == 0 || isnan(got[i]), "nothing between the runs' slots: a point at %lld", want[0] + i);
-
-	/* delivered = spooled: each healthy run sends its own points plus the
-	 * backlog (points and self-report) of the deferred runs before it */
-	char sent[128], resent[128];
-	snprintf(sent, sizeof(sent), "127_0_0_1_%d.sent", port);
-	snprintf(resent, sizeof(resent), "127_0_0_1_%d.resent", port);
-	double backlog = 0, last_delivery = 0;   /* lines of the last delivery: what the next one resends */
-	for (int k = 0; k < nruns; k++) {
-		double spooled = self_fig(cdir, "spooled", want[k]), s = self_fig(cdir, sent, want[k]);
-		double rs = self_fig(cdir, resent, want[k]);
-		cr_assert_gt(spooled, 20, "run %d spooled %f", k, spooled);
-		if (rcs[k] == EXIT_DEFERRED) {
-			cr_assert_float_eq(s, 0, 1e-9, "run %d (deferred) sent %f", k, s);
-			cr_assert_float_eq(rs, 0, 1e-9, "run %d (deferred) resent %f", k, rs);
-			backlog += spooled + SELF_LINES;
-		} else {
-			cr_assert_float_eq(s, backlog + spooled, 1e-9, "run %d sent %f, spooled %f, backlog %f", k, s,
-			                   spooled, backlog);
-			/* the last delivery, its own self-report included, once; nothing older */
-			cr_assert_float_eq(rs, last_delivery, 1e-9, "run %d resent %f, the last delivery had %f lines", k,
-			                   rs, last_delivery);
-			last_delivery = s + SELF_LINES;
-			backlog = 0;
-		}
-	}
-	tc_kill(inst);
-	carbon_stop(&c);
-}
-
 Test(export_cmd, prometheus_textfile_from_real_workers_passes_promtool)
 {
 	const char *cargs[] = { "-b", "30", "-s", "20", NULL };
-	pid_t inst = spawn_published("counters", cargs, NULL);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	const char *dargs[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
 	int dfd;
 	pid_t plain = tc_spawn_example("duty_cycle", dargs, &dfd);
 	char *out, *err, prom[400];
 	snprintf(prom, sizeof(prom), "%s/loopstat.prom", dir);
-	int rc = export_cmd(&out, &err, "--prometheus-textfile '%s' --duration 1 --host h -p %d,%d", prom,
+	int rc = ex_export(dir, &out, &err, "--prometheus-textfile '%s' --duration 1 --host h -p %d,%d", prom,
 	                    (int)inst, (int)plain);
 	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
 	cr_assert_str_empty(out);
@@ -444,13 +296,13 @@ Test(export_cmd, no_worker_exits_4, .timeout = 30)
 	/* nothing published in this shm dir, and a process that never polls */
 	int rfd, wr;
 	pid_t reader = tc_spawn_blocked_read(&rfd, &wr);
-	int rc = export_cmd(&out, &err, "--dry-run --duration 0.3");
+	int rc = ex_export(dir, &out, &err, "--dry-run --duration 0.3");
 	cr_assert_eq(rc, EXIT_NOTHING, "exit %d: %s", rc, err);
 	cr_assert(strstr(err, "no worker"), "%s", err);
 	cr_assert_str_empty(out);
 	free(out);
 	free(err);
-	rc = export_cmd(&out, &err, "--graphite 127.0.0.1:1 --timeout 1 --spool '%s/spool' --duration 0.3 -p %d", dir,
+	rc = ex_export(dir, &out, &err, "--graphite 127.0.0.1:1 --timeout 1 --spool '%s/spool' --duration 0.3 -p %d", dir,
 	                (int)reader);
 	cr_assert_eq(rc, EXIT_NOTHING, "with a destination down too: exit %d: %s", rc, err);
 	free(out);
@@ -488,7 +340,7 @@ Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 	snprintf(conf, sizeof(conf), "%s/bad.conf", dir);
 	carbon_write_text(conf, "prefix = x\n# fine so far\ngraphit = 127.0.0.1:2003\n");
 	long long t = ts_now_ms();
-	int rc = export_cmd(&out, &err, "--config '%s'", conf);
+	int rc = ex_export(dir, &out, &err, "--config '%s'", conf);
 	cr_assert_eq(rc, EXIT_USAGE, "unknown key: exit %d: %s", rc, err);
 	cr_assert(strstr(err, "bad.conf:3: unknown option 'graphit'"), "names the file and line: %s", err);
 	cr_assert_lt(ts_now_ms() - t, 2000, "refused before sampling");
@@ -500,7 +352,7 @@ Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 		"--dry-run extra",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		rc = export_cmd(&out, &err, "%s", bad[i]);
+		rc = ex_export(dir, &out, &err, "%s", bad[i]);
 		cr_assert_eq(rc, EXIT_USAGE, "'%s': exit %d: %s", bad[i], rc, err);
 		cr_assert(strncmp(err, "loopstat export: ", 17) == 0, "'%s' says why: %s", bad[i], err);
 		free(out);
@@ -516,7 +368,7 @@ Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 			       "--graphite 127.0.0.1:2003 --spool '%s' --duration 10" };
 	for (size_t i = 0; i < 2; i++) {
 		t = ts_now_ms();
-		rc = export_cmd(&out, &err, late[i], spool_file);
+		rc = ex_export(dir, &out, &err, late[i], spool_file);
 		cr_expect_eq(rc, EXIT_USAGE, "'%s': exit %d: %s", late[i], rc, err);
 		cr_expect(strstr(err, i == 0 ? "--prometheus-textfile" : "spool"), "'%s' says why: %s", late[i], err);
 		cr_expect_lt(ts_now_ms() - t, 2000, "'%s' refused only after sampling (%lld ms)", late[i], ts_now_ms() - t);
@@ -526,13 +378,13 @@ Test(export_cmd, config_errors_and_overrides, .timeout = 30)
 
 	/* the file first, the command line over it */
 	const char *cargs[] = { "-b", "30", "-s", "20", NULL };
-	pid_t inst = spawn_published("counters", cargs, NULL);
+	pid_t inst = tc_spawn_published("counters", cargs, dir, NULL);
 	snprintf(conf, sizeof(conf), "%s/good.conf", dir);
 	char text[256];
 	snprintf(text, sizeof(text), "prefix = fromfile\nhost = \"filehost\"\ndry_run = yes\nduration = 5m\npid = %d\n",
 	         (int)inst);
 	carbon_write_text(conf, text);
-	rc = export_cmd(&out, &err, "--config '%s' --prefix cli --duration 0.5", conf);
+	rc = ex_export(dir, &out, &err, "--config '%s' --prefix cli --duration 0.5", conf);
 	cr_assert_eq(rc, EXIT_OK, "exit %d: %s", rc, err);
 	char want[128];
 	snprintf(want, sizeof(want), "cli.filehost.counters.%d.counters.idle_pct ", (int)inst);
