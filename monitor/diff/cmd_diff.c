@@ -216,10 +216,10 @@ const struct cli_command cmd_diff = {
 	"runs); services are their workers pooled. Each metric's change B - A gets its 95% interval\n"
 	"(Welch, as check --baseline judges: each run's own interval plus, for shares, the spread of\n"
 	"a figure between runs of one program, 1 point per run) and a verdict: worse (the whole\n"
-	"interval on the busier side,\n"
-	"the metric table's sort direction), better, same (the interval holds 0), or unknown (no\n"
-	"interval: a maximum, a figure list has no interval for). Two recordings also give a\n"
-	"differential profile: the frames whose share of their thread changed beyond noise.\n"
+	"interval on the busier side, the metric table's sort direction), better, same (the\n"
+	"interval holds 0), or unknown (no interval: a maximum, a figure list has no interval for).\n"
+	"Two recordings also give a differential profile: the frames whose share of their thread\n"
+	"changed beyond noise.\n"
 	"Exit 0, 1 a --fail-on change held, 2 usage, 3 a --fail-on change inconclusive, 4 nothing matched.",
 	options, run, add_file, 1,
 };
