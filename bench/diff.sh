@@ -15,6 +15,7 @@
 #                              beyond each run's own interval (the term diff adds, points)
 #
 #   BUILD=build PAIRS=40 PARALLEL=2 DURATION=4 RATE=200 IDLE=0.6 sh bench/diff.sh
+#   RUN_SD=PTS: diff --run-sd PTS (default: diff's own, 1 point a run)
 set -eu
 BUILD=${BUILD:-build}
 PAIRS=${PAIRS:-40}
@@ -23,6 +24,7 @@ DURATION=${DURATION:-4}
 RATE=${RATE:-200}
 IDLE=${IDLE:-0.6}
 PERIOD_MS=${PERIOD_MS:-100}
+RUN_SD=${RUN_SD:-}
 
 ls_bin=$BUILD/loopstat
 duty=$BUILD/examples/duty_cycle
@@ -59,7 +61,7 @@ done
 # one pair's worker idle_pct row: "a a_se b b_se change lo hi verdict", and
 # whether any metric of the worker alarmed (1/0)
 judge() {
-	"$ls_bin" diff --json "$1" "$2" 2>/dev/null | jq -r '
+	"$ls_bin" diff --json ${RUN_SD:+--run-sd "$RUN_SD"} "$1" "$2" 2>/dev/null | jq -r '
 		[.units[] | select(.kind == "worker")][0].metrics as $m
 		| ($m[] | select(.metric == "idle_pct")) as $r
 		| [$r.a.value, $r.a.se, $r.b.value, $r.b.se, $r.change.value, $r.change.lo, $r.change.hi, $r.verdict,
