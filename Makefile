@@ -257,10 +257,7 @@ PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_
 # test_profile_agree until profile and list agree on node: alone on a
 # quiet machine they read it 64.7 % and 58.6 % idle (bound 3.8), beside
 # the idle compile 73.8 % and 63.6 %; an open bug, not a test to loosen.
-# And test_diff until diff's interval counts the spread between runs: two
-# runs of one duty cycle, alone on a quiet machine, read -0.94 points
-# apart, [-1.46, -0.42], "worse".
-TRUTH_TESTS = $(filter %/test_schedulers %/test_profile_agree %/test_diff,$(TESTS))
+TRUTH_TESTS = $(filter %/test_schedulers %/test_profile_agree,$(TESTS))
 # Suites of the Go, tokio and Netty programs (tests/programs): make test
 # runs them with the timed ones, once the programs are built beside the
 # first build's suites.
