@@ -110,20 +110,6 @@ static int mentions(const char *body, pid_t pid)
 	return body && strstr(body, key) != NULL;
 }
 
-static long rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static void stop(pid_t pid)
 {
 	if (pid > 0) {
@@ -168,7 +154,7 @@ int main(int argc, char **argv)
 	if (serve < 0)
 		return 1;
 	sleep(4);
-	long base = rss_kb(serve);
+	long base = bench_rss_kb(serve);
 	double t0 = bench_now_us();
 	pid_t flood = child(FLOOD_UID, FLOOD);
 	printf("flood of %d threads made in %.1f s\n", FLOOD, (bench_now_us() - t0) / 1e6);
@@ -177,11 +163,11 @@ int main(int argc, char **argv)
 	t0 = bench_now_us();
 	double found = -1;
 	char *body = NULL;
-	long peak = rss_kb(serve);
+	long peak = bench_rss_kb(serve);
 	while ((bench_now_us() - t0) / 1e6 < FOUND_MAX_S) {
 		free(body);
 		body = get_metrics(port);
-		long r = rss_kb(serve);
+		long r = bench_rss_kb(serve);
 		peak = r > peak ? r : peak;
 		if (mentions(body, root_loop) && mentions(body, theirs)) {
 			found = (bench_now_us() - t0) / 1e6;
@@ -191,7 +177,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 8; i++) {   /* the flood's steady state */
 		usleep(500000);
-		long r = rss_kb(serve);
+		long r = bench_rss_kb(serve);
 		peak = r > peak ? r : peak;
 	}
 	free(body);
@@ -210,7 +196,7 @@ int main(int argc, char **argv)
 	int listed = list_finds(bin, root_loop, theirs);
 	stop(flood);
 	sleep(20);
-	long after = rss_kb(serve);
+	long after = bench_rss_kb(serve);
 	printf("serve RSS: %ld KB before, %ld KB at the flood's peak, %ld KB 20 s after it ended\n", base, peak, after);
 	printf("/metrics beside the flood: %.0f KB, %zu series, %.0f dropped\n", kb, series, dropped);
 	printf("figure worker_fair_found_s %.1f s\n", found);

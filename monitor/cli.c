@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "util/textsafe.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -86,6 +87,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\ntry 'loopstat %s%s--help'\n", cmd ? cmd : "", cmd ? " " : "");
 	return EXIT_USAGE;
+}
+
+int64_t cli_parse_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || errno || v < 0)
+		return -1;
+	int shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (INT64_MAX >> shift))
+		return -1;
+	return (int64_t)v << shift;
 }
 
 int cli_parse_number(const char *arg, double lo, double hi, double *out)

@@ -10,6 +10,7 @@
 #define LOOPSTAT_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "exitcodes.h"
@@ -134,6 +135,10 @@ void cli_set_command(const char *name);
 
 /* The same on f (a command's log stream: export's run, a test's memstream). */
 void cli_log(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A size in bytes: "4096", "512K", "64M", "1G" (an optional B); -1 if
+ * malformed. export's config and record's --max-bytes read sizes so. */
+int64_t cli_parse_size(const char *s);
 
 /* A plain decimal number (digits, one optional point; no sign, no space,
  * no hex, no exponent) in [lo, hi]. Returns 0 or -EINVAL. */

@@ -13,7 +13,11 @@ VOCAB='loopstat_shm.h probe_shm.h probe_classify.h probe_stat.h'
 # (collect/sampler.h's on_sample, the unwinder, the recording's events),
 # not the model: the one view that does, named here so it stays the one.
 PROFILE_STREAM='monitor/profile/profile_live.c monitor/profile/profile_live.h monitor/profile/profile_run.c
-monitor/profile/profile_run.h monitor/profile/profile_acc.h'
+monitor/profile/profile_run.h monitor/profile/profile_acc.h monitor/profile/flight_ring.c
+monitor/profile/flight_ring.h monitor/profile/flight_dir.h monitor/profile/flight.c monitor/profile/profile_stalls.h'
+# record's flight recorder judges its triggers as check judges thresholds
+# (its grammar and metric list): those, and nothing else of check's.
+FLIGHT_USES='check/check_expr.h check/check_series.h'
 # serve is the Prometheus format served live: it renders through export's
 # points and writer (one spelling of every name) and takes its host name
 # the same way; nothing else of export's, and export nothing of serve's.
@@ -74,6 +78,7 @@ check_file() {
 			top/*|list/*|export/*|check/*|profile/*|serve/*|diff/*)
 				{ [ "$layer" = serve ] && in_list "$inc" "$SERVE_USES"; } ||
 				{ [ "$layer" = diff ] && in_list "$inc" "$DIFF_USES"; } ||
+				{ [ "$f" = monitor/profile/flight.c ] && in_list "$inc" "$FLIGHT_USES"; } ||
 				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
 			cli.h|exitcodes.h)
 				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;

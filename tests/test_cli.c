@@ -249,11 +249,12 @@ Test(cli, every_duration_option_takes_every_form, .timeout = 60)
 		{ "serve", "-p 4194000", 4, "no process 4194000" },
 		{ "check", "-p 4194000 --duration 1 --wait-for-workers 1 'idle_pct>=1'", 4, "no process 4194000" },
 		{ "profile", "-p 4194000", 4, "no process 4194000" },
-		{ "record", "-o /dev/null -p 4194000", 4, "no process 4194000" },
+		{ "record", "-o /dev/null -p 4194000 --ring 10s", 4, "no process 4194000" },
+		{ "report", "/nonexistent/x.rec --around 1", 2, "open(/nonexistent/x.rec)" },
 	};
 	/* options that take a time, by name: a new one must be a DURATION too */
 	static const char *const timed[] = { "duration", "delay", "warmup", "max-duration", "timeout", "lock-wait", "max-age",
-	                                     "window", "interval" };
+	                                     "window", "interval", "ring", "after", "cooldown", "span" };
 	static const char *const forms[] = { "2", "1.5", "30s", "2m" };
 	size_t tried = 0;
 	for (size_t c = 0; c < cli_ncommands; c++) {

@@ -1,4 +1,4 @@
-/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings and a crafted schedstat jump cost time and memory linear in the file, or are refused with one line and exit 2. */
+/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings, a crafted schedstat jump and a flight recording's triggers and stall stacks cost time and memory linear in the file, or are refused with one line and exit 2. */
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
@@ -248,5 +248,42 @@ Test(recording_limits, a_crafted_schedstat_jump_stays_within_the_second)
 			      snap.w[0].series.hist[i].span_us);
 	snapshot_done(&snap);
 	replay_delete(r);
+	free(p);
+}
+
+/* A flight recording's metadata, crafted: 200,000 triggers with texts
+ * past their cap, and 20,000 stalls of 5,000 stacks (past the 1,024
+ * report keeps). Report keeps 16 triggers and 1,024 stacks, counts the
+ * rest, in linear time and bounded memory; a trigger with a field
+ * missing is a malformed line (exit 2). */
+Test(recording_limits, crafted_triggers_and_stall_stacks_stay_bounded)
+{
+	char *p = path("flight.rec");
+	FILE *f = create(p);
+	fputs("m ring_s 60.000\ns 1 1/1 t\n", f);
+	for (int i = 0; i < 200000; i++) {
+		fprintf(f, "t %d 1 1 ", i);
+		for (int k = 0; k < 300; k++)
+			fputc('x', f);
+		fputc('\n', f);
+	}
+	for (int i = 0; i < 5000; i++)
+		fprintf(f, "s %d fn%d\n", i + 2, i);
+	for (int i = 0; i < 20000; i++)
+		fprintf(f, "k 150 %d 1 1 0 2 -1 -1 0 0 0 0 0 1 0 0 0 1 %d\n", i * 1000, 2 + i % 5000);
+	fputs("e 30000000 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\nm duration_s 1.000\n", f);
+	fclose(f);
+	char *text[] = { "report", p, NULL };
+	struct outcome o = run(text);
+	cr_expect_eq(o.rc, 0, "exit %d: %s", o.rc, o.err);
+	cr_expect_lt(o.ms, 10000, "%ld ms", o.ms);
+	cr_expect_lt(o.rss_mb, 128, "peaked at %ld MB", o.rss_mb);
+
+	f = create(p);
+	fputs("s 1 1/1 t\nt 12 1\ne 1 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\n", f);
+	fclose(f);
+	o = run(text);
+	cr_expect_eq(o.rc, 2, "a trigger without its fields: exit %d: %s", o.rc, o.err);
+	cr_expect(strstr(o.err, ":4:"), "the line named: %s", o.err);
 	free(p);
 }

@@ -136,6 +136,22 @@ int rec_write(struct rec_writer *w, const struct rec_event *ev)
 	return w->err;
 }
 
+int rec_write_trigger(struct rec_writer *w, const struct rec_trigger *t)
+{
+	char text[REC_TRIGGER_LEN];
+	textsafe_label(text, sizeof(text), t->text[0] ? t->text : "-");
+	if (fprintf(w->f, "t %" PRIu64 " %d %d %s\n", t->t_ns, (int)t->pid, (int)t->tid, text) < 0)
+		failed(w);
+	return w->err;
+}
+
+int rec_write_meta(struct rec_writer *w, const char *key, double value)
+{
+	if (fprintf(w->f, "m %s %.3f\n", key, value) < 0)
+		failed(w);
+	return w->err;
+}
+
 int rec_writer_end(struct rec_writer *w, double duration_s)
 {
 	if (fprintf(w->f, "m duration_s %.3f\n", duration_s) < 0)
@@ -214,6 +230,10 @@ static int read_meta(struct rec_meta *meta, char *rest)
 		double t = strtod(val, NULL);
 		meta->start_unix = t > 0 && t < 1e11 ? t : 0;
 	}
+	else if (strcmp(rest, "ring_s") == 0) {
+		double r = strtod(val, NULL);
+		meta->ring_s = r > 0 && r < 1e9 ? r : 0;
+	}
 	else if (strcmp(rest, "host") == 0)
 		snprintf(meta->host, sizeof(meta->host), "%s", val);
 	else if (strcmp(rest, "title") == 0)
@@ -238,6 +258,25 @@ static int next_field(char **p, int base, int is_signed, unsigned long long *out
 	if (errno || end == *p + 1 || (*end != ' ' && *end != '\0'))
 		return -EPROTO;
 	*p = end;
+	return 0;
+}
+
+/* "t T PID TID TEXT": a trigger, kept in meta while there is room. */
+static int add_trigger(struct rec_meta *meta, char *p)
+{
+	unsigned long long t, pid, tid;
+	if (next_field(&p, 10, 0, &t) < 0 || next_field(&p, 10, 0, &pid) < 0 || next_field(&p, 10, 0, &tid) < 0 ||
+	    *p != ' ' || pid > INT32_MAX || tid > INT32_MAX)
+		return -EPROTO;
+	meta->triggers_seen++;
+	if (meta->ntriggers == REC_MAX_TRIGGERS)
+		return 0;
+	struct rec_trigger *k = &meta->triggers[meta->ntriggers++];
+	k->t_ns = t;
+	k->pid = (pid_t)pid;
+	k->tid = (pid_t)tid;
+	/* the file's bytes, whoever wrote them: cut at a character, no controls */
+	textsafe_label(k->text, sizeof(k->text), p + 1);
 	return 0;
 }
 
@@ -354,6 +393,8 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 			trailer |= read_meta(meta, buf + 2);
 		else if (buf[0] == 'w' && buf[1] == ' ')
 			err = add_service(&t, buf + 1);
+		else if (buf[0] == 't' && buf[1] == ' ')
+			err = add_trigger(meta, buf + 1);
 		else if (buf[0] == 'e' && buf[1] == ' ' && (err = parse_event(&t, buf + 1, &ev, frames)) == 0) {
 			meta->last_t_ns = ev.t_ns;
 			err = fn(arg, &ev);

@@ -23,6 +23,10 @@
  *                                           readers older than it skip it, and a thread without
  *                                           one (a recording older than it) has no service: its
  *                                           process name stands in, as it does live
+ *   t T PID TID TEXT                        a flight recorder's trigger (loopstat record --ring):
+ *                                           at T ns the worker PID/TID met TEXT (a threshold,
+ *                                           or "SIGUSR2" for a dump on demand; PID 0 for none);
+ *                                           readers older than it skip it
  *
  * e is one sample: T ns since the recording started, INST 1 for an
  * instrumented worker, CLS the sampler's class (enum probe_class, 1..4),
@@ -56,6 +60,8 @@
 #define REC_MAX_LINE    8192
 #define REC_MAX_STRINGS (1u << 20)
 #define REC_MAX_THREADS (1u << 18)   /* threads given a service ("w") */
+#define REC_MAX_TRIGGERS 16          /* triggers a reader keeps ("t"); more are counted */
+#define REC_TRIGGER_LEN  128
 
 struct rec_event {
 	uint64_t t_ns;               /* since sampling started */
@@ -77,6 +83,13 @@ struct rec_event {
 	const char *service;         /* the thread's service ("w"); NULL: not recorded (the name stands in) */
 };
 
+/* A flight recorder's trigger ("t"). */
+struct rec_trigger {
+	uint64_t t_ns;               /* on the events' clock */
+	pid_t    pid, tid;           /* the worker that met it; 0: none (a dump on demand) */
+	char     text[REC_TRIGGER_LEN]; /* the threshold as written, or "SIGUSR2" */
+};
+
 struct rec_meta {
 	double   rate_hz;
 	double   start_unix;         /* wall clock at the start, seconds */
@@ -87,6 +100,11 @@ struct rec_meta {
 	 * disk); its complete records were read, a partial last line skipped */
 	int      cut;
 	uint64_t last_t_ns;          /* the last event's time */
+	/* a flight recorder's dump: what triggered it (the first REC_MAX_TRIGGERS) */
+	struct rec_trigger triggers[REC_MAX_TRIGGERS];
+	unsigned ntriggers;          /* kept in triggers[] */
+	unsigned triggers_seen;      /* in the file, kept or not */
+	double   ring_s;             /* the span the ring held before the first trigger; 0: not a dump */
 };
 
 /* ---- writing ---- */
@@ -97,6 +115,10 @@ struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta);
 /* Appends one event. 0, -ENOMEM, or the first failed write's -errno
  * (-ENOSPC...; -EIO when the cause is unknown). */
 int  rec_write(struct rec_writer *w, const struct rec_event *ev);
+/* Appends a trigger record ("t"); returns as rec_write. */
+int  rec_write_trigger(struct rec_writer *w, const struct rec_trigger *t);
+/* Appends metadata "m KEY VALUE" (a number, %.3f); returns as rec_write. */
+int  rec_write_meta(struct rec_writer *w, const char *key, double value);
 /* Writes the trailer (duration_s, in ms precision), flushes; returns 0 or
  * the first failed write's -errno, as rec_write. Frees w. */
 int  rec_writer_end(struct rec_writer *w, double duration_s);

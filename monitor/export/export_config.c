@@ -72,26 +72,6 @@ void export_opts_host(const struct export_opts *o, char *buf, size_t len)
 	buf[strcspn(buf, ".")] = '\0';
 }
 
-int64_t export_parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (end == s || errno || v < 0)
-		return -1;
-	int shift = 0;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': shift = 10; end++; break;
-	case 'M': shift = 20; end++; break;
-	case 'G': shift = 30; end++; break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (INT64_MAX >> shift))
-		return -1;
-	return (int64_t)v << shift;
-}
-
 static int parse_bool(const char *v)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on" }, *const no[] = { "0", "no", "false", "off" };
@@ -159,7 +139,7 @@ int export_opts_set(struct export_opts *o, const char *key, const char *value, c
 		*(double *)(void *)base = d;
 		return 0;
 	case K_SIZE:
-		n = export_parse_size(value);
+		n = cli_parse_size(value);
 		if (n < 4096) {
 			snprintf(err, errlen, "%s '%s': expected a size of at least 4096 bytes (K, M, G allowed)",
 			         op->key, value);

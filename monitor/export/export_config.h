@@ -117,7 +117,4 @@ int export_config_load(struct export_opts *o, const char *path, char *err, size_
  * to the first dot. */
 void export_opts_host(const struct export_opts *o, char *buf, size_t len);
 
-/* "4096", "512K", "64M", "1G" → bytes; -1 if malformed. */
-int64_t export_parse_size(const char *s);
-
 #endif /* LOOPSTAT_EXPORT_CONFIG_H */

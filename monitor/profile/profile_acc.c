@@ -12,6 +12,7 @@
  * as the live run).
  */
 #include "profile/profile_acc.h"
+#include "profile/profile_stalls.h"
 #include "util/idmap.h"
 #include "util/textsafe.h"
 
@@ -21,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ACC_CAPTURED 16      /* stalls captured kept for the report */
-#define ACC_CAPTURED_FRAMES 6 /* and the innermost frames of each */
 
 struct held {
 	char *fiber;                 /* owned; NULL: none */
@@ -60,6 +59,10 @@ struct acc_thread {
 	double   carry;              /* the accumulator of the waiting share */
 	struct held *held;
 	size_t   nheld, capheld;
+	/* a stall captured, open until the thread's next sample in its poll */
+	int      stall_open, stall_g, stall_have_reading;
+	uint64_t stall_start_ns, stall_run0, stall_wait0, stall_read0_ns;
+	uint64_t reading_seen_ns;    /* the event its last reading first came with */
 };
 
 struct profile_acc {
@@ -69,8 +72,7 @@ struct profile_acc {
 	size_t   nth, capth;
 	struct idmap by_tid;         /* (pid, tid) → th index: a recording may name 262,144 threads */
 	uint64_t samples, first_ns, last_ns;
-	char    *captured[ACC_CAPTURED]; /* owned: the first stalls captured, each as its report lines */
-	uint64_t ncaptured;
+	struct profile_stalls *stalls; /* the stalls captured, by stack; made at the first */
 };
 
 struct profile_acc *profile_acc_new(unsigned flags)
@@ -99,8 +101,7 @@ void profile_acc_delete(struct profile_acc *a)
 		free(a->th[i].stalls);
 	}
 	free(a->th);
-	for (uint64_t i = 0; i < a->ncaptured && i < ACC_CAPTURED; i++)
-		free(a->captured[i]);
+	profile_stalls_delete(a->stalls);
 	idmap_done(&a->by_tid);
 	profile_tree_delete(a->tree);
 	free(a);
@@ -280,37 +281,48 @@ static int track_run(struct acc_thread *t, const struct rec_event *ev)
 	return 0;
 }
 
-/* A stall captured: its report lines, kept for the first ACC_CAPTURED. */
-static int add_captured(struct profile_acc *a, const struct rec_event *ev)
+/* A stall captured: into its stack's group, open on its thread until
+ * the thread is next seen in its poll (end_stall). */
+static int add_stall(struct profile_acc *a, const struct rec_event *ev)
 {
-	if (a->ncaptured++ >= ACC_CAPTURED)
-		return 0;
-	static const char *const states[] = { [PROBE_RUNNING] = "running", [PROBE_BLOCKED] = "blocked" };
-	char thread[PROFILE_LABEL_MAX], label[PROFILE_LABEL_MAX], *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
+	int err = 0;
+	struct acc_thread *t = thread_of(a, ev, &err);
+	if (!t)
+		return err;
+	if (!a->stalls && !(a->stalls = profile_stalls_new()))
 		return -ENOMEM;
-	textsafe_label(thread, sizeof(thread), ev->thread);
-	fprintf(f, "  %9.3f s  %6" PRIu32 " ms  %-8s %s", (double)ev->t_ns / 1e9, ev->stall_ms,
-		ev->cls == PROBE_RUNNING || ev->cls == PROBE_BLOCKED ? states[ev->cls] : "other", thread);
-	const char *parts[] = { ev->syscall, ev->target, ev->fiber && ev->fiber[0] ? ev->fiber : NULL };
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		if (parts[i]) {
-			textsafe_label(label, sizeof(label), parts[i]);
-			fprintf(f, "  %s%s", i == 2 ? "fiber " : "", label);
-		}
-	fputc('\n', f);
-	for (int i = 0; i < ev->nframes && i < ACC_CAPTURED_FRAMES; i++) {
-		textsafe_label(label, sizeof(label), ev->frames[i]);
-		fprintf(f, "      %s\n", label);
-	}
-	if (fclose(f) != 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	a->captured[a->ncaptured - 1] = buf;
+	int g = profile_stalls_add(a->stalls, ev);
+	if (g == -ENOMEM)
+		return g;
+	uint64_t so_far = (uint64_t)ev->stall_ms * 1000000;
+	t->stall_open = g >= 0;
+	t->stall_g = g;
+	t->stall_start_ns = ev->t_ns > so_far ? ev->t_ns - so_far : 0;
+	t->stall_have_reading = t->have_reading;
+	t->stall_run0 = t->run_ns;
+	t->stall_wait0 = t->wait_ns;
+	t->stall_read0_ns = t->reading_seen_ns;
 	return 0;
+}
+
+/* The thread's open stall ends at this sample in its poll: its whole
+ * length, and the CPU wait between the schedstat reading before it and
+ * this sample's when this one is newer, over the time between the two
+ * (readings come every 250 ms: the share is of the time around the
+ * stall, which is what can be measured of it). */
+static void end_stall(struct profile_acc *a, struct acc_thread *t, const struct rec_event *ev)
+{
+	if (!t->stall_open || ev->cls != PROBE_POLL || ev->t_ns < t->stall_start_ns)
+		return;
+	t->stall_open = 0;
+	int64_t wait = -1;
+	uint64_t around = 0;
+	if (t->stall_have_reading && (ev->run_ns != t->stall_run0 || ev->wait_ns != t->stall_wait0) &&
+	    ev->run_ns >= t->stall_run0 && ev->wait_ns >= t->stall_wait0 && ev->t_ns > t->stall_read0_ns) {
+		wait = (int64_t)(ev->wait_ns - t->stall_wait0);
+		around = ev->t_ns - t->stall_read0_ns;
+	}
+	profile_stalls_end(a->stalls, t->stall_g, ev->t_ns - t->stall_start_ns, wait, around);
 }
 
 /* A target without what differs from run to run of the same program: a
@@ -340,7 +352,7 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 	if (!ev->thread || ev->cls < PROBE_POLL || ev->cls > PROBE_OTHER)
 		return -EINVAL;
 	if (ev->stall_ms)
-		return add_captured(a, ev);
+		return add_stall(a, ev);
 	unsigned tf = a->flags & ~(PROFILE_ACC_AUTO_FIBER | PROFILE_ACC_BY_NAME);
 	if (a->flags & PROFILE_ACC_AUTO_FIBER && ev->instrumented)
 		tf |= PROFILE_TREE_BY_FIBER;
@@ -350,8 +362,11 @@ int profile_acc_add(struct profile_acc *a, const struct rec_event *ev)
 	struct acc_thread *t = thread_of(a, ev, &err);
 	if (!t)
 		return err;
-	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns))
+	end_stall(a, t, ev);
+	if ((ev->run_ns || ev->wait_ns) && (!t->have_reading || ev->run_ns != t->run_ns || ev->wait_ns != t->wait_ns)) {
+		t->reading_seen_ns = ev->t_ns;
 		err = new_reading(a, t, ev->run_ns, ev->wait_ns);
+	}
 	if (err == 0 && ev->instrumented)
 		err = track_run(t, ev);
 	if (err == 0 && ev->service && (!t->service || strcmp(t->service, ev->service) != 0)) {
@@ -423,11 +438,8 @@ int profile_acc_write_stalls(const struct profile_acc *a, FILE *f)
 {
 	struct profile_stall st[64];
 	int n = profile_acc_stalls(a, st, 64);
-	if (a->ncaptured)
-		fprintf(f, "\nstalls captured (out of the poll past --stall-ms), %llu, the first %d:\n",
-			(unsigned long long)a->ncaptured, (int)(a->ncaptured < ACC_CAPTURED ? a->ncaptured : ACC_CAPTURED));
-	for (uint64_t i = 0; i < a->ncaptured && i < ACC_CAPTURED; i++)
-		fputs(a->captured[i], f);
+	if (a->stalls && profile_stalls_write(a->stalls, f) < 0)
+		return -EIO;
 	if (n == 0)
 		return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 	fprintf(f, "\nlongest run without a switch (the stall lint), by fiber:\n");

@@ -273,6 +273,8 @@ void profile_live_on_sample(void *arg, const struct sampler_event *ev)
 	pe.target = tgt;
 	l->st.samples++;
 	int err = 0;
+	if (l->o.ring)
+		flight_ring_add(l->o.ring, &pe, ev->weight);
 	/* a sample after ticks the sampler skipped stands for them too: the
 	 * ticks slowed by unwinding are the busy ones, and counting each
 	 * sample once would read a busy worker as idler than list does */
@@ -311,6 +313,8 @@ void profile_live_on_stall(void *arg, const struct sampler_stall_event *ev)
 		.stall_ms = st->dur_ms ? st->dur_ms : 1,
 	};
 	int err = 0;
+	if (l->o.ring)
+		flight_ring_add(l->o.ring, &pe, 1);
 	if (l->o.rec)
 		err = rec_write(l->o.rec, &pe);
 	if (err == 0 && l->o.acc)

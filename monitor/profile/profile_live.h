@@ -31,6 +31,7 @@
 #include <sys/types.h>
 
 #include "profile/profile_acc.h"
+#include "profile/flight_ring.h"
 #include "collect/sampler.h"
 
 #define PROFILE_LIVE_DEPTH 64   /* frames unwound per sample */
@@ -40,6 +41,7 @@ struct profile_live_opts {
 	pid_t tid;                         /* 0: every thread of pid */
 	struct profile_acc *acc;           /* borrowed, may be NULL */
 	struct rec_writer *rec;    /* borrowed, may be NULL */
+	struct flight_ring *ring;          /* borrowed, may be NULL: the flight recorder's (flight_ring.h) */
 	int   depth;                       /* 0: PROFILE_LIVE_DEPTH */
 	double rate_hz;                    /* the sampling rate: perf samples each 1/rate of CPU time; 0: 1000 */
 };

@@ -61,11 +61,24 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-/* Ends the wait: a signal, or the one target's exit. */
+struct run_wait {
+	const struct profile_run_opts *o;
+	struct feed *f;
+};
+
+/* Ends the wait: a signal, the one target's exit, or the caller's poll. */
 static int stop_now(void *arg)
 {
-	const struct profile_run_opts *o = arg;
-	return stop_signal || (o->pid && target_gone(arg));
+	const struct run_wait *w = arg;
+	if (stop_signal || (w->o->pid && target_gone((void *)w->o)))
+		return 1;
+	return w->o->poll ? w->o->poll(w->o->arg, w->f) : 0;
+}
+
+static int each_second(void *arg, int64_t sec)
+{
+	const struct run_wait *w = arg;
+	return w->o->second(w->o->arg, w->f, sec);
 }
 
 int profile_run(const struct profile_run_opts *o, struct profile_run_result *res)
@@ -74,7 +87,7 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 	struct cli_common c = *o->common;   /* its rate made explicit: the hook's and the sampler's */
 	c.rate_hz = c.rate_hz ? c.rate_hz : PROFILE_DEFAULT_HZ;
 	struct profile_live_opts lo = { .pid = o->pid, .tid = o->tid, .acc = o->acc, .rec = o->rec,
-					.rate_hz = c.rate_hz };
+					.ring = o->ring, .rate_hz = c.rate_hz };
 	struct profile_live *l = profile_live_new(&lo);
 	if (!l) {
 		cli_error("starting the unwinder: %s", strerror(errno));
@@ -96,7 +109,9 @@ int profile_run(const struct profile_run_opts *o, struct profile_run_result *res
 	stop_signal = 0;
 	for (int i = 0; i < 2; i++)
 		sigaction(sigs[i], &sa, &old[i]);
-	struct feed_follow wait = { .poll = stop_now, .arg = (void *)o, .until_s = c.duration_s, .expect_s = c.duration_s };
+	struct run_wait rw = { o, f };
+	struct feed_follow wait = { .second = o->second ? each_second : NULL, .poll = stop_now, .arg = &rw,
+				    .until_s = c.duration_s, .expect_s = o->second ? 0 : c.duration_s };
 	int early = feed_follow(f, &wait) > 0;
 	for (int i = 0; i < 2; i++)
 		sigaction(sigs[i], &old[i], NULL);

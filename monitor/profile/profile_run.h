@@ -17,11 +17,19 @@
 
 #define PROFILE_DEFAULT_HZ 1000.0
 
+struct feed;
+
 struct profile_run_opts {
 	const struct cli_common *common; /* borrowed: targets, rate (0: PROFILE_DEFAULT_HZ), duration */
 	pid_t  pid, tid;                 /* the one target (0: every target; tid 0: every thread) */
 	struct profile_acc *acc;         /* borrowed, may be NULL */
 	struct rec_writer *rec;  /* borrowed, may be NULL */
+	struct flight_ring *ring;        /* borrowed, may be NULL: every event also goes there */
+	/* the flight recorder's: each completed second, and each reading
+	 * (FEED_POLL_MS), with the feed; nonzero ends the run. May be NULL. */
+	int  (*second)(void *arg, struct feed *f, int64_t sec);
+	int  (*poll)(void *arg, struct feed *f);
+	void  *arg;
 };
 
 struct profile_run_result {
@@ -36,7 +44,7 @@ struct profile_run_result {
  * -1 when it can. */
 int profile_check_target(pid_t pid, pid_t tid);
 
-/* Samples for duration_s (less when the one target exits, or SIGINT or
+/* Samples for duration_s (<= 0: until a signal or the target's exit; less when the one target exits, or SIGINT or
  * SIGTERM arrives: the run then ends within a tick and what was measured
  * is kept). 0, or -errno after a message on stderr. */
 int profile_run(const struct profile_run_opts *o, struct profile_run_result *res);

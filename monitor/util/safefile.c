@@ -305,8 +305,7 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* A fresh temp file next to name; its name in tmp. */
-static int open_tmp(int dirfd, const char *name, mode_t mode, char *tmp, size_t tlen, char *err, size_t errlen)
+int safefile_tmp_open(int dirfd, const char *name, mode_t mode, char *tmp, size_t tlen, char *err, size_t errlen)
 {
 	int fd = -EEXIST;
 	for (int i = 0; i < 16 && fd == -EEXIST; i++) {
@@ -323,20 +322,13 @@ static int open_tmp(int dirfd, const char *name, mode_t mode, char *tmp, size_t 
 	return fd;
 }
 
-int safefile_replace(int dirfd, const char *name, const char *shown, const char *buf, size_t len, mode_t mode,
-                     char *err, size_t errlen)
+int safefile_commit(int dirfd, int fd, int write_err, const char *tmp, const char *name, const char *shown,
+		    char *err, size_t errlen)
 {
-	char tmp[NAME_MAX + 1];
 	if (!shown)
 		shown = name;
-	int rc = check_target(dirfd, name, shown, err, errlen);
-	if (rc < 0)
-		return rc;
-	int fd = open_tmp(dirfd, name, mode, tmp, sizeof(tmp), err, errlen);
-	if (fd < 0)
-		return fd;
 	const char *what = "write";
-	rc = write_all(fd, buf, len);
+	int rc = write_err;
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno, what = "fsync";
 	if (close(fd) < 0 && rc == 0)
@@ -359,4 +351,19 @@ int safefile_replace(int dirfd, const char *name, const char *shown, const char 
 		snprintf(err, errlen, "fsync(the directory of %s): %s", shown, strerror(-rc));
 	}
 	return rc;
+}
+
+int safefile_replace(int dirfd, const char *name, const char *shown, const char *buf, size_t len, mode_t mode,
+                     char *err, size_t errlen)
+{
+	char tmp[NAME_MAX + 1];
+	if (!shown)
+		shown = name;
+	int rc = check_target(dirfd, name, shown, err, errlen);
+	if (rc < 0)
+		return rc;
+	int fd = safefile_tmp_open(dirfd, name, mode, tmp, sizeof(tmp), err, errlen);
+	if (fd < 0)
+		return fd;
+	return safefile_commit(dirfd, fd, write_all(fd, buf, len), tmp, name, shown, err, errlen);
 }

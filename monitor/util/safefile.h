@@ -60,4 +60,17 @@ ssize_t safefile_read(int dirfd, const char *name, char *buf, size_t len, char *
 int safefile_replace(int dirfd, const char *name, const char *shown, const char *buf, size_t len, mode_t mode,
                      char *err, size_t errlen);
 
+/*
+ * The two halves of safefile_replace, for a file written as a stream:
+ * safefile_tmp_open makes the fresh temp file next to name (its name in
+ * tmp) and returns its fd or -errno; safefile_commit takes what writing
+ * it gave (write_err: 0 or the first write's -errno), fsyncs and closes
+ * fd, renames tmp over name as safefile_replace does and fsyncs the
+ * directory. On any failure tmp is removed (a full disk loses the new
+ * file, never what name held). 0 or -errno with the reason in err.
+ */
+int safefile_tmp_open(int dirfd, const char *name, mode_t mode, char *tmp, size_t tlen, char *err, size_t errlen);
+int safefile_commit(int dirfd, int fd, int write_err, const char *tmp, const char *name, const char *shown,
+		    char *err, size_t errlen);
+
 #endif /* LOOPSTAT_SAFEFILE_H */
