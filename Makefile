@@ -253,11 +253,8 @@ PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_
                    $(addprefix $(BUILD)/tests/,$(filter-out $(SAN_SOLO_TESTS),$(SOLO_TESTS)))
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,
-# whose short versions are test_probe_rt and test_sched_rows. So does
-# test_diff until diff's interval counts the spread between runs: two
-# runs of one duty cycle, alone on a quiet machine, read -0.94 points
-# apart, [-1.46, -0.42], "worse".
-TRUTH_TESTS = $(filter %/test_schedulers %/test_diff,$(TESTS))
+# whose short versions are test_probe_rt and test_sched_rows.
+TRUTH_TESTS = $(filter %/test_schedulers,$(TESTS))
 # Suites of the Go, tokio and Netty programs (tests/programs): make test
 # runs them with the timed ones, once the programs are built beside the
 # first build's suites.

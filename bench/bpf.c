@@ -10,6 +10,8 @@
  *                             spans (span_loop), watched from start to end: the
  *                             kernel histogram's p99 against each loop's own,
  *                             the largest error in % (goal 5)
+ *   (pass, no figure: what the programs cost an unwatched thread's pipe
+ *                             round trip: 4 syscalls, 2 switches, 2 wake-ups)
  *   bpf_cpu_pct_1000_idle_loops  1000 epoll loops waking once a second,
  *                             watched and read once a second for 10 s: this
  *                             process's CPU plus the programs' own run time
@@ -23,6 +25,8 @@
  *                             100 Hz, and the messages/s lost
  *
  * Without bpf (not root, no BTF, built without) it says why and exits 0.
+ * Names given (idle lag pass cpu echo) run only those parts: a before/after
+ * of one figure, alternated, in the minutes each takes.
  */
 #include "bench.h"
 #include "probe_bpf.h"
@@ -183,6 +187,43 @@ static double fig_lag(struct probe_bpf *b)
 		probe_bpf_unwatch(b, pid);
 	}
 	return worst;
+}
+
+/* ---- what an unwatched thread pays ---- */
+
+/* Two unwatched processes passing a byte back and forth through pipes:
+ * every round trip is 4 syscalls, 2 switches and 2 wake-ups on the host
+ * that the programs see and let pass. The programs' run time per round
+ * trip (the run-time statistics' own clock reads included), best of 3. */
+static double fig_pass(struct probe_bpf *b)
+{
+	enum { TRIPS = 100000 };
+	double best = NAN;
+	for (int r = 0; r < 3; r++) {
+		int a[2], c[2];
+		char x = 0;
+		uint64_t k0, k1, r0, r1;
+		if (pipe(a) < 0 || pipe(c) < 0 || probe_bpf_kernel_ns(b, &k0, &r0) < 0)
+			return NAN;
+		pid_t p = fork();
+		if (p == 0) {
+			for (int i = 0; i < TRIPS; i++)
+				if (read(a[0], &x, 1) != 1 || write(c[1], &x, 1) != 1)
+					_exit(1);
+			_exit(0);
+		}
+		for (int i = 0; i < TRIPS; i++)
+			if (write(a[1], &x, 1) != 1 || read(c[0], &x, 1) != 1)
+				break;
+		waitpid(p, NULL, 0);
+		probe_bpf_kernel_ns(b, &k1, &r1);
+		close(a[0]), close(a[1]), close(c[0]), close(c[1]);
+		double ns = (double)(k1 - k0) / TRIPS;
+		printf("pass: %.0f ns of programs per round trip (%.1f runs each)\n", ns, (double)(r1 - r0) / TRIPS);
+		if (!(ns >= best))
+			best = ns;
+	}
+	return best;
 }
 
 /* ---- cost over 1000 idle loops ---- */
@@ -363,9 +404,17 @@ static double fig_echo(struct probe_bpf *b, double *sampled_pct)
 	return median(rb, ROUNDS);
 }
 
+/* the figure name is one of argv[1..], or none are given */
+static int wanted(int argc, char **argv, const char *name)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0)
+			return 1;
+	return argc < 2;
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
 	char why[256];
 	struct probe_bpf *b;
 	bench_build_dir(argv[0], build, sizeof(build));
@@ -376,16 +425,22 @@ int main(int argc, char **argv)
 	double load[1] = { NAN };
 	getloadavg(load, 1);
 	printf("# bpf: %ld CPUs, load avg %.2f\n", sysconf(_SC_NPROCESSORS_ONLN), load[0]);
-	double idle = fig_idle(b);
-	printf("figure bpf_idle_err_pp %.3f points\n", idle);
-	double lag = fig_lag(b);
-	printf("figure bpf_lag_p99_err_pct %.2f %%\n", lag);
+	if (wanted(argc, argv, "idle"))
+		printf("figure bpf_idle_err_pp %.3f points\n", fig_idle(b));
+	if (wanted(argc, argv, "lag"))
+		printf("figure bpf_lag_p99_err_pct %.2f %%\n", fig_lag(b));
 	double sampled;
-	double cpu = fig_cpu(b, &sampled);
-	printf("figure bpf_cpu_pct_1000_idle_loops %.3f %% (sampler at 100 Hz: %.2f %%)\n", cpu, sampled);
-	double echo = fig_echo(b, &sampled);
-	printf("figure bpf_overhead_pct_echo_200c %.2f %% (server CPU per message; sampler at 100 Hz: %.2f %%)\n", echo,
-	       sampled);
+	if (wanted(argc, argv, "pass"))
+		printf("pass: best %.0f ns of programs per unwatched round trip\n", fig_pass(b));
+	if (wanted(argc, argv, "cpu")) {
+		double cpu = fig_cpu(b, &sampled);
+		printf("figure bpf_cpu_pct_1000_idle_loops %.3f %% (sampler at 100 Hz: %.2f %%)\n", cpu, sampled);
+	}
+	if (wanted(argc, argv, "echo")) {
+		double echo = fig_echo(b, &sampled);
+		printf("figure bpf_overhead_pct_echo_200c %.2f %% (server CPU per message; sampler at 100 Hz: %.2f %%)\n",
+		       echo, sampled);
+	}
 	probe_bpf_close(b);
 	return 0;
 }

@@ -293,6 +293,7 @@ int cli_set_source(void *ctx, const char *arg, char *msg, size_t len)
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strcmp(arg, sampler_source_name(kinds[i])) == 0) {
 			((struct cli_common *)ctx)->source = kinds[i];
+			((struct cli_common *)ctx)->source_given = 1;
 			return 0;
 		}
 	snprintf(msg, len, "invalid --source '%s': expected auto, bpf or proc", arg);
@@ -402,6 +403,32 @@ static int check_sources(void)
 	return -1;
 }
 
+static int row_of_setter(const struct cli_command *cmd, int (*set)(void *, const char *, char *, size_t))
+{
+	for (const struct cli_option *o = cmd->options; o->long_name; o++)
+		if (o->set == set)
+			return 1;
+	return 0;
+}
+
+/* --source's default: LOOPSTAT_SOURCE where set (the suites pin proc: they
+ * judge the sampler unless they say --source), else auto. 0, or -1 after
+ * writing why into msg. */
+static int default_source(struct cli_common *c, char *msg, size_t len)
+{
+	const char *env = getenv("LOOPSTAT_SOURCE");
+	if (!env || !*env) {
+		c->source = SAMPLER_SOURCE_AUTO;
+		return 0;
+	}
+	if (cli_set_source(c, env, msg, len) == 0) {
+		c->source_given = 0;
+		return 0;
+	}
+	snprintf(msg, len, "invalid LOOPSTAT_SOURCE '%s': expected auto, bpf or proc", env);
+	return -1;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 {
 	struct option longs[CLI_MAX_OPTIONS + 2];
@@ -419,10 +446,13 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *ctx)
 	longs[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
 	longs[nl] = (struct option){ 0 };
 	shorts[ns] = '\0';
-
 	char msg[256];
 	int opt;
+	/* a command that takes --source takes bpf where it loads unless told;
+	 * one that does not (its figures from the samples alone) stays proc */
 	cli_set_command(cmd->name);
+	if (row_of_setter(cmd, cli_set_source) && default_source(ctx, msg, sizeof(msg)) < 0)
+		return cli_usage_error(cmd->name, "%s", msg);
 	optind = 0;   /* a full reset: main may have parsed before */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {

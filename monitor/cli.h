@@ -26,7 +26,9 @@ struct cli_common {
 	size_t max_workers;          /* 0: the sampler's default */
 	double stall_ms;             /* the stall threshold, ms; 0: the sampler's default */
 	double precision_pts;        /* sampler_opts.precision_pts: 0 the default, < 0 every thread at the rate */
-	int    source;               /* --source: enum sampler_source (collect/sampler.h), 0 proc */
+	int    source;               /* --source: enum sampler_source (collect/sampler.h); in a command that
+	                              * takes --source LOOPSTAT_SOURCE or auto (cli_parse), else proc */
+	int    source_given;         /* --source on the command line: export's config file yields to it */
 	const char *replay;          /* --replay FILE: a recording instead of sampling (borrowed from argv) */
 };
 
@@ -104,7 +106,7 @@ int cli_set_json(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_max_workers(void *ctx, const char *arg, char *msg, size_t len);
 int cli_set_stall_ms(void *ctx, const char *arg, char *msg, size_t len);
 #define CLI_OPT_SOURCE   { 0, "source", "auto|bpf|proc", "where figures come from: kernel tracepoints (bpf: root or CAP_BPF+CAP_PERFMON, " \
-                           "kernel BTF) beside /proc samples, or the samples alone (default proc; auto: bpf where it loads)", cli_set_source }
+                           "kernel BTF) beside /proc samples, or the samples alone (default auto: bpf where it loads, else proc)", cli_set_source }
 int cli_set_source(void *ctx, const char *arg, char *msg, size_t len);
 /* sampler_new's failure under --source bpf, as an exit code after a message naming why. */
 int cli_source_error(int err);

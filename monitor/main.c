@@ -35,6 +35,7 @@ static void print_usage(void)
 	       "  LOOPSTAT_PROC_ROOT  proc root (default /proc)\n"
 	       "  LOOPSTAT_SYS_ROOT   cgroup filesystem (default /sys/fs/cgroup)\n"
 	       "  LOOPSTAT_DISCOVER   'instrumented': --instrumented is the default (no sweep of the host)\n"
+	       "  LOOPSTAT_SOURCE     auto|bpf|proc: --source's default (default auto)\n"
 	       "  LOOPSTAT_SERIES_BUDGET  series one /metrics or textfile exposition may hold (default 10000)\n"
 	       "  NO_COLOR            top: no colours\n");
 }

@@ -60,6 +60,10 @@ perl:/usr/bin/prove
 PKGS="$PKGS
 python3-yaml:/usr/lib/python3/dist-packages/yaml/__init__.py
 "
+# bench/diff.sh reads diff --json with jq
+PKGS="$PKGS
+jq:jq
+"
 # loopstat profile: the access test runs loopstat as another user (setpriv),
 # bench/profile_impact compares against strace.
 PKGS="$PKGS

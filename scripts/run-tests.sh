@@ -24,6 +24,9 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # loopstat's default sweep of the host would list every loop on it (the
 # tmux server, other suites' children). test_discover tests that default.
 export LOOPSTAT_DISCOVER="${LOOPSTAT_DISCOVER:-instrumented}"
+# The suites judge the sampler unless they say --source (test_bpf* do):
+# auto, the default, would load the kernel's programs in each root run.
+export LOOPSTAT_SOURCE="${LOOPSTAT_SOURCE:-proc}"
 
 if [ "${1:-}" = "--one" ]; then
 	build=$2 t=$3

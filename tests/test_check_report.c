@@ -48,7 +48,7 @@ static void result(int i, const char *proc, int tid, int t, const struct est_sec
 	/* a tag with a tab and a newline: XML attributes must keep them, the table must not */
 	snprintf(r->tag, sizeof(r->tag), "%s", tid == 4001 ? "acceptor" : tid == 4002 ? "tab\there\nnl" : "");
 	r->time_s = 60;
-	check_result_judge(r, &th[t], &e, base, 0);
+	check_result_judge(r, &th[t], &e, base, 0, CHECK_RUN_SD_PTS);
 }
 
 static void fixture(void)

@@ -64,8 +64,8 @@ Test(check_verdict, unresolved_is_inconclusive, .timeout = 5)
 	struct check_threshold t = { .op = CHECK_LE, .relative = 1, .coef = 1, .value = 5 };
 	struct estimate known = iv(40, 40, 40);
 	struct check_result r;
-	cr_expect_eq(check_result_judge(&r, &t, &u, &known, 0), CHECK_INCONCLUSIVE);
-	cr_expect_eq(check_result_judge(&r, &t, &known, &u, 0), CHECK_INCONCLUSIVE);
+	cr_expect_eq(check_result_judge(&r, &t, &u, &known, 0, CHECK_RUN_SD_PTS), CHECK_INCONCLUSIVE);
+	cr_expect_eq(check_result_judge(&r, &t, &known, &u, 0, CHECK_RUN_SD_PTS), CHECK_INCONCLUSIVE);
 }
 
 Test(check_verdict, relative_uses_the_difference, .timeout = 5)
@@ -75,18 +75,48 @@ Test(check_verdict, relative_uses_the_difference, .timeout = 5)
 	struct estimate now = iv(38, 36, 40), base = iv(40, 36, 44);
 	struct check_result r;
 	/* now's interval alone clears 35 = 40 − 5, but the baseline is uncertain too */
-	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 0), CHECK_INCONCLUSIVE);
+	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 0, CHECK_RUN_SD_PTS), CHECK_INCONCLUSIVE);
 	cr_expect(r.judged.est == -2 && r.judged.lo < -5 && r.judged.hi > 1, "diff [%g, %g]", r.judged.lo, r.judged.hi);
 	cr_expect(r.limit == -5 && r.abs_limit == 35);
 	cr_expect(r.baseline.ok && r.baseline.est == 40);
-	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 1), CHECK_PASS, "-2 >= -5 as points");
+	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 1, CHECK_RUN_SD_PTS), CHECK_PASS, "-2 >= -5 as points");
 	struct estimate tight_now = iv(38, 37.9, 38.1), tight_base = iv(50, 49.9, 50.1);
-	cr_expect_eq(check_result_judge(&r, &t, &tight_now, &tight_base, 0), CHECK_FAIL, "12 points down");
-	cr_expect_eq(check_result_judge(&r, &t, &now, NULL, 0), CHECK_NOTHING, "no baseline to compare with");
+	cr_expect_eq(check_result_judge(&r, &t, &tight_now, &tight_base, 0, CHECK_RUN_SD_PTS), CHECK_FAIL, "12 points down");
+	cr_expect_eq(check_result_judge(&r, &t, &now, NULL, 0, CHECK_RUN_SD_PTS), CHECK_NOTHING, "no baseline to compare with");
 
 	struct check_threshold abs_t = { .op = CHECK_GE, .value = 30 };
-	cr_expect_eq(check_result_judge(&r, &abs_t, &now, NULL, 0), CHECK_PASS);
+	cr_expect_eq(check_result_judge(&r, &abs_t, &now, NULL, 0, CHECK_RUN_SD_PTS), CHECK_PASS);
 	cr_expect(r.limit == 30 && r.abs_limit == 30 && !r.baseline.ok && r.judged.est == 38);
+}
+
+/* A share moves between runs of one program by more than each run's own
+ * interval shows: a relative threshold on it judges the difference with
+ * the run-to-run spread in it; a rate (no spread measured) without. */
+Test(check_verdict, relative_share_counts_the_spread_between_runs, .timeout = 5)
+{
+	struct check_metric idle = { .name = "idle_pct", .unit = "%" }, ops = { .name = "ops_per_s", .unit = "ops/s" };
+	struct check_threshold t = { .op = CHECK_GE, .relative = 1, .coef = 1, .value = -0.5, .metric = &idle };
+	strcpy(t.text, "idle_pct>=baseline-0.5");
+	/* one point less idle, each run's own interval ±0.1 */
+	struct estimate now = iv(58, 57.9, 58.1), base = iv(59, 58.9, 59.1);
+	struct check_result r;
+	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 0, CHECK_RUN_SD_PTS), CHECK_INCONCLUSIVE);
+	double sd = CHECK_RUN_SD_PTS, half = r.judged.hi - r.judged.est;
+	cr_expect(fabs(r.judged.se * r.judged.se - 2 * 0.05 * 0.05 - 2 * sd * sd) < 1e-9, "se %g", r.judged.se);
+	cr_expect(half > 1.96 * sqrt(2) * sd && half < 2.1 * sqrt(2) * sd, "half-width %g", half);
+	cr_expect(check_result_judge(&r, &t, &now, &base, 1, CHECK_RUN_SD_PTS) == CHECK_FAIL, "as points: -1 < -0.5");
+	/* ten points down is past any spread */
+	struct estimate far = iv(49, 48.9, 49.1);
+	cr_expect_eq(check_result_judge(&r, &t, &far, &base, 0, CHECK_RUN_SD_PTS), CHECK_FAIL);
+	/* a rate's runs are judged on their own intervals */
+	t.metric = &ops;
+	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 0, CHECK_RUN_SD_PTS), CHECK_FAIL);
+	cr_expect(r.judged.hi < -0.5);
+	cr_expect(check_run_sd(NULL, 1) == 0);
+	/* --run-sd 0: the share judged on the runs' own intervals, as a rate is */
+	t.metric = &idle;
+	cr_expect_eq(check_result_judge(&r, &t, &now, &base, 0, 0), CHECK_FAIL);
+	cr_expect(fabs(r.judged.se * r.judged.se - 2 * 0.05 * 0.05) < 1e-9);
 }
 
 Test(check_verdict, exit_codes, .timeout = 5)

@@ -173,6 +173,23 @@ Test(diff, same_duty_is_same_and_ten_points_busier_is_worse_from_any_input)
 	cr_log_info("same duty: idle change %.2f [%.2f, %.2f] %s", est, lo, hi, tj_str(r, "verdict"));
 	cr_expect_str_eq(tj_str(r, "verdict"), "same", "change %.2f [%.2f, %.2f]", est, lo, hi);
 	cr_expect(lo <= 0 && 0 <= hi);
+	/* the run-to-run spread is in the change's se, --run-sd points a run: 1 unless told */
+	json_object *c;
+	cr_assert(json_object_object_get_ex(r, "change", &c));
+	double se1 = tj_num(c, "se");
+	cr_expect_eq(tj_num(r, "run_sd"), 1);
+	json_object *wide = diff_json(rec[0], rec[1], "--run-sd=3", &rc);
+	json_object *rw = row(wide, "worker", "idle_pct"), *cw;
+	cr_assert(json_object_object_get_ex(rw, "change", &cw));
+	double se3 = tj_num(cw, "se");
+	cr_expect(fabs(se3 * se3 - se1 * se1 - 2 * (9 - 1)) < 0.01, "se %.4f with 3 points a run, %.4f with 1", se3, se1);
+	cr_expect_eq(tj_num(rw, "run_sd"), 3);
+	/* a rate carries none */
+	cr_expect_eq(tj_num(row(wide, "worker", "lag_p50_ms"), "run_sd"), 0);
+	json_object_put(wide);
+	char *err = NULL;
+	cr_expect_eq(ts_loopstat(&err, 20000, "diff", "--run-sd=-1", rec[0], rec[1], NULL), 2, "%s", err);
+	free(err);
 	json_object_put(same);
 
 	/* 30% busy against 40%: idle fell by 10 points */

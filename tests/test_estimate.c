@@ -97,6 +97,51 @@ Test(estimate, difference_coverage, .timeout = 60)
 	cr_expect(cov >= 0.91 && cov <= 0.98, "difference coverage %.3f", cov);
 }
 
+/* Runs whose whole mean moves from run to run (a run-level offset of sd
+ * TAU, as two runs of one program in different CPU weather): each run's
+ * batch means cannot see it, so Welch on their intervals alone
+ * under-covers the true change; with the offset's variance as the run
+ * term it covers again. */
+Test(estimate, run_spread_in_a_difference, .timeout = 60)
+{
+	enum { NSEC = 120 };   /* 40 correlation times: batch means alone cover (docs/check.md) */
+	const double TAU = 50;   /* the run mean's own sd is ~35 */
+	struct est_sec x[NSEC], y[NSEC];
+	int welch = 0, runs = 0;
+	rng = (struct cs_rng){ 53 };
+	for (int r = 0; r < RUNS; r++) {
+		cs_ar1(&rng, x, NSEC, 5000, 0.5, 200);
+		cs_ar1(&rng, y, NSEC, 4900, 0.5, 200);
+		double ox = TAU * cs_gauss(&rng), oy = TAU * cs_gauss(&rng);
+		for (int s = 0; s < NSEC; s++) {
+			x[s].num += ox;
+			y[s].num += oy;
+		}
+		struct estimate ex, ey, d, dr;
+		cr_assert_eq(est_batch_means(x, NSEC, EST_RATE, 1, &ex), 0);
+		cr_assert_eq(est_batch_means(y, NSEC, EST_RATE, 1, &ey), 0);
+		cr_assert_eq(est_diff(&ex, &ey, 1, &d), 0);
+		cr_assert_eq(est_diff_runs(&ex, &ey, 1, TAU * TAU, &dr), 0);
+		/* the same change, a wider interval: the run term in the se, known (no df lost) */
+		cr_assert(dr.est == d.est && dr.se > d.se && dr.df >= d.df);
+		cr_assert(fabs(dr.se * dr.se - d.se * d.se - 2 * TAU * TAU) < 1e-6 * dr.se * dr.se);
+		welch += d.lo <= 100 && 100 <= d.hi;
+		runs += dr.lo <= 100 && 100 <= dr.hi;
+	}
+	double cw = (double)welch / RUNS, cr = (double)runs / RUNS;
+	cr_log_info("run offsets of sd %.0f: Welch alone covers %.1f%%, with the run term %.1f%%", TAU, 100 * cw, 100 * cr);
+	cr_expect(cw < 0.88, "Welch alone covers %.3f: the offsets should defeat it", cw);
+	cr_expect(cr >= 0.93 && cr <= 0.98, "with the run term: coverage %.3f outside 0.93..0.98", cr);
+	/* two maxima are observed facts: no run term */
+	struct est_sec m[2] = { { 3, 1 }, { 7, 1 } };
+	struct estimate ma, mb, md;
+	cr_assert_eq(est_batch_means(m, 2, EST_MAX, 1, &ma), 0);
+	cr_assert_eq(est_batch_means(m, 1, EST_MAX, 1, &mb), 0);
+	cr_assert_eq(est_diff_runs(&ma, &mb, 1, 4, &md), 0);
+	cr_expect(md.est == 4 && md.lo == 4 && md.hi == 4);
+	cr_expect_eq(est_diff_runs(&ma, &mb, 1, -1, &md), -EINVAL, "a negative variance");
+}
+
 Test(estimate, t_quantiles, .timeout = 5)
 {
 	cr_expect(fabs(est_t975(1) - 12.706) < 1e-3);

@@ -88,7 +88,10 @@ Test(list_workers, every_field_against_known_workers)
 
 	char pids[64];
 	snprintf(pids, sizeof(pids), "%d,%d,%d", (int)inst, (int)loop, (int)reader);
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "--rate", "200", "-p", pids, NULL };
+	/* --source proc: the samples' fields are what this validates (their
+	 * interval, class shares summing to 100); test_bpf_source the kernel's */
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "3", "--rate", "200",
+			 "--source", "proc", "-p", pids, NULL };
 	char *out = NULL;
 	/* the counters' CPU by the kernel's clock of it, over list's run */
 	double cpu0 = cpu_s(inst), t0 = ts_now_ms() / 1e3;

@@ -210,8 +210,9 @@ static void list_at(int n, const pid_t pid[], const char *const precision[], str
 	cr_assert(n >= 1 && n <= 3);
 	for (int i = 0; i < n; i++) {
 		snprintf(p[i], sizeof(p[i]), "%d", (int)pid[i]);
+		/* --source proc: the samples' strides and intervals are what this judges */
 		char *a[] = { (char *)ts_loopstat_bin(), "list", "-p", p[i], "--duration", "6", "--precision",
-			      (char *)precision[i], "--json", NULL };
+			      (char *)precision[i], "--json", "--source", "proc", NULL };
 		memcpy(argv[i], a, sizeof(a));
 		argvs[i] = argv[i];
 	}

@@ -53,7 +53,10 @@ static json_object *side_by_side(pid_t pid, char *outs[2], json_object **w)
 {
 	char p[16];
 	snprintf(p, sizeof(p), "%d", (int)pid);
-	char *list[] = { (char *)ts_loopstat_bin(), "list", "--json", "--duration", "4", "-p", p, NULL };
+	/* --source proc: profile samples, and list must measure the same way
+	 * (under bpf a loop woken in its poll but waiting for a CPU is idle,
+	 * in the samples running: docs/usage.md, "Sources") */
+	char *list[] = { (char *)ts_loopstat_bin(), "list", "--json", "--source", "proc", "--duration", "4", "-p", p, NULL };
 	char *prof[] = { (char *)ts_loopstat_bin(), "profile", "--duration", "4", "-p", p, "--tid", p, NULL };
 	char *const *const argvs[] = { list, prof };
 	int rcs[2];

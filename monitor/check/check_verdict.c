@@ -4,9 +4,12 @@
 #include "check/check_verdict.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "exitcodes.h"
+#include "model/metric.h"
 
 /* Is x on the good side of the limit? */
 static int good(enum check_op op, double x, double limit)
@@ -45,9 +48,31 @@ const char *check_verdict_str(enum check_verdict v)
 	return (unsigned)v < 4 ? s[v] : "?";
 }
 
+double check_run_sd(const struct metric *m, double pts)
+{
+	/* rates, levels and times are judged on their runs' intervals alone:
+	 * their spread between runs is not measured yet */
+	return m && m->unit == METRIC_PCT ? pts : 0;
+}
+
+int check_runs_diff(const struct metric *m, const struct estimate *a, const struct estimate *b, double coef,
+		    double pts, struct estimate *out)
+{
+	double sd = check_run_sd(m, pts);
+	return est_diff_runs(a, b, coef, sd * sd, out);
+}
+
+int check_set_run_sd(const char *arg, double *pts, char *msg, size_t len)
+{
+	if (cli_parse_number(arg, 0, CHECK_RUN_SD_MAX, pts) == 0)
+		return 0;
+	snprintf(msg, len, "invalid run-to-run spread '%s': expected 0 to %g points", arg, CHECK_RUN_SD_MAX);
+	return -1;
+}
+
 enum check_verdict check_result_judge(struct check_result *r, const struct check_threshold *t,
 				      const struct estimate *value, const struct estimate *baseline,
-				      int point_estimate)
+				      int point_estimate, double run_sd)
 {
 	r->threshold = t;
 	r->value = *value;
@@ -58,7 +83,8 @@ enum check_verdict check_result_judge(struct check_result *r, const struct check
 		r->limit = r->abs_limit = t->value;
 	} else if (baseline && baseline->ok) {
 		r->baseline = *baseline;
-		est_diff(value, baseline, t->coef, &r->judged);
+		check_runs_diff(t->metric ? metric_find_any(t->metric->name) : NULL, value, baseline, t->coef, run_sd,
+				&r->judged);
 		r->limit = t->value;
 		r->abs_limit = check_limit(t, baseline->est);
 	} else {

@@ -29,6 +29,33 @@ enum check_verdict check_decide(enum check_op op, const struct estimate *e, doub
 /* "pass", "fail", "inconclusive", "nothing" (JSON and TAP use these words). */
 const char *check_verdict_str(enum check_verdict v);
 
+/*
+ * How far a share of wall time (a "%" row) moves between two runs of the
+ * same program beyond each run's own interval, as a standard deviation
+ * per run, in points: measured (docs/performance.md, "diff") from runs of
+ * one duty cycle on one machine, whose run means spread by more than their
+ * batch-means intervals say (CPU contention, placement, the run's start).
+ * A run cannot see this in its own seconds, which share its environment.
+ * The default of --run-sd: a machine's own is `make bench B=diff`'s
+ * diff_run_sd_apart.
+ */
+#define CHECK_RUN_SD_PTS 1.0
+#define CHECK_RUN_SD_MAX 50.0
+
+struct metric;
+/* The run-to-run standard deviation of metric m given a share's, pts:
+ * pts for a share, 0 for the rest (not measured) and for NULL. */
+double check_run_sd(const struct metric *m, double pts);
+
+/* The change a − coef·b of metric m between two runs: est_diff_runs with
+ * m's run-to-run spread (pts for a share), as check --baseline and diff
+ * judge it. */
+int check_runs_diff(const struct metric *m, const struct estimate *a, const struct estimate *b, double coef,
+		    double pts, struct estimate *out);
+
+/* --run-sd PTS, for check and diff alike: 0, or -1 with msg filled. */
+int check_set_run_sd(const char *arg, double *pts, char *msg, size_t len);
+
 /* One worker × threshold, as every report writes it. */
 struct check_result {
 	pid_t    pid, tid;
@@ -48,11 +75,12 @@ struct check_result {
 /*
  * Judges value (and baseline, for a relative threshold; NULL otherwise) and
  * fills r's estimates, limits and verdict; the worker fields are the caller's.
- * A relative threshold without a usable baseline is "nothing". Returns r->verdict.
+ * A relative threshold without a usable baseline is "nothing"; with one,
+ * the difference counts run_sd (check_runs_diff). Returns r->verdict.
  */
 enum check_verdict check_result_judge(struct check_result *r, const struct check_threshold *t,
 				      const struct estimate *value, const struct estimate *baseline,
-				      int point_estimate);
+				      int point_estimate, double run_sd);
 
 struct check_tally {
 	unsigned passed, failed, inconclusive, nothing;

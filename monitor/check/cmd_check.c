@@ -40,6 +40,7 @@ struct check_cmd {
 	struct cli_common c;         /* first: the shared setters take it */
 	double warmup_s, max_duration_s, timeout_s;
 	int    duration_given, fleet, per_worker, tap, tap_version, point_estimate, inconclusive_fail;
+	double run_sd;               /* --run-sd: points per run, for relative thresholds on shares */
 	unsigned wait_workers;
 	const char *texts[64];       /* thresholds on the command line, borrowed from argv */
 	size_t ntexts;
@@ -120,6 +121,11 @@ static int set_point(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
+static int set_run_sd(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return check_set_run_sd(arg, &((struct check_cmd *)ctx)->run_sd, msg, len);
+}
+
 static int set_inconclusive(void *ctx, const char *arg, char *msg, size_t len)
 {
 	struct check_cmd *k = ctx;
@@ -187,6 +193,8 @@ static const struct cli_option options[] = {
 	{ 0, "timeout", "DURATION", "how long --wait-for-workers waits (default 30 s)", set_timeout },
 	{ 0, "point-estimate", NULL, "compare the estimate alone, not its interval (weaker: noise flips it)", set_point },
 	{ 0, "baseline", "FILE", "a previous --json result, for relative thresholds (idle_pct>=baseline-5)", set_baseline },
+	{ 0, "run-sd", "PTS", "how far a share moves between runs of one program beyond their intervals, in points "
+	  "per run, counted in a relative threshold's difference (0 to 50, default 1)", set_run_sd },
 	{ 0, "inconclusive", "fail|skip", "fail: an undecided threshold fails (exit 1); skip (default): exit 3", set_inconclusive },
 	{ 0 },
 };
@@ -321,7 +329,7 @@ static int judge_one(const struct check_cmd *k, const struct check_baseline *bas
 	if (err < 0)
 		return err;
 	const struct estimate *b = t->relative ? check_baseline_find(base, t, r->process, r->tag) : NULL;
-	check_result_judge(r, t, &e, b, k->point_estimate);
+	check_result_judge(r, t, &e, b, k->point_estimate, k->run_sd);
 	r->time_s = (double)(hi - lo + 1);
 	return 0;
 }
@@ -503,7 +511,7 @@ static int report(struct check_cmd *k, struct feed *f, const struct judged *j, d
 
 static int run(int argc, char **argv)
 {
-	struct check_cmd k = { 0 };
+	struct check_cmd k = { .run_sd = CHECK_RUN_SD_PTS };
 	struct check_set set;
 	struct check_baseline base = { 0 };
 	struct judged j = { 0 };

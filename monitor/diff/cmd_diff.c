@@ -26,6 +26,7 @@ struct diff_cmd {
 	const char *fail_on[DIFF_FAIL_ON_MAX];   /* borrowed from argv */
 	size_t nfail_on;
 	const char *format, *out;
+	double run_sd;                /* --run-sd: points per run */
 };
 
 static int add_file(void *ctx, const char *arg, char *msg, size_t len)
@@ -67,12 +68,19 @@ static int set_output(void *ctx, const char *arg, char *msg, size_t len)
 	return 0;
 }
 
+static int set_run_sd(void *ctx, const char *arg, char *msg, size_t len)
+{
+	return check_set_run_sd(arg, &((struct diff_cmd *)ctx)->run_sd, msg, len);
+}
+
 static const struct cli_option options[] = {
 	{ 0, "fail-on", "EXPR", "exit 1 when a change holds for a worker or service: check's grammar on the change "
 	  "B - A (idle_pct<-5: idle fell by more than 5 points); repeatable", set_fail_on },
 	{ 'f', "format", "FORMAT", "the differential profile's format: " DIFF_PROFILE_FORMATS " (default text)",
 	  set_format },
 	{ 'o', "output", "FILE", "write the differential profile to FILE (folded and svg need it)", set_output },
+	{ 0, "run-sd", "PTS", "how far a share moves between runs of one program beyond their intervals, in points "
+	  "per run, counted in each change's interval (0 to 50, default 1)", set_run_sd },
 	CLI_OPT_JSON,
 	{ 0 },
 };
@@ -153,7 +161,7 @@ static int report(const struct diff_cmd *k, const struct diff_run *a, const stru
 
 static int run(int argc, char **argv)
 {
-	struct diff_cmd k = { 0 };
+	struct diff_cmd k = { .run_sd = CHECK_RUN_SD_PTS };
 	struct check_set set;
 	struct diff_run a = { 0 }, b = { 0 };
 	struct diff_result r = { 0 };
@@ -183,7 +191,7 @@ static int run(int argc, char **argv)
 		rc = cli_usage_error("diff", "a differential profile needs two recordings");
 		goto out;
 	}
-	if (diff_compare(&a, &b, &set, &r) < 0) {
+	if (diff_compare(&a, &b, &set, k.run_sd, &r) < 0) {
 		cli_error("out of memory");
 		rc = EXIT_FAIL;
 		goto out;
@@ -214,10 +222,12 @@ const struct cli_command cmd_diff = {
 	"Compares two runs, each a recording (loopstat record) or a 'list --json' or 'check --json'\n"
 	"document. Workers pair by service, name, runtime, role and thread tag (pids change between\n"
 	"runs); services are their workers pooled. Each metric's change B - A gets its 95% interval\n"
-	"(Welch, as check --baseline judges) and a verdict: worse (the whole interval on the busier side,\n"
-	"the metric table's sort direction), better, same (the interval holds 0), or unknown (no\n"
-	"interval: a maximum, a figure list has no interval for). Two recordings also give a\n"
-	"differential profile: the frames whose share of their thread changed beyond noise.\n"
+	"(Welch, as check --baseline judges: each run's own interval plus, for shares, the spread of\n"
+	"a figure between runs of one program, --run-sd) and a verdict: worse (the whole\n"
+	"interval on the busier side, the metric table's sort direction), better, same (the\n"
+	"interval holds 0), or unknown (no interval: a maximum, a figure list has no interval for).\n"
+	"Two recordings also give a differential profile: the frames whose share of their thread\n"
+	"changed beyond noise.\n"
 	"Exit 0, 1 a --fail-on change held, 2 usage, 3 a --fail-on change inconclusive, 4 nothing matched.",
 	options, run, add_file, 1,
 };

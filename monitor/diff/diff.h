@@ -7,7 +7,8 @@
  * between runs, so units pair by service, name, runtime, role and thread
  * tag (a field one side does not know matches any), the k-th of a key in
  * A with the k-th in B. Each metric's change B − A gets its 95% interval
- * from est_diff (Welch, as `check --baseline` judges) and a verdict.
+ * from check_runs_diff (Welch with the run-to-run spread, as
+ * `check --baseline` judges) and a verdict.
  */
 #ifndef LOOPSTAT_DIFF_H
 #define LOOPSTAT_DIFF_H
@@ -82,6 +83,7 @@ struct diff_pair {
 };
 
 struct diff_result {
+	double   run_sd;                      /* points per run in a share's change (check_runs_diff) */
 	struct diff_pair *p;                  /* owned */
 	size_t   n, matched;
 	struct check_tally fail_on;           /* --fail-on verdicts over every matched pair */
@@ -90,8 +92,9 @@ struct diff_result {
 };
 
 /* Pairs a's units with b's and judges every metric and --fail-on
- * threshold (set may be empty). 0 or -ENOMEM. */
-int  diff_compare(const struct diff_run *a, const struct diff_run *b, const struct check_set *set,
+ * threshold (set may be empty), a share's change with run_sd points of
+ * run-to-run spread per run. 0 or -ENOMEM. */
+int  diff_compare(const struct diff_run *a, const struct diff_run *b, const struct check_set *set, double run_sd,
 		  struct diff_result *out);
 void diff_result_done(struct diff_result *r);
 

@@ -1,7 +1,8 @@
 /*
  * diff_compare.c — pairing two runs' units and judging each metric's
- * change: the interval is est_diff's (Welch–Satterthwaite, the one
- * `check --baseline` judges with), the direction the metric table's.
+ * change: the interval is check_runs_diff's (Welch–Satterthwaite on the
+ * runs' own intervals plus their run-to-run spread, as `check --baseline`
+ * judges), the direction the metric table's.
  */
 #include "diff/diff.h"
 
@@ -42,7 +43,7 @@ static int pairs(const struct diff_unit *a, const struct diff_unit *b)
 }
 
 /* The pair's rows: every metric measured on either side. */
-static void judge_pair(struct diff_pair *p)
+static void judge_pair(struct diff_pair *p, double run_sd)
 {
 	p->nrows = 0;
 	for (size_t i = 0; i < METRIC_NWORKER; i++) {
@@ -51,7 +52,7 @@ static void judge_pair(struct diff_pair *p)
 			continue;
 		struct diff_row *r = &p->rows[p->nrows++];
 		r->m = &metric_worker[i];
-		est_diff(eb, ea, 1, &r->change);
+		check_runs_diff(r->m, eb, ea, 1, run_sd, &r->change);
 		if (ea->kind == EST_MAX || eb->kind == EST_MAX)
 			r->change.kind = EST_MAX;
 		r->verdict = diff_judge(r->m, &r->change);
@@ -68,10 +69,11 @@ static enum check_verdict fail_on(const struct diff_pair *p, const struct check_
 	return CHECK_NOTHING;
 }
 
-int diff_compare(const struct diff_run *a, const struct diff_run *b, const struct check_set *set,
+int diff_compare(const struct diff_run *a, const struct diff_run *b, const struct check_set *set, double run_sd,
 		 struct diff_result *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->run_sd = run_sd;
 	char *used = calloc(b->n + 1, 1);
 	out->p = calloc(a->n + b->n + 1, sizeof(*out->p));
 	out->hits = calloc(a->n * (set ? set->n : 0) + 1, sizeof(*out->hits));
@@ -92,7 +94,7 @@ int diff_compare(const struct diff_run *a, const struct diff_run *b, const struc
 		if (!p->b)
 			continue;
 		out->matched++;
-		judge_pair(p);
+		judge_pair(p, run_sd);
 		for (size_t k = 0; set && k < set->n; k++) {
 			struct diff_fail_on *h = &out->hits[out->nhits++];
 			h->t = &set->v[k];

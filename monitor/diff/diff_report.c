@@ -83,7 +83,10 @@ int diff_write_text(FILE *f, const struct diff_run *a, const struct diff_run *b,
 		    const struct check_set *set)
 {
 	unsigned tally[4] = { 0 };
-	fprintf(f, "loopstat diff: %s -> %s (change = after - before, units as the metric's)\n\n", a->path, b->path);
+	fprintf(f, "loopstat diff: %s -> %s (change = after - before, units as the metric's)\n", a->path, b->path);
+	/* the verdict's terms, so a reader knows what "same" allows */
+	fprintf(f, "intervals: each run's own, plus a run-to-run spread of %g points per run for shares (%%)\n\n",
+		r->run_sd);
 	for (size_t i = 0; i < r->n; i++)
 		if (r->p[i].a && r->p[i].b)
 			text_pair(f, &r->p[i], tally);
@@ -125,6 +128,8 @@ static void json_est(struct json *j, const char *key, const struct estimate *e, 
 	json_double(j, e->lo, decimals);
 	json_key(j, "hi");
 	json_double(j, e->hi, decimals);
+	json_key(j, "se");   /* a run's: its own seconds' (batch means); a change's: with the run term */
+	json_double(j, e->se, decimals + 2);
 	json_object_end(j);
 }
 
@@ -143,7 +148,7 @@ static void json_side(struct json *j, const char *key, const struct diff_unit *u
 	json_object_end(j);
 }
 
-static void json_pair(struct json *j, const struct diff_pair *p)
+static void json_pair(struct json *j, const struct diff_pair *p, double run_sd)
 {
 	const struct diff_unit *u = either(p);
 	json_object_begin(j);
@@ -174,6 +179,8 @@ static void json_pair(struct json *j, const struct diff_pair *p)
 		json_est(j, "a", &p->a->est[r->m - metric_worker], d);
 		json_est(j, "b", &p->b->est[r->m - metric_worker], d);
 		json_est(j, "change", &r->change, d);
+		json_key(j, "run_sd");   /* the run-to-run spread in the change's interval, per run */
+		json_double(j, check_run_sd(r->m, run_sd), 2);
 		json_key(j, "verdict");
 		json_string(j, diff_verdict_str(r->verdict));
 		json_object_end(j);
@@ -189,7 +196,7 @@ void diff_write_json(struct json *j, const struct diff_result *r)
 	json_key(j, "units");
 	json_array_begin(j);
 	for (size_t i = 0; i < r->n; i++)
-		json_pair(j, &r->p[i]);
+		json_pair(j, &r->p[i], r->run_sd);
 	json_array_end(j);
 	json_key(j, "fail_on");
 	json_array_begin(j);

@@ -76,6 +76,7 @@ static int record(void *ctx, const char *key, const char *arg, char *msg, size_t
 #define SETTER_INSTRUMENTED(id, key)
 #define SETTER_ALL(id, key)
 #define SETTER_MAX_WORKERS(id, key)
+#define SETTER_SOURCE(id, key)
 #define SETTER(id, key, sh, arg, help, example, kind, field, cli, lo, hi) SETTER_##cli(id, key)
 EXPORT_OPTIONS(SETTER)
 
@@ -94,6 +95,7 @@ static int set_config(void *ctx, const char *arg, char *msg, size_t len)
 #define ROW_INSTRUMENTED(id, key, sh, arg, help) CLI_OPT_INSTRUMENTED,
 #define ROW_ALL(id, key, sh, arg, help) CLI_OPT_ALL,
 #define ROW_MAX_WORKERS(id, key, sh, arg, help) CLI_OPT_MAX_WORKERS,
+#define ROW_SOURCE(id, key, sh, arg, help) CLI_OPT_SOURCE,
 #define ROW(id, key, sh, arg, help, example, kind, field, cli, lo, hi) ROW_##cli(id, key, sh, arg, help)
 static const struct cli_option options[] = {
 	EXPORT_OPTIONS(ROW)
@@ -130,6 +132,8 @@ static int configure(struct export_ctx *x, struct export_opts *o)
 		x->c.targets.all_roles = 1;
 	if (o->max_workers && !x->c.max_workers)
 		x->c.max_workers = o->max_workers;
+	if (o->source[0] && !x->c.source_given && cli_set_source(&x->c, o->source, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "source: %s", err);
 	/* the feed reads the common options (cli_feed_open): the merged ones */
 	x->c.rate_hz = o->rate_hz;
 	x->c.precision_pts = o->precision_pts;
@@ -223,7 +227,9 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 		return EXIT_FAIL;
 	}
 	int64_t now = time(NULL);
+	/* which source measured, and why auto fell back, as serve's /metrics says it */
 	if (!per_second && (export_points_add_model(&b, &m, o->prefix, host, now) < 0 ||
+			    export_points_add_source(&b, &m, o->prefix, host, now) < 0 ||
 			    export_points_add_ignored(&b, &m, o->prefix, host, now) < 0)) {
 		cli_error("out of memory");
 		model_done(&m);

@@ -21,6 +21,7 @@ struct export_opts {
 	char name_regex[256];       /* -n REGEX */
 	char user[64];              /* -u USER */
 	char service_regex[256];    /* -s REGEX */
+	char source[8];             /* --source auto|bpf|proc as given; "" = the command line's (cli_parse) */
 	int instrumented;           /* --instrumented */
 	int all;                    /* --all */
 	double duration_s;          /* sampling time, default 10 */
@@ -85,7 +86,8 @@ struct export_opts {
 	X(service, "service", 0, NULL, NULL, "^no-such-service$", STR, service_regex, SERVICE, 0, 0) \
 	X(instrumented, "instrumented", 0, NULL, NULL, "yes", BOOL, instrumented, INSTRUMENTED, 0, 0) \
 	X(all, "all", 0, NULL, NULL, "yes", BOOL, all, ALL, 0, 0) \
-	X(max_workers, "max-workers", 0, NULL, NULL, "16", COUNT, max_workers, MAX_WORKERS, 0, 0)
+	X(max_workers, "max-workers", 0, NULL, NULL, "16", COUNT, max_workers, MAX_WORKERS, 0, 0) \
+	X(source, "source", 0, NULL, NULL, "proc", STR, source, SOURCE, 0, 0)
 
 /* Each row's config key and example value, in the table's order. */
 struct export_option {

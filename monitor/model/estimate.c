@@ -206,7 +206,13 @@ int est_point(const struct est_sec *secs, size_t nsec, enum est_kind kind, doubl
 int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	       struct estimate *out)
 {
-	if (!a || !b || !out || !isfinite(coef))
+	return est_diff_runs(a, b, coef, 0, out);
+}
+
+int est_diff_runs(const struct estimate *a, const struct estimate *b, double coef, double run_var,
+		  struct estimate *out)
+{
+	if (!a || !b || !out || !isfinite(coef) || !(run_var >= 0) || !isfinite(run_var))
 		return -EINVAL;
 	unknown(out, a->kind);
 	if (!a->ok || !b->ok)
@@ -222,7 +228,8 @@ int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	out->unresolved = a->unresolved || b->unresolved;
 
 	double va = a->se * a->se, vb = coef * coef * b->se * b->se;
-	out->se = sqrt(va + vb);
+	double vr = a->kind == EST_MAX || b->kind == EST_MAX ? 0 : (1 + coef * coef) * run_var;
+	out->se = sqrt(va + vb + vr);
 	if (!isfinite(out->se)) {
 		out->lo = -INFINITY;
 		out->hi = INFINITY;
@@ -234,9 +241,11 @@ int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 		out->df = INFINITY;
 		return 0;
 	}
-	/* Welch–Satterthwaite; a term with infinite df (a maximum) adds nothing */
+	/* Welch–Satterthwaite; a term with infinite df (a maximum, the run
+	 * term) adds nothing to the denominator */
 	double den = (va > 0 ? va * va / a->df : 0) + (vb > 0 ? vb * vb / b->df : 0);
-	out->df = den > 0 ? (va + vb) * (va + vb) / den : INFINITY;
+	double var = va + vb + vr;
+	out->df = den > 0 ? var * var / den : INFINITY;
 	double half = est_t975(out->df) * out->se;
 	out->lo = out->est - half;
 	out->hi = out->est + half;

@@ -86,6 +86,16 @@ int est_diff(const struct estimate *a, const struct estimate *b, double coef,
 	       struct estimate *out);
 
 /*
+ * est_diff for two runs whose figure also moves from run to run by more
+ * than either run's own interval shows (its environment: placement, CPU
+ * contention, the run's start), with variance run_var per run (units²): a
+ * type B term (GUM) added to each run's, known, so of infinite df. Two
+ * maxima (observed facts) take none.
+ */
+int est_diff_runs(const struct estimate *a, const struct estimate *b, double coef, double run_var,
+		  struct estimate *out);
+
+/*
  * The change of a share between two runs of independent samples: kb of nb
  * against ka of na, × scale (100: points). est = pb − pa; the 95% interval
  * is Newcombe's hybrid score interval (his method 10: each run's Wilson

@@ -20,8 +20,8 @@
  *     registers with a copy of the stack's top for a DWARF unwind): at the
  *     exit of the syscall it blocked in, when preempted, or at the next
  *     poll entry (over by then: no use for a stack).
- * A thread's entry is marked when it exits (sched_process_exit) and
- * made anew when its tid is reused.
+ * A thread's entry is marked when it exits (sched_process_exit), made
+ * anew when its tid is reused, and deleted by the user side once read.
  * The figures are cumulative; the user side adds what is in progress.
  * A thread's entry is written by its own CPU except for the wake-up, so
  * plain adds suffice.
@@ -45,8 +45,13 @@ __u32 stall_us = 0;   /* 0: no stall events */
  * (the 1000-idle-loop bench: 1.3 % of a core host-wide with a hash). */
 __u32 watched_bits[LSB_TGID_WORDS] = {};
 
+/* Allocated as threads come: preallocated (an LRU map always is) its 8192
+ * entries of 2.4 KB were 19.5 MB and a quarter of the load's CPU in every
+ * run. Full, a new thread goes uncounted; the user side deletes exited
+ * threads' entries once a full read has them (bpf_read.c). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, LSB_THREADS);
 	__type(key, __u32);
 	__type(value, struct lsb_thread);
@@ -371,17 +376,21 @@ int BPF_PROG(ls_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	/* every switch on the host passes here: the task pointers are read
+	 * directly (tp_btf's are trusted; a helper call each costs more than
+	 * the test), and the clock only once a watched thread is involved */
+	__u64 now = 0;
+	__u32 ptid = prev->pid, ntid = next->pid;
 	/* an exiting thread's switches (it may sleep on its way out) would
 	 * make its entry anew */
-	int pexit = BPF_CORE_READ(prev, flags) & PF_EXITING, nexit = BPF_CORE_READ(next, flags) & PF_EXITING;
-	struct lsb_thread *t = ptid && !pexit ? thread_get(ptid, BPF_CORE_READ(prev, tgid), 1) : NULL;
+	int pexit = prev->flags & PF_EXITING, nexit = next->flags & PF_EXITING;
+	struct lsb_thread *t = ptid && !pexit ? thread_get(ptid, prev->tgid, 1) : NULL;
 	if (t) {
+		now = bpf_ktime_get_ns();
 		if (t->oncpu_start)
 			t->oncpu_ns += now - t->oncpu_start;
 		t->oncpu_start = 0;
-		if (BPF_CORE_READ(prev, __state) == 0) { /* TASK_RUNNING: preempted, queued again */
+		if (prev->__state == 0) { /* TASK_RUNNING: preempted, queued again */
 			t->rq_start = now;
 			stall_emit(ctx, t, ptid, t->cur_nr, now); /* -1 in user space */
 		} else {
@@ -389,8 +398,10 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			t->off_nr = off_key(t);
 		}
 	}
-	t = ntid && !nexit ? thread_get(ntid, BPF_CORE_READ(next, tgid), 1) : NULL;
+	t = ntid && !nexit ? thread_get(ntid, next->tgid, 1) : NULL;
 	if (t) {
+		if (!now)
+			now = bpf_ktime_get_ns();
 		t->oncpu_start = now;
 		if (t->rq_start) {
 			t->rq_ns += now - t->rq_start;
@@ -412,8 +423,8 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
-	struct lsb_thread *t = thread_get(tid, BPF_CORE_READ(p, tgid), 0);
+	__u32 tid = p->pid;   /* read directly, as in ls_sched_switch: every wake-up passes here */
+	struct lsb_thread *t = thread_get(tid, p->tgid, 0);
 	if (!t)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
@@ -445,7 +456,7 @@ int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
 {
-	struct lsb_thread *t = thread_get(BPF_CORE_READ(p, pid), BPF_CORE_READ(p, tgid), 0);
+	struct lsb_thread *t = thread_get(p->pid, p->tgid, 0);
 	if (t) {
 		t->dead = 1;
 		t->span_start = 0;   /* no span goes on past its end */

@@ -100,6 +100,8 @@ struct read_ctx {
 	pid_t tgid;
 	struct probe_bpf_thread *out;
 	size_t cap, n;
+	__u32 dead[BATCH];   /* exited threads read in full reads: deleted after */
+	int ndead;
 };
 
 static int read_one(void *arg, __u32 tid, const struct lsb_thread *t, uint64_t now)
@@ -107,17 +109,35 @@ static int read_one(void *arg, __u32 tid, const struct lsb_thread *t, uint64_t n
 	struct read_ctx *c = arg;
 	if (c->tgid && (pid_t)t->tgid != c->tgid)
 		return 0;
+	if (!c->tgid && t->dead && c->ndead < BATCH)
+		c->dead[c->ndead++] = tid;
 	fill(&c->out[c->n++], tid, t, now);
 	return c->n == c->cap;
 }
 
+/* The threads map is not an LRU one (loopstat.bpf.c): an exited thread's
+ * entry goes once a full read has given its last figures, unless its tid
+ * was taken again meanwhile (then the kernel made the entry anew). */
+static void purge_dead(struct probe_bpf *b, const __u32 *tids, int n)
+{
+	struct lsb_thread *t = n ? malloc(sizeof(*t)) : NULL;
+	for (int i = 0; t && i < n; i++)
+		if (bpf_map_lookup_elem(b->threads_fd, &tids[i], t) == 0 && t->dead)
+			bpf_map_delete_elem(b->threads_fd, &tids[i]);
+	free(t);
+}
+
 int probe_bpf_read(struct probe_bpf *b, pid_t tgid, struct probe_bpf_thread *out, size_t cap)
 {
-	struct read_ctx c = { .tgid = tgid, .out = out, .cap = cap };
-	if (!cap)
-		return 0;
-	int err = each_thread(b, read_one, &c);
-	return err < 0 ? err : (int)c.n;
+	struct read_ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = (struct read_ctx){ .tgid = tgid, .out = out, .cap = cap };
+	int err = cap ? each_thread(b, read_one, c) : 0;
+	purge_dead(b, c->dead, c->ndead);
+	int n = err < 0 ? err : (int)c->n;
+	free(c);
+	return n;
 }
 
 struct forget_ctx {
