@@ -40,7 +40,7 @@ static void stable_runs(int first)
 	for (int run = first; run < first + RUNS / 2; run++) {
 		pid_t pid = node_pbkdf2_start();
 		usleep(1500 * 1000);   /* node up, its pool started */
-		json_object *doc = tj_list_pid(pid, "2");
+		json_object *doc = tj_list_pid(pid, "4");
 		json_object *w = tj_worker(doc, pid, pid), *ws;
 		int npools, pool_of_2;
 		read_pools(w, &npools, &pool_of_2);
