@@ -164,10 +164,11 @@ benches: $(BENCHES)
 # `make -j` never compiles before packages exist), then both builds.
 # Both builds always run; the last line totals them. The speedscope schema
 # installs from npm beside the build (12 s of network; a suite that needs
-# it waits on the script's lock). The suites that run
-# alone go first, while the other suites, the Go/tokio/Netty programs and
-# then the sanitizer build compile idly beside them. The plain build's parallel suites (they
-# mostly wait, four at a time) then run beside the rest of that compile,
+# it waits on the script's lock). The suites that run alone go first,
+# once they are built, while the other suites, the Go/tokio/Netty programs
+# and the sanitizer build compile idly beside them. The plain build's
+# parallel suites (they mostly wait, four at a time) then run beside the
+# rest of that compile,
 # then the sanitizer build's, three at a time: run beside the plain ones,
 # eight suites at once, three of theirs failed on time bounds. Then the
 # timed suites, alone, and last the sanitizer build's solo suites. Each
@@ -223,7 +224,8 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # probe_schedstat, precision, sampler_shortcut, loop_poll_cli, pools,
 # pool_stable; lag and lag_resolution with test_lag_rule); check's in
 # test_check_report, test_check_verdict, test_check_fleet,
-# test_check_exit and test_exit_table (check_cmd, check_usage, check_ci, check_verdicts);
+# test_check_exit and test_exit_table (check_cmd, check_usage, check_ci,
+# check_verdicts);
 # profile's in test_profile_formats, test_profile_hostile,
 # test_profile_unwind and test_profile_merge (profile_cmd, profile_oncpu,
 # profile_agree; stacks_names with test_probe_perfmap); the runtime's in
@@ -281,8 +283,7 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
 # The suites CHECK_SET runs (all by default, and then with
 # LOOPSTAT_TRUTH=full: test_accuracy's whole matrix, not make test's
 # diagonal): the sanitizer build of `make test` compiles none of the timed
-# or plain-only ones it never runs. The plain build's first check builds
-# them all, the timed ones included.
+# or plain-only ones it never runs.
 check-tests: $(CHECK_TESTS)
 PAR ?= 4
 # ONLY=solo builds only the suites it runs: make test compiles the others
