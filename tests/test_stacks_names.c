@@ -57,6 +57,9 @@ static int stalls_naming(pid_t pid, const char *needle, int *nstalls, char **tex
 				has |= strstr(json_object_get_string(json_object_array_get_idx(fr, k)), needle) != NULL;
 			found += has;
 			(*nstalls)++;
+			if (!has)   /* what a stall without the name had: the whole JSON is cut in the report */
+				cr_log_warn("a stall without %s: %s", needle,
+					    json_object_to_json_string(json_object_array_get_idx(st, i)));
 		}
 	}
 	json_object_put(doc);
