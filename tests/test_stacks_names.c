@@ -47,6 +47,7 @@ static int stalls_naming(pid_t pid, const char *needle, int *nstalls, char **tex
 	cr_assert(doc, "not JSON: %s", *text);
 	json_object *ws = get(doc, "workers");
 	int found = 0;
+	char missed[900] = "";
 	*nstalls = 0;
 	for (size_t w = 0; w < json_object_array_length(ws); w++) {
 		json_object *st = get(json_object_array_get_idx(ws, w), "stalls");
@@ -57,12 +58,26 @@ static int stalls_naming(pid_t pid, const char *needle, int *nstalls, char **tex
 				has |= strstr(json_object_get_string(json_object_array_get_idx(fr, k)), needle) != NULL;
 			found += has;
 			(*nstalls)++;
-			if (!has)   /* what a stall without the name had: the whole JSON is cut in the report */
-				cr_log_warn("a stall without %s: %s", needle,
-					    json_object_to_json_string(json_object_array_get_idx(st, i)));
+			if (!has) {   /* what it had instead, first: the report cuts a long message */
+				json_object *one = json_object_array_get_idx(st, i);
+				size_t u = strlen(missed);
+				snprintf(missed + u, sizeof(missed) - u, "[%s from %s, missing '%s': %.40s | %.40s | %.40s] ",
+					 json_object_get_string(get(one, "state")), json_object_get_string(get(one, "stack_from")),
+					 json_object_get_string(get(one, "stack_missing")),
+					 json_object_get_string(json_object_array_get_idx(fr, 0)),
+					 json_object_get_string(json_object_array_get_idx(fr, 1)),
+					 json_object_get_string(json_object_array_get_idx(fr, 2)));
+			}
 		}
 	}
 	json_object_put(doc);
+	if (!found && missed[0]) {   /* the stalls lead the text the callers print */
+		char *t;
+		if (asprintf(&t, "stalls %s\n%s", missed, *text) > 0) {
+			free(*text);
+			*text = t;
+		}
+	}
 	return found;
 }
 
