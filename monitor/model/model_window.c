@@ -195,16 +195,16 @@ static const struct metric *bounded_share(const struct metric *m)
 
 /* A bound is of the figure shown: its distance from the share comes from
  * the whole seconds (ti), the share itself from all of t, partial seconds
- * too (else a 4-s replay showed idle 46.5 over [44.3, 45.4]). */
-static double bound_of_shown(const struct metric *m, const struct eval_track *t, const struct eval_track *ti,
-			     double bound)
+ * too (else a 4-s replay showed idle 46.5 over [44.3, 45.4]). How far the
+ * share over t is from the share over ti: NaN when either is unknown. */
+static double shown_minus_whole(const struct metric *m, const struct eval_track *t, const struct eval_track *ti)
 {
 	const struct metric *s = bounded_share(m);
 	struct estimate all = { .ok = 0 }, whole = { .ok = 0 };
 	if (!s || model_eval(s, &t, 1, NULL, 0, &all) < 0 || model_eval(s, &ti, 1, NULL, 0, &whole) < 0 ||
 	    !all.ok || !whole.ok || !isfinite(all.est) || !isfinite(whole.est))
-		return bound;
-	return fmin(fmax(bound + all.est - whole.est, 0), 100);
+		return NAN;
+	return all.est - whole.est;
 }
 
 /* Every row of the table over the track t (the interval rows over ti: the
@@ -212,13 +212,21 @@ static double bound_of_shown(const struct metric *m, const struct eval_track *t,
  * worker without readings of its slot stays unknown. */
 static void fill_rows(const struct eval_track *t, const struct eval_track *ti, int instrumented, struct worker_view *w)
 {
+	double shift = NAN;   /* shown_minus_whole, once for both bounds */
+	int shift_arg = -1;
 	for (int i = 0; i < METRIC_NWORKER; i++) {
 		const struct metric *m = &metric_worker[i];
 		struct estimate e = { .ok = 0 };
 		if (m->source != METRIC_COUNTERS || instrumented)
 			model_eval(m, model_row_is_interval(m) ? &ti : &t, 1, NULL, 0, &e);
-		if ((m->kind == METRIC_LOWER || m->kind == METRIC_UPPER) && e.ok && isfinite(e.est))
-			e.est = bound_of_shown(m, t, ti, e.est);
+		if ((m->kind == METRIC_LOWER || m->kind == METRIC_UPPER) && e.ok && isfinite(e.est)) {
+			if (shift_arg != m->arg) {
+				shift = shown_minus_whole(m, t, ti);
+				shift_arg = m->arg;
+			}
+			if (isfinite(shift))
+				e.est = fmin(fmax(e.est + shift, 0), 100);
+		}
 		/* unbounded headroom is shown as unknown */
 		model_set_row(w, m, e.ok && isfinite(e.est) ? e.est : NAN);
 	}
