@@ -178,10 +178,10 @@ test: test-pkgs
 	mkdir -p $(BUILD); sh scripts/speedscope-schema.sh $(BUILD)/npm >$(BUILD)/.npm.log 2>&1 & \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
 	$(MAKE) --no-print-directory -j$$(nproc) solo-tests CHECK_SET=untimed || rc=1; \
-	$(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 & bgt=$$!; \
+	{ $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 && phase "(beside them) suites' build"; } & bgt=$$!; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) programs >$(BUILD)/.programs.log 2>&1 || { cat $(BUILD)/.programs.log; exit 1; }; \
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
-	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; } ) & bg=$$!; \
+	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; }; phase "(beside them) sanitizer build" ) & bg=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
 	sh scripts/unidle.sh $$bgt; wait $$bgt || { rc=1; cat $(BUILD)/.tests.log; }; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par >$(BUILD)/.par.log 2>&1 & plain=$$!; \

@@ -47,7 +47,7 @@ static int stalls_naming(pid_t pid, const char *needle, int *nstalls, char **tex
 	cr_assert(doc, "not JSON: %s", *text);
 	json_object *ws = get(doc, "workers");
 	int found = 0;
-	char missed[900] = "";
+	char missed[1400] = "";
 	*nstalls = 0;
 	for (size_t w = 0; w < json_object_array_length(ws); w++) {
 		json_object *st = get(json_object_array_get_idx(ws, w), "stalls");
@@ -61,12 +61,14 @@ static int stalls_naming(pid_t pid, const char *needle, int *nstalls, char **tex
 			if (!has) {   /* what it had instead, first: the report cuts a long message */
 				json_object *one = json_object_array_get_idx(st, i);
 				size_t u = strlen(missed);
-				snprintf(missed + u, sizeof(missed) - u, "[%s from %s, missing '%s': %.40s | %.40s | %.40s] ",
+				size_t nf = json_object_array_length(fr);
+				snprintf(missed + u, sizeof(missed) - u, "[%s from %s, missing '%s', %zu frames: %.40s | %.40s ... %.40s | %.40s] ",
 					 json_object_get_string(get(one, "state")), json_object_get_string(get(one, "stack_from")),
-					 json_object_get_string(get(one, "stack_missing")),
+					 json_object_get_string(get(one, "stack_missing")), nf,
 					 json_object_get_string(json_object_array_get_idx(fr, 0)),
 					 json_object_get_string(json_object_array_get_idx(fr, 1)),
-					 json_object_get_string(json_object_array_get_idx(fr, 2)));
+					 nf > 1 ? json_object_get_string(json_object_array_get_idx(fr, nf - 2)) : "",
+					 nf > 0 ? json_object_get_string(json_object_array_get_idx(fr, nf - 1)) : "");
 			}
 		}
 	}

@@ -12,7 +12,8 @@
 
 struct node_run {
 	pid_t pid;
-	int   port;
+	int   port;       /* the burning handler's */
+	int   elu_port;   /* node_elu's */
 	volatile int stop;
 	pthread_t client;
 };
