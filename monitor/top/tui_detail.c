@@ -7,10 +7,13 @@
  */
 #include "top/tui_int.h"
 #include "model/limit.h"
+#include "model/stall_group.h"
 #include "util/textsafe.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void section(int y, const char *title)
@@ -199,29 +202,49 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
 	return y;
 }
 
-/* The stalls captured, newest first: one line each, and the innermost
- * frames of the newest. */
+/* The stalls captured, grouped by stack as report groups them (one line
+ * per stack: count, first, last, worst), the most frequent first, each
+ * with its innermost frames. */
 static int draw_stalls(const struct worker_view *w, int y, int end)
 {
 	/* the last ones captured, whenever: older ones than the window's count */
-	section(y++, "Stalls (the last captured, at seconds since sampling began)");
-	for (int i = 0; i < w->nstall_log && y < end; i++) {
+	section(y++, "Stalls by stack (of the last captured: count, first .. last, worst; seconds since sampling began)");
+	struct stall_groups gs;
+	stall_groups_init(&gs);
+	char where[SERIES_STALLS][MODEL_TARGET_LEN + 16];
+	for (int i = 0; i < w->nstall_log; i++) {
 		const struct stall_view *s = &w->stall_log[i];
-		char fiber[LOOPSTAT_TAG_LEN], where[MODEL_TARGET_LEN + 48];
-		snprintf(fiber, sizeof(fiber), "%s", s->fiber);
-		if (s->syscall[0])
-			snprintf(where, sizeof(where), "%s fd %d %s", s->syscall, s->fd, s->target);
+		const char *frames[SERIES_STALL_FRAMES];
+		for (int f = 0; f < s->nframes && f < SERIES_STALL_FRAMES; f++)
+			frames[f] = s->frames[f];
+		if (s->fd >= 0)
+			snprintf(where[i], sizeof(where[i]), "fd %d %s", s->fd, s->target);
 		else
-			snprintf(where, sizeof(where), "%s", s->state);
-		mvprintw(y++, 2, "%8.1fs  %s%.0f ms  %-8s %s%s%s", s->t_s, s->ended ? "" : ">", s->dur_ms, s->state,
-			 textsafe(where), fiber[0] ? "  fiber " : "", textsafe(fiber));
-		if (i == 0) {
-			for (int f = 0; f < s->nframes && f < 4 && y < end; f++)
-				mvprintw(y++, 4, "%s", s->frames[f]);
-			if (s->why[0] && y < end)
-				mvprintw(y++, 4, "no stack: %.*s", COLS > 16 ? COLS - 16 : 0, s->why);
+			snprintf(where[i], sizeof(where[i]), "%s", s->target);
+		struct stall_in in = { .state = s->state, .syscall = s->syscall, .target = where[i], .fiber = s->fiber,
+				       .frames = frames, .nframes = s->nframes, .t_ns = (uint64_t)(s->t_s * 1e9),
+				       .dur_ns = (uint64_t)(s->dur_ms * 1e6) };
+		if (stall_groups_add(&gs, &in) == -ENOMEM)
+			break;
+	}
+	struct stall_group *v = stall_groups_sorted(&gs);
+	for (size_t i = 0; v && i < gs.n && y < end; i++) {
+		const struct stall_group *g = &v[i];
+		mvprintw(y++, 2, "%3llux  %8.1fs .. %8.1fs  worst %.0f ms  %s", (unsigned long long)g->count,
+			 (double)g->first_ns / 1e9, (double)g->last_ns / 1e9, (double)g->worst_ns / 1e6, g->head);
+		/* its innermost frames, as report shows them (six spaces in) */
+		int nf = 0;
+		for (const char *l = g->frames; *l && nf < 3 && y < end; nf++) {
+			size_t n = strcspn(l, "\n");
+			mvprintw(y++, 4, "%.*s", (int)n - 6 > 0 ? (int)n - 6 : 0, n > 6 ? l + 6 : l);
+			l += n + (l[n] == '\n');
 		}
 	}
+	/* the newest stall's reason for having no stack */
+	if (w->nstall_log && w->stall_log[0].why[0] && y < end)
+		mvprintw(y++, 4, "no stack: %.*s", COLS > 16 ? COLS - 16 : 0, w->stall_log[0].why);
+	free(v);
+	stall_groups_done(&gs);
 	return y;
 }
 
