@@ -23,14 +23,8 @@ duty=$BUILD/examples/duty_cycle
 for b in "$ls_bin" "$duty"; do
 	[ -x "$b" ] || { echo "serve_flight.sh: $b missing (make all)" >&2; exit 2; }
 done
-tmp=$(mktemp -d /tmp/serve-flight.XXXXXX)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib_common.sh"
+bench_tmp serve-flight
 targets=""
 i=0
 while [ $i -lt "$LOOPS" ]; do
