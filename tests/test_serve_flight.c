@@ -1,4 +1,4 @@
-/* serve --flight-recorder: a loop that stalls meets the trigger and serve writes one recording that report reads (its stall, trigger and limit readings); SIGUSR2 writes one more; /metrics counts them and serves the ring's bound; usage errors exit 2. */
+/* serve --flight-recorder: a loop that stalls meets the trigger and serve writes one recording that report reads (its stall, trigger and limit readings); SIGUSR2 writes one more; /metrics counts them and serves the ring's bound (promtool accepts it); usage errors exit 2. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <signal.h>
@@ -97,6 +97,7 @@ Test(serve_flight, a_stall_and_sigusr2_each_write_one_recording)
 	cr_expect_gt(ring, 4 << 20, "the ring's bound: %g", ring);
 	cr_expect_leq(ring, 256 << 20, "within the default --ring-bytes: %g", ring);
 	cr_expect_eq(gauge(r.body, "loopstat_flight_recordings_lost"), 0, "%s", r.body);
+	sc_promtool_check(dir, r.body, r.body_len);   /* the gauges are well-formed families */
 	http_response_free(&r);
 	char *err = NULL;
 	int rc = sc_stop(&c, SIGTERM, 5000, &err);
