@@ -425,7 +425,8 @@ static void fsync_stall(struct stall_view *s, double t_s, double dur_ms)
 
 /* The captured stalls, grouped by stack as report groups them: one line
  * per stack with count, first .. last and worst, the most frequent first,
- * then its innermost frames. */
+ * then its innermost frames; every stall seen since the view opened, the
+ * log's last few at each refresh. */
 Test(tui_draw, detail_view_groups_the_stalls_by_stack)
 {
 	open_screen(40, 110);
@@ -448,6 +449,23 @@ Test(tui_draw, detail_view_groups_the_stalls_by_stack)
 	cr_assert_eq(find_line("    libc.so.6`fsync"), two + 1, "its innermost frame under it:\n%s", all);
 	cr_assert_eq(find_line("    db`flush_wal"), two + 2, "%s", all);
 	cr_assert_eq(find_line("    app`parse_json"), one + 1, "%s", all);
+
+	/* a refresh: the log's oldest fell out, a newer fsync stall came in, not
+	 * yet over; the view keeps what it saw: three of that stack */
+	w->stall_log[2] = w->stall_log[1];
+	w->stall_log[1] = w->stall_log[0];
+	fsync_stall(&w->stall_log[0], 31.0, 120);
+	w->stall_log[0].ended = 0;
+	tui_draw(&t);
+	all = screen_text();
+	cr_assert_geq(find_line("  3x      12.5s ..     31.0s  worst 410 ms  blocked"), 0, "%s", all);
+	cr_assert_geq(find_line("  1x      15.5s ..     15.5s  worst 150 ms  running"), 0, "counted once: %s", all);
+	cr_assert(strstr(all, "Stalls by stack (4 seen since this view opened"), "%s", all);
+	/* its span ended 900 ms out of the poll: the worst is its whole length */
+	w->stall_log[0].dur_ms = 900;
+	w->stall_log[0].ended = 1;
+	tui_draw(&t);
+	cr_assert_geq(find_line("  3x      12.5s ..     31.0s  worst 900 ms  blocked"), 0, "%s", screen_text());
 }
 
 Test(tui_draw, help_lists_every_key_and_scrolls)

@@ -202,33 +202,61 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
 	return y;
 }
 
+/* A stall of the worker's log into the view's groups. */
+static int add_stall(struct tui *t, const struct stall_view *s)
+{
+	const char *frames[SERIES_STALL_FRAMES];
+	for (int f = 0; f < s->nframes && f < SERIES_STALL_FRAMES; f++)
+		frames[f] = s->frames[f];
+	char where[MODEL_TARGET_LEN + 16];
+	if (s->fd >= 0)
+		snprintf(where, sizeof(where), "fd %d %s", s->fd, s->target);
+	else
+		snprintf(where, sizeof(where), "%s", s->target);
+	struct stall_in in = { .state = s->state, .syscall = s->syscall, .target = where, .fiber = s->fiber,
+			       .frames = frames, .nframes = s->nframes, .t_ns = (uint64_t)(s->t_s * 1e9),
+			       .dur_ns = (uint64_t)(s->dur_ms * 1e6) };
+	return stall_groups_add(&t->dstalls, &in);
+}
+
+/* The worker's stalls since the view opened on it: its log holds the
+ * last few, newest first; each is added once, and the newest's whole
+ * length once its span ends. */
+static void gather_stalls(struct tui *t, const struct worker_view *w)
+{
+	if (w->pid != t->dstall_pid || w->tid != t->dstall_tid) {
+		stall_groups_done(&t->dstalls);
+		t->dstall_pid = w->pid;
+		t->dstall_tid = w->tid;
+		t->dstall_t = -1;
+		t->dstall_g = -1;
+	}
+	for (int i = w->nstall_log - 1; i >= 0; i--) {
+		const struct stall_view *s = &w->stall_log[i];
+		if (s->t_s == t->dstall_t && s->dur_ms > t->dstall_ms) {
+			stall_groups_end(&t->dstalls, t->dstall_g, (uint64_t)(s->dur_ms * 1e6), -1, 0);
+			t->dstall_ms = s->dur_ms;
+		}
+		if (s->t_s <= t->dstall_t)
+			continue;
+		t->dstall_g = add_stall(t, s);
+		t->dstall_t = s->t_s;
+		t->dstall_ms = s->dur_ms;
+	}
+}
+
 /* The stalls captured, grouped by stack as report groups them (one line
  * per stack: count, first, last, worst), the most frequent first, each
  * with its innermost frames. */
-static int draw_stalls(const struct worker_view *w, int y, int end)
+static int draw_stalls(struct tui *t, const struct worker_view *w, int y, int end)
 {
-	/* the last ones captured, whenever: older ones than the window's count */
-	section(y++, "Stalls by stack (of the last captured: count, first .. last, worst; seconds since sampling began)");
-	struct stall_groups gs;
-	stall_groups_init(&gs);
-	char where[SERIES_STALLS][MODEL_TARGET_LEN + 16];
-	for (int i = 0; i < w->nstall_log; i++) {
-		const struct stall_view *s = &w->stall_log[i];
-		const char *frames[SERIES_STALL_FRAMES];
-		for (int f = 0; f < s->nframes && f < SERIES_STALL_FRAMES; f++)
-			frames[f] = s->frames[f];
-		if (s->fd >= 0)
-			snprintf(where[i], sizeof(where[i]), "fd %d %s", s->fd, s->target);
-		else
-			snprintf(where[i], sizeof(where[i]), "%s", s->target);
-		struct stall_in in = { .state = s->state, .syscall = s->syscall, .target = where[i], .fiber = s->fiber,
-				       .frames = frames, .nframes = s->nframes, .t_ns = (uint64_t)(s->t_s * 1e9),
-				       .dur_ns = (uint64_t)(s->dur_ms * 1e6) };
-		if (stall_groups_add(&gs, &in) == -ENOMEM)
-			break;
-	}
-	struct stall_group *v = stall_groups_sorted(&gs);
-	for (size_t i = 0; v && i < gs.n && y < end; i++) {
+	gather_stalls(t, w);
+	char title[160];
+	snprintf(title, sizeof(title), "Stalls by stack (%llu seen since this view opened: count, first .. last, worst; "
+		 "seconds since sampling began)", (unsigned long long)t->dstalls.total);
+	section(y++, title);
+	struct stall_group *v = stall_groups_sorted(&t->dstalls);
+	for (size_t i = 0; v && i < t->dstalls.n && y < end; i++) {
 		const struct stall_group *g = &v[i];
 		mvprintw(y++, 2, "%3llux  %8.1fs .. %8.1fs  worst %.0f ms  %s", (unsigned long long)g->count,
 			 (double)g->first_ns / 1e9, (double)g->last_ns / 1e9, (double)g->worst_ns / 1e6, g->head);
@@ -244,7 +272,6 @@ static int draw_stalls(const struct worker_view *w, int y, int end)
 	if (w->nstall_log && w->stall_log[0].why[0] && y < end)
 		mvprintw(y++, 4, "no stack: %.*s", COLS > 16 ? COLS - 16 : 0, w->stall_log[0].why);
 	free(v);
-	stall_groups_done(&gs);
 	return y;
 }
 
@@ -337,7 +364,7 @@ void tui_draw_detail(struct tui *t, int y, int h)
 	if (y < end - 1)
 		y = draw_blockers(w, y, end);
 	if (w->nstall_log > 0 && y < end - 1)
-		y = draw_stalls(w, y, end);
+		y = draw_stalls(t, w, y, end);
 	if (w->nkeys > 0 && y < end - 1)
 		y = draw_keys(w, y, end);
 }

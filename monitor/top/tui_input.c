@@ -34,6 +34,7 @@ void tui_state_done(struct tui *t)
 	free(t->rows);
 	t->rows = NULL;
 	t->nrows = t->rows_cap = 0;
+	stall_groups_done(&t->dstalls);
 }
 
 int tui_refresh_model(struct tui *t)
