@@ -466,6 +466,11 @@ Test(tui_draw, detail_view_groups_the_stalls_by_stack)
 	w->stall_log[0].ended = 1;
 	tui_draw(&t);
 	cr_assert_geq(find_line("  3x      12.5s ..     31.0s  worst 900 ms  blocked"), 0, "%s", screen_text());
+	/* back to the table and in again: afresh, from the log */
+	tui_handle_key(&t, 'q');
+	tui_handle_key(&t, '\r');
+	tui_draw(&t);
+	cr_assert_geq(find_line("  2x      20.0s ..     31.0s  worst 900 ms  blocked"), 0, "%s", screen_text());
 }
 
 Test(tui_draw, help_lists_every_key_and_scrolls)

@@ -186,6 +186,7 @@ int tui_handle_key(struct tui *t, int ch)
 		if (t->mode == TUI_MODE_TABLE && t->nrows > 0 && !t->by_service) {
 			tui_select(t, 0);
 			t->mode = TUI_MODE_DETAIL;
+			t->dstall_pid = t->dstall_tid = 0;   /* its stalls by stack start afresh */
 		}
 		break;
 	case TUI_PAUSE:

@@ -170,7 +170,8 @@ struct tui {
 	char msg[96];                    /* one-shot status message */
 	int help_top;                    /* first help line shown (the help scrolls) */
 	/* the detail view's stalls by stack: every stall of the worker seen since
-	 * the view opened on it (its stall_log holds the last few only) */
+	 * the view opened on it (its stall_log holds the last few only); a pid
+	 * of 0 starts them afresh */
 	struct stall_groups dstalls;     /* owned */
 	pid_t  dstall_pid, dstall_tid;
 	double dstall_t;                 /* the newest stall added, seconds; its group, and its length then */
