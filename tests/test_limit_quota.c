@@ -138,6 +138,10 @@ Test(limit_quota, limit_equals_quota_in_check_and_as_a_trigger, .timeout = 60, .
 	if (!make_group())
 		cr_skip_test("no writable cpu controller (v1 cpu/ or v2 with cpu delegated): needs root");
 	const char *busy_args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	/* 0.05 CPU: throttled even on a host too busy to give the loop 0.2 */
+	char p[320];
+	snprintf(p, sizeof(p), "%s/%s", group, version == 1 ? "cpu.cfs_quota_us" : "cpu.max");
+	cr_assert_eq(ts_write_file(p, version == 1 ? "5000" : "5000 100000", version == 1 ? 4 : 11), 0);
 	pid_t held = tc_spawn_example("duty_cycle", busy_args, NULL);
 	join(held);
 	usleep(300 * 1000);
