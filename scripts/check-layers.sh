@@ -52,6 +52,8 @@ check_file() {
 		probes/*)
 			case "$inc" in
 			*/*) fail "$where" "probes/ includes \"$inc\": probes depend on the shm ABI only, never on monitor/" ;;
+			*_int.h) [ -e "$dir/$inc" ] ||
+				fail "$where" "probes/ includes \"$inc\" of another folder: a source's internal header is its folder's alone" ;;
 			esac ;;
 		monitor/*/*)
 			case "$inc" in
