@@ -18,11 +18,6 @@ monitor/profile/flight_ring.h monitor/profile/flight_dir.h monitor/profile/fligh
 # record's flight recorder judges its triggers as check judges thresholds
 # (its grammar and metric list): those, and nothing else of check's.
 FLIGHT_USES='check/check_expr.h check/check_series.h'
-# serve is the Prometheus format served live: it renders through export's
-# points and writer (one spelling of every name) and takes its host name
-# the same way; nothing else of export's, and export nothing of serve's.
-SERVE_USES='export/export_points.h export/export_prom.h export/export_name.h export/export_config.h'
-
 # diff judges changes as check judges thresholds (its grammar, verdicts,
 # baseline reader, metric list) and draws profiles with profile's tree,
 # accumulator and writers: those, and nothing else of either.
@@ -59,8 +54,8 @@ check_file() {
 			case "$inc" in
 			util/stats.h)
 				case "$layer" in
-				top|list|export|check|profile|serve|diff)
-					fail "$where" "a view includes \"$inc\": views compute no share or interval, they print the model's" ;;
+				top|list|export|check|profile|serve|diff|expo)
+					fail "$where" "$layer/ includes \"$inc\": views and the exposition compute no share or interval, they print the model's" ;;
 				esac ;;
 			util/*) ;;
 			"$layer"/*) ;;
@@ -77,13 +72,19 @@ check_file() {
 				collect) fail "$where" "collect/ includes \"$inc\": collect never depends on the model" ;;
 				util) fail "$where" "util/ includes \"$inc\": util depends on nothing of the monitor's" ;;
 				esac ;;
+			expo/*)
+				# the exposition export/ and serve/ both write (points, names,
+				# the Prometheus text): above the model, below the views
+				case "$layer" in
+				collect|model|util) fail "$where" "$layer/ includes \"$inc\": the exposition sits above it" ;;
+				esac ;;
 			top/*|list/*|export/*|check/*|profile/*|serve/*|diff/*)
-				{ [ "$layer" = serve ] && in_list "$inc" "$SERVE_USES"; } ||
+				# serve and export share only expo/: neither includes the other
 				{ [ "$layer" = diff ] && in_list "$inc" "$DIFF_USES"; } ||
 				{ [ "$f" = monitor/profile/flight.c ] && in_list "$inc" "$FLIGHT_USES"; } ||
 				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
 			cli.h|exitcodes.h)
-				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;
+				case "$layer" in collect|model|util|expo) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;
 			probe_*|loopstat_shm.h|fiberloop*)
 				case "$layer" in
 				collect|model) ;;
