@@ -61,7 +61,7 @@ struct sworker {
 	uint32_t backend;
 	int      wait_fd;
 	uint64_t generation;          /* slot generation, instrumented only */
-	/* the poll_since_ns shortcut (sampler.c): an instrumented worker still
+	/* the poll_since_ns shortcut (sampler_tick.c): an instrumented worker still
 	 * in the blocking poll /proc last confirmed is idle without a read */
 	uint64_t hot_since;           /* poll_since_ns read at this tick, 0: none or unknown */
 	uint64_t confirmed_since;     /* poll_since_ns of the last /proc-confirmed poll sample, 0: none */
@@ -69,7 +69,7 @@ struct sworker {
 	 * while confirmed_since stands, by the schedstat one while last_ok */
 	struct probe_sc_sample last_smp;
 	struct probe_verdict last_v;
-	/* the schedstat shortcut (sampler.c): a thread not put on a CPU since
+	/* the schedstat shortcut (sampler_tick.c): a thread not put on a CPU since
 	 * a sample that found it off the CPU is still where it was found */
 	struct probe_schedstat gate_ref; /* read just before the last /proc sample */
 	struct probe_schedstat tick_ss; /* the check's reading at this tick, when tick_ss_ok */
@@ -208,7 +208,7 @@ struct sampler {
 	char     source[8];              /* "bpf" or "proc" */
 	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	uint64_t total_samples;
-	uint64_t ticks;                  /* sample_all calls */
+	uint64_t ticks;                  /* sample_all calls (sampler_tick.c) */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
 	 * and a syscall file; whether the schedstat shortcut pays hangs on both */
 	uint64_t check_ns, read_ns;
