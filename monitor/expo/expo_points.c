@@ -177,6 +177,14 @@ int expo_points_add_source(struct expo_points *b, const struct model *m, const c
 	return add(b, &p);
 }
 
+int expo_points_add_gauge(struct expo_points *b, const char *prefix, const char *host, int64_t ts,
+			  const char *metric, const char *help, double value)
+{
+	struct expo_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .metric = metric,
+				.value = value, .prom = metric, .prom_value = value, .help = help };
+	return add(b, &p);
+}
+
 int expo_points_add_ignored(struct expo_points *b, const struct model *m, const char *prefix, const char *host,
 			      int64_t ts)
 {
