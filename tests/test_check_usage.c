@@ -39,7 +39,7 @@ Test(check_usage, mistakes_are_exit_2_before_sampling)
 	cr_assert_eq(ts_write_file(bad_json, "{\"version\": 1}", 14), 0);
 	struct { const char *args, *says; } bad[] = {
 		{ "'idel_pct>=30'", "did you mean idle_pct" },
-		{ "'samples>=10'", "valid: idle_pct" },           /* a tally is no threshold */
+		{ "'samples>=10'", "valid: limit==WORD, idle_pct" },          /* a tally is no threshold */
 		{ "'idle_ci95<5'", "unknown metric" },
 		{ "'idle_pct=>30'", "column" },
 		{ "'idle_pct==30'", "never proves" },
