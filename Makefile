@@ -38,8 +38,12 @@ ALL_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -fvisibility=hidden -fPIC \
 # Each module sees its own sources and the public headers of the layers
 # below it, nothing else: a wrong-way include fails to compile. Tests see
 # everything (they test internals); examples only the runtime's API.
+# probes/src has a folder per source (shm/, proc/, unwind/...), each with
+# its internal headers: a probe finds its own folder's by the quoted
+# include's own-directory rule, another folder's not at all. Tests name
+# one by its folder ("shm/shm_int.h").
 INC_RUNTIME := -Iruntime/include -Iruntime/src
-INC_PROBES  := -Iruntime/include -Iprobes/include -Iprobes/src
+INC_PROBES  := -Iruntime/include -Iprobes/include
 INC_MONITOR := -Iruntime/include -Iprobes/include -Imonitor
 INC_ALL     := -Iruntime/include -Iruntime/src -Iprobes/include -Iprobes/src -Imonitor -Itests
 $(BUILD)/obj/runtime/%.o:  MOD_INC := $(INC_RUNTIME)
@@ -62,7 +66,7 @@ TEST_LIBS   := -lcriterion -ljson-c
 
 RT_SRC      := $(wildcard runtime/src/*.c)
 RT_ASM      := $(wildcard runtime/src/*.S)
-PROBE_SRC   := $(wildcard probes/src/*.c)
+PROBE_SRC   := $(wildcard probes/src/*/*.c)
 MON_SRC     := $(wildcard monitor/*.c monitor/*/*.c)
 TEST_SRC    := $(wildcard tests/test_*.c)
 TSUP_SRC    := $(wildcard tests/support/*.c)
@@ -92,7 +96,7 @@ $(PPROF_OBJ): $(PPROF_GEN).c $(PPROF_GEN).h
 $(BUILD)/obj/monitor/profile/profile_out_pprof.o: $(PPROF_GEN).h
 $(BUILD)/obj/monitor/profile/profile_out_pprof.o: MOD_INC := $(INC_MONITOR) -I$(BUILD)/gen
 
-# The bpf source (probes/bpf/*.bpf.c, probes/src/bpf*.c): built where
+# The bpf source (probes/bpf/*.bpf.c, probes/src/bpf/): built where
 # clang, bpftool, libbpf-dev and the running kernel's BTF are present, on
 # x86-64 (the programs name its syscall numbers and registers). vmlinux.h
 # is generated from that BTF at build time, each program compiled with
@@ -108,7 +112,7 @@ BPF_MISSING := $(strip $(if $(shell command -v $(BPF_CLANG) 2>/dev/null),,clang)
 BPF_GEN     := $(BUILD)/gen/bpf
 BPF_SRC     := $(wildcard probes/bpf/*.bpf.c)
 BPF_SKELS   := $(BPF_SRC:probes/bpf/%.bpf.c=$(BPF_GEN)/%.skel.h)
-BPF_USER_OBJ := $(filter $(BUILD)/obj/probes/src/bpf.o $(BUILD)/obj/probes/src/bpf_%,$(PROBE_OBJ))
+BPF_USER_OBJ := $(filter $(BUILD)/obj/probes/src/bpf/%,$(PROBE_OBJ))
 ifeq ($(BPF_MISSING),)
 PROBE_LIBS  += -lbpf
 $(BPF_USER_OBJ): MOD_INC := $(INC_PROBES) -Iprobes/bpf -I$(BPF_GEN) -DLOOPSTAT_BPF=1
@@ -423,7 +427,7 @@ FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-                -Iruntime/include -Iprobes/include -Iprobes/src -Iprobes/bpf -Ifuzz
+                -Iruntime/include -Iprobes/include -Iprobes/bpf -Ifuzz
 
 .PHONY: fuzz fuzz-build
 fuzz-build:
@@ -440,7 +444,7 @@ fuzz: fuzz-build
 	  [ $$rc -eq 0 ] || { echo "$$n failed: see $(FUZZ_BUILD)/$$n.log" >&2; exit 1; }; \
 	done
 
-$(FUZZ_BUILD)/%: fuzz/%.c fuzz/fuzz.h $(PROBE_SRC) $(wildcard probes/include/*.h probes/src/*.h)
+$(FUZZ_BUILD)/%: fuzz/%.c fuzz/fuzz.h $(PROBE_SRC) $(wildcard probes/include/*.h probes/src/*/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(PROBE_SRC) $(PROBE_LIBS) -luring
@@ -449,7 +453,7 @@ $(FUZZ_BUILD)/%: fuzz/%.c fuzz/fuzz.h $(PROBE_SRC) $(wildcard probes/include/*.h
 # main, which libFuzzer brings): report's and top --replay's readers.
 FUZZ_MON_SRC := $(filter-out monitor/main.c,$(MON_SRC))
 $(FUZZ_BUILD)/fuzz_recording: fuzz/fuzz_recording.c fuzz/fuzz.h $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \
-		$(wildcard probes/include/*.h probes/src/*.h monitor/*.h monitor/*/*.h)
+		$(wildcard probes/include/*.h probes/src/*/*.h monitor/*.h monitor/*/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Imonitor -I$(BUILD)/gen -o $@ $< $(PROBE_SRC) $(FUZZ_MON_SRC) $(PPROF_GEN).c \

@@ -22,7 +22,7 @@
 
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
-#include "shm_int.h"
+#include "shm/shm_int.h"
 
 #define SLOTS  16
 #define ROUNDS 15

@@ -19,12 +19,9 @@ monitor/profile/flight_ring.h monitor/profile/flight_dir.h monitor/profile/fligh
 # (its grammar and metric list): those, and nothing else of check's.
 FLIGHT_USES='check/check_expr.h check/check_series.h'
 FLIGHT_FILES='monitor/profile/flight.c monitor/profile/flight_opts.c monitor/profile/flight_int.h'
-# serve is the Prometheus format served live: it renders through export's
-# points and writer (one spelling of every name) and takes its host name
-# the same way; nothing else of export's, and export nothing of serve's.
-# Its flight recorder is record's (profile/flight.h: one recorder, driven
-# from serve's feed), through serve_flight.h alone.
-SERVE_USES='export/export_points.h export/export_prom.h export/export_name.h export/export_config.h'
+# serve's flight recorder is record's (profile/flight.h: one recorder,
+# driven from serve's feed), through serve_flight.h alone. Of export's,
+# serve includes nothing: what both write is expo/'s.
 SERVE_FLIGHT='profile/flight.h'
 
 # diff judges changes as check judges thresholds (its grammar, verdicts,
@@ -56,13 +53,15 @@ check_file() {
 		probes/*)
 			case "$inc" in
 			*/*) fail "$where" "probes/ includes \"$inc\": probes depend on the shm ABI only, never on monitor/" ;;
+			*_int.h) [ -e "$dir/$inc" ] ||
+				fail "$where" "probes/ includes \"$inc\" of another folder: a source's internal header is its folder's alone" ;;
 			esac ;;
 		monitor/*/*)
 			case "$inc" in
 			util/stats.h)
 				case "$layer" in
-				top|list|export|check|profile|serve|diff)
-					fail "$where" "a view includes \"$inc\": views compute no share or interval, they print the model's" ;;
+				top|list|export|check|profile|serve|diff|expo)
+					fail "$where" "$layer/ includes \"$inc\": views and the exposition compute no share or interval, they print the model's" ;;
 				esac ;;
 			util/*) ;;
 			"$layer"/*) ;;
@@ -79,14 +78,20 @@ check_file() {
 				collect) fail "$where" "collect/ includes \"$inc\": collect never depends on the model" ;;
 				util) fail "$where" "util/ includes \"$inc\": util depends on nothing of the monitor's" ;;
 				esac ;;
+			expo/*)
+				# the exposition export/ and serve/ both write (points, names,
+				# the Prometheus text): above the model, below the views
+				case "$layer" in
+				collect|model|util) fail "$where" "$layer/ includes \"$inc\": the exposition sits above it" ;;
+				esac ;;
 			top/*|list/*|export/*|check/*|profile/*|serve/*|diff/*)
-				{ [ "$layer" = serve ] && in_list "$inc" "$SERVE_USES"; } ||
+				# serve and export share only expo/: neither includes the other
 				{ [ "$f" = monitor/serve/serve_flight.h ] && in_list "$inc" "$SERVE_FLIGHT"; } ||
 				{ [ "$layer" = diff ] && in_list "$inc" "$DIFF_USES"; } ||
 				{ in_list "$f" "$FLIGHT_FILES" && in_list "$inc" "$FLIGHT_USES"; } ||
 				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
 			cli.h|exitcodes.h)
-				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;
+				case "$layer" in collect|model|util|expo) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;
 			probe_*|loopstat_shm.h|fiberloop*)
 				case "$layer" in
 				collect|model) ;;

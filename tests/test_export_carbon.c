@@ -30,11 +30,11 @@ static int run_as(const struct export_opts *base, const char *host, const char *
 	snprintf(o.graphite, sizeof(o.graphite), "%s", dest);
 	snprintf(o.prefix, sizeof(o.prefix), "t");
 	o.timeout_s = 2;
-	struct export_point *pts = calloc((size_t)n, sizeof(*pts));
+	struct expo_point *pts = calloc((size_t)n, sizeof(*pts));
 	char (*names)[32] = calloc((size_t)n, 32);
 	for (int i = 0; i < n; i++) {
 		snprintf(names[i], 32, "worker %d", i);   /* sanitised to worker_<i> */
-		pts[i] = (struct export_point){ .prefix = "t", .host = host, .process = names[i], .pid = 7, .tid = -1,
+		pts[i] = (struct expo_point){ .prefix = "t", .host = host, .process = names[i], .pid = 7, .tid = -1,
 		                                .metric = "idle_pct", .value = run_id * 100 + i + 0.5, .ts = now };
 	}
 	size_t len = 0;

@@ -159,9 +159,9 @@ static void opts(struct export_opts *o, const char *dir, const char *graphite)
 /* One run of npts points "t.h.proc.<run>.<i>.m" with timestamps now-i. */
 static void run_once(struct run *x, int run_id, int npts, int64_t now)
 {
-	struct export_point *pts = calloc((size_t)npts + 1, sizeof(*pts));
+	struct expo_point *pts = calloc((size_t)npts + 1, sizeof(*pts));
 	for (int i = 0; i < npts; i++)
-		pts[i] = (struct export_point){ .prefix = "t", .host = "h", .process = "proc", .pid = run_id,
+		pts[i] = (struct expo_point){ .prefix = "t", .host = "h", .process = "proc", .pid = run_id,
 		                                .tid = i, .metric = "m", .value = run_id * 1000 + i, .ts = now - i };
 	FILE *log = open_memstream(&x->log, &x->loglen);
 	long long t0 = ts_now_ms();
@@ -514,7 +514,7 @@ Test(export_deliver, dry_run_prints_and_sends_nothing, .timeout = 10)
 	struct export_opts o;
 	opts(&o, dir, "");
 	o.dry_run = 1;
-	struct export_point p = { .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = 2, .metric = "m",
+	struct expo_point p = { .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = 2, .metric = "m",
 	                          .value = 3, .ts = 4 };
 	char *out = NULL, *log = NULL;
 	size_t ol = 0, ll = 0;

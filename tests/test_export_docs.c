@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/export_points.h"
-#include "export/export_prom.h"
+#include "expo/expo_points.h"
+#include "expo/expo_prom.h"
 #include "model/metric.h"
 
 #define BEGIN_MARK "<!-- METRIC LIST"
@@ -25,11 +25,11 @@ static char *read_doc(void)
 /* The Prometheus family name export_prom gives the metric, read back from its # TYPE line. */
 static void prom_name(const char *leaf, char *out, size_t len)
 {
-	struct export_point p = { .prefix = "loopstat", .host = "h", .pid = -1, .tid = -1, .metric = leaf, .value = 1 };
+	struct expo_point p = { .prefix = "loopstat", .host = "h", .pid = -1, .tid = -1, .metric = leaf, .value = 1 };
 	char *text = NULL;
 	size_t tl = 0;
 	FILE *f = open_memstream(&text, &tl);
-	export_prom_format(f, &p, 1, NULL);
+	expo_prom_format(f, &p, 1, NULL);
 	fclose(f);
 	const char *t = strstr(text, "# TYPE ");
 	cr_assert(t, "%s", text);
@@ -45,7 +45,7 @@ static void prom_name(const char *leaf, char *out, size_t len)
 static void row_of(const struct metric *m, const char *scope, char *row, size_t len)
 {
 	char old[256];
-	const char *leaf = export_points_metric(m);
+	const char *leaf = expo_points_metric(m);
 	prom_name(leaf, old, sizeof(old));
 	snprintf(row, len, "| `%s` | %s | `loopstat_%s` | %s | `%s` | %s | %s |\n", leaf, metric_unit_name(m->unit),
 	         metric_prom_name(m), metric_prom_counter(m) ? "counter" : "gauge", old, scope, m->desc);
@@ -84,9 +84,9 @@ Test(export_docs, graphite_leaves_are_unique, .timeout = 10)
 {
 	for (int i = 0; i < METRIC_NFLEET; i++)
 		for (int j = 0; j < METRIC_NWORKER; j++)
-			cr_assert_str_neq(export_points_metric(&metric_fleet[i]), export_points_metric(&metric_worker[j]));
-	cr_assert_str_eq(export_points_metric(&metric_fleet[METRIC_F_workers]), "fleet.workers");
-	cr_assert_str_eq(export_points_metric(&metric_worker[METRIC_W_idle_pct]), "idle_pct");
+			cr_assert_str_neq(expo_points_metric(&metric_fleet[i]), expo_points_metric(&metric_worker[j]));
+	cr_assert_str_eq(expo_points_metric(&metric_fleet[METRIC_F_workers]), "fleet.workers");
+	cr_assert_str_eq(expo_points_metric(&metric_worker[METRIC_W_idle_pct]), "idle_pct");
 }
 
 /* cron runs with PATH=/usr/bin:/bin: every crontab line names loopstat by the

@@ -141,9 +141,9 @@ static void xrun_start(struct xrun *x, const struct export_opts *o, const char *
 		if (!log)
 			_exit(124);
 		int64_t now = time(NULL);
-		struct export_point pts[3];
+		struct expo_point pts[3];
 		for (int i = 0; i < 3; i++)
-			pts[i] = (struct export_point){ .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = i,
+			pts[i] = (struct expo_point){ .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = i,
 			                                .metric = "m", .value = i, .ts = now };
 		struct export_input in = { pts, 3, now, "h", 0 };
 		struct export_result r;

@@ -10,9 +10,9 @@
 #include "export/export_name.h"
 #include "support/support.h"
 
-static struct export_point pt(const char *process, const char *tag, const char *metric)
+static struct expo_point pt(const char *process, const char *tag, const char *metric)
 {
-	return (struct export_point){ .prefix = "loopstat", .host = "web1", .process = process, .pid = 42,
+	return (struct expo_point){ .prefix = "loopstat", .host = "web1", .process = process, .pid = 42,
 	                              .tid = 43, .tag = tag, .metric = metric, .value = 1.5, .ts = 1700000000 };
 }
 
@@ -34,7 +34,7 @@ static void no_injection(const char *line)
 Test(export_name, default_path, .timeout = 5)
 {
 	char line[EXPORT_LINE_MAX];
-	struct export_point p = pt("nginx", NULL, "idle_pct");
+	struct expo_point p = pt("nginx", NULL, "idle_pct");
 	cr_assert_eq(export_line(NULL, &p, line), (int)strlen(line));
 	cr_assert_str_eq(line, "loopstat.web1.nginx.42.43.idle_pct 1.5 1700000000\n");
 	p = pt("nginx", "acceptor", "idle_pct");
@@ -56,8 +56,8 @@ Test(export_name, hostile_components, .timeout = 5)
 	char line[EXPORT_LINE_MAX];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		for (int tags = 0; tags < 2; tags++) {
-			struct export_tag extra = { bad[i], bad[i] };
-			struct export_point p = pt(bad[i], bad[i], "idle_pct");
+			struct expo_tag extra = { bad[i], bad[i] };
+			struct expo_point p = pt(bad[i], bad[i], "idle_pct");
 			p.host = bad[i];
 			p.tags = &extra;
 			p.ntags = 1;
@@ -82,10 +82,10 @@ Test(export_name, hostile_components, .timeout = 5)
 			}
 		}
 	}
-	char out[EXPORT_COMPONENT_MAX + 1];
-	cr_assert_str_eq((export_sanitize(out, "caf\xc3\xa9 x", 7), out), "caf__x");
-	cr_assert_str_eq((export_sanitize(out, "", 0), out), "_");
-	cr_assert_str_eq((export_sanitize(out, "a.b;c=d/e", 9), out), "a_b_c_d_e");
+	char out[EXPO_COMPONENT_MAX + 1];
+	cr_assert_str_eq((expo_sanitize(out, "caf\xc3\xa9 x", 7), out), "caf__x");
+	cr_assert_str_eq((expo_sanitize(out, "", 0), out), "_");
+	cr_assert_str_eq((expo_sanitize(out, "a.b;c=d/e", 9), out), "a_b_c_d_e");
 }
 
 Test(export_name, long_names_bounded_and_distinct, .timeout = 5)
@@ -95,19 +95,19 @@ Test(export_name, long_names_bounded_and_distinct, .timeout = 5)
 	a[200] = '\0';
 	memcpy(b, a, sizeof(a));
 	b[199] = 'y';
-	struct export_point pa = pt(a, a, a), pb = pt(b, b, b);
+	struct expo_point pa = pt(a, a, a), pb = pt(b, b, b);
 	cr_assert_gt(export_line(NULL, &pa, la), 0);
 	cr_assert_gt(export_line(NULL, &pb, lb), 0);
 	cr_assert_str_neq(la, lb, "truncated names must stay distinct");
 	cr_assert_lt(strlen(la), 16384 / 4);
-	char comp[EXPORT_COMPONENT_MAX + 1];
-	cr_assert_eq(export_sanitize(comp, a, 200), EXPORT_COMPONENT_MAX);
+	char comp[EXPO_COMPONENT_MAX + 1];
+	cr_assert_eq(expo_sanitize(comp, a, 200), EXPO_COMPONENT_MAX);
 	/* the longest possible line is still far below carbon's 16 KiB */
-	struct export_tag tags[EXPORT_TAGS_MAX];
-	for (int i = 0; i < EXPORT_TAGS_MAX; i++)
-		tags[i] = (struct export_tag){ a, a };
+	struct expo_tag tags[EXPO_TAGS_MAX];
+	for (int i = 0; i < EXPO_TAGS_MAX; i++)
+		tags[i] = (struct expo_tag){ a, a };
 	pa.tags = tags;
-	pa.ntags = EXPORT_TAGS_MAX;
+	pa.ntags = EXPO_TAGS_MAX;
 	struct export_name_opts o = { NULL, 1 };
 	int n = export_line(&o, &pa, la);
 	cr_assert(n == -ENAMETOOLONG || (n > 0 && n < EXPORT_LINE_MAX), "%d", n);
@@ -116,7 +116,7 @@ Test(export_name, long_names_bounded_and_distinct, .timeout = 5)
 Test(export_name, nonfinite_never_sent, .timeout = 5)
 {
 	char line[EXPORT_LINE_MAX];
-	struct export_point p = pt("p", NULL, "m");
+	struct expo_point p = pt("p", NULL, "m");
 	p.value = NAN;
 	cr_assert_eq(export_line(NULL, &p, line), -EDOM);
 	p.value = INFINITY;
@@ -134,7 +134,7 @@ Test(export_name, templates, .timeout = 5)
 	char err[256], line[EXPORT_LINE_MAX];
 	cr_assert_eq(export_template_parse(&t, "{prefix}.{host}.loops.{process}.{metric}", err, sizeof(err)), 0, "%s", err);
 	struct export_name_opts o = { &t, 0 };
-	struct export_point p = pt("redis server", NULL, "ops_per_s");
+	struct expo_point p = pt("redis server", NULL, "ops_per_s");
 	export_line(&o, &p, line);
 	cr_assert_str_eq(line, "loopstat.web1.loops.redis_server.ops_per_s 1.5 1700000000\n");
 	static const char *const bad[] = {
@@ -152,7 +152,7 @@ Test(export_name, tags_mode, .timeout = 5)
 {
 	char line[EXPORT_LINE_MAX];
 	struct export_name_opts o = { NULL, 1 };
-	struct export_point p = pt("nginx", "acc;ept=or", "idle_pct");
+	struct expo_point p = pt("nginx", "acc;ept=or", "idle_pct");
 	export_line(&o, &p, line);
 	cr_assert_str_eq(line, "loopstat.idle_pct;host=web1;process=nginx;pid=42;tid=43;tag=acc_ept_or 1.5 1700000000\n");
 }

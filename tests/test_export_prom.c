@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
-#include "export/export_points.h"
+#include "expo/expo_points.h"
+#include "expo/expo_prom.h"
 #include "export/export_prom.h"
 #include "export/export_run.h"
 #include "support/support.h"
@@ -20,8 +21,8 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 {
 	char *dir = ts_tmpdir("expprom"), path[300], err[512];
 	snprintf(path, sizeof(path), "%s/loopstat.prom", dir);
-	struct export_tag extra = { "zone", "eu\"1\\\n" };
-	struct export_point pts[] = {
+	struct expo_tag extra = { "zone", "eu\"1\\\n" };
+	struct expo_point pts[] = {
 		{ .prefix = "loopstat", .host = "web1", .process = "nginx \"x\"\nnext", .pid = 1, .tid = 2,
 		  .metric = "idle_pct", .value = 42.5, .help = "share of wall time waiting in the poll, %" },
 		{ .prefix = "loopstat", .host = "web1", .process = "caf\xc3\xa9 \xff", .pid = 3, .tid = -1, .tag = "acc",
@@ -78,7 +79,7 @@ Test(export_prom, format_atomic_and_promtool, .timeout = 20)
 
 Test(export_prom, base_units_spelled_out, .timeout = 10)
 {
-	struct export_point pts[] = {
+	struct expo_point pts[] = {
 		{ .prefix = "loopstat", .pid = -1, .tid = -1, .metric = "stall_ms", .value = 1500 },
 		{ .prefix = "loopstat", .pid = -1, .tid = -1, .metric = "headroom_ops_per_s", .value = 7 },
 		{ .prefix = "loopstat", .pid = -1, .tid = -1, .metric = "per_sec", .value = 1 },
@@ -86,7 +87,7 @@ Test(export_prom, base_units_spelled_out, .timeout = 10)
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	export_prom_format(f, pts, 3, NULL);
+	expo_prom_format(f, pts, 3, NULL);
 	fclose(f);
 	cr_assert(strstr(text, "\nloopstat_stall_seconds 1.5\n"), "ms become seconds, value scaled: %s", text);
 	cr_assert(strstr(text, "\nloopstat_headroom_ops_per_second 7\n"), "%s", text);
@@ -105,11 +106,11 @@ Test(export_prom, hand_names_follow_the_table_rule, .timeout = 10)
 			continue;   /* a hand-made name has no unit but its "_ms" */
 		char metric[128], want[256];
 		snprintf(metric, sizeof(metric), "worker_%s", m->name);
-		struct export_point p = { .prefix = "loopstat", .pid = -1, .tid = -1, .metric = metric, .value = 250 };
+		struct expo_point p = { .prefix = "loopstat", .pid = -1, .tid = -1, .metric = metric, .value = 250 };
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&text, &len);
-		export_prom_format(f, &p, 1, NULL);
+		expo_prom_format(f, &p, 1, NULL);
 		fclose(f);
 		snprintf(want, sizeof(want), "\nloopstat_%s %.15g\n", metric_prom_name(m), 250 * metric_prom_scale(m->unit));
 		cr_assert(strstr(text, want), "%s: want%s in %s", m->name, want, text);
@@ -149,7 +150,7 @@ Test(export_prom, never_replaces_what_is_not_a_regular_file_of_ours, .timeout = 
 		struct export_opts o;
 		export_opts_init(&o);
 		snprintf(o.prometheus_textfile, sizeof(o.prometheus_textfile), "%s", path);
-		struct export_point p = { .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = 2, .metric = "m",
+		struct expo_point p = { .prefix = "t", .host = "h", .process = "p", .pid = 1, .tid = 2, .metric = "m",
 		                          .value = 3, .ts = 4 };
 		struct export_input in = { &p, 1, 5, "h", 0 };
 		struct export_result r;
@@ -195,13 +196,13 @@ Test(export_prom, table_names_in_base_units, .timeout = 10)
 	memset(&m, 0, sizeof(m));
 	m.workers = &w, m.n = 1;
 	m.fleet.mean_idle_pct = 42;
-	struct export_points b;
-	export_points_init(&b);
-	cr_assert_eq(export_points_add_model(&b, &m, "loopstat", "h", 1), 0);
+	struct expo_points b;
+	expo_points_init(&b);
+	cr_assert_eq(expo_points_add_model(&b, &m, "loopstat", "h", 1), 0);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	export_prom_format(f, b.pts, b.n, NULL);
+	expo_prom_format(f, b.pts, b.n, NULL);
 	fclose(f);
 	const char *labels = "{host=\"h\",name=\"web\",service=\"web\",pid=\"10\",tid=\"11\"}";
 	char want[256];
@@ -236,12 +237,12 @@ Test(export_prom, table_names_in_base_units, .timeout = 10)
 
 	text = NULL;
 	f = open_memstream(&text, &len);
-	export_prom_render(f, b.pts, b.n, EXPORT_PROM_OPENMETRICS, NULL);
+	expo_prom_render(f, b.pts, b.n, EXPO_PROM_OPENMETRICS, NULL);
 	fclose(f);
 	cr_assert(strstr(text, "# TYPE loopstat_worker_ops counter\nloopstat_worker_ops_total{"), "%s", text);
 	cr_assert(len > 6 && !strcmp(text + len - 6, "# EOF\n"), "%s", text);
 	free(text);
-	export_points_done(&b);
+	expo_points_done(&b);
 }
 
 /* --resolution 1s makes points for every second; the textfile holds one
@@ -250,9 +251,9 @@ Test(export_prom, textfile_keeps_the_last_second, .timeout = 10)
 {
 	char *dir = ts_tmpdir("expprom1s"), path[300];
 	snprintf(path, sizeof(path), "%s/loopstat.prom", dir);
-	struct export_point pts[4];
+	struct expo_point pts[4];
 	for (int i = 0; i < 4; i++)
-		pts[i] = (struct export_point){ .prefix = "loopstat", .host = "h", .process = "p", .pid = 1, .tid = 1 + i % 2,
+		pts[i] = (struct expo_point){ .prefix = "loopstat", .host = "h", .process = "p", .pid = 1, .tid = 1 + i % 2,
 		                                .metric = "idle_pct", .prom = "worker_idle_ratio", .value = 10 * (i + 1),
 		                                .prom_value = 0.1 * (i + 1), .ts = 100 + i / 2 };
 	struct export_opts o;

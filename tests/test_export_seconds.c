@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "export/export_points.h"
+#include "expo/expo_points.h"
 #include "collect/snapshot.h"
 
 #define NS 1000000000ull
@@ -20,7 +20,7 @@ static uint64_t ops_at(double t)
 	return (uint64_t)(ops + 100.0 * ((int)t + 1) * (t - (int)t));
 }
 
-static const struct export_point *find(const struct export_points *b, const char *metric, int64_t ts)
+static const struct expo_point *find(const struct expo_points *b, const char *metric, int64_t ts)
 {
 	for (size_t i = 0; i < b->n; i++)
 		if (!strcmp(b->pts[i].metric, metric) && b->pts[i].ts == ts)
@@ -59,14 +59,14 @@ Test(export_seconds, late_snapshot_fills_from_the_ring_and_a_gone_second_adds_no
 	}
 	/* the snapshot of second 0 was taken in time; this one comes at 6.1 s */
 	snap.now_ns = 6 * NS + NS / 10;
-	struct export_points b;
-	export_points_init(&b);
+	struct expo_points b;
+	expo_points_init(&b);
 	int sampled[6] = { 0 };
 	for (int64_t sec = 1; sec <= 5; sec++)
-		cr_assert_eq(export_points_add_second(&b, &snap, sec, 1000 + sec, "t", "h", &sampled[sec]), 0);
+		cr_assert_eq(expo_points_add_second(&b, &snap, sec, 1000 + sec, "t", "h", &sampled[sec]), 0);
 	cr_assert_eq(snap.now_ns, 6 * NS + NS / 10, "the snapshot's clock is left as it was");
 	for (int sec = 1; sec <= 5; sec++) {
-		const struct export_point *p = find(&b, "ops_per_s", 1000 + sec);
+		const struct expo_point *p = find(&b, "ops_per_s", 1000 + sec);
 		if (sec == 2) {
 			cr_assert_eq(sampled[2], 0, "nothing sampled in second 2");
 			cr_assert_null(find(&b, "samples", 1002), "no point is made up for it");
@@ -89,16 +89,16 @@ Test(export_seconds, late_snapshot_fills_from_the_ring_and_a_gone_second_adds_no
 		cr_assert_float_eq(find(&b, "runqueue_len", 1000 + sec)->value, 10 * sec + 1, 1e-9, "as last read in it");
 	}
 	cr_assert_not_null(find(&b, "fleet.workers", 1005));
-	export_points_done(&b);
+	expo_points_done(&b);
 
 	/* a second the ring no longer holds (second 1's bucket now holds a later one) is gone too */
 	series_add_sample(&w->series, (uint64_t)(1 + SERIES_DETAIL_S) * NS, &poll, NULL);
 	snap.now_ns = (uint64_t)(2 + SERIES_DETAIL_S) * NS;
-	export_points_init(&b);
+	expo_points_init(&b);
 	int s1;
-	cr_assert_eq(export_points_add_second(&b, &snap, 1, 1, "t", "h", &s1), 0);
+	cr_assert_eq(expo_points_add_second(&b, &snap, 1, 1, "t", "h", &s1), 0);
 	cr_assert_eq(s1, 0);
 	cr_assert_eq(b.n, 0);
-	export_points_done(&b);
+	expo_points_done(&b);
 	snapshot_done(&snap);
 }

@@ -10,7 +10,7 @@
 #include "collect/replay.h"
 #include "collect/sampler.h"
 #include "collect/source.h"
-#include "export/export_points.h"
+#include "expo/expo_points.h"
 #include "model/metric.h"
 #include "model/model_build.h"
 #include "model/track.h"
@@ -90,12 +90,12 @@ static void expect_export_is_eval(const struct snapshot *snap, const struct trac
 		trs[i] = &ts->v[i];
 	int compared = 0;
 	for (int64_t sec = lo; sec <= hi; sec++) {
-		struct export_points b;
+		struct expo_points b;
 		int sampled;
-		export_points_init(&b);
-		cr_assert_eq(export_points_add_second(&b, snap, sec, 1000 + sec, "t", "h", &sampled), 0);
+		expo_points_init(&b);
+		cr_assert_eq(expo_points_add_second(&b, snap, sec, 1000 + sec, "t", "h", &sampled), 0);
 		for (size_t k = 0; k < b.n; k++) {
-			const struct export_point *p = &b.pts[k];
+			const struct expo_point *p = &b.pts[k];
 			const char *leaf = strncmp(p->metric, "fleet.", 6) == 0 ? p->metric + 6 : p->metric;
 			/* a service's rows (service.<name>.<row>) over its tracks: here one
 			 * service holds them all, so they are the fleet's */
@@ -127,7 +127,7 @@ static void expect_export_is_eval(const struct snapshot *snap, const struct trac
 				  e.est);
 			compared++;
 		}
-		export_points_done(&b);
+		expo_points_done(&b);
 	}
 	cr_expect_gt(compared, 10, "points compared: %d", compared);
 	free(trs);

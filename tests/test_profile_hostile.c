@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unwind_int.h"
+#include "unwind/unwind_int.h"
 
 #include <sys/mman.h>
 

@@ -18,7 +18,7 @@
 #include "support/children.h"
 #include "support/support.h"
 #include "support/users.h"
-#include "shm_int.h"
+#include "shm/shm_int.h"
 
 #define FLOOD  100000
 #define OWNERS 20

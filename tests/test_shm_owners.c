@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "probe_shm.h"
-#include "shm_int.h"
+#include "shm/shm_int.h"
 #include "support/children.h"
 #include "support/support.h"
 

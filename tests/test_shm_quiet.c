@@ -9,7 +9,7 @@
 
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
-#include "shm_int.h"
+#include "shm/shm_int.h"
 #include "support/support.h"
 
 static char *dir;

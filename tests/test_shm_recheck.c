@@ -22,7 +22,7 @@
 #include "probe_proc.h"
 #include "probe_shm.h"
 #include "probe_stat.h"
-#include "shm_int.h"
+#include "shm/shm_int.h"
 #include "support/probe_child.h"
 #include "support/publisher.h"
 #include "support/support.h"

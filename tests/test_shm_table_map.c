@@ -15,7 +15,7 @@
 
 #include "fiberloop_stats.h"
 #include "probe_shm.h"
-#include "shm_int.h"
+#include "shm/shm_int.h"
 #include "support/support.h"
 
 #define THREADS 5   /* with the main thread's, slots past the first 4 KiB page */

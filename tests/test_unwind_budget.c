@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unwind_int.h"
+#include "unwind/unwind_int.h"
 
 #include "support/list_json.h"
 #include "support/loop_child.h"

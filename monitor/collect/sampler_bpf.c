@@ -10,6 +10,7 @@
  */
 #include "collect/sampler_bpf.h"
 #include "collect/sampler_int.h"
+#include "collect/sampler_stall.h"
 
 #include <errno.h>
 #include <stdio.h>

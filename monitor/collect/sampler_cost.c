@@ -10,6 +10,7 @@
  * the policy include the io-wq threads that do a large fleet's reads (see
  * sample_batch.c).
  */
+#include "collect/sampler_cost.h"
 #include "collect/sampler_int.h"
 
 #include <pthread.h>

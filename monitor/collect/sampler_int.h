@@ -1,11 +1,19 @@
 /*
- * sampler_int.h — what the sampler's files share: the worker and segment
- * tables. Private to monitor/sampler*.c.
+ * sampler_int.h — what the sampler's files share: the sampler, its worker
+ * and segment tables, and the worker tables' functions. Private to
+ * monitor/collect/sampler*.c; each part's own functions are in its header.
  *
- *   sampler.c          the thread, tick timing, controls, the snapshot
- *   sampler_workers.c  worker and segment tables, discovery, shm reads
- *   sampler_cost.c     the sampler's own CPU cost and real-time policy
- *   sampler_stall.c    stall capture
+ *   sampler.c          life cycle, options, the thread and tick timing, controls
+ *   sampler_tick.c     the tick: reads, shortcuts, the 4 Hz schedstat pass
+ *   sampler_snapshot.c the copy views take
+ *   sampler_workers.c  worker and segment tables, discovery, shm reads (here)
+ *   sampler_limits.c   cgroup limits and listeners (sampler_limits.h)
+ *   sampler_roles.c    loops' roles (sampler_roles.h)
+ *   sampler_stall.c    stall capture (sampler_stall.h)
+ *   sampler_pools.c    helper pools (sampler_pools.h)
+ *   sampler_sched.c    pooled runtimes' scheduler rows (sampler_sched.h)
+ *   sampler_cost.c     the sampler's own CPU cost and real-time policy (sampler_cost.h)
+ *   sampler_bpf.c      the bpf source (sampler_bpf.h)
  */
 #ifndef LOOPSTAT_SAMPLER_INT_H
 #define LOOPSTAT_SAMPLER_INT_H
@@ -19,7 +27,6 @@
 #include "probe_discover.h"
 #include "probe_fd.h"
 #include "probe_loop.h"
-#include "probe_rt.h"
 #include "probe_schedstat.h"
 #include "probe_service.h"
 #include "probe_shm.h"
@@ -54,7 +61,7 @@ struct sworker {
 	uint32_t backend;
 	int      wait_fd;
 	uint64_t generation;          /* slot generation, instrumented only */
-	/* the poll_since_ns shortcut (sampler.c): an instrumented worker still
+	/* the poll_since_ns shortcut (sampler_tick.c): an instrumented worker still
 	 * in the blocking poll /proc last confirmed is idle without a read */
 	uint64_t hot_since;           /* poll_since_ns read at this tick, 0: none or unknown */
 	uint64_t confirmed_since;     /* poll_since_ns of the last /proc-confirmed poll sample, 0: none */
@@ -62,7 +69,7 @@ struct sworker {
 	 * while confirmed_since stands, by the schedstat one while last_ok */
 	struct probe_sc_sample last_smp;
 	struct probe_verdict last_v;
-	/* the schedstat shortcut (sampler.c): a thread not put on a CPU since
+	/* the schedstat shortcut (sampler_tick.c): a thread not put on a CPU since
 	 * a sample that found it off the CPU is still where it was found */
 	struct probe_schedstat gate_ref; /* read just before the last /proc sample */
 	struct probe_schedstat tick_ss; /* the check's reading at this tick, when tick_ss_ok */
@@ -123,34 +130,6 @@ static inline int sampler_is_loop(const struct sworker *w)
 {
 	return w->series.polls_seen > 0 || w->busy_loop;
 }
-
-#define SCHED_MEMBERS 64          /* threads a scheduler row follows */
-
-struct sched_member {
-	pid_t    tid;
-	char     comm[16];
-	int      live;                /* listed at the last refresh and not gone */
-	int      evidence;            /* tokio: worker parks (+) against blocking-pool waits (-) */
-	uint32_t n, busy;             /* its samples over the run, and those out of its park */
-	int      ss_seen;             /* last_run and last_wait hold a reading */
-	uint64_t last_run, last_wait; /* its schedstat at the last 4 Hz pass */
-};
-
-struct sched_row {
-	struct probe_rt_proc rt;
-	int      capacity;            /* threads' worth, at the last tick */
-	uint64_t run_ns, wait_ns;     /* its threads' CPU and CPU-wait time over its capacity, summed */
-	uint64_t next_refresh;        /* the series' clock */
-	int      nthreads;            /* its process's threads at the last listing, 0: never listed */
-	unsigned unchanged;           /* looks since, the count standing */
-	int      nm;
-	struct sched_member m[SCHED_MEMBERS];
-};
-
-struct sampler_rt {               /* a process's runtime, recognised once */
-	uint64_t start_time;
-	struct probe_rt_proc rt;
-};
 
 enum { TICK_SKIP, TICK_READ, TICK_POLL_SHORTCUT, TICK_CROSS_CHECK, TICK_UNCHANGED };
 
@@ -229,7 +208,7 @@ struct sampler {
 	char     source[8];              /* "bpf" or "proc" */
 	char     source_why[200];        /* why auto fell back to proc, "" when it did not */
 	uint64_t total_samples;
-	uint64_t ticks;                  /* sample_all calls */
+	uint64_t ticks;                  /* sample_all calls (sampler_tick.c) */
 	/* what a read costs this thread, in CPU ns (EWMAs): a schedstat file
 	 * and a syscall file; whether the schedstat shortcut pays hangs on both */
 	uint64_t check_ns, read_ns;
@@ -246,6 +225,15 @@ struct sampler {
 	pid_t    pids[TARGETS_MAX_PIDS];   /* the -p targets without a segment */
 	struct probe_shm_worker slots[SAMPLER_MAX_SLOTS];
 };
+
+/* ns since the sampler started: the series' clock */
+static inline uint64_t sampler_elapsed_ns(const struct sampler *s)
+{
+	return mono_ns() - s->t0;
+}
+
+/* sampler_tick.c: a tick's samples, with s->lock held. */
+void sampler_sample_tick(struct sampler *s, uint64_t now);
 
 /* sampler_workers.c, on the sampling thread: all with s->lock held but
  * sampler_discover, which takes it itself */
@@ -266,76 +254,5 @@ void sampler_add_target(struct sampler *s, struct sworker *w, int fd, uint64_t i
 /* A new worker for (pid, tid), or NULL past max_workers (counted in *ignored). */
 struct sworker *sampler_add_worker(struct sampler *s, pid_t pid, pid_t tid, const char *name, unsigned *ignored);
 void sampler_free_workers(struct sampler *s);
-
-/* sampler_limits.c, on the sampling thread with s->lock held: once a
- * second, each worker's cgroup's quota and throttled time and its process's
- * fullest accept queue into its series */
-void sampler_read_limits(struct sampler *s, uint64_t now);
-/* The processes spending group cg's quota (cg: a worker's cg field), the
- * largest first, at most cap into pids: how many; the group's path in
- * *name (NULL: no group). */
-int  sampler_cgroup_spenders(const struct sampler *s, int cg, pid_t *pids, int cap, const char **name);
-/* Whether pid holds a listening TCP socket, as of the last pass: 1, 0,
- * or -1 when its sockets were not read yet. */
-int  sampler_listens(struct sampler *s, pid_t pid);
-/* Whether pid holds an epoll instance, as of its last fd walk; -1: not walked yet. */
-int  sampler_holds_epoll(struct sampler *s, pid_t pid);
-void sampler_free_limits(struct sampler *s);
-
-/* sampler_roles.c, on the sampling thread with s->lock held, after
- * sampler_read_limits read the listening sockets: the roles of the loops not judged yet and
- * of those judged long ago. 1 while a loop shown by its role is not
- * judged yet: the next pass is then due soon. */
-int  sampler_judge_roles(struct sampler *s, uint64_t now);
-/* Whether the snapshot shows w, by its role (s->servers_only). */
-int  sampler_role_shown(const struct sampler *s, const struct sworker *w);
-
-/* sampler_stall.c, on the sampling thread with s->lock held: each tick,
- * the workers out of their poll past the threshold are captured */
-int  sampler_stall_init(struct sampler *s);
-void sampler_stall_free(struct sampler *s);
-void sampler_check_stalls(struct sampler *s, uint64_t now);
-/* A stall the bpf source's kernel side saw, into w's series. */
-struct probe_bpf_stall;
-void sampler_stall_bpf(struct sampler *s, struct sworker *w, const struct probe_bpf_stall *e);
-
-/* sampler_pools.c, on the sampling thread with s->lock held: each tick the
- * pool threads that are due (a lower rate than loops); once a second the
- * threads listed again and the busiest pool into each loop's series; the
- * pools over a window into a snapshot */
-void sampler_sample_pools(struct sampler *s, uint64_t now);
-void sampler_read_pools(struct sampler *s, uint64_t now);
-void sampler_snapshot_pools(struct sampler *s, struct snapshot *snap, double window_s);
-void sampler_free_pools(struct sampler *s);
-
-/* sampler_sched.c: pooled runtimes as scheduler rows. sampler_runtime_of
- * recognises a process once (its pid and start time), without the lock;
- * the rest with s->lock held. */
-const struct probe_rt_proc *sampler_runtime_of(struct sampler *s, pid_t pid, uint64_t start_time, const char *comm);
-int  sampler_rt_is_scheduler(const struct probe_rt_proc *rt);
-/* The live row of pid's pool, made when it has none; NULL when out of room. */
-struct sworker *sampler_sched_row(struct sampler *s, pid_t pid, const char *comm, const struct probe_rt_proc *rt);
-/* w->thread_name from its thread's comm. */
-void sampler_name_thread(struct sworker *w);
-/* After a tick's reads: each row's members counted into its series. */
-void sampler_sample_scheds(struct sampler *s, uint64_t now);
-/* After the 4 Hz schedstat pass: each row's threads' times into its series. */
-void sampler_sched_cpu(struct sampler *s, uint64_t now);
-void sampler_sched_copy(struct snap_worker *d, const struct sworker *w);
-void sampler_free_rts(struct sampler *s);
-
-/* sampler_cost.c: the real-time policy, judged on the sampler's own cost */
-struct sampler_cost {
-	int      rt_allowed;             /* real-time was granted once */
-	int      rt;                     /* the thread runs real-time now */
-	uint64_t wall0, cpu0;            /* start of the current second */
-};
-void sampler_cost_start(struct sampler *s, struct sampler_cost *c);
-/* Called after every tick; about once a second it re-judges the policy. */
-void sampler_cost_tick(struct sampler *s, struct sampler_cost *c);
-/* The sampling thread alone (not its io-wq readers) at SCHED_OTHER for a
- * while, then back to real-time: around work whose size others choose. */
-void sampler_cost_demote(struct sampler *s);
-void sampler_cost_restore(struct sampler *s);
 
 #endif /* LOOPSTAT_SAMPLER_INT_H */

@@ -5,6 +5,7 @@
  * do), and its process's listening sockets' accept queues (the tables
  * once per network namespace, the process's socket inodes every 10 s).
  */
+#include "collect/sampler_limits.h"
 #include "collect/sampler_int.h"
 #include "probe_cgroup.h"
 #include "probe_listen.h"

@@ -14,6 +14,7 @@
  * pool of the second goes into each of its loops' series (pool_threads,
  * pool_busy_pct); the snapshot names every pool over the view's window.
  */
+#include "collect/sampler_pools.h"
 #include "collect/sampler_int.h"
 #include "probe_proc.h"
 

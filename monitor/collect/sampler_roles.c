@@ -18,7 +18,9 @@
  * first pass, a second after each of its first judgements, then every
  * ROLE_REJUDGE_NS.
  */
+#include "collect/sampler_roles.h"
 #include "collect/sampler_int.h"
+#include "collect/sampler_limits.h"
 #include "probe_waitset.h"
 
 #define ROLE_REJUDGE_NS (10 * NS)

@@ -23,6 +23,7 @@
  * with s->lock held, but for sampler_runtime_of, called by discovery
  * before it takes the lock.
  */
+#include "collect/sampler_sched.h"
 #include "collect/sampler_int.h"
 #include "probe_proc.h"
 #include "probe_stat.h"

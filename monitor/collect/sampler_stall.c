@@ -10,6 +10,7 @@
  * registers and a copy of the stack's top (probe_bpf.h), unwound here as
  * a perf sample's: sampler_stall_bpf.
  */
+#include "collect/sampler_stall.h"
 #include "collect/sampler_int.h"
 #include "probe_bpf.h"
 #include "probe_perf.h"

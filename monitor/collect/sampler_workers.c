@@ -5,6 +5,7 @@
  * Every function here runs on the sampling thread with s->lock held.
  */
 #include "collect/sampler_int.h"
+#include "collect/sampler_sched.h"
 #include "probe_proc.h"
 #include "util/textsafe.h"
 

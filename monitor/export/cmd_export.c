@@ -24,7 +24,7 @@
 #include "model/feed.h"
 #include "cli.h"
 #include "export/export_config.h"
-#include "export/export_points.h"
+#include "expo/expo_points.h"
 #include "export/export_run.h"
 
 #include <errno.h>
@@ -164,7 +164,7 @@ struct seconds {
 	struct feed *f;
 	const struct export_opts *o;
 	const char *host;
-	struct export_points *b;
+	struct expo_points *b;
 	int nsec, made, err;
 };
 
@@ -178,7 +178,7 @@ static int one_second(void *arg, int64_t sec)
 	int sampled = 0, rc = feed_range(x->f, sec, sec, &m);
 	if (rc == 0) {
 		int64_t ts = (int64_t)floor(feed_unix_at(x->f, sec) + 0.5);
-		rc = export_points_add_model_sampled(x->b, &m, ts, x->o->prefix, x->host, &sampled);
+		rc = expo_points_add_model_sampled(x->b, &m, ts, x->o->prefix, x->host, &sampled);
 		model_done(&m);
 	}
 	x->made += sampled;
@@ -187,7 +187,7 @@ static int one_second(void *arg, int64_t sec)
 }
 
 /* *missed gets the seconds of the run that have no points. 0 or -ENOMEM. */
-static int collect_seconds(struct feed *f, const struct export_opts *o, const char *host, struct export_points *b,
+static int collect_seconds(struct feed *f, const struct export_opts *o, const char *host, struct expo_points *b,
 			   uint64_t *missed)
 {
 	struct seconds x = { f, o, host, b, (int)ceil(o->duration_s - 1e-9), 0, 0 };
@@ -201,15 +201,15 @@ static int collect_seconds(struct feed *f, const struct export_opts *o, const ch
 static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 {
 	char host[256];
-	export_opts_host(o, host, sizeof(host));
+	expo_points_host(o->host, host, sizeof(host));
 	int per_second = strcmp(o->resolution, "1s") == 0;
 	struct feed *f;
 	struct feed_opts how = { .keep_seconds = !per_second };   /* the run's ± over its seconds, as list's */
 	int err = 0, rc = cli_feed_open(&x->c, &how, &f);
 	if (rc >= 0)
 		return rc;
-	struct export_points b;
-	export_points_init(&b);
+	struct expo_points b;
+	expo_points_init(&b);
 	uint64_t missed = 0;
 	struct feed_follow wait = { .until_s = o->duration_s, .expect_s = o->duration_s };
 	if (per_second)
@@ -223,17 +223,17 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 	feed_close(f);
 	if (err < 0) {
 		cli_error("building the model: %s", strerror(-err));
-		export_points_done(&b);
+		expo_points_done(&b);
 		return EXIT_FAIL;
 	}
 	int64_t now = time(NULL);
 	/* which source measured, and why auto fell back, as serve's /metrics says it */
-	if (!per_second && (export_points_add_model(&b, &m, o->prefix, host, now) < 0 ||
-			    export_points_add_source(&b, &m, o->prefix, host, now) < 0 ||
-			    export_points_add_ignored(&b, &m, o->prefix, host, now) < 0)) {
+	if (!per_second && (expo_points_add_model(&b, &m, o->prefix, host, now) < 0 ||
+			    expo_points_add_source(&b, &m, o->prefix, host, now) < 0 ||
+			    expo_points_add_ignored(&b, &m, o->prefix, host, now) < 0)) {
 		cli_error("out of memory");
 		model_done(&m);
-		export_points_done(&b);
+		expo_points_done(&b);
 		return EXIT_FAIL;
 	}
 	/* refused, or no worker: said here, as list says it */
@@ -249,7 +249,7 @@ static int sample_and_export(struct export_ctx *x, const struct export_opts *o)
 		          "(loopstat stopped or starved of CPU)", missed, (int)ceil(o->duration_s - 1e-9));
 	struct export_input in = { nothing ? NULL : b.pts, nothing ? 0 : b.n, now, host, missed };
 	int code = export_run(o, &in, stdout, stderr, &r);
-	export_points_done(&b);
+	expo_points_done(&b);
 	if (verdict == EXIT_ACCESS)
 		return code == EXIT_USAGE ? code : verdict;
 	if (verdict == EXIT_NOTHING)

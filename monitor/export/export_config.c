@@ -60,18 +60,6 @@ void export_opts_init(struct export_opts *o)
 		snprintf(o->spool, sizeof(o->spool), "%s/.local/state/loopstat/spool", home);
 }
 
-void export_opts_host(const struct export_opts *o, char *buf, size_t len)
-{
-	if (o->host[0]) {
-		snprintf(buf, len, "%s", o->host);
-		return;
-	}
-	if (gethostname(buf, len) < 0 || !buf[0])
-		snprintf(buf, len, "localhost");
-	buf[len - 1] = '\0';
-	buf[strcspn(buf, ".")] = '\0';
-}
-
 static int parse_bool(const char *v)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on" }, *const no[] = { "0", "no", "false", "off" };

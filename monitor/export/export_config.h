@@ -113,8 +113,4 @@ int export_opts_set(struct export_opts *o, const char *key, const char *value, c
  * "PATH:LINE: reason" (or "open(PATH): reason") in err. */
 int export_config_load(struct export_opts *o, const char *path, char *err, size_t errlen);
 
-/* The host name points and self-report use: --host, else gethostname() up
- * to the first dot. */
-void export_opts_host(const struct export_opts *o, char *buf, size_t len);
-
 #endif /* LOOPSTAT_EXPORT_CONFIG_H */

@@ -1,11 +1,6 @@
 /*
- * export_name.c — sanitising, templates and plaintext lines for Graphite.
- *
- * The allowed set is deliberately smaller than carbon-c-relay's default
- * (`[A-Za-z0-9]` plus `-_:#`): `:` and `#` are legal in carbon but awkward in
- * file names and shells, and everything outside [A-Za-z0-9_-] is also
- * outside the carbon >= 1.1 tag rules' reach (`;!^=` in names, `;~` in
- * values), so one sanitiser serves paths, tag names and tag values.
+ * export_name.c — templates and plaintext lines for Graphite, every
+ * component sanitised by expo_sanitize (expo/expo_name.h: why its set).
  */
 #include "export/export_name.h"
 #include "util/escape.h"
@@ -23,30 +18,6 @@ static int keep(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       c == '_' || c == '-';
-}
-
-/* FNV-1a: only needs to make truncated names distinct, not be secure. */
-static uint32_t fnv1a(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
-size_t export_sanitize(char *dst, const char *src, size_t len)
-{
-	int truncated;
-	size_t n = esc_copy(dst, EXPORT_COMPONENT_MAX + 1, &esc_graphite, src, len, &truncated);
-	if (truncated) {
-		n = EXPORT_COMPONENT_MAX - 9;
-		snprintf(dst + n, 10, "_%08x", fnv1a(src, len));
-		n += 9;
-	}
-	if (n == 0)
-		dst[n++] = '_';
-	dst[n] = '\0';
-	return n;
 }
 
 int export_template_parse(struct export_template *t, const char *spec, char *err, size_t errlen)
@@ -130,8 +101,8 @@ static void put(struct sink *s, const char *str, size_t len)
 
 static void put_sanitized(struct sink *s, const char *str)
 {
-	char tmp[EXPORT_COMPONENT_MAX + 1];
-	size_t n = export_sanitize(tmp, str, strlen(str));
+	char tmp[EXPO_COMPONENT_MAX + 1];
+	size_t n = expo_sanitize(tmp, str, strlen(str));
 	put(s, tmp, n);
 }
 
@@ -141,8 +112,8 @@ static void put_levels(struct sink *s, const char *str)
 	for (;;) {
 		const char *dot = strchr(str, '.');
 		size_t len = dot ? (size_t)(dot - str) : strlen(str);
-		char tmp[EXPORT_COMPONENT_MAX + 1];
-		put(s, tmp, export_sanitize(tmp, str, len));
+		char tmp[EXPO_COMPONENT_MAX + 1];
+		put(s, tmp, expo_sanitize(tmp, str, len));
 		if (!dot)
 			return;
 		put(s, ".", 1);
@@ -156,7 +127,7 @@ static void put_i64(struct sink *s, int64_t v)
 	put(s, tmp, (size_t)snprintf(tmp, sizeof(tmp), "%lld", (long long)v));
 }
 
-static int field_present(const struct export_point *p, int f)
+static int field_present(const struct expo_point *p, int f)
 {
 	switch (f) {
 	case EXPORT_F_PREFIX:  return p->prefix && p->prefix[0];
@@ -168,7 +139,7 @@ static int field_present(const struct export_point *p, int f)
 	}
 }
 
-static void put_field(struct sink *s, const struct export_point *p, int f)
+static void put_field(struct sink *s, const struct expo_point *p, int f)
 {
 	switch (f) {
 	case EXPORT_F_PREFIX:  put_levels(s, p->prefix); break;
@@ -193,7 +164,7 @@ static void put_tag(struct sink *s, const char *key, const char *value)
 	put_sanitized(s, value);
 }
 
-static void put_tags(struct sink *s, const struct export_point *p)
+static void put_tags(struct sink *s, const struct expo_point *p)
 {
 	if (p->prefix && p->prefix[0]) {
 		put_levels(s, p->prefix);
@@ -216,9 +187,9 @@ static void put_tags(struct sink *s, const struct export_point *p)
 	if (p->tag)
 		put_tag(s, "tag", p->tag);
 	static const char *const reserved[] = { "name", "host", "process", "pid", "tid", "tag" };
-	for (size_t i = 0; i < p->ntags && i < EXPORT_TAGS_MAX; i++) {
-		char key[EXPORT_COMPONENT_MAX + 1];
-		export_sanitize(key, p->tags[i].key, strlen(p->tags[i].key));
+	for (size_t i = 0; i < p->ntags && i < EXPO_TAGS_MAX; i++) {
+		char key[EXPO_COMPONENT_MAX + 1];
+		expo_sanitize(key, p->tags[i].key, strlen(p->tags[i].key));
 		int clash = 0;
 		for (size_t r = 0; r < sizeof(reserved) / sizeof(reserved[0]); r++)
 			clash |= !strcmp(key, reserved[r]);
@@ -227,7 +198,7 @@ static void put_tags(struct sink *s, const struct export_point *p)
 	}
 }
 
-int export_name(const struct export_name_opts *o, const struct export_point *p, char *buf, size_t cap)
+int export_name(const struct export_name_opts *o, const struct expo_point *p, char *buf, size_t cap)
 {
 	struct sink s = { buf, cap, 0, 0 };
 	if (cap)
@@ -261,7 +232,7 @@ int export_name(const struct export_name_opts *o, const struct export_point *p, 
 	return s.overflow ? -ENAMETOOLONG : (int)s.len;
 }
 
-int export_line(const struct export_name_opts *o, const struct export_point *p, char buf[EXPORT_LINE_MAX])
+int export_line(const struct export_name_opts *o, const struct expo_point *p, char buf[EXPORT_LINE_MAX])
 {
 	if (!isfinite(p->value))
 		return -EDOM;

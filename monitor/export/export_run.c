@@ -85,7 +85,7 @@ static void deliver_all(struct export_spool *sp, struct export_delivery *dl, str
 			pthread_join(th[i], NULL);
 }
 
-static void add_line(FILE *f, const struct export_name_opts *no, const struct export_point *p,
+static void add_line(FILE *f, const struct export_name_opts *no, const struct expo_point *p,
                      struct export_result *r)
 {
 	char line[EXPORT_LINE_MAX];
@@ -107,9 +107,9 @@ static void self_report(FILE *f, const struct export_name_opts *no, const struct
 	const char *host = in->host;
 	int64_t now = in->now;
 	struct export_result scratch = { 0 };
-	struct export_point p = { .prefix = o->prefix, .host = host, .process = "loopstat", .pid = -1, .tid = -1,
+	struct expo_point p = { .prefix = o->prefix, .host = host, .process = "loopstat", .pid = -1, .tid = -1,
 	                          .ts = now };
-	char metric[EXPORT_COMPONENT_MAX + 64];
+	char metric[EXPO_COMPONENT_MAX + 64];
 	struct { const char *name; double v; } global[] = {
 		{ "spooled", (double)r->spooled },
 		{ "spool_bytes", (double)r->spool_bytes },
@@ -296,7 +296,7 @@ static int graphite(const struct export_opts *o, const struct export_name_opts *
 int export_run(const struct export_opts *o, const struct export_input *in, FILE *out, FILE *log,
                struct export_result *r)
 {
-	const struct export_point *pts = in->pts;
+	const struct expo_point *pts = in->pts;
 	size_t n = in->n;
 	memset(r, 0, sizeof(*r));
 	char err[512];

@@ -38,7 +38,7 @@ struct export_result {
 
 /* What one run exports. */
 struct export_input {
-	const struct export_point *pts;   /* borrowed; n may be 0: the spool is still flushed */
+	const struct expo_point *pts;   /* borrowed; n may be 0: the spool is still flushed */
 	size_t n;
 	int64_t now;                      /* the run's unix time (--max-age, self-report stamps) */
 	const char *host;                 /* names the self-report points (the points' own host otherwise) */

@@ -75,7 +75,7 @@ int export_dest_parse(const char *spec, struct export_dest *out, int max, char *
 		snprintf(d->label, sizeof(d->label), "%.*s", (int)len, p);
 		char raw[sizeof(d->label) + 8];
 		snprintf(raw, sizeof(raw), "%s_%s", d->host, d->port);
-		export_sanitize(d->key, raw, strlen(raw));
+		expo_sanitize(d->key, raw, strlen(raw));
 		for (int i = 0; i < n; i++)
 			if (!strcmp(out[i].key, d->key)) {
 				snprintf(err, errlen, "destination '%s' given twice", d->label);

@@ -90,7 +90,7 @@ void metric_format(char *buf, size_t n, enum metric_unit unit, double v, int com
 
 /*
  * The one Prometheus naming rule, for the table's rows and any other name
- * (export's points made by hand): names carry base units, spelled out
+ * (points made by hand, expo/): names carry base units, spelled out
  * (promtool's lint refuses "_s" and "_ms"). "_per_s" as whole parts is
  * "_per_second"; a name in % or points (base: a 0..1 ratio) or in ms
  * (base: seconds) loses its unit's last whole part, "_pct" or "_ms", and

@@ -6,7 +6,7 @@
  * signal ends the wait at once and the exit is clean (status 0).
  */
 #include "cli.h"
-#include "export/export_config.h"
+#include "expo/expo_points.h"
 #include "model/feed.h"
 #include "serve/serve.h"
 #include "serve/serve_flight.h"
@@ -185,11 +185,7 @@ static int serve_run(struct serve_ctx *x)
 {
 	char err[512], host[256];
 	int port, rc;
-	struct export_opts eo;
-	export_opts_init(&eo);
-	if (x->host)
-		snprintf(eo.host, sizeof(eo.host), "%s", x->host);
-	export_opts_host(&eo, host, sizeof(host));
+	expo_points_host(x->host, host, sizeof(host));
 	const char *spec = x->listen ? x->listen : SERVE_DEFAULT_LISTEN;
 	int fd = serve_listen(spec, &port, err, sizeof(err));
 	if (fd == -EINVAL)

@@ -1,8 +1,8 @@
 /*
  * serve.h — `loopstat serve`'s view: a Prometheus exporter. Each window the
  * command hands the view a model; the view renders it once, in the text
- * format 0.0.4 and in OpenMetrics, from the metric table (export_points +
- * export_prom, the textfile's names), and swaps the new bodies in. A
+ * format 0.0.4 and in OpenMetrics, from the metric table (expo_points +
+ * expo_prom, the textfile's names), and swaps the new bodies in. A
  * scrape only takes a reference to the last bodies: no sampling and no
  * rendering happens at scrape time.
  *

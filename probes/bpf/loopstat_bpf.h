@@ -1,6 +1,6 @@
 /*
  * loopstat_bpf.h — the layout the kernel programs (loopstat.bpf.c) and the
- * user side (probes/src/bpf*.c) share: per-thread figures in the `threads`
+ * user side (probes/src/bpf/) share: per-thread figures in the `threads`
  * map, off-CPU time by syscall in `offcpu`, stall events in `stalls`.
  *
  * Only __u32/__u64/__s32 types: the BPF side takes them from vmlinux.h,

@@ -1,14 +1,14 @@
 /*
- * export_points.c — model → export points, by walking the metric table.
+ * expo_points.c — model → points, by walking the metric table.
  */
-#include "export/export_points.h"
+#include "expo/expo_points.h"
 #include "model/model_build.h"
-
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* fleet rows are exported as fleet.<name>: made from the table itself */
 static const char *const fleet_names[METRIC_NFLEET] = {
@@ -17,19 +17,31 @@ static const char *const fleet_names[METRIC_NFLEET] = {
 #undef FLEET_NAME_X
 };
 
-const char *export_points_metric(const struct metric *m)
+const char *expo_points_metric(const struct metric *m)
 {
 	if (m >= metric_fleet && m < metric_fleet + METRIC_NFLEET)
 		return fleet_names[m - metric_fleet];
 	return m->name;
 }
 
-void export_points_init(struct export_points *b)
+void expo_points_host(const char *given, char *buf, size_t len)
+{
+	if (given && given[0]) {
+		snprintf(buf, len, "%s", given);
+		return;
+	}
+	if (gethostname(buf, len) < 0 || !buf[0])
+		snprintf(buf, len, "localhost");
+	buf[len - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+}
+
+void expo_points_init(struct expo_points *b)
 {
 	memset(b, 0, sizeof(*b));
 }
 
-void export_points_done(struct export_points *b)
+void expo_points_done(struct expo_points *b)
 {
 	for (size_t i = 0; i < b->nstrs; i++)
 		free(b->strs[i]);
@@ -54,7 +66,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 }
 
 /* A copy of s owned by b; NULL for "" (an absent level). */
-static int keep(struct export_points *b, const char *s, const char **out)
+static int keep(struct expo_points *b, const char *s, const char **out)
 {
 	*out = NULL;
 	if (!s || !s[0])
@@ -69,7 +81,7 @@ static int keep(struct export_points *b, const char *s, const char **out)
 	return 0;
 }
 
-static int add(struct export_points *b, const struct export_point *p)
+static int add(struct expo_points *b, const struct expo_point *p)
 {
 	if (grow((void **)&b->pts, &b->cap, b->n + 1, sizeof(*b->pts)) < 0)
 		return -ENOMEM;
@@ -77,18 +89,18 @@ static int add(struct export_points *b, const struct export_point *p)
 	return 0;
 }
 
-const char *export_points_service(const struct worker_view *w)
+const char *expo_points_service(const struct worker_view *w)
 {
 	return *w->service ? w->service : w->name;
 }
 
-static int add_worker(struct export_points *b, const struct worker_view *w, const char *prefix, const char *host,
-                      int64_t ts)
+static int add_worker(struct expo_points *b, const struct worker_view *w, const char *prefix, const char *host,
+                    int64_t ts)
 {
-	struct export_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts,
+	struct expo_point p = { .prefix = prefix, .host = host, .pid = w->pid, .tid = w->tid, .ts = ts,
 				  .kind = w->kind, .runtime = w->runtime };
 	if (keep(b, w->name, &p.process) < 0 || keep(b, w->tag, &p.tag) < 0 ||
-	    keep(b, export_points_service(w), &p.service) < 0)
+	    keep(b, expo_points_service(w), &p.service) < 0)
 		return -ENOMEM;
 	if (!p.process)
 		p.process = "unknown";
@@ -98,7 +110,7 @@ static int add_worker(struct export_points *b, const struct worker_view *w, cons
 		const struct metric *m = &metric_worker[i];
 		if (!metric_applies(m, w))
 			continue;   /* an uninstrumented worker has no counters: no series at all */
-		p.metric = export_points_metric(m);
+		p.metric = expo_points_metric(m);
 		p.value = metric_value(m, w);   /* NaN is counted and skipped by export_run */
 		p.help = metric_prom_help(m);
 		p.prom = metric_prom_name(m);
@@ -116,17 +128,17 @@ static int add_worker(struct export_points *b, const struct worker_view *w, cons
  * many dots it holds ("nginx.service" is nginx_service), and in Prometheus
  * the fleet's names with a service label.
  */
-static int add_rollup(struct export_points *b, struct export_point *p, const char *service, const struct fleet_view *f)
+static int add_rollup(struct expo_points *b, struct expo_point *p, const char *service, const struct fleet_view *f)
 {
-	char comp[EXPORT_COMPONENT_MAX + 1], metric[EXPORT_COMPONENT_MAX + 96];
+	char comp[EXPO_COMPONENT_MAX + 1], metric[EXPO_COMPONENT_MAX + 96];
 	p->service = NULL;
 	if (service) {
-		export_sanitize(comp, service, strlen(service));
+		expo_sanitize(comp, service, strlen(service));
 		if (keep(b, service, &p->service) < 0)
 			return -ENOMEM;
 	}
 	for (int i = 0; i < METRIC_NFLEET; i++) {
-		p->metric = export_points_metric(&metric_fleet[i]);
+		p->metric = expo_points_metric(&metric_fleet[i]);
 		if (service) {
 			snprintf(metric, sizeof(metric), "service.%s.%s", comp, metric_fleet[i].name);
 			if (keep(b, metric, &p->metric) < 0)
@@ -142,14 +154,14 @@ static int add_rollup(struct export_points *b, struct export_point *p, const cha
 	return 0;
 }
 
-int export_points_add_source(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+int expo_points_add_source(struct expo_points *b, const struct model *m, const char *prefix, const char *host,
 			     int64_t ts)
 {
 	const char *src = m->source[0] ? m->source : "proc";
-	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .value = 1,
+	struct expo_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .value = 1,
 				  .prom = "source_info", .prom_value = 1,
 				  .help = "what measured the figures: bpf (kernel tracepoints) or proc (samples), and why auto fell back" };
-	struct export_tag *t = calloc(2, sizeof(*t));
+	struct expo_tag *t = calloc(2, sizeof(*t));
 	if (!t || grow((void **)&b->strs, &b->capstrs, b->nstrs + 1, sizeof(*b->strs)) < 0) {
 		free(t);
 		return -ENOMEM;
@@ -165,24 +177,24 @@ int export_points_add_source(struct export_points *b, const struct model *m, con
 	return add(b, &p);
 }
 
-int export_points_add_gauge(struct export_points *b, const char *prefix, const char *host, int64_t ts,
-			    const char *metric, const char *help, double value)
+int expo_points_add_gauge(struct expo_points *b, const char *prefix, const char *host, int64_t ts,
+			  const char *metric, const char *help, double value)
 {
-	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .metric = metric,
-				  .value = value, .prom = metric, .prom_value = value, .help = help };
+	struct expo_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .metric = metric,
+				.value = value, .prom = metric, .prom_value = value, .help = help };
 	return add(b, &p);
 }
 
-int export_points_add_ignored(struct export_points *b, const struct model *m, const char *prefix, const char *host,
+int expo_points_add_ignored(struct expo_points *b, const struct model *m, const char *prefix, const char *host,
 			      int64_t ts)
 {
 	for (int r = 0; r < MODEL_NIGNORED; r++) {
-		struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts,
+		struct expo_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts,
 					  .value = model_ignored(m, r), .prom = "ignored_threads",
 					  .prom_value = model_ignored(m, r),
 					  .help = "threads not sampled or not shown, by reason: cap (--max-workers), role "
 						  "(loops not shown without --all), access (processes /proc refused)" };
-		struct export_tag *t = calloc(1, sizeof(*t));
+		struct expo_tag *t = calloc(1, sizeof(*t));
 		char metric[64];
 		snprintf(metric, sizeof(metric), "ignored_threads.%s", model_ignored_reason(r));
 		if (!t || grow((void **)&b->strs, &b->capstrs, b->nstrs + 1, sizeof(*b->strs)) < 0) {
@@ -200,13 +212,13 @@ int export_points_add_ignored(struct export_points *b, const struct model *m, co
 	return 0;
 }
 
-int export_points_add_model(struct export_points *b, const struct model *m, const char *prefix, const char *host,
-                            int64_t ts)
+int expo_points_add_model(struct expo_points *b, const struct model *m, const char *prefix, const char *host,
+                          int64_t ts)
 {
 	for (size_t i = 0; i < m->n; i++)
 		if (!m->workers[i].no_access && add_worker(b, &m->workers[i], prefix, host, ts) < 0)
 			return -ENOMEM;
-	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts };
+	struct expo_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts };
 	if (add_rollup(b, &p, NULL, &m->fleet) < 0)
 		return -ENOMEM;
 	for (size_t s = 0; s < m->nservices; s++)
@@ -215,24 +227,24 @@ int export_points_add_model(struct export_points *b, const struct model *m, cons
 	return 0;
 }
 
-int export_points_add_second(struct export_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,
+int expo_points_add_second(struct expo_points *b, const struct snapshot *snap, int64_t sec, int64_t ts,
 			     const char *prefix, const char *host, int *sampled)
 {
 	struct model m;
 	*sampled = 0;
 	int rc = model_build_range(snap, sec, sec, &m);
 	if (rc == 0) {
-		rc = export_points_add_model_sampled(b, &m, ts, prefix, host, sampled);
+		rc = expo_points_add_model_sampled(b, &m, ts, prefix, host, sampled);
 		model_done(&m);
 	}
 	return rc;
 }
 
-int export_points_add_model_sampled(struct export_points *b, const struct model *m, int64_t ts, const char *prefix,
+int expo_points_add_model_sampled(struct expo_points *b, const struct model *m, int64_t ts, const char *prefix,
 				    const char *host, int *sampled)
 {
 	*sampled = 0;
 	for (size_t i = 0; i < m->n; i++)
 		*sampled |= m->workers[i].samples > 0;
-	return *sampled ? export_points_add_model(b, m, prefix, host, ts) : 0;
+	return *sampled ? expo_points_add_model(b, m, prefix, host, ts) : 0;
 }
