@@ -1,0 +1,179 @@
+/*
+ * bpf_attach.c — where the loop programs see syscalls (bpf_int.h).
+ *
+ * The poll-family calls and close are seen by their own tracepoints
+ * (syscalls:sys_enter_epoll_wait, ...), so the host's other syscalls run
+ * no program: the raw sys_enter/sys_exit programs ran at every syscall on
+ * the host, most of the source's cost on a busy one. A tracepoint is
+ * opened as a perf event by its id, which only tracefs tells: a child
+ * reads the ids in a mount namespace of its own, where it mounts tracefs
+ * privately (the host sees no mount; fentry, which would need no id, is
+ * refused on the kernels here). Where that fails (no CAP_SYS_ADMIN, no
+ * syscall tracepoints) the raw programs carry those calls instead.
+ */
+#include "bpf_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SYS_SEC "tracepoint/syscalls/"
+#define TRACEFS "/sys/kernel/tracing"
+
+/* The id of tracepoint syscalls/name under the tracefs at root, or -errno. */
+static int read_id(const char *root, const char *name)
+{
+	char path[160], buf[32];
+	snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", root, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	int id = atoi(buf);
+	return id > 0 ? id : -EIO;
+}
+
+/* The ids of the n tracepoints in names[] into ids[] (-errno each where
+ * unread): from a tracefs mounted on the host, else by a child that mounts
+ * one in a private mount namespace. 0 when all were read, else -errno. */
+static int read_ids(const char *const *names, int n, int *ids)
+{
+	int missing = 0;
+	for (int i = 0; i < n; i++)
+		missing += (ids[i] = read_id(TRACEFS, names[i])) < 0;
+	if (!missing)
+		return 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		/* private first: a mount under a shared root would show on the host */
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tracefs", TRACEFS, "tracefs", 0, NULL) < 0)
+			_exit(1);
+		for (int i = 0; i < n; i++) {
+			int id = read_id(TRACEFS, names[i]);
+			if (write(p[1], &id, sizeof(id)) != sizeof(id))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	int err = 0;
+	for (int i = 0; i < n && !err; i++)
+		if (read(p[0], &ids[i], sizeof(ids[i])) != sizeof(ids[i]))
+			err = -EPERM;   /* the child could not mount: not root */
+		else if (ids[i] < 0)
+			err = ids[i];
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return err;
+}
+
+/* prog on tracepoint id: one perf event (its programs run on every CPU:
+ * a tracepoint's programs belong to the tracepoint). NULL with errno. */
+static struct bpf_link *attach_id(struct bpf_program *prog, int id)
+{
+	struct perf_event_attr a = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(a), .config = (__u64)id,
+				     .sample_period = 1, .wakeup_events = 1 };
+	int fd = (int)syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct bpf_link *l = bpf_program__attach_perf_event(prog, fd);
+	if (!l) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return l;
+}
+
+void bpf_syscalls_no_autoattach(struct probe_bpf *b)
+{
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, b->skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
+		if (strncmp(sec, SYS_SEC, strlen(SYS_SEC)) == 0)
+			bpf_program__set_autoattach(prog, false);
+	}
+	bpf_program__set_autoattach(b->skel->progs.ls_sys_enter, false);
+	bpf_program__set_autoattach(b->skel->progs.ls_sys_exit, false);
+}
+
+/* The raw programs at every syscall, carrying the poll-family calls. */
+static int attach_raw(struct probe_bpf *b)
+{
+	b->skel->bss->raw_polls = 1;
+	b->raw_enter = bpf_program__attach(b->skel->progs.ls_sys_enter);
+	if (!b->raw_enter)
+		return -errno;
+	b->exit_link = bpf_program__attach(b->skel->progs.ls_sys_exit);
+	return b->exit_link ? 0 : -errno;
+}
+
+int bpf_syscalls_attach(struct probe_bpf *b)
+{
+	const char *names[BPF_SYS_LINKS];
+	struct bpf_program *progs[BPF_SYS_LINKS], *prog;
+	int n = 0, ids[BPF_SYS_LINKS];
+	bpf_object__for_each_program(prog, b->skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
+		if (strncmp(sec, SYS_SEC, strlen(SYS_SEC)) != 0 || n == BPF_SYS_LINKS)
+			continue;
+		progs[n] = prog;
+		names[n++] = sec + strlen(SYS_SEC);
+	}
+	if (getenv("LOOPSTAT_BPF_RAW") || read_ids(names, n, ids) < 0)
+		return attach_raw(b);
+	for (int i = 0; i < n; i++) {
+		b->sys_links[i] = attach_id(progs[i], ids[i]);
+		if (!b->sys_links[i]) {
+			bpf_syscalls_detach(b);
+			return attach_raw(b);
+		}
+		b->nsys = i + 1;
+	}
+	return 0;
+}
+
+int bpf_syscalls_stall_exit(struct probe_bpf *b, int on)
+{
+	if (b->skel->bss->raw_polls)
+		return 0;   /* attached for good */
+	if (!on) {
+		bpf_link__destroy(b->exit_link);
+		b->exit_link = NULL;
+		return 0;
+	}
+	if (!b->exit_link)
+		b->exit_link = bpf_program__attach(b->skel->progs.ls_sys_exit);
+	return b->exit_link ? 0 : -errno;
+}
+
+void bpf_syscalls_detach(struct probe_bpf *b)
+{
+	for (int i = 0; i < b->nsys; i++)
+		bpf_link__destroy(b->sys_links[i]);   /* closes the perf event too */
+	b->nsys = 0;
+	bpf_link__destroy(b->raw_enter);
+	bpf_link__destroy(b->exit_link);
+	b->raw_enter = b->exit_link = NULL;
+}
