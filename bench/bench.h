@@ -61,21 +61,6 @@ static inline pid_t bench_spawn(char *const argv[], const char *backend, int *ou
 	return pid;
 }
 
-/* pid's resident set in kB (VmRSS of /proc/PID/status), -1 when gone. */
-static inline long bench_rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 /* Reads fd to its end (at most len - 1 bytes, NUL-terminated), closes it. */
 static inline void bench_slurp(int fd, char *buf, size_t len)
 {

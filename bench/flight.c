@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "support/proc_rss.h"
 
 #define LOOPS         100
 #define FLIGHT_RING_S "30s"
@@ -118,7 +119,7 @@ int main(int argc, char **argv)
 	for (int t = 0; t < FLIGHT_RUN_S * 5; t++) {
 		usleep(200000);
 		for (int i = 0; i < 3; i++) {
-			long kb = bench_rss_kb(all[i]->pid);
+			long kb = proc_rss_kb(all[i]->pid);
 			if (kb > all[i]->peak_kb)
 				all[i]->peak_kb = kb;
 		}

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "support/proc_rss.h"
 
 #define FLOOD       4300
 #define FLOOD_UID   60000
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
 	if (serve < 0)
 		return 1;
 	sleep(4);
-	long base = bench_rss_kb(serve);
+	long base = proc_rss_kb(serve);
 	double t0 = bench_now_us();
 	pid_t flood = child(FLOOD_UID, FLOOD);
 	printf("flood of %d threads made in %.1f s\n", FLOOD, (bench_now_us() - t0) / 1e6);
@@ -163,11 +164,11 @@ int main(int argc, char **argv)
 	t0 = bench_now_us();
 	double found = -1;
 	char *body = NULL;
-	long peak = bench_rss_kb(serve);
+	long peak = proc_rss_kb(serve);
 	while ((bench_now_us() - t0) / 1e6 < FOUND_MAX_S) {
 		free(body);
 		body = get_metrics(port);
-		long r = bench_rss_kb(serve);
+		long r = proc_rss_kb(serve);
 		peak = r > peak ? r : peak;
 		if (mentions(body, root_loop) && mentions(body, theirs)) {
 			found = (bench_now_us() - t0) / 1e6;
@@ -177,7 +178,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 8; i++) {   /* the flood's steady state */
 		usleep(500000);
-		long r = bench_rss_kb(serve);
+		long r = proc_rss_kb(serve);
 		peak = r > peak ? r : peak;
 	}
 	free(body);
@@ -196,7 +197,7 @@ int main(int argc, char **argv)
 	int listed = list_finds(bin, root_loop, theirs);
 	stop(flood);
 	sleep(20);
-	long after = bench_rss_kb(serve);
+	long after = proc_rss_kb(serve);
 	printf("serve RSS: %ld KB before, %ld KB at the flood's peak, %ld KB 20 s after it ended\n", base, peak, after);
 	printf("/metrics beside the flood: %.0f KB, %zu series, %.0f dropped\n", kb, series, dropped);
 	printf("figure worker_fair_found_s %.1f s\n", found);

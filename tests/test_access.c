@@ -7,6 +7,7 @@
 
 #include "support/children.h"
 #include "support/support.h"
+#include "support/users.h"
 
 TestSuite(access, .timeout = 30);
 
@@ -14,7 +15,7 @@ TestSuite(access, .timeout = 30);
 static int run_as_nobody(const char *args, char **out)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"%s\" %s 2>&1",
+	snprintf(cmd, sizeof(cmd), "exec " TS_AS_NOBODY " \"%s\" %s 2>&1",
 		 ts_loopstat_bin(), args);
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	return ts_run(argv, out, 20000);
@@ -22,8 +23,7 @@ static int run_as_nobody(const char *args, char **out)
 
 Test(access, a_refused_target_exits_5_with_the_reason_and_the_fix)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to run loopstat as another user");
+	ts_need_nobody();
 	int fd, wr;
 	pid_t child = tc_spawn_blocked_read(&fd, &wr);
 	char args[128], want[64], *out;
@@ -47,8 +47,7 @@ Test(access, a_refused_target_exits_5_with_the_reason_and_the_fix)
 
 Test(access, a_readable_target_beside_a_refused_one_is_measured)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to run loopstat as another user");
+	ts_need_nobody();
 	int fd, wr;
 	pid_t child = tc_spawn_blocked_read(&fd, &wr);
 	char args[128], *out, bin[512];
@@ -60,7 +59,7 @@ Test(access, a_readable_target_beside_a_refused_one_is_measured)
 		*slash = '\0';
 	snprintf(args, sizeof(args), "list -p %d,$w --duration 0.5", (int)child);
 	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- /bin/sh -c "
+	snprintf(cmd, sizeof(cmd), "exec " TS_AS_NOBODY " /bin/sh -c "
 		 "'\"%s/examples/duty_cycle\" --idle 0.9 --seconds 5 >/dev/null & w=$!; \"%s\" %s 2>&1; rc=$?; "
 		 "kill $w; exit $rc'", slash ? bin : ".", ts_loopstat_bin(), args);
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };

@@ -15,6 +15,7 @@
 #include "probe_bpf.h"
 #include "support/children.h"
 #include "support/support.h"
+#include "support/users.h"
 
 TestSuite(bpf_source, .timeout = 60);
 
@@ -66,14 +67,11 @@ Test(bpf_source, list_reads_exact_figures)
  * says why (JSON and the text footer); bpf is refused, exit 5. */
 Test(bpf_source, unprivileged_falls_back_and_says_why)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to become uid 65534 (setpriv)");
-	if (access("/usr/bin/setpriv", X_OK) != 0)
-		cr_skip_test("setpriv missing (util-linux)");
+	ts_need_nobody();
 	char cmd[1024], *out = NULL;
 	const char *bin = ts_loopstat_bin();
 	snprintf(cmd, sizeof(cmd),
-		 "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "
+		 TS_AS_NOBODY " sh -c "
 		 "'sleep 20 & p=$!; \"%s\" list -j --source auto --duration 1 -p $p 2>/dev/null; echo \"rc=$?\"; "
 		 "\"%s\" list --source auto --duration 1 -p $p; "
 		 "\"%s\" list --source bpf --duration 1 -p $p 2>&1; echo \"rc=$?\"; kill $p'", bin, bin, bin);

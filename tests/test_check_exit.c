@@ -11,6 +11,7 @@
 #include "support/check_run.h"
 #include "support/children.h"
 #include "support/support.h"
+#include "support/users.h"
 
 static char *dir;
 
@@ -116,13 +117,12 @@ Test(check_exit, one_worker_exiting_leaves_the_others_judged)
 /* A worker /proc will not show us: exit 5 with the fix, not "no worker". */
 Test(check_exit, access_refused_is_exit_5)
 {
-	if (getuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
-		cr_skip_test("needs root and setpriv to run the check as another user");
+	ts_need_nobody();
 	cr_assert_eq(chmod(dir, 0777), 0);
 	pid_t p = ck_duty("0.5", "--block", "0.2");   /* a root process; the check runs as nobody */
 	char cmd[1024], *out;
 	snprintf(cmd, sizeof(cmd),
-		 "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \"%s\" check -p %d --duration 10 "
+		 "exec " TS_AS_NOBODY " \"%s\" check -p %d --duration 10 "
 		 "'idle_pct>=10' 2>&1", ts_loopstat_bin(), (int)p);
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	int rc = ts_run(argv, &out, 20000);

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "support/children.h"
 #include "support/support.h"
+#include "support/users.h"
 
 /*
  * One cell of the table. args is a shell fragment after the binary, with
@@ -190,7 +191,7 @@ static int run(const struct cell *c, char **err, char **out)
 	else
 		/* stderr to the pipe, stdout to a file, then the cell's own redirections */
 		snprintf(cmd, sizeof(cmd), "%s exec %s \"%s\" %s", env,
-			 c->as_nobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups --" : "",
+			 c->as_nobody ? TS_AS_NOBODY : "",
 			 ts_loopstat_bin(), args);
 	char full[4200];
 	snprintf(full, sizeof(full), "exec 2>&1 >%s; %s", outpath, cmd);
@@ -236,8 +237,7 @@ static const struct cell *find(const char *cmd, int code)
 
 Test(exit_table, every_command_gives_every_code_it_can)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to run loopstat as the user nobody");
+	ts_need_nobody();
 	char rec[1024];
 	/* a recording to report, and one without samples */
 	snprintf(rec, sizeof(rec), "record -o %s/setup.rec -p %d --duration 0.3", dir, (int)worker);
@@ -305,8 +305,7 @@ static int run_line(const char *args, int as_nobody, char **err)
  * same 4, and each says how many segments it could not read. */
 Test(exit_table, a_user_who_can_read_no_segment_is_told_how_many)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to run loopstat as the user nobody");
+	ts_need_nobody();
 	char want[600];
 	snprintf(want, sizeof(want), "no worker to measure: 1 segment in %s could not be read", dir);
 	static const char *const cmds[] = { "list --duration 0.3", "export --dry-run --duration 0.3",

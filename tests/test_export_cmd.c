@@ -18,6 +18,7 @@
 #include "support/children.h"
 #include "support/export_run.h"
 #include "support/support.h"
+#include "support/users.h"
 
 static char *dir;
 
@@ -313,15 +314,14 @@ Test(export_cmd, no_worker_exits_4, .timeout = 30)
 
 Test(export_cmd, refused_access_exits_5, .timeout = 30)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to run loopstat as another user");
+	ts_need_nobody();
 	int rfd, wr;
 	pid_t child = tc_spawn_blocked_read(&rfd, &wr);
 	/* nobody must be able to read the segment directory: an unreadable
 	 * one is a configuration error (exit 2), not what this tests */
 	cr_assert_eq(chmod(dir, 0755), 0);
 	char cmd[1024], *out;
-	snprintf(cmd, sizeof(cmd), "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"%s\" export --dry-run "
+	snprintf(cmd, sizeof(cmd), "exec " TS_AS_NOBODY " \"%s\" export --dry-run "
 	         "--duration 0.3 -p %d 2>&1", ts_loopstat_bin(), (int)child);
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	int rc = ts_run(argv, &out, 20000);

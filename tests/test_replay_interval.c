@@ -97,3 +97,23 @@ Test(replay_interval, check_and_list_read_recordings_as_top_does)
 	free(out);
 	free(rec);
 }
+
+/* A recording (tests/data/idle-edge.rec, 4 s of a half-idle loop) whose
+ * share over all its samples, partial seconds too, lay outside the
+ * interval of its whole seconds (50.33 over [49.21, 50.21]): list shows the
+ * whole seconds' figure, the one the interval is about and check judges. */
+Test(replay_interval, the_figure_shown_is_inside_its_interval)
+{
+	char *out = NULL;
+	int rc = ts_loopstat(&out, 20000, "list", "--replay", "tests/data/idle-edge.rec", "--json", NULL);
+	cr_assert_eq(rc, 0, "list --replay (run from the tree): exit %d: %s", rc, out);
+	json_object *l = json_tokener_parse(out), *ws;
+	cr_assert(l && json_object_object_get_ex(l, "workers", &ws) && json_object_array_length(ws) == 1, "%s", out);
+	json_object *w = json_object_array_get_idx(ws, 0);
+	double idle = tj_num(w, "idle_pct"), lo = tj_num(w, "idle_lo"), hi = tj_num(w, "idle_hi");
+	cr_assert(lo <= idle && idle <= hi, "idle %.2f outside [%.2f, %.2f]", idle, lo, hi);
+	double sum = idle + tj_num(w, "running_pct") + tj_num(w, "blocked_pct") + tj_num(w, "other_pct");
+	cr_assert_float_eq(sum, 100, 0.05, "the shares over the same seconds: %.2f", sum);
+	json_object_put(l);
+	free(out);
+}

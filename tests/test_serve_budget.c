@@ -7,6 +7,7 @@
 
 #include "support/children.h"
 #include "support/loop_child.h"
+#include "support/proc_rss.h"
 #include "support/serve_child.h"
 #include "support/support.h"
 #include "support/thread_flood.h"
@@ -84,6 +85,14 @@ static long series_of(const char *body)
 /* serve, then the flood, then the loops: /metrics keeps within its budget
  * with both loops in it and says what it dropped; once the flood is gone
  * (its workers dropped 5 s later) serve's memory comes back. */
+/* *peak raised to pid's resident set now. */
+static void note_peak(pid_t pid, long *peak)
+{
+	long kb = proc_rss_kb(pid);
+	if (kb > *peak)
+		*peak = kb;
+}
+
 Test(serve_budget, a_flood_is_cut_from_metrics_and_its_memory_returned)
 {
 	char budget[16];
@@ -111,7 +120,7 @@ Test(serve_budget, a_flood_is_cut_from_metrics_and_its_memory_returned)
 		usleep(100 * 1000);
 	}
 	http_response_free(&r);
-	long base = ts_rss_kb(c.pid);
+	long base = proc_rss_kb(c.pid);
 	fprintf(stderr, "serve answered after %lld ms\n", ts_now_ms() - t0);
 	pid_t flood = tflood_start(FLOOD, 0, become, &flooder);
 	kids[nkids++] = flood;
@@ -127,7 +136,7 @@ Test(serve_budget, a_flood_is_cut_from_metrics_and_its_memory_returned)
 	t0 = ts_now_ms();
 	while (!found && ts_now_ms() - t0 < FOUND_MS) {
 		usleep(250 * 1000);
-		peak = ts_rss_kb(c.pid) > peak ? ts_rss_kb(c.pid) : peak;
+		note_peak(c.pid, &peak);
 		if (http_get(c.port, "/metrics", NULL, 2000, &r) == 0 && r.status == 200) {
 			found = mentions(r.body, root_loop) && mentions(r.body, theirs) &&
 				strstr(r.body, "\n# loopstat: ") && strstr(r.body, "loopstat_ignored_threads{");
@@ -146,7 +155,7 @@ Test(serve_budget, a_flood_is_cut_from_metrics_and_its_memory_returned)
 		  ts_now_ms() - t0, series);
 	for (int i = 0; i < 4; i++) {   /* the flood sampled for a moment */
 		usleep(250 * 1000);
-		peak = ts_rss_kb(c.pid) > peak ? ts_rss_kb(c.pid) : peak;
+		note_peak(c.pid, &peak);
 	}
 	tc_kill(flood);
 	forget(flood);
@@ -154,7 +163,7 @@ Test(serve_budget, a_flood_is_cut_from_metrics_and_its_memory_returned)
 	t0 = ts_now_ms();
 	do {
 		usleep(250 * 1000);
-		after = ts_rss_kb(c.pid);
+		after = proc_rss_kb(c.pid);
 	} while (after > 2 * base && ts_now_ms() - t0 < 7500);
 	fprintf(stderr, "serve RSS: %ld kB before, %ld kB at the flood, %ld kB %lld ms after it ended\n", base, peak,
 		after, ts_now_ms() - t0);

@@ -8,6 +8,7 @@
 #include "probe_bpf.h"
 #include "support/children.h"
 #include "support/support.h"
+#include "support/users.h"
 
 /* run-tests.sh pins proc for the other suites: this one tests the default */
 static void setup(void)
@@ -62,11 +63,8 @@ Test(source_default, the_environment_sets_another)
 /* As nobody, watching a process of its own, with no --source: proc, and why. */
 Test(source_default, nobody_falls_back_to_proc_and_says_why)
 {
-	if (geteuid() != 0)
-		cr_skip_test("needs root to become uid 65534 (setpriv)");
-	if (access("/usr/bin/setpriv", X_OK) != 0)
-		cr_skip_test("setpriv missing (util-linux)");
-	expect_source("exec setpriv --reuid=65534 --regid=65534 --clear-groups", "", "", "proc",
+	ts_need_nobody();
+	expect_source("exec " TS_AS_NOBODY, "", "", "proc",
 		      "bpf unavailable: not root and no CAP_BPF + CAP_PERFMON");
 }
 

@@ -193,7 +193,10 @@ int track_intervals(struct model *m, const struct tracks *ts, int64_t lo, int64_
 		for (int r = 0; tr && r < METRIC_NWORKER; r++) {
 			const struct metric *row = &metric_worker[r];
 			struct estimate e = { .ok = 0 };
-			if (!model_row_is_interval(row))
+			/* the shares too: the figure shown is the one the interval is
+			 * about and check judges (else a replay showed idle 43.8 over
+			 * [40.4, 43.7], the share over partial seconds as well) */
+			if (!model_row_is_interval(row) && (row->kind != METRIC_SHARE || hi < lo))
 				continue;
 			int err = hi >= lo ? track_eval(row, NULL, &tr, 1, lo, hi, EVAL_INTERVAL, &e) : 0;
 			if (err < 0)

@@ -69,7 +69,9 @@ int track_eval(const struct metric *m, const struct eval_filter *filter, const s
 /*
  * Sets the interval rows (model_row_is_interval) of m's workers that have
  * a track to the evaluator's interval over seconds [lo, hi] of it: what
- * check judges with over the same seconds. No seconds: unknown. 0 or -errno.
+ * check judges with over the same seconds; and the shares to their
+ * figures over the same seconds, the ones check judges. No seconds: the
+ * intervals unknown, the shares left as they are. 0 or -errno.
  */
 int track_intervals(struct model *m, const struct tracks *ts, int64_t lo, int64_t hi);
 

@@ -256,17 +256,3 @@ char *ts_path_in(const char *dir, const char *name)
 	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
 	return p;
 }
-
-long ts_rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}

@@ -68,7 +68,5 @@ int ts_loopstat(char **out, int timeout_ms, const char *a0, ...);
 /* "dir/name", malloc'd. */
 char *ts_path_in(const char *dir, const char *name);
 
-/* pid's resident set in kB (VmRSS of /proc/PID/status), -1 when gone. */
-long ts_rss_kb(pid_t pid);
 
 #endif /* TESTS_SUPPORT_H */

@@ -115,3 +115,11 @@ void ts_user_nobody(struct ts_user *u)
 	u->uid = pw->pw_uid;
 	u->gid = pw->pw_gid;   /* no name: ts_user_del leaves it be */
 }
+
+void ts_need_nobody(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to become uid 65534 (setpriv)");
+	if (access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("setpriv missing (util-linux)");
+}

@@ -42,4 +42,10 @@ pid_t ts_user_loop(const struct ts_user *u);
 /* u as the system's user nobody (an existing user, not made nor removed). */
 void ts_user_nobody(struct ts_user *u);
 
+/* A shell command's prefix that runs the rest as nobody (uid and gid
+ * 65534, no groups); ts_need_nobody skips the test (cr_skip_test) where
+ * it cannot: not root, or no setpriv. */
+#define TS_AS_NOBODY "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups --"
+void ts_need_nobody(void);
+
 #endif /* TESTS_USERS_H */
