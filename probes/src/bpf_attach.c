@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SYS_SEC "tracepoint/syscalls/"
 #define TRACEFS "/sys/kernel/tracing"
 
 /* The id of tracepoint syscalls/name under the tracefs at root, or -errno. */
@@ -108,12 +108,9 @@ static struct bpf_link *attach_id(struct bpf_program *prog, int id)
 
 void bpf_syscalls_no_autoattach(struct probe_bpf *b)
 {
-	struct bpf_program *prog;
-	bpf_object__for_each_program(prog, b->skel->obj) {
-		const char *sec = bpf_program__section_name(prog);
-		if (strncmp(sec, SYS_SEC, strlen(SYS_SEC)) == 0)
-			bpf_program__set_autoattach(prog, false);
-	}
+	bpf_program__set_autoattach(b->skel->progs.ls_poll_in, false);
+	bpf_program__set_autoattach(b->skel->progs.ls_poll_out, false);
+	bpf_program__set_autoattach(b->skel->progs.ls_close_in, false);
 	bpf_program__set_autoattach(b->skel->progs.ls_sys_enter, false);
 	bpf_program__set_autoattach(b->skel->progs.ls_sys_exit, false);
 }
@@ -129,22 +126,32 @@ static int attach_raw(struct probe_bpf *b)
 	return b->exit_link ? 0 : -errno;
 }
 
+/* The poll-family syscalls (lsb_is_poll_nr) and close, by their tracepoints' names. */
+static const char *const polls[] = { "epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select",
+				     "pselect6", "io_uring_enter" };
+#define NPOLLS (int)(sizeof(polls) / sizeof(polls[0]))
+
 int bpf_syscalls_attach(struct probe_bpf *b)
 {
-	const char *names[BPF_SYS_LINKS];
-	struct bpf_program *progs[BPF_SYS_LINKS], *prog;
-	int n = 0, ids[BPF_SYS_LINKS];
-	bpf_object__for_each_program(prog, b->skel->obj) {
-		const char *sec = bpf_program__section_name(prog);
-		if (strncmp(sec, SYS_SEC, strlen(SYS_SEC)) != 0 || n == BPF_SYS_LINKS)
-			continue;
-		progs[n] = prog;
-		names[n++] = sec + strlen(SYS_SEC);
+	char names[2 * NPOLLS + 1][40];
+	const char *name[2 * NPOLLS + 1];
+	struct bpf_program *prog[2 * NPOLLS + 1];
+	int n = 0, ids[2 * NPOLLS + 1];
+	_Static_assert(2 * NPOLLS + 1 <= BPF_SYS_LINKS, "room for every link");
+	for (int i = 0; i < NPOLLS; i++) {
+		snprintf(names[n], sizeof(names[n]), "sys_enter_%s", polls[i]);
+		prog[n++] = b->skel->progs.ls_poll_in;
+		snprintf(names[n], sizeof(names[n]), "sys_exit_%s", polls[i]);
+		prog[n++] = b->skel->progs.ls_poll_out;
 	}
-	if (getenv("LOOPSTAT_BPF_RAW") || read_ids(names, n, ids) < 0)
+	snprintf(names[n], sizeof(names[n]), "sys_enter_close");
+	prog[n++] = b->skel->progs.ls_close_in;
+	for (int i = 0; i < n; i++)
+		name[i] = names[i];
+	if (getenv("LOOPSTAT_BPF_RAW") || read_ids(name, n, ids) < 0)
 		return attach_raw(b);
 	for (int i = 0; i < n; i++) {
-		b->sys_links[i] = attach_id(progs[i], ids[i]);
+		b->sys_links[i] = attach_id(prog[i], ids[i]);
 		if (!b->sys_links[i]) {
 			bpf_syscalls_detach(b);
 			return attach_raw(b);
@@ -168,10 +175,27 @@ int bpf_syscalls_stall_exit(struct probe_bpf *b, int on)
 	return b->exit_link ? 0 : -errno;
 }
 
+static void *destroy_link(void *link)
+{
+	bpf_link__destroy(link);   /* closes the perf event too */
+	return NULL;
+}
+
 void bpf_syscalls_detach(struct probe_bpf *b)
 {
+	/* closing a tracepoint's perf event waits for a grace period (43 ms
+	 * each here, 0.73 s for all in turn): closed side by side, the waits
+	 * overlap */
+	pthread_t th[BPF_SYS_LINKS];
+	int started[BPF_SYS_LINKS];
 	for (int i = 0; i < b->nsys; i++)
-		bpf_link__destroy(b->sys_links[i]);   /* closes the perf event too */
+		started[i] = pthread_create(&th[i], NULL, destroy_link, b->sys_links[i]) == 0;
+	for (int i = 0; i < b->nsys; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		else
+			destroy_link(b->sys_links[i]);
+	}
 	b->nsys = 0;
 	bpf_link__destroy(b->raw_enter);
 	bpf_link__destroy(b->exit_link);

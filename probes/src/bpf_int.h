@@ -13,7 +13,7 @@
 #include "loopstat.skel.h"
 #include "probe_bpf.h"
 
-#define BPF_SYS_LINKS 24   /* programs on syscall tracepoints (loopstat.bpf.c: 17) */
+#define BPF_SYS_LINKS 24   /* syscall tracepoints with a program (bpf_attach.c: 17) */
 
 struct probe_bpf {
 	struct loopstat_bpf *skel;     /* owned */
