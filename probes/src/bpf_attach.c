@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +89,7 @@ static int read_ids(const char *const *names, int n, int *ids)
 
 /* prog on tracepoint id: one perf event (its programs run on every CPU:
  * a tracepoint's programs belong to the tracepoint). NULL with errno. */
-static struct bpf_link *attach_id(struct bpf_program *prog, int id)
+static struct bpf_link *attach_id(struct bpf_program *prog, int id, int *perf_fd)
 {
 	struct perf_event_attr a = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(a), .config = (__u64)id,
 				     .sample_period = 1, .wakeup_events = 1 };
@@ -103,6 +102,7 @@ static struct bpf_link *attach_id(struct bpf_program *prog, int id)
 		close(fd);
 		errno = e;
 	}
+	*perf_fd = fd;   /* the link's: closed with it */
 	return l;
 }
 
@@ -151,7 +151,7 @@ int bpf_syscalls_attach(struct probe_bpf *b)
 	if (getenv("LOOPSTAT_BPF_RAW") || read_ids(name, n, ids) < 0)
 		return attach_raw(b);
 	for (int i = 0; i < n; i++) {
-		b->sys_links[i] = attach_id(prog[i], ids[i]);
+		b->sys_links[i] = attach_id(prog[i], ids[i], &b->sys_perf[i]);
 		if (!b->sys_links[i]) {
 			bpf_syscalls_detach(b);
 			return attach_raw(b);
@@ -175,26 +175,59 @@ int bpf_syscalls_stall_exit(struct probe_bpf *b, int on)
 	return b->exit_link ? 0 : -errno;
 }
 
-static void *destroy_link(void *link)
+static int by_int(const void *a, const void *b)
 {
-	bpf_link__destroy(link);   /* closes the perf event too */
-	return NULL;
+	return *(const int *)a - *(const int *)b;
+}
+
+/* A grandchild that holds copies of keep[n] (its other fds closed, so no
+ * pipe or socket of ours stays open in it) until rd reads end of file, and
+ * then lets them go. */
+static void hold_until_eof(int *keep, int n, int rd)
+{
+	keep[n++] = rd;
+	qsort(keep, (size_t)n, sizeof(*keep), by_int);
+	unsigned lo = 0;
+	for (int i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
+	char c;
+	while (read(rd, &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);
 }
 
 void bpf_syscalls_detach(struct probe_bpf *b)
 {
-	/* closing a tracepoint's perf event waits for a grace period (43 ms
-	 * each here, 0.73 s for all in turn): closed side by side, the waits
-	 * overlap */
-	pthread_t th[BPF_SYS_LINKS];
-	int started[BPF_SYS_LINKS];
+	/* The last close of a tracepoint's perf event waits a grace period
+	 * under a kernel mutex, one after another: 0.37 s for all of them
+	 * here, at the end of every run. A grandchild holding copies of their
+	 * fds closes them last, after this process let go: a one-shot run
+	 * does not wait (without one, this process waits). */
+	int p[2] = { -1, -1 };
+	if (b->nsys && pipe2(p, O_CLOEXEC) == 0) {
+		int keep[2 * BPF_SYS_LINKS + 1], n = 0;
+		for (int i = 0; i < b->nsys; i++) {
+			keep[n++] = bpf_link__fd(b->sys_links[i]);
+			keep[n++] = b->sys_perf[i];
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (fork() == 0)
+				hold_until_eof(keep, n, p[0]);
+			_exit(0);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);   /* its child is init's */
+	}
 	for (int i = 0; i < b->nsys; i++)
-		started[i] = pthread_create(&th[i], NULL, destroy_link, b->sys_links[i]) == 0;
-	for (int i = 0; i < b->nsys; i++) {
-		if (started[i])
-			pthread_join(th[i], NULL);
-		else
-			destroy_link(b->sys_links[i]);
+		bpf_link__destroy(b->sys_links[i]);   /* closes the perf event too */
+	if (p[0] >= 0) {
+		close(p[0]);
+		close(p[1]);   /* the grandchild reads end of file: its copies go */
 	}
 	b->nsys = 0;
 	bpf_link__destroy(b->raw_enter);

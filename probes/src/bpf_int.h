@@ -27,6 +27,7 @@ struct probe_bpf {
 	int stats_fd;                  /* BPF_ENABLE_STATS while held; -1 before */
 	struct bpf_link **ticks;       /* the tick program on each CPU's clock, owned; NULL: not attached */
 	struct bpf_link *sys_links[BPF_SYS_LINKS]; /* the syscall tracepoints' programs, owned */
+	int sys_perf[BPF_SYS_LINKS];   /* their perf events' fds (the links own them) */
 	int nsys;
 	struct bpf_link *raw_enter;    /* ls_sys_enter where those could not attach, owned */
 	struct bpf_link *exit_link;    /* ls_sys_exit: with raw_enter, or while stalls are asked for; owned */
