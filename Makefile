@@ -248,10 +248,13 @@ TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test
 # parallel suites, PLAIN_ONLY_TESTS run a real Prometheus, carbon under
 # cron or the dashboard under tmux, whose code runs there through
 # test_serve, the export suites above and test_tui_draw: they only wait
-# longer under the sanitizers.
+# longer under the sanitizers; and serve's flight recorder, whose code runs
+# there through test_flight and test_serve, and whose stall's stack would
+# be named through ASan's interceptors (as stall_groups, above).
 SAN_SOLO_TESTS = test_sampler test_stall_capture test_probe_loop test_bpf_source test_fd_budget test_unwind_budget \
                  test_saturated test_worker_fair test_pid_reuse test_flight
-PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_export_cron %/test_tui_tmux,$(TESTS)) \
+PLAIN_ONLY_TESTS = $(filter %/test_serve_prometheus %/test_export_carbon %/test_export_cron %/test_tui_tmux \
+                     %/test_serve_flight,$(TESTS)) \
                    $(addprefix $(BUILD)/tests/,$(filter-out $(SAN_SOLO_TESTS),$(SOLO_TESTS)))
 # The long truth run of real Go, tokio and Netty servers at three loads
 # (2.5 min, and load-sensitive) runs in `make check`, not in make test,

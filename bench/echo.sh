@@ -29,14 +29,8 @@ for b in "$load" "$BUILD/examples/echo_server" "$BUILD/bench/epoll_echo"; do
 done
 command -v taskset >/dev/null || { echo "echo.sh: taskset missing (util-linux)" >&2; exit 2; }
 
-tmp=$(mktemp -d /tmp/echo-bench.XXXXXX)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib_common.sh"
+bench_tmp echo-bench
 
 # Starts server $1 pinned to SRV_CPU; sets $pid and $port.
 start() {

@@ -37,14 +37,8 @@ for c in taskset strace; do
 	command -v $c >/dev/null || { echo "profile_impact.sh: $c missing" >&2; exit 2; }
 done
 
-tmp=$(mktemp -d /tmp/profile-impact.XXXXXX)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib_common.sh"
+bench_tmp profile-impact
 
 LOOPSTAT_SHM_DIR=$tmp FL_BACKEND=$BACKEND taskset -c 0 "$srv" --port 0 >"$tmp/srv.out" 2>"$tmp/srv.err" &
 spid=$!

@@ -1,14 +1,15 @@
 /* libFuzzer: the recording reader (collect/recording.c) and its
  * consumers, report's accumulator, tree and stalls by stack (profile/),
  * the flight recorder's ring and its writing out (flight_ring.c: every
- * event through a small ring, the ring written as a recording with the
- * file's triggers, and that read back), top --replay's
+ * event and limit reading through a small ring, the ring written as a
+ * recording with the file's triggers, and that read back), top --replay's
  * series (collect/replay.c) and diff's readers (monitor/diff/: the
  * differential profile of the file against itself, its metrics through
  * the feed, and the same bytes as a --json document): a recording is
  * anyone's file. */
 #include "fuzz.h"
 #include <errno.h>
+#include <math.h>
 #include "collect/recording.h"
 #include "collect/replay.h"
 #include "profile/flight_ring.h"
@@ -54,6 +55,14 @@ static void ring_round_trip(const uint8_t *data, size_t size)
 			flight_ring_times(ring, &oldest, &newest);
 			for (unsigned i = 0; i < meta.ntriggers; i++)
 				rec_write_trigger(w, &meta.triggers[i]);
+			/* the file's limit tallies as readings, through the ring and out again */
+			for (unsigned i = 0; i < meta.nlimits; i++) {
+				const struct rec_limit_tally *k = &meta.limits[i];
+				struct rec_limit l = { .t_ns = k->last_ns, .pid = k->pid, .tid = k->tid,
+						       .reading = k->nread ? k->reading_max : NAN };
+				snprintf(l.limit, sizeof(l.limit), "%s", k->limit);
+				flight_ring_add_limit(ring, &l);
+			}
 			flight_ring_write(ring, w, &seq, oldest, &lost);
 			rec_writer_end(w, 1);
 		}

@@ -18,10 +18,14 @@ monitor/profile/flight_ring.h monitor/profile/flight_dir.h monitor/profile/fligh
 # record's flight recorder judges its triggers as check judges thresholds
 # (its grammar and metric list): those, and nothing else of check's.
 FLIGHT_USES='check/check_expr.h check/check_series.h'
+FLIGHT_FILES='monitor/profile/flight.c monitor/profile/flight_opts.c monitor/profile/flight_int.h'
 # serve is the Prometheus format served live: it renders through export's
 # points and writer (one spelling of every name) and takes its host name
 # the same way; nothing else of export's, and export nothing of serve's.
+# Its flight recorder is record's (profile/flight.h: one recorder, driven
+# from serve's feed), through serve_flight.h alone.
 SERVE_USES='export/export_points.h export/export_prom.h export/export_name.h export/export_config.h'
+SERVE_FLIGHT='profile/flight.h'
 
 # diff judges changes as check judges thresholds (its grammar, verdicts,
 # baseline reader, metric list) and draws profiles with profile's tree,
@@ -77,8 +81,9 @@ check_file() {
 				esac ;;
 			top/*|list/*|export/*|check/*|profile/*|serve/*|diff/*)
 				{ [ "$layer" = serve ] && in_list "$inc" "$SERVE_USES"; } ||
+				{ [ "$f" = monitor/serve/serve_flight.h ] && in_list "$inc" "$SERVE_FLIGHT"; } ||
 				{ [ "$layer" = diff ] && in_list "$inc" "$DIFF_USES"; } ||
-				{ [ "$f" = monitor/profile/flight.c ] && in_list "$inc" "$FLIGHT_USES"; } ||
+				{ in_list "$f" "$FLIGHT_FILES" && in_list "$inc" "$FLIGHT_USES"; } ||
 				fail "$where" "$layer/ includes \"$inc\": a layer or view never includes another view" ;;
 			cli.h|exitcodes.h)
 				case "$layer" in collect|model|util) fail "$where" "$layer/ includes \"$inc\": the CLI sits above it" ;; esac ;;

@@ -1,4 +1,4 @@
-/* check_expr: thresholds parse into metric, filter, operator, limit and unit; every mistake is an error naming its column, unknown names list the valid ones. */
+/* check_expr: thresholds parse into metric, filter, operator, limit and unit, verdicts (limit==quota) into their 0/1 row; every mistake is an error naming its column, unknown names list the valid ones. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
@@ -17,6 +17,8 @@ static const struct check_metric metrics[] = {
 	{ "runqueue_max", "", NULL },
 	{ "headroom_ops_per_s", "ops/s", NULL },
 	{ "window_s", "s", NULL },
+	{ "limit_loop", "", NULL, "limit", "loop" },
+	{ "limit_quota", "", NULL, "limit", "quota" },
 };
 
 static int no_fsnyc(void *arg, const struct check_metric *m, const char *key, const char *value, char *why,
@@ -126,10 +128,32 @@ Test(check_expr, baseline_relative, .timeout = 5)
 Test(check_expr, unknown_metric_lists_valid_names, .timeout = 5)
 {
 	bad("idel_pct>=30", 1, "unknown metric 'idel_pct' (did you mean idle_pct?)");
-	cr_expect(strstr(err, "valid: idle_pct, blocked_pct, stall_ms, runqueue_max, headroom_ops_per_s, window_s"),
-		  "%s", err);
-	bad("cpu>=30", 1, "unknown metric 'cpu'; valid: idle_pct,");
+	cr_expect(strstr(err, "valid: limit==WORD, idle_pct, blocked_pct, stall_ms, runqueue_max, headroom_ops_per_s, "
+			  "window_s"), "%s", err);
+	bad("cpu>=30", 1, "unknown metric 'cpu'; valid: limit==WORD, idle_pct,");
 	cr_expect(!strstr(err, "did you mean"), "nothing close to 'cpu': %s", err);
+}
+
+/* A verdict against a word: its 0/1 row, >= 1 for ==, < 1 for != (so
+ * check and the flight recorder's triggers judge a number as ever). */
+Test(check_expr, verdict_equals_a_word, .timeout = 5)
+{
+	good("limit==quota");
+	cr_expect(t.metric == &metrics[7] && t.op == CHECK_GE && t.value == 1 && !t.relative && !t.nfilter);
+	cr_expect_str_eq(t.text, "limit==quota", "reports name it as written");
+	good(" limit != loop ");
+	cr_expect(t.metric == &metrics[6] && t.op == CHECK_LT && t.value == 1);
+	cr_expect_str_eq(t.text, "limit!=loop");
+	bad("limit==cpu", 8, "unknown limit 'cpu'; valid: loop, quota");
+	bad("limit==", 8, "expected a limit; valid: loop, quota");
+	bad("limit>=1", 6, "'limit' is a verdict: compare it with == or !=");
+	bad("limit==quota x", 14, "unexpected 'x'");
+	bad("limit_quota==1", 12, "operator '==' is not supported on a figure");
+	/* diff's changes: a verdict has none */
+	struct check_parse_ctx changes = ctx;
+	changes.changes = 1;
+	cr_expect_eq(check_parse(&changes, "limit==quota", &t, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "no change between two runs"), "%s", err);
 }
 
 Test(check_expr, syntax_errors_name_the_column, .timeout = 5)

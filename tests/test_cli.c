@@ -246,7 +246,7 @@ Test(cli, every_duration_option_takes_every_form, .timeout = 60)
 		{ "top", "-p 4194000", 4, "no process 4194000" },
 		{ "list", "-p 4194000", 4, "no process 4194000" },
 		{ "export", "-p 4194000", 2, "nothing to do" },
-		{ "serve", "-p 4194000", 4, "no process 4194000" },
+		{ "serve", "-p 4194000 --flight-recorder /nonexistent/fr", 4, "no process 4194000" },
 		{ "check", "-p 4194000 --duration 1 --wait-for-workers 1 'idle_pct>=1'", 4, "no process 4194000" },
 		{ "profile", "-p 4194000", 4, "no process 4194000" },
 		{ "record", "-o /dev/null -p 4194000 --ring 10s", 4, "no process 4194000" },

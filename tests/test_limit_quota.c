@@ -1,6 +1,7 @@
-/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; an idle loop sharing the group is not held back, and the busy one's reason names the group and its pid; a loop moved into the group while list runs takes its quota; one sharing its CPU with three spinners reads limit "cpu". */
+/* What limits a real loop: one that wants half a CPU in a real cgroup with a 0.2-CPU quota (v1's cpu controller, or v2's where it is enabled) reads its quota, throttled_pct >= 20 and limit "quota", and fails check's 'throttled_pct<10'; a loop outside any quota reads none and limit "none"; an idle loop sharing the group is not held back, and the busy one's reason names the group and its pid; a loop moved into the group while list runs takes its quota; one sharing its CPU with three spinners reads limit "cpu"; check takes limit==quota on the throttled loop (and fails limit!=quota), and a flight recorder's trigger limit==quota writes its recording with the quota's limit readings. */
 #include <criterion/criterion.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <json-c/json.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collect/recording.h"
 #include "support/children.h"
 #include "support/list_json.h"
 #include "support/support.h"
@@ -60,6 +62,21 @@ static void remove_group(void)
 	if (version)
 		for (int i = 0; i < 50 && rmdir(group) < 0 && errno == EBUSY; i++)
 			usleep(100 * 1000);   /* its killed member is reaped first */
+}
+
+/* The check table's row from row to its end says verdict (a word of it). */
+static int row_says(const char *row, const char *verdict)
+{
+	char line[512], want[32];
+	snprintf(line, sizeof(line), "%.*s ", (int)strcspn(row, "\n"), row);
+	snprintf(want, sizeof(want), " %s ", verdict);
+	return strstr(line, want) != NULL;
+}
+
+static int no_event(void *arg, const struct rec_event *ev)
+{
+	(void)arg, (void)ev;
+	return 0;
 }
 
 static json_object *worker_of(json_object *doc, pid_t pid)
@@ -110,6 +127,79 @@ Test(limit_quota, a_throttled_loop_reads_its_quota_and_throttling, .timeout = 60
 	free(out);
 	tc_kill(held);
 	tc_kill(free_loop);
+}
+
+/* The verdict as a threshold and a trigger: check passes limit==quota on
+ * a loop held back by its quota and fails limit!=quota; record --ring
+ * with --trigger limit==quota writes one recording whose limit readings
+ * say quota, its throttled share as the reading, and report shows them. */
+Test(limit_quota, limit_equals_quota_in_check_and_as_a_trigger, .timeout = 60, .fini = remove_group)
+{
+	if (!make_group())
+		cr_skip_test("no writable cpu controller (v1 cpu/ or v2 with cpu delegated): needs root");
+	const char *busy_args[] = { "--idle", "0.5", "--seconds", "20", "--plain", NULL };
+	/* 0.05 CPU: throttled even on a host too busy to give the loop 0.2 */
+	char p[320];
+	snprintf(p, sizeof(p), "%s/%s", group, version == 1 ? "cpu.cfs_quota_us" : "cpu.max");
+	cr_assert_eq(ts_write_file(p, version == 1 ? "5000" : "5000 100000", version == 1 ? 4 : 11), 0);
+	pid_t held = tc_spawn_example("duty_cycle", busy_args, NULL);
+	join(held);
+	usleep(300 * 1000);
+	char pid[16], *out = NULL;
+	snprintf(pid, sizeof(pid), "%d", (int)held);
+	/* both in one run: one passes, the other fails (exit 1) */
+	char *chk[] = { (char *)ts_loopstat_bin(), "check", "-p", pid, "--duration", "3", "limit==quota", "limit!=quota",
+			NULL };
+	int rc = ts_run(chk, &out, 20000);
+	cr_expect_eq(rc, 1, "check on a throttled loop exited %d: %s", rc, out ? out : "");
+	const char *eq = out ? strstr(out, "limit==quota ") : NULL, *ne = out ? strstr(out, "limit!=quota ") : NULL;
+	cr_assert(eq && ne, "each threshold has its row, named as written: %s", out ? out : "");
+	cr_expect(row_says(eq, "pass"), "limit==quota passes: %s", out);
+	cr_expect(row_says(ne, "fail"), "limit!=quota fails: %s", out);
+	free(out);
+
+	char *dir = ts_tmpdir("quota-flight");
+	out = NULL;
+	char *rec[] = { (char *)ts_loopstat_bin(), "record", "-p", pid, "-r", "100", "--ring", "2s", "--trigger",
+			"limit==quota", "--after", "1s", "--duration", "4", "-o", dir, NULL };
+	rc = ts_run(rec, &out, 20000);
+	cr_expect_eq(rc, 0, "record --ring: exit %d: %s", rc, out ? out : "");
+	free(out);
+	DIR *d = opendir(dir);
+	cr_assert(d);
+	char name[256] = "";
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		if (strncmp(de->d_name, "flight-", 7) == 0 && strstr(de->d_name, "quota"))
+			n++, snprintf(name, sizeof(name), "%s", de->d_name);
+	closedir(d);
+	cr_assert_eq(n, 1, "one recording for the trigger (the cooldown holds the rest back)");
+	char *path = ts_path_in(dir, name);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	struct rec_meta *rm = malloc(sizeof(*rm));
+	long line = 0;
+	cr_assert_eq(rec_read(f, rm, no_event, NULL, &line), 0, "%s:%ld", path, line);
+	fclose(f);
+	cr_expect_eq(rm->ntriggers, 1);
+	cr_expect_str_eq(rm->triggers[0].text, "limit==quota");
+	const struct rec_limit_tally *q = NULL;
+	for (unsigned i = 0; i < rm->nlimits; i++)
+		if (rm->limits[i].pid == held && strcmp(rm->limits[i].limit, "quota") == 0)
+			q = &rm->limits[i];
+	cr_assert(q, "the recording holds the loop's quota readings (%u tallies)", rm->nlimits);
+	cr_expect_geq(q->seconds, 1);
+	cr_expect(q->nread && q->reading_max >= 10, "the reading is its throttled share: up to %.1f%%", q->reading_max);
+	free(rm);
+	out = NULL;
+	char *rep[] = { (char *)ts_loopstat_bin(), "report", path, NULL };
+	rc = ts_run(rep, &out, 20000);
+	cr_expect_eq(rc, 0, "report: %s", out ? out : "");
+	cr_expect(out && strstr(out, "limits (flight recorder") && strstr(out, " quota "), "%s", out ? out : "");
+	free(out);
+	free(path);
+	ts_rmtree_free(dir);
+	tc_kill(held);
 }
 
 /* The verdict belongs to the process that spends the quota: a busy loop

@@ -1,4 +1,4 @@
-/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings, a crafted schedstat jump and a flight recording's triggers and stall stacks cost time and memory linear in the file, or are refused with one line and exit 2. */
+/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings, a crafted schedstat jump, a flight recording's triggers and stall stacks, and 200,000 limit readings of 100,000 workers (with unknown versions and malformed ones) cost time and memory linear in the file, or are refused with one line and exit 2. */
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
@@ -215,6 +215,19 @@ static int keep(void *arg, const struct rec_event *ev)
 	return 0;
 }
 
+/* Ends the crafted recording f at p with an event and its trailer, and
+ * expects report to read it in linear time and bounded memory. */
+static void report_bounded(FILE *f, char *p)
+{
+	fputs("e 30000000 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\nm duration_s 1.000\n", f);
+	fclose(f);
+	char *text[] = { "report", p, NULL };
+	struct outcome o = run(text);
+	cr_expect_eq(o.rc, 0, "exit %d: %s", o.rc, o.err);
+	cr_expect_lt(o.ms, 10000, "%ld ms", o.ms);
+	cr_expect_lt(o.rss_mb, 128, "peaked at %ld MB", o.rss_mb);
+}
+
 /* A runnable time far beyond the wall time between two readings (a crafted
  * file: no thread runs more than it lives) stays within each second. */
 Test(recording_limits, a_crafted_schedstat_jump_stays_within_the_second)
@@ -271,19 +284,52 @@ Test(recording_limits, crafted_triggers_and_stall_stacks_stay_bounded)
 		fprintf(f, "s %d fn%d\n", i + 2, i);
 	for (int i = 0; i < 20000; i++)
 		fprintf(f, "k 150 %d 1 1 0 2 -1 -1 0 0 0 0 0 1 0 0 0 1 %d\n", i * 1000, 2 + i % 5000);
-	fputs("e 30000000 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\nm duration_s 1.000\n", f);
-	fclose(f);
+	report_bounded(f, p);
 	char *text[] = { "report", p, NULL };
-	struct outcome o = run(text);
-	cr_expect_eq(o.rc, 0, "exit %d: %s", o.rc, o.err);
-	cr_expect_lt(o.ms, 10000, "%ld ms", o.ms);
-	cr_expect_lt(o.rss_mb, 128, "peaked at %ld MB", o.rss_mb);
-
 	f = create(p);
 	fputs("s 1 1/1 t\nt 12 1\ne 1 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\n", f);
 	fclose(f);
-	o = run(text);
+	struct outcome o = run(text);
 	cr_expect_eq(o.rc, 2, "a trigger without its fields: exit %d: %s", o.rc, o.err);
 	cr_expect(strstr(o.err, ":4:"), "the line named: %s", o.err);
+	free(p);
+}
+
+/* Limit readings ("l"): 200,000 lines of 100,000 workers, past the 64
+ * tallies report keeps (counted), beside lines of an unknown version
+ * (skipped) cost linear time and bounded memory, and report shows the
+ * tallies; a reading that is no number, a verdict that is no word, or a
+ * line cut short is a malformed line (exit 2, named). */
+Test(recording_limits, crafted_limit_readings_stay_bounded)
+{
+	char *p = path("limits.rec");
+	FILE *f = create(p);
+	fputs("s 1 1/1 t\n", f);
+	for (int i = 0; i < 200000; i++)
+		fprintf(f, "l 1 %d %d %d quota %d.500\n", i * 1000, 1 + i % 100000, 1 + i % 100000, i % 100);
+	fputs("l 1 5 7 7 loop -\nl 1 6 7 7 loop 12.000\nl 2 7 7 7 nonsense words here\nl 99\n", f);
+	report_bounded(f, p);
+	char *text[] = { "report", p, NULL };
+	FILE *r = fopen(p, "r");
+	cr_assert(r);
+	struct rec_meta *m = malloc(sizeof(*m));
+	long line = 0;
+	cr_assert_eq(rec_read(r, m, keep, NULL, &line), 0, "line %ld", line);
+	fclose(r);
+	cr_expect_eq(m->limits_seen, 200002, "every known line counted, the unknown versions skipped");
+	cr_expect_eq(m->nlimits, REC_MAX_LIMITS);
+	cr_expect_eq(m->limits_unkept, 200002 - 2 * REC_MAX_LIMITS, "workers 1..64 kept, twice each: %u", m->limits_unkept);
+	free(m);
+
+	static const char *const broken[] = { "l 1 5 7 7 quota twelve", "l 1 5 7 7 Quota 1.0", "l 1 5 7 7 quota",
+					      "l 1 5 7", "l x", "l 1 5 7 7 quota 1.0 more", "l 1 5 7 7 quota inf" };
+	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+		f = create(p);
+		fprintf(f, "s 1 1/1 t\n%s\ne 1 1 1 0 1 232 3 0 0 0 0 0 1 0 0 0 0\n", broken[i]);
+		fclose(f);
+		struct outcome o = run(text);
+		cr_expect_eq(o.rc, 2, "'%s': exit %d: %s", broken[i], o.rc, o.err);
+		cr_expect(strstr(o.err, ":4:"), "'%s': the line named: %s", broken[i], o.err);
+	}
 	free(p);
 }

@@ -78,18 +78,6 @@ static double sample_value(const char *body, const char *prefix)
 	return strtod(sp + 1, NULL);
 }
 
-static void promtool_check(const char *body, size_t len)
-{
-	char path[400], cmd[600];
-	snprintf(path, sizeof(path), "%s/scrape.prom", dir);
-	cr_assert_eq(ts_write_file(path, body, len), 0);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < '%s' 2>&1", path);
-	char *sh[] = { "/bin/sh", "-c", cmd, NULL }, *out;
-	int rc = ts_run(sh, &out, 15000);
-	cr_assert_eq(rc, 0, "promtool check metrics refuses a live scrape: %s\n%s", out, body);
-	free(out);
-}
-
 Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
 {
 	const char *cargs[] = { "-s", "30", "-b", "20", NULL };
@@ -122,7 +110,7 @@ Test(serve, real_workers_pass_promtool_and_accept_picks_the_format)
 	cr_assert_eq(http_get(c.port, "/metrics", NULL, 2000, &r), 0);
 	cr_assert(strstr(r.body, idle), "%s", r.body);
 	cr_assert_str_eq(http_header(&r, "Content-Type", hv, sizeof(hv)), "text/plain; version=0.0.4; charset=utf-8");
-	promtool_check(r.body, r.body_len);
+	sc_promtool_check(dir, r.body, r.body_len);
 	double share = sample_value(r.body, idle);
 	char key[200];
 	snprintf(key, sizeof(key), "\nloopstat_worker_idle_ci95_ratio{host=\"h\",name=\"duty_cycle\",service=\"duty_cycle\","

@@ -413,25 +413,64 @@ Test(tui_draw, detail_view_shows_breakdown_blockers_and_stall)
 	cr_assert(strstr(all, "pid 200 tid 201 is gone"), "%s", all);
 }
 
-/* A captured stall is listed with where it was, its innermost frames first. */
-Test(tui_draw, detail_view_lists_the_stalls)
+static void fsync_stall(struct stall_view *s, double t_s, double dur_ms)
 {
-	open_screen(40, 100);
-	struct worker_view *w = &t.m.workers[1];
-	struct stall_view *s = &w->stall_log[0];
-	*s = (struct stall_view){ .t_s = 12.5, .dur_ms = 230, .ended = 1, .state = "blocked", .fd = 7,
+	*s = (struct stall_view){ .t_s = t_s, .dur_ms = dur_ms, .ended = 1, .state = "blocked", .fd = 7,
 				  .stack_from = "syscall", .nframes = 2 };
 	snprintf(s->syscall, sizeof(s->syscall), "fsync");
 	snprintf(s->target, sizeof(s->target), "/var/lib/data.db");
 	snprintf(s->frames[0], sizeof(s->frames[0]), "libc.so.6`fsync");
 	snprintf(s->frames[1], sizeof(s->frames[1]), "db`flush_wal");
-	w->nstall_log = 1;
+}
+
+/* The captured stalls, grouped by stack as report groups them: one line
+ * per stack with count, first .. last and worst, the most frequent first,
+ * then its innermost frames; every stall seen since the view opened, the
+ * log's last few at each refresh. */
+Test(tui_draw, detail_view_groups_the_stalls_by_stack)
+{
+	open_screen(40, 110);
+	struct worker_view *w = &t.m.workers[1];
+	/* newest first: two of one stack around one of another */
+	fsync_stall(&w->stall_log[0], 20.0, 410);
+	w->stall_log[1] = (struct stall_view){ .t_s = 15.5, .dur_ms = 150, .ended = 1, .state = "running", .fd = -1,
+					       .stack_from = "perf", .nframes = 1 };
+	snprintf(w->stall_log[1].frames[0], sizeof(w->stall_log[1].frames[0]), "app`parse_json");
+	fsync_stall(&w->stall_log[2], 12.5, 230);
+	w->nstall_log = 3;
 	tui_handle_key(&t, '\r');
 	tui_draw(&t);
 	const char *all = screen_text();
-	cr_assert(strstr(all, "Stalls"), "%s", all);
-	cr_assert(strstr(all, "230 ms  blocked  fsync fd 7 /var/lib/data.db"), "%s", all);
-	cr_assert(strstr(all, "db`flush_wal"), "%s", all);
+	cr_assert(strstr(all, "Stalls by stack"), "%s", all);
+	int two = find_line("  2x      12.5s ..     20.0s  worst 410 ms  blocked   fsync  fd 7 /var/lib/data.db");
+	int one = find_line("  1x      15.5s ..     15.5s  worst 150 ms  running");
+	cr_assert_geq(two, 0, "the fsync stack once, counted twice:\n%s", all);
+	cr_assert_gt(one, two, "the other stack after it:\n%s", all);
+	cr_assert_eq(find_line("    libc.so.6`fsync"), two + 1, "its innermost frame under it:\n%s", all);
+	cr_assert_eq(find_line("    db`flush_wal"), two + 2, "%s", all);
+	cr_assert_eq(find_line("    app`parse_json"), one + 1, "%s", all);
+
+	/* a refresh: the log's oldest fell out, a newer fsync stall came in, not
+	 * yet over; the view keeps what it saw: three of that stack */
+	w->stall_log[2] = w->stall_log[1];
+	w->stall_log[1] = w->stall_log[0];
+	fsync_stall(&w->stall_log[0], 31.0, 120);
+	w->stall_log[0].ended = 0;
+	tui_draw(&t);
+	all = screen_text();
+	cr_assert_geq(find_line("  3x      12.5s ..     31.0s  worst 410 ms  blocked"), 0, "%s", all);
+	cr_assert_geq(find_line("  1x      15.5s ..     15.5s  worst 150 ms  running"), 0, "counted once: %s", all);
+	cr_assert(strstr(all, "Stalls by stack (4 seen since this view opened"), "%s", all);
+	/* its span ended 900 ms out of the poll: the worst is its whole length */
+	w->stall_log[0].dur_ms = 900;
+	w->stall_log[0].ended = 1;
+	tui_draw(&t);
+	cr_assert_geq(find_line("  3x      12.5s ..     31.0s  worst 900 ms  blocked"), 0, "%s", screen_text());
+	/* back to the table and in again: afresh, from the log */
+	tui_handle_key(&t, 'q');
+	tui_handle_key(&t, '\r');
+	tui_draw(&t);
+	cr_assert_geq(find_line("  2x      20.0s ..     31.0s  worst 900 ms  blocked"), 0, "%s", screen_text());
 }
 
 Test(tui_draw, help_lists_every_key_and_scrolls)

@@ -82,6 +82,14 @@ static int distance(const char *a, size_t la, const char *b)
 	return row[lb];
 }
 
+/* Appends ", text" (or text first) to valid while it fits. */
+static void list_add(char *valid, size_t cap, size_t *used, const char *a, const char *b)
+{
+	int w = snprintf(valid + *used, cap - *used, "%s%s%s", *used ? ", " : "", a, b);
+	if (w > 0 && (size_t)w < cap - *used)
+		*used += (size_t)w;
+}
+
 static int unknown_metric(struct cursor *c, const char *name, size_t len)
 {
 	const struct check_parse_ctx *x = c->ctx;
@@ -89,15 +97,19 @@ static int unknown_metric(struct cursor *c, const char *name, size_t len)
 	int best_d = len > 6 ? 3 : 2;   /* closer than this is probably a typo */
 	char valid[CHECK_ERR_LEN / 2] = "";
 	size_t used = 0;
+	/* each verdict once, first: the list of figures is cut where it is long */
+	for (size_t i = 0; i < x->nmetrics; i++) {
+		const char *v = x->metrics[i].verdict;
+		if (v && !(i && x->metrics[i - 1].verdict && strcmp(x->metrics[i - 1].verdict, v) == 0))
+			list_add(valid, sizeof(valid), &used, v, "==WORD");
+	}
 	for (size_t i = 0; i < x->nmetrics; i++) {
 		int d = distance(name, len, x->metrics[i].name);
 		if (d < best_d) {
 			best_d = d;
 			best = x->metrics[i].name;
 		}
-		int w = snprintf(valid + used, sizeof(valid) - used, "%s%s", i ? ", " : "", x->metrics[i].name);
-		if (w > 0 && (size_t)w < sizeof(valid) - used)
-			used += (size_t)w;
+		list_add(valid, sizeof(valid), &used, x->metrics[i].name, "");
 	}
 	if (best)
 		return fail_at(c, name, "unknown metric '%.*s' (did you mean %s?); valid: %s", (int)len, name, best,
@@ -172,8 +184,8 @@ static int parse_op(struct cursor *c, enum check_op *op)
 {
 	const char *p = c->p;
 	if ((p[0] == '=' || p[0] == '!') && p[1] == '=')
-		return fail_at(c, p, "operator '%.2s' is not supported: use < <= > >= (an interval never proves "
-				     "equality)", p);
+		return fail_at(c, p, "operator '%.2s' is not supported on a figure: use < <= > >= (an interval never "
+				     "proves equality; == and != compare a verdict: limit==quota)", p);
 	if (p[0] == '<' || p[0] == '>') {
 		int eq = p[1] == '=';
 		*op = p[0] == '<' ? (eq ? CHECK_LE : CHECK_LT) : (eq ? CHECK_GE : CHECK_GT);
@@ -292,6 +304,54 @@ static int parse_limit(struct cursor *c, struct check_threshold *t)
 	return 0;
 }
 
+/* Is name (len) a verdict some row says a word of? */
+static int is_verdict(const struct check_parse_ctx *x, const char *name, size_t len)
+{
+	for (size_t i = 0; i < x->nmetrics; i++) {
+		const char *v = x->metrics[i].verdict;
+		if (v && strlen(v) == len && strncmp(v, name, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* verdict ('==' | '!=') word, after the verdict's name: the row of that
+ * word, judged >= 1 (==) or < 1 (!=). */
+static int parse_verdict(struct cursor *c, const char *name, size_t nl, struct check_threshold *t)
+{
+	const struct check_parse_ctx *x = c->ctx;
+	skip_ws(c);
+	const char *op = c->p;
+	if (!((op[0] == '=' || op[0] == '!') && op[1] == '='))
+		return fail_at(c, op, "'%.*s' is a verdict: compare it with == or != and a word (%.*s==quota)", (int)nl,
+			       name, (int)nl, name);
+	if (x->changes)
+		return fail_at(c, op, "a verdict has no change between two runs: compare a figure");
+	c->p += 2;
+	skip_ws(c);
+	const char *w = c->p;
+	size_t wl = word_len(w);
+	char valid[256] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < x->nmetrics; i++) {
+		const struct check_metric *m = &x->metrics[i];
+		if (!m->verdict || strlen(m->verdict) != nl || strncmp(m->verdict, name, nl) != 0)
+			continue;
+		if (wl && strlen(m->word) == wl && strncmp(m->word, w, wl) == 0)
+			t->metric = m;
+		list_add(valid, sizeof(valid), &used, m->word, "");
+	}
+	if (!t->metric && !wl)
+		return fail_at(c, w, "expected a %.*s; valid: %s", (int)nl, name, valid);
+	if (!t->metric)
+		return fail_at(c, w, "unknown %.*s '%.*s'; valid: %s", (int)nl, name, (int)wl, w, valid);
+	c->p += wl;
+	t->op = op[0] == '=' ? CHECK_GE : CHECK_LT;
+	t->value = 1;
+	t->coef = 1;
+	return 0;
+}
+
 static int parse_line(struct cursor *c, struct check_threshold *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -304,18 +364,24 @@ static int parse_line(struct cursor *c, struct check_threshold *t)
 	for (size_t i = 0; i < c->ctx->nmetrics; i++)
 		if (strlen(c->ctx->metrics[i].name) == nl && strncmp(c->ctx->metrics[i].name, name, nl) == 0)
 			t->metric = &c->ctx->metrics[i];
-	if (!t->metric)
-		return unknown_metric(c, name, nl);
-	c->p += nl;
-	skip_ws(c);
-	if (*c->p == '{' && parse_filters(c, t))
-		return -EINVAL;
-	skip_ws(c);
-	if (parse_op(c, &t->op))
-		return -EINVAL;
-	skip_ws(c);
-	if (parse_limit(c, t))
-		return -EINVAL;
+	if (!t->metric && is_verdict(c->ctx, name, nl)) {
+		c->p += nl;
+		if (parse_verdict(c, name, nl, t))
+			return -EINVAL;
+	} else {
+		if (!t->metric)
+			return unknown_metric(c, name, nl);
+		c->p += nl;
+		skip_ws(c);
+		if (*c->p == '{' && parse_filters(c, t))
+			return -EINVAL;
+		skip_ws(c);
+		if (parse_op(c, &t->op))
+			return -EINVAL;
+		skip_ws(c);
+		if (parse_limit(c, t))
+			return -EINVAL;
+	}
 	skip_ws(c);
 	if (*c->p && *c->p != '\n') {
 		unsigned char ch = (unsigned char)*c->p;

@@ -4,6 +4,7 @@
  * sampling, so a typo is a usage error (exit 2), never a silent pass.
  *
  *   threshold := metric [ '{' key '=' value { ',' key '=' value } '}' ] op limit
+ *              | verdict ('==' | '!=') word
  *   op        := '<' | '<=' | '>' | '>='
  *   limit     := number [unit]
  *              | 'baseline' [ '*' number ] [ ('+' | '-') number [unit] ]
@@ -12,8 +13,11 @@
  * takes 30 or 30% (points, 0..100); a time metric ("ms" or "s") takes
  * ns, us, ms or s and converts (stall_ms<0.1s is 100 ms); any other unit
  * takes its own name or a k/M/G multiplier (headroom_ops_per_s>=5k). No
- * unit means the metric's. `==` and `!=` are refused: an interval can
- * show a value is above or below a limit, never that it equals one.
+ * unit means the metric's. `==` and `!=` compare no number: an interval
+ * can show a value is above or below a limit, never that it equals one.
+ * They compare a verdict with a word (limit==quota, limit!=loop): the
+ * verdict's 0/1 row for that word (limit_quota) is judged >= 1 for `==`
+ * and < 1 for `!=`, so everything after the parser judges a number.
  * A file holds one threshold per line; `#` starts a comment.
  */
 #ifndef LOOPSTAT_CHECK_EXPR_H
@@ -33,6 +37,8 @@ struct check_metric {
 	const char *name;      /* "idle_pct" */
 	const char *unit;      /* "%", "ms", "s", "ops/s", "" (or NULL) for a plain count */
 	const char *filters;   /* comma-separated keys it may be filtered by ("syscall,fd"); NULL: none */
+	/* a 0/1 row that says "verdict == word" (limit_quota: "limit", "quota"); NULL: a plain figure */
+	const char *verdict, *word;
 };
 
 struct check_filter {

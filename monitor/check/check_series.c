@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/limit.h"
 #include "probe_classify.h"
 
 /* ---- the metrics thresholds may name ---- */
@@ -55,6 +56,11 @@ const struct check_metric *check_series_metrics(size_t *n)
 				.name = m->name, .unit = units[nrows],
 				.filters = m == &metric_worker[METRIC_W_blocked_pct] ? "syscall,fd" : NULL,
 			};
+			/* limit_quota is 1 when the limit verdict is quota: limit==quota */
+			if (m->kind == METRIC_LIMIT && !metric_is_fleet(m)) {
+				rows[nrows].verdict = "limit";
+				rows[nrows].word = model_limit_name((enum metric_limit)m->arg);
+			}
 			nrows++;
 		}
 	}

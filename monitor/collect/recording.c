@@ -6,8 +6,11 @@
 #include "util/idmap.h"
 #include "util/textsafe.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +144,31 @@ int rec_write_trigger(struct rec_writer *w, const struct rec_trigger *t)
 	char text[REC_TRIGGER_LEN];
 	textsafe_label(text, sizeof(text), t->text[0] ? t->text : "-");
 	if (fprintf(w->f, "t %" PRIu64 " %d %d %s\n", t->t_ns, (int)t->pid, (int)t->tid, text) < 0)
+		failed(w);
+	return w->err;
+}
+
+/* A verdict's word: 1..REC_LIMIT_LEN-1 lowercase letters. */
+static int limit_word_ok(const char *s, size_t len)
+{
+	if (len == 0 || len >= REC_LIMIT_LEN)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 'a' || s[i] > 'z')
+			return 0;
+	return 1;
+}
+
+int rec_write_limit(struct rec_writer *w, const struct rec_limit *l)
+{
+	if (!limit_word_ok(l->limit, strnlen(l->limit, REC_LIMIT_LEN)))
+		return -EINVAL;
+	int r = isfinite(l->reading)
+		? fprintf(w->f, "l %d %" PRIu64 " %d %d %s %.3f\n", REC_LIMIT_VERSION, l->t_ns, (int)l->pid, (int)l->tid,
+			  l->limit, l->reading)
+		: fprintf(w->f, "l %d %" PRIu64 " %d %d %s -\n", REC_LIMIT_VERSION, l->t_ns, (int)l->pid, (int)l->tid,
+			  l->limit);
+	if (r < 0)
 		failed(w);
 	return w->err;
 }
@@ -280,6 +308,57 @@ static int add_trigger(struct rec_meta *meta, char *p)
 	return 0;
 }
 
+/* "l V T PID TID LIMIT READING": a limit reading, tallied in meta while
+ * there is room; a version this reader does not know is skipped. */
+static int add_limit(struct rec_meta *meta, char *p)
+{
+	unsigned long long v, t, pid, tid;
+	if (next_field(&p, 10, 0, &v) < 0)
+		return -EPROTO;
+	if (v != REC_LIMIT_VERSION)
+		return 0;
+	if (next_field(&p, 10, 0, &t) < 0 || next_field(&p, 10, 0, &pid) < 0 || next_field(&p, 10, 0, &tid) < 0 ||
+	    *p != ' ' || pid > INT32_MAX || tid > INT32_MAX)
+		return -EPROTO;
+	char *word = p + 1, *sp = strchr(word, ' ');
+	if (!sp || !limit_word_ok(word, (size_t)(sp - word)))
+		return -EPROTO;
+	*sp = '\0';
+	double reading = NAN;
+	if (strcmp(sp + 1, "-") != 0) {
+		char *end;
+		errno = 0;
+		reading = strtod(sp + 1, &end);
+		/* the writer's %.3f: no inf, no nan, nothing after it */
+		if (errno || end == sp + 1 || *end || !isfinite(reading) || !isdigit((unsigned char)sp[1 + (sp[1] == '-')]))
+			return -EPROTO;
+	}
+	meta->limits_seen++;
+	struct rec_limit_tally *k = NULL;
+	for (unsigned i = 0; i < meta->nlimits && !k; i++)
+		if (meta->limits[i].pid == (pid_t)pid && meta->limits[i].tid == (pid_t)tid &&
+		    strcmp(meta->limits[i].limit, word) == 0)
+			k = &meta->limits[i];
+	if (!k) {
+		if (meta->nlimits == REC_MAX_LIMITS) {
+			meta->limits_unkept++;
+			return 0;
+		}
+		k = &meta->limits[meta->nlimits++];
+		*k = (struct rec_limit_tally){ .pid = (pid_t)pid, .tid = (pid_t)tid, .first_ns = t, .last_ns = t };
+		snprintf(k->limit, sizeof(k->limit), "%s", word);
+	}
+	k->seconds++;
+	k->first_ns = t < k->first_ns ? t : k->first_ns;
+	k->last_ns = t > k->last_ns ? t : k->last_ns;
+	if (!isnan(reading)) {
+		k->reading_max = k->nread && k->reading_max > reading ? k->reading_max : reading;
+		k->reading_sum += reading;
+		k->nread++;
+	}
+	return 0;
+}
+
 /* "w PID TID SERVICE": the thread's service from here on. */
 static int add_service(struct strtab *t, char *p)
 {
@@ -395,6 +474,8 @@ int rec_read(FILE *f, struct rec_meta *meta, int (*fn)(void *arg, const struct r
 			err = add_service(&t, buf + 1);
 		else if (buf[0] == 't' && buf[1] == ' ')
 			err = add_trigger(meta, buf + 1);
+		else if (buf[0] == 'l' && buf[1] == ' ')
+			err = add_limit(meta, buf + 1);
 		else if (buf[0] == 'e' && buf[1] == ' ' && (err = parse_event(&t, buf + 1, &ev, frames)) == 0) {
 			meta->last_t_ns = ev.t_ns;
 			err = fn(arg, &ev);

@@ -27,6 +27,15 @@
  *                                           at T ns the worker PID/TID met TEXT (a threshold,
  *                                           or "SIGUSR2" for a dump on demand; PID 0 for none);
  *                                           readers older than it skip it
+ *   l V T PID TID LIMIT READING             a flight recorder's limit reading: the worker's limit
+ *                                           verdict over the second that began at T (model/limit.h;
+ *                                           LIMIT none, loop, quota, cpu, backlog or pool) and the
+ *                                           figure of the rule that decided it (quota: its
+ *                                           throttled share, cpu: its CPU wait, loop and none: its
+ *                                           idle share, pool: the pool's busy share, backlog: the
+ *                                           accept queue), '-' when unknown. V is the line's own
+ *                                           version (REC_LIMIT_VERSION): a reader skips a version
+ *                                           it does not know, and readers older than it skip it
  *
  * e is one sample: T ns since the recording started, INST 1 for an
  * instrumented worker, CLS the sampler's class (enum probe_class, 1..4),
@@ -90,6 +99,27 @@ struct rec_trigger {
 	char     text[REC_TRIGGER_LEN]; /* the threshold as written, or "SIGUSR2" */
 };
 
+/* A limit reading ("l"). */
+#define REC_LIMIT_VERSION 1
+#define REC_LIMIT_LEN     16         /* the verdict's word, with its NUL */
+#define REC_MAX_LIMITS    64         /* (worker, verdict) tallies a reader keeps; more are counted */
+struct rec_limit {
+	uint64_t t_ns;               /* the second's start, on the events' clock */
+	pid_t    pid, tid;
+	char     limit[REC_LIMIT_LEN]; /* "quota": lowercase letters */
+	double   reading;            /* the deciding rule's figure; NaN: unknown */
+};
+
+/* A reader's tally of one worker's seconds under one verdict. */
+struct rec_limit_tally {
+	pid_t    pid, tid;
+	char     limit[REC_LIMIT_LEN];
+	unsigned seconds;            /* lines read */
+	unsigned nread;              /* of those with a reading */
+	double   reading_sum, reading_max;
+	uint64_t first_ns, last_ns;
+};
+
 struct rec_meta {
 	double   rate_hz;
 	double   start_unix;         /* wall clock at the start, seconds */
@@ -105,6 +135,11 @@ struct rec_meta {
 	unsigned ntriggers;          /* kept in triggers[] */
 	unsigned triggers_seen;      /* in the file, kept or not */
 	double   ring_s;             /* the span the ring held before the first trigger; 0: not a dump */
+	/* its limit readings ("l"), tallied per worker and verdict in the order first seen */
+	struct rec_limit_tally limits[REC_MAX_LIMITS];
+	unsigned nlimits;            /* kept in limits[] */
+	unsigned limits_seen;        /* lines of a known version, kept or not */
+	unsigned limits_unkept;      /* of those, of tallies past REC_MAX_LIMITS */
 };
 
 /* ---- writing ---- */
@@ -117,6 +152,9 @@ struct rec_writer *rec_writer_new(FILE *f, const struct rec_meta *meta);
 int  rec_write(struct rec_writer *w, const struct rec_event *ev);
 /* Appends a trigger record ("t"); returns as rec_write. */
 int  rec_write_trigger(struct rec_writer *w, const struct rec_trigger *t);
+/* Appends a limit reading ("l"); -EINVAL for a verdict that is not a
+ * lowercase word, else as rec_write. */
+int  rec_write_limit(struct rec_writer *w, const struct rec_limit *l);
 /* Appends metadata "m KEY VALUE" (a number, %.3f); returns as rec_write. */
 int  rec_write_meta(struct rec_writer *w, const char *key, double value);
 /* Writes the trailer (duration_s, in ms precision), flushes; returns 0 or

@@ -165,6 +165,14 @@ int export_points_add_source(struct export_points *b, const struct model *m, con
 	return add(b, &p);
 }
 
+int export_points_add_gauge(struct export_points *b, const char *prefix, const char *host, int64_t ts,
+			    const char *metric, const char *help, double value)
+{
+	struct export_point p = { .prefix = prefix, .host = host, .pid = -1, .tid = -1, .ts = ts, .metric = metric,
+				  .value = value, .prom = metric, .prom_value = value, .help = help };
+	return add(b, &p);
+}
+
 int export_points_add_ignored(struct export_points *b, const struct model *m, const char *prefix, const char *host,
 			      int64_t ts)
 {

@@ -43,6 +43,13 @@ int export_points_add_source(struct export_points *b, const struct model *m, con
 int export_points_add_ignored(struct export_points *b, const struct model *m, const char *prefix, const char *host,
 			      int64_t ts);
 
+/* One gauge outside the metric table and the model (serve's flight
+ * recorder's): metric is its name in base units, in Graphite and
+ * Prometheus alike ("flight_recordings_written"); metric and help are
+ * borrowed and must outlive b. Returns 0 or -ENOMEM. */
+int export_points_add_gauge(struct export_points *b, const char *prefix, const char *host, int64_t ts,
+			    const char *metric, const char *help, double value);
+
 struct snapshot;
 
 /* The same over second sec (the sampler's clock) of snap: model_build_range

@@ -82,6 +82,16 @@ int model_limit_of(const struct worker_view *w, char *why, size_t len)
 	return v;
 }
 
+double model_limit_reading(const struct worker_view *w, int verdict)
+{
+	switch (verdict) {
+#define LIMIT_X_READING(kind, metric, op, threshold, reason) case METRIC_LIMIT_##kind: return w->metric;
+	LIMIT_RULES(LIMIT_X_READING)
+#undef LIMIT_X_READING
+	default: return w->idle_pct;
+	}
+}
+
 /* What the verdict reads of a worker's periods besides its rows (limit.h). */
 
 double model_eval_acceptq_held(const struct eval_track *const *ts, size_t nt)

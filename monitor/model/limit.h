@@ -65,4 +65,9 @@ int model_eval_quota_shared(const struct eval_track *const *ts, size_t nt);
 /* The verdict of a worker's view, from the same figures. */
 int model_limit_of(const struct worker_view *w, char *why, size_t len);
 
+/* The figure of verdict's rule for w (throttled_pct for quota...; the
+ * loop's idle_pct for none): what the verdict was read from. NaN when
+ * unknown. */
+double model_limit_reading(const struct worker_view *w, int verdict);
+
 #endif /* LOOPSTAT_LIMIT_H */

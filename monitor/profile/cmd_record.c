@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+FLIGHT_CLI_SETTERS(struct record_cli, fo)
+
 static const struct cli_option options[] = {
 	{ 'o', "output", "FILE", "the recording to write (required; - for stdout); with --ring, a directory",
 	  profile_cli_output },
@@ -21,13 +23,13 @@ static const struct cli_option options[] = {
 	{ 0, "duration", "DURATION", "how long to record: 5, 1.5, 30s, 2m (default 5 s; with --ring, until "
 	  "SIGINT or SIGTERM)", profile_cli_duration },
 	CLI_OPT_STALL_MS,
-	FLIGHT_CLI_OPTIONS,
+	FLIGHT_CLI_OPTIONS("flight recorder: keep the last DURATION (120s, 2m) in memory; -o names a directory"),
 	{ 0 },
 };
 
 static int run(int argc, char **argv)
 {
-	struct record_cli rc_ = { .fo = { .after_s = -1, .cooldown_s = -1 } };
+	struct record_cli rc_ = { .fo = FLIGHT_OPTS_INIT };
 	struct profile_cli *c = &rc_.p;
 	cli_common_init(&c->common);
 	c->common.duration_s = 0;   /* not given: a flight recorder runs until stopped */
@@ -38,7 +40,7 @@ static int run(int argc, char **argv)
 		rc = cli_usage_error("record", "needs -o FILE");
 		goto out;
 	}
-	if ((rc = flight_check_usage(&rc_)) >= 0)
+	if ((rc = flight_check_usage("record", &rc_.fo, c->out, "--ring", "-o DIR")) >= 0)
 		goto out;
 	if (!c->common.duration_s && rc_.fo.ring_s <= 0)
 		c->common.duration_s = 5;

@@ -85,14 +85,38 @@ static int read_events(const struct report_cli *r, FILE *f, struct profile_acc *
 	return rec_read(f, rm, in_window, w, line);
 }
 
-/* A flight recorder's triggers, after the text report. */
+/* A flight recorder's limit readings: per worker, the seconds under each
+ * verdict and the deciding figure's mean and largest. */
+static void write_limits(FILE *f, const struct rec_meta *rm)
+{
+	if (!rm->limits_seen)
+		return;
+	fprintf(f, "\nlimits (flight recorder: each second's verdict per worker, with the figure of its rule: "
+		"mean, largest):\n");
+	for (unsigned i = 0; i < rm->nlimits; i++) {
+		const struct rec_limit_tally *k = &rm->limits[i];
+		fprintf(f, "  %d/%d  %-8s %5u s  %9.3f s .. %9.3f s", (int)k->pid, (int)k->tid, k->limit, k->seconds,
+			(double)k->first_ns / 1e9, (double)k->last_ns / 1e9);
+		if (k->nread)
+			fprintf(f, "  reading %.1f, up to %.1f\n", k->reading_sum / k->nread, k->reading_max);
+		else
+			fputs("  reading -\n", f);
+	}
+	if (rm->limits_unkept)
+		fprintf(f, "  and %u seconds of workers past the first %d\n", rm->limits_unkept, REC_MAX_LIMITS);
+}
+
+/* A flight recorder's triggers and limit readings, after the text report. */
 static void write_triggers(const char *path, const struct rec_meta *rm)
 {
-	if (!rm->triggers_seen)
+	if (!rm->triggers_seen && !rm->limits_seen)
 		return;
 	FILE *f = !path || strcmp(path, "-") == 0 ? stdout : fopen(path, "a");
 	if (!f)
 		return;
+	write_limits(f, rm);
+	if (!rm->triggers_seen)
+		goto out;
 	fprintf(f, "\ntriggers (flight recorder, %.1f s recorded before the first):\n", rm->ring_s);
 	for (unsigned i = 0; i < rm->ntriggers; i++) {
 		const struct rec_trigger *k = &rm->triggers[i];
@@ -103,6 +127,7 @@ static void write_triggers(const char *path, const struct rec_meta *rm)
 	}
 	if (rm->triggers_seen > rm->ntriggers)
 		fprintf(f, "  and %u more\n", rm->triggers_seen - rm->ntriggers);
+out:
 	if (f != stdout)
 		fclose(f);
 	else
@@ -220,6 +245,7 @@ const struct cli_command cmd_report = {
 	"FILE [OPTIONS]",
 	"Reads a recording made by 'loopstat record' or 'loopstat profile --record', on this machine or\n"
 	"another, and writes the same report a live profile of those samples gives. A flight recorder's\n"
-	"recording (record --ring) lists its triggers after the text report; --around shows only a window.",
+	"recording (record --ring, serve --flight-recorder) lists each worker's limit readings and its\n"
+	"triggers after the text report; --around shows only a window.",
 	options, run, set_file, 1,
 };

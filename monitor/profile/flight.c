@@ -1,14 +1,15 @@
 /*
- * flight.c — the flight recorder (flight.h): its options, the triggers
- * judged each second per worker, and the recordings they start.
+ * flight.c — the flight recorder (flight.h): the triggers judged each
+ * second per worker, the recordings they start, and record's run of it.
  */
 #include "profile/flight.h"
 #include "profile/flight_dir.h"
+#include "profile/flight_int.h"
 #include "profile/flight_ring.h"
-#include "check/check_expr.h"
-#include "check/check_series.h"
+#include "profile/profile_live.h"
 #include "cli.h"
 #include "model/feed.h"
+#include "model/limit.h"
 #include "model/metric.h"
 #include "util/idmap.h"
 #include "util/safefile.h"
@@ -17,106 +18,23 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define NS 1000000000ull
 #define FLIGHT_JUDGE_S 2.0
 
-/* ---- options ---- */
-
-int flight_cli_ring(void *ctx, const char *arg, char *msg, size_t len)
-{
-	return cli_set_duration("ring", arg, 1, 86400, &((struct record_cli *)ctx)->fo.ring_s, msg, len);
-}
-
-int flight_cli_trigger(void *ctx, const char *arg, char *msg, size_t len)
-{
-	struct flight_opts *o = &((struct record_cli *)ctx)->fo;
-	if (o->ntrigger == FLIGHT_MAX_TRIGGERS) {
-		snprintf(msg, len, "at most %d triggers", FLIGHT_MAX_TRIGGERS);
-		return -1;
-	}
-	o->trigger[o->ntrigger++] = arg;
-	return 0;
-}
-
-int flight_cli_after(void *ctx, const char *arg, char *msg, size_t len)
-{
-	return cli_set_duration("after", arg, 0, 3600, &((struct record_cli *)ctx)->fo.after_s, msg, len);
-}
-
-int flight_cli_cooldown(void *ctx, const char *arg, char *msg, size_t len)
-{
-	return cli_set_duration("cooldown", arg, 0, 7 * 86400, &((struct record_cli *)ctx)->fo.cooldown_s, msg, len);
-}
-
-static int set_size(const char *what, const char *arg, int64_t lo, int64_t *out, char *msg, size_t len)
-{
-	int64_t v = cli_parse_size(arg);
-	if (v >= lo)
-		return *out = v, 0;
-	snprintf(msg, len, "invalid %s '%s': expected a size of at least %lld bytes (4096, 512K, 64M, 1G)", what, arg,
-		 (long long)lo);
-	return -1;
-}
-
-int flight_cli_max_bytes(void *ctx, const char *arg, char *msg, size_t len)
-{
-	return set_size("max-bytes", arg, 1, &((struct record_cli *)ctx)->fo.max_bytes, msg, len);
-}
-
-int flight_cli_ring_bytes(void *ctx, const char *arg, char *msg, size_t len)
-{
-	return set_size("ring-bytes", arg, (int64_t)4 << 20, &((struct record_cli *)ctx)->fo.ring_bytes, msg, len);
-}
-
-/* Parses the triggers into s; -1, or EXIT_USAGE after the message. */
-static int parse_triggers(const struct flight_opts *o, struct check_set *s)
-{
-	size_t nm;
-	const struct check_metric *metrics = check_series_metrics(&nm);
-	struct check_parse_ctx px = { metrics, nm, check_series_filter_ok, NULL, 0 };
-	char err[CHECK_ERR_LEN];
-	for (int i = 0; i < o->ntrigger; i++) {
-		if (check_set_add(s, &px, o->trigger[i], err, sizeof(err)) < 0)
-			return cli_usage_error("record", "--trigger %s", err);
-		const struct check_threshold *t = &s->v[s->n - 1];
-		/* judged on one worker's second: its own figure, as list shows it */
-		if (t->relative || t->nfilter || !metric_find(t->metric->name))
-			return cli_usage_error("record", "--trigger '%s': a trigger is a worker's metric against a number "
-					       "(no baseline, no filter, no fleet roll-up)", o->trigger[i]);
-	}
-	return -1;
-}
-
-int flight_check_usage(const struct record_cli *c)
-{
-	const struct flight_opts *o = &c->fo;
-	if (o->ring_s <= 0) {
-		if (o->ntrigger || o->after_s >= 0 || o->cooldown_s >= 0 || o->max_bytes || o->ring_bytes)
-			return cli_usage_error("record", "--trigger, --after, --cooldown, --max-bytes and --ring-bytes "
-					       "need --ring");
-		return -1;
-	}
-	if (!c->p.out || strcmp(c->p.out, "-") == 0)
-		return cli_usage_error("record", "--ring needs -o DIR: the directory its recordings go to");
-	struct check_set s;
-	check_set_init(&s);
-	int rc = parse_triggers(o, &s);
-	check_set_done(&s);
-	return rc;
-}
-
-/* ---- the run ---- */
-
 struct flight {
 	const struct flight_opts *o;
 	struct check_set set;
 	struct flight_ring *ring;
+	struct profile_live *live;       /* flight_hook's, NULL: the command's own hook feeds the ring */
 	int    dirfd;
 	const char *dir;
 	double rate_hz;
+	FILE  *say;                      /* where the bound and each recording written are said */
+	struct sigaction old_usr2;
 	double after_s, cooldown_s;
 	struct idmap last;               /* (pid, tid) → 1 + the feed second of its last recording */
 	/* the recording being written: one at a time; a trigger meanwhile joins it */
@@ -193,9 +111,9 @@ static void service(struct flight *fl, uint64_t now_ns)
 		return;
 	}
 	fl->written++;
-	printf("wrote %s/%s: %lld bytes, %.1f s%s\n", fl->dir, fl->file.name, (long long)bytes, dur,
-	       fl->lost ? " (events lost: the ring turned over while writing)" : "");
-	fflush(stdout);
+	fprintf(fl->say, "wrote %s/%s: %lld bytes, %.1f s%s\n", fl->dir, fl->file.name, (long long)bytes, dur,
+		fl->lost ? " (events lost: the ring turned over while writing)" : "");
+	fflush(fl->say);
 	if (fl->o->max_bytes)
 		flight_dir_trim(fl->dirfd, fl->o->max_bytes, stderr);
 }
@@ -211,13 +129,22 @@ static int met(const struct check_threshold *t, double v)
 	return 0;
 }
 
-/* Each completed second: every worker's figures against the triggers. */
-static int on_second(void *arg, struct feed *f, int64_t sec)
+int flight_second(struct flight *fl, struct feed *f, int64_t sec)
 {
-	struct flight *fl = arg;
 	struct model m;
-	if (fl->set.n && sec >= 1 && feed_range(f, sec, sec, &m) == 0) {
+	if (sec >= 1 && feed_range(f, sec, sec, &m) == 0) {
 		for (size_t i = 0; i < m.n; i++) {
+			/* the second's limit verdict and its reading, kept with the events */
+			const struct worker_view *w = &m.workers[i];
+			int v = model_limit_of(w, NULL, 0);
+			if (v >= 0) {
+				struct rec_limit l = { .t_ns = (uint64_t)sec * NS, .pid = w->pid, .tid = w->tid,
+						       .reading = model_limit_reading(w, v) };
+				snprintf(l.limit, sizeof(l.limit), "%s", model_limit_name((enum metric_limit)v));
+				flight_ring_add_limit(fl->ring, &l);
+			}
+		}
+		for (size_t i = 0; i < m.n && fl->set.n; i++) {
 			const struct worker_view *w = &m.workers[i];
 			size_t last;
 			uint64_t key = idmap_pair(w->pid, w->tid);
@@ -243,10 +170,8 @@ static int on_second(void *arg, struct feed *f, int64_t sec)
 	return 0;
 }
 
-/* Each reading: a dump asked for by SIGUSR2, the recording's progress. */
-static int on_poll(void *arg, struct feed *f)
+int flight_poll(struct flight *fl, struct feed *f)
 {
-	struct flight *fl = arg;
 	uint64_t now = (uint64_t)(feed_time_s(f) * 1e9);
 	if (dump_asked) {
 		dump_asked = 0;
@@ -257,63 +182,116 @@ static int on_poll(void *arg, struct feed *f)
 	return 0;
 }
 
-int flight_run(struct record_cli *c, pid_t one)
+struct flight *flight_new(const char *cmd, const struct flight_opts *o, const char *dir, double rate_hz, FILE *say,
+			  int *rc)
 {
-	struct flight fl = { .o = &c->fo, .dir = c->p.out, .dirfd = -1 };
-	fl.after_s = c->fo.after_s >= 0 ? c->fo.after_s : FLIGHT_DEFAULT_AFTER_S;
-	fl.cooldown_s = c->fo.cooldown_s >= 0 ? c->fo.cooldown_s : FLIGHT_DEFAULT_COOLDOWN_S;
-	fl.rate_hz = c->p.common.rate_hz ? c->p.common.rate_hz : PROFILE_DEFAULT_HZ;
-	check_set_init(&fl.set);
-	idmap_init(&fl.last);
-	int rc = parse_triggers(&c->fo, &fl.set);
-	if (rc >= 0)
-		goto out;
-	rc = EXIT_FAIL;
-	char err[512];
-	if ((fl.dirfd = safefile_dir_open(fl.dir, 1, err, sizeof(err))) < 0) {
-		cli_error("%s", err);
-		goto out;
+	struct flight *fl = calloc(1, sizeof(*fl));
+	if (!fl) {
+		cli_error("out of memory");
+		*rc = EXIT_FAIL;
+		return NULL;
 	}
-	int64_t bytes = c->fo.ring_bytes ? c->fo.ring_bytes : FLIGHT_DEFAULT_RING_BYTES;
+	*fl = (struct flight){ .o = o, .dir = dir, .dirfd = -1, .rate_hz = rate_hz, .say = say };
+	fl->after_s = o->after_s >= 0 ? o->after_s : FLIGHT_DEFAULT_AFTER_S;
+	fl->cooldown_s = o->cooldown_s >= 0 ? o->cooldown_s : FLIGHT_DEFAULT_COOLDOWN_S;
+	check_set_init(&fl->set);
+	idmap_init(&fl->last);
+	sigaction(SIGUSR2, NULL, &fl->old_usr2);
+	if ((*rc = flight_parse_triggers(cmd, o, &fl->set)) >= 0)
+		goto fail;
+	*rc = EXIT_FAIL;
+	char err[512];
+	if ((fl->dirfd = safefile_dir_open(dir, 1, err, sizeof(err))) < 0) {
+		cli_error("%s", err);
+		goto fail;
+	}
+	int64_t bytes = o->ring_bytes ? o->ring_bytes : FLIGHT_DEFAULT_RING_BYTES;
 	/* the ring's span and the seconds a trigger takes to be judged: a
 	 * recording holds the whole --ring before the second that met it */
-	if (!(fl.ring = flight_ring_new((uint64_t)((c->fo.ring_s + FLIGHT_JUDGE_S) * 1e9), (size_t)bytes))) {
+	if (!(fl->ring = flight_ring_new((uint64_t)((o->ring_s + FLIGHT_JUDGE_S) * 1e9), (size_t)bytes))) {
 		cli_error("making the ring of %lld bytes: %s", (long long)bytes, strerror(errno));
-		goto out;
+		goto fail;
 	}
-	size_t bound = flight_ring_bound(fl.ring);
-	double per_s = fl.rate_hz * (double)flight_ring_event_bytes();
-	printf("flight recorder: the last %.1f s in memory, bound %zu bytes (%.1f MiB: %.0f thread-seconds at %g Hz); "
-	       "recordings in %s\n", c->fo.ring_s, bound, (double)bound / (1 << 20), (double)bound / per_s, fl.rate_hz,
-	       fl.dir);
-	fflush(stdout);
-	struct sigaction sa = { .sa_handler = on_usr2 }, old;
+	size_t bound = flight_ring_bound(fl->ring);
+	double per_s = rate_hz * (double)flight_ring_event_bytes();
+	fprintf(say, "flight recorder: the last %.1f s in memory, bound %zu bytes (%.1f MiB: %.0f thread-seconds at %g Hz); "
+		"recordings in %s\n", o->ring_s, bound, (double)bound / (1 << 20), (double)bound / per_s, rate_hz, dir);
+	fflush(say);
+	struct sigaction sa = { .sa_handler = on_usr2 };
 	sigemptyset(&sa.sa_mask);
 	dump_asked = 0;
-	sigaction(SIGUSR2, &sa, &old);
-	struct profile_run_opts ro = { .common = &c->p.common, .pid = one, .ring = fl.ring, .second = on_second,
-				       .poll = on_poll, .arg = &fl };
+	sigaction(SIGUSR2, &sa, NULL);
+	return fl;
+fail:
+	flight_delete(fl);
+	return NULL;
+}
+
+int flight_delete(struct flight *fl)
+{
+	if (!fl)
+		return 0;
+	sigaction(SIGUSR2, &fl->old_usr2, NULL);
+	int lost = 0;
+	if (fl->ring) {
+		service(fl, 0);   /* the recording under way ends with the run */
+		uint64_t early = flight_ring_evicted_early(fl->ring);
+		if (early)
+			cli_error("the ring filled before it held %.1f s (%llu events left early): raise --ring-bytes",
+				  fl->o->ring_s, (unsigned long long)early);
+		cli_error("%u trigger%s, %u recording%s written, %u lost", fl->triggers, fl->triggers == 1 ? "" : "s",
+			  fl->written, fl->written == 1 ? "" : "s", fl->failed);
+		lost = fl->failed ? -EIO : 0;
+	}
+	if (fl->dirfd >= 0)
+		close(fl->dirfd);
+	profile_live_delete(fl->live);
+	flight_ring_delete(fl->ring);
+	idmap_done(&fl->last);
+	check_set_done(&fl->set);
+	free(fl);
+	return lost;
+}
+
+struct flight_ring *flight_ring_of(struct flight *fl) { return fl->ring; }
+
+int flight_hook(struct flight *fl, struct feed_opts *how)
+{
+	struct profile_live_opts lo = { .ring = fl->ring, .rate_hz = fl->rate_hz };
+	if (!(fl->live = profile_live_new(&lo)))
+		return -errno;
+	how->on_sample = profile_live_on_sample;
+	how->on_sample_arg = fl->live;
+	how->on_stall = profile_live_on_stall;
+	return 0;
+}
+
+void flight_stats(const struct flight *fl, struct flight_stats *st)
+{
+	*st = (struct flight_stats){ .triggers = fl->triggers, .written = fl->written, .failed = fl->failed,
+				     .ring_bound = flight_ring_bound(fl->ring) };
+}
+
+/* ---- record's run ---- */
+
+static int on_second(void *arg, struct feed *f, int64_t sec) { return flight_second(arg, f, sec); }
+static int on_poll(void *arg, struct feed *f) { return flight_poll(arg, f); }
+
+int flight_run(struct record_cli *c, pid_t one)
+{
+	double rate_hz = c->p.common.rate_hz ? c->p.common.rate_hz : PROFILE_DEFAULT_HZ;
+	int rc;
+	struct flight *fl = flight_new("record", &c->fo, c->p.out, rate_hz, stdout, &rc);
+	if (!fl)
+		return rc;
+	struct profile_run_opts ro = { .common = &c->p.common, .pid = one, .ring = fl->ring, .second = on_second,
+				       .poll = on_poll, .arg = fl };
 	struct profile_run_result res;
 	int err_run = profile_run(&ro, &res);
-	sigaction(SIGUSR2, &old, NULL);
-	service(&fl, 0);   /* the recording under way ends with the run */
-	uint64_t early = flight_ring_evicted_early(fl.ring);
-	if (early)
-		cli_error("the ring filled before it held %.1f s (%llu events left early): raise --ring-bytes",
-			  c->fo.ring_s, (unsigned long long)early);
-	cli_error("%u trigger%s, %u recording%s written, %u lost", fl.triggers, fl.triggers == 1 ? "" : "s",
-		  fl.written, fl.written == 1 ? "" : "s", fl.failed);
+	int lost = flight_delete(fl) < 0;
 	if (err_run < 0)
-		rc = EXIT_FAIL;
-	else if (res.signal)
-		rc = fl.failed ? EXIT_FAIL : EXIT_OK;   /* a signal is how a flight recorder is stopped */
-	else
-		rc = fl.failed ? EXIT_FAIL : profile_run_verdict(&ro, &res);
-out:
-	if (fl.dirfd >= 0)
-		close(fl.dirfd);
-	flight_ring_delete(fl.ring);
-	idmap_done(&fl.last);
-	check_set_done(&fl.set);
-	return rc;
+		return EXIT_FAIL;
+	if (res.signal)
+		return lost ? EXIT_FAIL : EXIT_OK;   /* a signal is how a flight recorder is stopped */
+	return lost ? EXIT_FAIL : profile_run_verdict(&ro, &res);
 }

@@ -26,7 +26,7 @@ void flight_file_name(int dirfd, double t, const char *text, int pid, char *out,
 	/* the threshold in a file name: letters, digits, _ and ., ops spelled */
 	size_t n = 0;
 	for (const char *p = text; *p && n + 3 < sizeof(what); p++) {
-		const char *op = *p == '>' ? "gt" : *p == '<' ? "lt" : *p == '=' ? "eq" : NULL;
+		const char *op = *p == '>' ? "gt" : *p == '<' ? "lt" : *p == '=' ? "eq" : *p == '!' ? "ne" : NULL;
 		if (op) {
 			memcpy(what + n, op, 2);
 			n += 2;

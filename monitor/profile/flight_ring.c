@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,8 @@ struct fr_ev {
 	uint32_t stack;              /* stack id, 0: no frames */
 	uint32_t stall_ms;
 	uint16_t weight;
-	uint8_t  cls, inst;
+	uint8_t  cls, inst;          /* cls 0 (no class of the sampler's): a limit reading (rec_limit), its
+				      * word in str[1], its reading's bits in run_ns */
 };
 
 /* One set of tables: strings (ids into a char pool) and stacks (ids into
@@ -230,6 +232,9 @@ void flight_ring_delete(struct flight_ring *r)
 size_t flight_ring_bound(const struct flight_ring *r) { return r->bound; }
 size_t flight_ring_event_bytes(void) { return sizeof(struct fr_ev); }
 
+static void put(struct flight_ring *r, const struct fr_ev *x, const char *const strs[NSTR], const char *const *frames,
+		int nframes);
+
 void flight_ring_add(struct flight_ring *r, const struct rec_event *ev, uint32_t weight)
 {
 	struct fr_ev x = {
@@ -243,17 +248,33 @@ void flight_ring_add(struct flight_ring *r, const struct rec_event *ev, uint32_t
 	const char *raw[NSTR] = { ev->thread, ev->syscall, ev->target, ev->fiber, ev->service }, *strs[NSTR];
 	for (int i = 0; i < NSTR; i++)
 		strs[i] = raw[i] ? (textsafe_label(clean[i], sizeof(clean[i]), raw[i]), clean[i]) : NULL;
+	put(r, &x, strs, ev->frames, ev->nframes);
+}
+
+void flight_ring_add_limit(struct flight_ring *r, const struct rec_limit *l)
+{
+	struct fr_ev x = { .t_ns = l->t_ns, .pid = l->pid, .tid = l->tid, .nr = -1, .fd = -1, .weight = 1, .cls = 0 };
+	memcpy(&x.run_ns, &l->reading, sizeof(x.run_ns));
+	const char *strs[NSTR] = { NULL, l->limit };
+	put(r, &x, strs, NULL, 0);
+}
+
+/* x into the ring, its strings and frames interned (under the lock). */
+static void put(struct flight_ring *r, const struct fr_ev *xp, const char *const strs[NSTR], const char *const *frames,
+		int nframes)
+{
+	struct fr_ev x = *xp;
 	pthread_mutex_lock(&r->lock);
-	if (intern(&r->t[r->cur], strs, ev->frames, ev->nframes, &x) < 0) {
+	if (intern(&r->t[r->cur], strs, frames, nframes, &x) < 0) {
 		rebuild(r);
-		if (intern(&r->t[r->cur], strs, ev->frames, ev->nframes, &x) < 0) {
+		if (intern(&r->t[r->cur], strs, frames, nframes, &x) < 0) {
 			memset(x.str, 0, sizeof(x.str));
 			x.str[0] = 1;
 			x.stack = 0;
 		}
 	}
 	/* the old ones out: past the span behind this one, or for room */
-	while (r->n && ev->t_ns > r->ev[r->head].t_ns + r->span_ns) {
+	while (r->n && x.t_ns > r->ev[r->head].t_ns + r->span_ns) {
 		r->head = (r->head + 1) % r->cap;
 		r->n--;
 	}
@@ -314,6 +335,17 @@ long flight_ring_write(struct flight_ring *r, struct rec_writer *w, uint64_t *se
 			const struct fr_ev *e = &r->ev[(r->head + (size_t)(s - first)) % r->cap];
 			const char *strs[NSTR];
 			int nf = strings_of(t, e, strs, frames);
+			if (!e->cls) {
+				struct rec_limit l = { .t_ns = e->t_ns > base_ns ? e->t_ns - base_ns : 0, .pid = e->pid,
+						       .tid = e->tid };
+				memcpy(&l.reading, &e->run_ns, sizeof(l.reading));
+				snprintf(l.limit, sizeof(l.limit), "%s", strs[1] ? strs[1] : "");
+				/* a word the tables lost ([ring tables full]) is no verdict: left out */
+				int rc = rec_write_limit(w, &l);
+				err = rc == -EINVAL ? 0 : rc;
+				done++;
+				continue;
+			}
 			struct rec_event pe = {
 				.t_ns = e->t_ns > base_ns ? e->t_ns - base_ns : 0, .pid = e->pid, .tid = e->tid,
 				.instrumented = e->inst, .cls = (enum probe_class)e->cls, .nr = e->nr, .fd = e->fd,

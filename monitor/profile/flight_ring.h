@@ -43,6 +43,10 @@ size_t flight_ring_event_bytes(void);
  * that many times for it when it is written out). */
 void flight_ring_add(struct flight_ring *r, const struct rec_event *ev, uint32_t weight);
 
+/* Adds a limit reading (written as an "l" record among the events, in
+ * the order added). */
+void flight_ring_add_limit(struct flight_ring *r, const struct rec_limit *l);
+
 /* The oldest and newest events' times (0: none). */
 void flight_ring_times(struct flight_ring *r, uint64_t *oldest_ns, uint64_t *newest_ns);
 /* Events dropped because the ring was full before they were span_ns old. */

@@ -1,6 +1,6 @@
 /*
  * profile_stalls.h — stalls captured (rec_event.stall_ms), deduplicated
- * by stack for report: a hundred stalls of one stack are one line with
+ * by stack for report (model/stall_group.h, as top groups them): a hundred stalls of one stack are one line with
  * count 100, the first and last time, the worst duration and the CPU wait
  * during them (a stall spent waiting for a CPU — steal, a noisy
  * neighbour — told apart from one running the loop's own code).
@@ -19,8 +19,7 @@
 #include <stdio.h>
 
 #include "collect/recording.h"
-
-#define PROFILE_STALLS_MAX_STACKS 1024   /* stacks kept; stalls of others are counted apart */
+#include "model/stall_group.h"
 
 struct profile_stalls;
 
@@ -28,7 +27,7 @@ struct profile_stalls *profile_stalls_new(void);
 void profile_stalls_delete(struct profile_stalls *s);
 
 /* A stall captured: its stack's group, made at the first; returns the
- * group's index, -1 past PROFILE_STALLS_MAX_STACKS (counted), or -ENOMEM. */
+ * group's index, -1 past STALL_GROUP_MAX (counted), or -ENOMEM. */
 int  profile_stalls_add(struct profile_stalls *s, const struct rec_event *ev);
 
 /* The stall of group g (profile_stalls_add's) ended dur_ns after it

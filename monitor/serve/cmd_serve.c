@@ -9,6 +9,7 @@
 #include "export/export_config.h"
 #include "model/feed.h"
 #include "serve/serve.h"
+#include "serve/serve_flight.h"
 #include "util/clock.h"
 
 #include <errno.h>
@@ -28,6 +29,8 @@ struct serve_ctx {
 	const char *host;
 	double window_s, interval_s, timeout_s;
 	double max_connections;
+	const char *flight_dir;     /* --flight-recorder, borrowed */
+	struct flight_opts fo;
 };
 
 #define CTX(ctx) ((struct serve_ctx *)(ctx))
@@ -74,6 +77,15 @@ static int set_max_connections(void *ctx, const char *arg, char *msg, size_t len
 	return 0;
 }
 
+static int set_flight_dir(void *ctx, const char *arg, char *msg, size_t len)
+{
+	(void)msg, (void)len;
+	CTX(ctx)->flight_dir = arg;
+	return 0;
+}
+
+FLIGHT_CLI_SETTERS(struct serve_ctx, fo)
+
 static const struct cli_option options[] = {
 	CLI_OPT_TARGETS,
 	CLI_OPT_RATE,
@@ -88,6 +100,10 @@ static const struct cli_option options[] = {
 	{ 0, "max-connections", "N", "connections at once; more are closed on accept (default 4096)",
 	  set_max_connections },
 	{ 0, "timeout", "DURATION", "close a connection idle this long (default 10 s)", set_timeout },
+	CLI_OPT_STALL_MS,
+	{ 0, "flight-recorder", "DIR", "keep the last --ring of every worker in memory and write a recording into "
+	  "DIR on each --trigger or SIGUSR2 (record --ring's recorder)", set_flight_dir },
+	FLIGHT_CLI_OPTIONS("with --flight-recorder: the span the ring keeps (default 120s)"),
 	{ 0 },
 };
 
@@ -118,13 +134,37 @@ static unsigned fit_fd_limit(unsigned want)
 	return want;
 }
 
+struct publisher {
+	struct serve_ctx *x;
+	struct feed *f;
+	struct serve *sv;
+	struct flight *fl;               /* NULL: no flight recorder */
+};
+
+/* The model of the last window, and the recorder's gauges, published. */
+static void publish(void *arg)
+{
+	struct publisher *p = arg;
+	struct model m;
+	int err = feed_now(p->f, p->x->window_s, 0, &m);
+	if (err < 0) {
+		cli_error("building the model: %s", strerror(-err));
+		return;   /* the last figures stay; /healthz goes stale if this lasts */
+	}
+	struct serve_gauge g[SERVE_FLIGHT_GAUGES];
+	size_t ng = p->fl ? serve_flight_gauges(p->fl, g) : 0;
+	if (serve_publish_with(p->sv, &m, (int64_t)time(NULL), g, ng) < 0)
+		cli_error("out of memory: the last figures stay");
+	model_done(&m);
+}
+
 /* Publishes the model of the last window on a fixed schedule, every
  * interval from the start (building a model does not make it drift; a
  * schedule missed altogether restarts from now), until a signal comes;
  * returns it. */
-static int publish_until_signal(struct serve_ctx *x, struct feed *f, struct serve *sv, const sigset_t *stop)
+static int publish_until_signal(struct publisher *p, const sigset_t *stop)
 {
-	double next = mono_s() + x->interval_s;
+	double next = mono_s() + p->x->interval_s;
 	for (;;) {
 		double left = next - mono_s();
 		left = left > 0 ? left : 0;
@@ -136,18 +176,8 @@ static int publish_until_signal(struct serve_ctx *x, struct feed *f, struct serv
 			continue;
 		if (errno != EAGAIN)
 			return SIGTERM;
-		next += x->interval_s;
-		if (next < mono_s())
-			next = mono_s() + x->interval_s;
-		struct model m;
-		int err = feed_now(f, x->window_s, 0, &m);
-		if (err < 0) {
-			cli_error("building the model: %s", strerror(-err));
-			continue;   /* the last figures stay; /healthz goes stale if this lasts */
-		}
-		if (serve_publish(sv, &m, (int64_t)time(NULL)) < 0)
-			cli_error("out of memory: the last figures stay");
-		model_done(&m);
+		next = serve_next_at(next, p->x->interval_s, mono_s());
+		publish(p);
 	}
 }
 
@@ -178,8 +208,16 @@ static int serve_run(struct serve_ctx *x)
 	signal(SIGPIPE, SIG_IGN);
 	/* the limit raised before the sampler opens a file: its budget is a quarter of it */
 	unsigned max_connections = fit_fd_limit((unsigned)x->max_connections);
+	struct feed_opts how = { 0 };
+	struct flight *fl = NULL;
+	double rate_hz = x->c.rate_hz ? x->c.rate_hz : MODEL_FEED_DEFAULT_HZ;
+	if (x->flight_dir && !(fl = serve_flight_open(&x->fo, x->flight_dir, rate_hz, &how, &rc))) {
+		close(fd);
+		return rc;
+	}
 	struct feed *f;
-	if ((rc = cli_feed_open(&x->c, NULL, &f)) >= 0) {
+	if ((rc = cli_feed_open(&x->c, &how, &f)) >= 0) {
+		flight_delete(fl);
 		close(fd);
 		return rc;
 	}
@@ -190,16 +228,21 @@ static int serve_run(struct serve_ctx *x)
 	if ((rc = serve_start(&o, &sv, err, sizeof(err))) < 0) {
 		cli_error("%s", err);
 		feed_close(f);
+		flight_delete(fl);
 		return EXIT_FAIL;
 	}
 	cli_log(stderr, "listening on %s (port %d): /metrics, the figures of the last %g s every %g s", spec, port,
 	        x->window_s, x->interval_s);
-	int sig = publish_until_signal(x, f, sv, &stop);
+	struct publisher p = { x, f, sv, fl };
+	struct serve_flight_loop loop = { f, fl, &stop, x->interval_s, publish, &p };
+	int sig = fl ? serve_flight_follow(&loop) : publish_until_signal(&p, &stop);
 	serve_stop(sv);
+	feed_stop(f);   /* no sample reaches the ring after this: its recording is ended */
+	int lost = flight_delete(fl) < 0;
 	feed_close(f);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	cli_log(stderr, "%s: stopped", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
-	return EXIT_OK;
+	return lost ? EXIT_FAIL : EXIT_OK;
 }
 
 /* Bytes from which serve's allocations are mapped on their own. */
@@ -207,7 +250,8 @@ static int serve_run(struct serve_ctx *x)
 
 static int run(int argc, char **argv)
 {
-	struct serve_ctx x = { .window_s = 10, .interval_s = 1, .timeout_s = 10, .max_connections = 4096 };
+	struct serve_ctx x = { .window_s = 10, .interval_s = 1, .timeout_s = 10, .max_connections = 4096,
+			       .fo = FLIGHT_OPTS_INIT };
 	cli_common_init(&x.c);
 	int rc = cli_parse(&cmd_serve, argc, argv, &x);
 	/* serve runs for good: a flood's workers (~90 KB each), snapshots and
@@ -216,6 +260,8 @@ static int run(int argc, char **argv)
 	 * otherwise raise this threshold after the first large free and keep
 	 * what the flood took in its heaps */
 	mallopt(M_MMAP_THRESHOLD, SERVE_MMAP_THRESHOLD);
+	if (rc < 0)
+		rc = serve_flight_usage(&x.fo, x.flight_dir);
 	if (rc < 0 && (rc = cli_check_pids(&x.c.targets)) < 0 && (rc = cli_check_access(&x.c.targets)) < 0)
 		rc = serve_run(&x);
 	cli_common_done(&x.c);
@@ -227,6 +273,10 @@ const struct cli_command cmd_serve = {
 	"Samples every worker for good and, every --interval, publishes the figures of the last --window\n"
 	"at http://ADDR:PORT/metrics in Prometheus' text format (OpenMetrics when Accept asks for it);\n"
 	"a scrape reads what was published and never samples. /healthz says 200 while the figures are\n"
-	"fresh. SIGTERM or SIGINT stops it (exit 0). See docs/export.md.",
+	"fresh. SIGTERM or SIGINT stops it (exit 0). See docs/export.md.\n"
+	"With --flight-recorder DIR it is also record --ring's flight recorder: the last --ring of every\n"
+	"worker stays in a bounded ring in memory (its bound printed at the start and served as\n"
+	"loopstat_flight_ring_bytes), and each --trigger met, or SIGUSR2, writes a recording into DIR\n"
+	"(loopstat_flight_recordings_written counts them).",
 	options, run,
 };

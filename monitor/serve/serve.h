@@ -42,6 +42,17 @@ int serve_start(const struct serve_opts *o, struct serve **out, char *err, size_
  * Returns 0 or -ENOMEM (the last bodies stay). */
 int serve_publish(struct serve *s, const struct model *m, int64_t now);
 
+/* A gauge outside the model (the flight recorder's), published beside
+ * its figures: name in base units after the prefix
+ * ("flight_recordings_written"), one line of help; both static. */
+struct serve_gauge {
+	const char *name, *help;
+	double value;
+};
+
+/* serve_publish with ng gauges g beside the model's figures. */
+int serve_publish_with(struct serve *s, const struct model *m, int64_t now, const struct serve_gauge *g, size_t ng);
+
 /* Stops: no new connection, the ones in flight are closed; frees s. */
 void serve_stop(struct serve *s);
 

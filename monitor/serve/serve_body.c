@@ -24,7 +24,7 @@ static int render(const struct export_points *b, enum export_prom_fmt fmt, char 
 }
 
 int serve_body_new(const struct model *m, const char *prefix, const char *host, int64_t now,
-                   struct serve_body **out)
+                   const struct serve_gauge *g, size_t ng, struct serve_body **out)
 {
 	struct serve_body *body = calloc(1, sizeof(*body));
 	if (!body)
@@ -38,6 +38,8 @@ int serve_body_new(const struct model *m, const char *prefix, const char *host, 
 		rc = export_points_add_source(&b, m, prefix, host, now);
 	if (rc == 0)
 		rc = export_points_add_ignored(&b, m, prefix, host, now);
+	for (size_t i = 0; rc == 0 && i < ng; i++)
+		rc = export_points_add_gauge(&b, prefix, host, now, g[i].name, g[i].help, g[i].value);
 	if (rc == 0)
 		rc = render(&b, EXPORT_PROM_TEXT, &body->text, &body->text_len);
 	if (rc == 0)

@@ -237,8 +237,13 @@ int serve_start(const struct serve_opts *o, struct serve **out, char *err, size_
 
 int serve_publish(struct serve *s, const struct model *m, int64_t now)
 {
+	return serve_publish_with(s, m, now, NULL, 0);
+}
+
+int serve_publish_with(struct serve *s, const struct model *m, int64_t now, const struct serve_gauge *g, size_t ng)
+{
 	struct serve_body *b;
-	int rc = serve_body_new(m, s->o.prefix, s->o.host, now, &b);
+	int rc = serve_body_new(m, s->o.prefix, s->o.host, now, g, ng, &b);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&s->lock);

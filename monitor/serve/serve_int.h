@@ -21,9 +21,10 @@ struct serve_body {
 	double made_s;       /* CLOCK_MONOTONIC, seconds */
 };
 
-/* Renders m into a new body with one reference. 0 or -ENOMEM. */
+/* Renders m, and the ng gauges g after it, into a new body with one
+ * reference. 0 or -ENOMEM. */
 int serve_body_new(const struct model *m, const char *prefix, const char *host, int64_t now,
-                   struct serve_body **out);
+                   const struct serve_gauge *g, size_t ng, struct serve_body **out);
 
 /* Takes one more reference; returns body. */
 struct serve_body *serve_body_get(struct serve_body *body);

@@ -7,10 +7,13 @@
  */
 #include "top/tui_int.h"
 #include "model/limit.h"
+#include "model/stall_group.h"
 #include "util/textsafe.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void section(int y, const char *title)
@@ -199,29 +202,76 @@ static int draw_lag(const struct tui *t, const struct worker_view *w, int y, int
 	return y;
 }
 
-/* The stalls captured, newest first: one line each, and the innermost
- * frames of the newest. */
-static int draw_stalls(const struct worker_view *w, int y, int end)
+/* A stall of the worker's log into the view's groups. */
+static int add_stall(struct tui *t, const struct stall_view *s)
 {
-	/* the last ones captured, whenever: older ones than the window's count */
-	section(y++, "Stalls (the last captured, at seconds since sampling began)");
-	for (int i = 0; i < w->nstall_log && y < end; i++) {
+	const char *frames[SERIES_STALL_FRAMES];
+	for (int f = 0; f < s->nframes && f < SERIES_STALL_FRAMES; f++)
+		frames[f] = s->frames[f];
+	char where[MODEL_TARGET_LEN + 16];
+	if (s->fd >= 0)
+		snprintf(where, sizeof(where), "fd %d %s", s->fd, s->target);
+	else
+		snprintf(where, sizeof(where), "%s", s->target);
+	struct stall_in in = { .state = s->state, .syscall = s->syscall, .target = where, .fiber = s->fiber,
+			       .frames = frames, .nframes = s->nframes, .t_ns = (uint64_t)(s->t_s * 1e9),
+			       .dur_ns = (uint64_t)(s->dur_ms * 1e6) };
+	return stall_groups_add(&t->dstalls, &in);
+}
+
+/* The worker's stalls since the view opened on it: its log holds the
+ * last few, newest first; each is added once, and the newest's whole
+ * length once its span ends. */
+static void gather_stalls(struct tui *t, const struct worker_view *w)
+{
+	if (w->pid != t->dstall_pid || w->tid != t->dstall_tid) {
+		stall_groups_done(&t->dstalls);
+		t->dstall_pid = w->pid;
+		t->dstall_tid = w->tid;
+		t->dstall_t = -1;
+		t->dstall_g = -1;
+	}
+	for (int i = w->nstall_log - 1; i >= 0; i--) {
 		const struct stall_view *s = &w->stall_log[i];
-		char fiber[LOOPSTAT_TAG_LEN], where[MODEL_TARGET_LEN + 48];
-		snprintf(fiber, sizeof(fiber), "%s", s->fiber);
-		if (s->syscall[0])
-			snprintf(where, sizeof(where), "%s fd %d %s", s->syscall, s->fd, s->target);
-		else
-			snprintf(where, sizeof(where), "%s", s->state);
-		mvprintw(y++, 2, "%8.1fs  %s%.0f ms  %-8s %s%s%s", s->t_s, s->ended ? "" : ">", s->dur_ms, s->state,
-			 textsafe(where), fiber[0] ? "  fiber " : "", textsafe(fiber));
-		if (i == 0) {
-			for (int f = 0; f < s->nframes && f < 4 && y < end; f++)
-				mvprintw(y++, 4, "%s", s->frames[f]);
-			if (s->why[0] && y < end)
-				mvprintw(y++, 4, "no stack: %.*s", COLS > 16 ? COLS - 16 : 0, s->why);
+		if (s->t_s == t->dstall_t && s->dur_ms > t->dstall_ms) {
+			stall_groups_end(&t->dstalls, t->dstall_g, (uint64_t)(s->dur_ms * 1e6), -1, 0);
+			t->dstall_ms = s->dur_ms;
+		}
+		if (s->t_s <= t->dstall_t)
+			continue;
+		t->dstall_g = add_stall(t, s);
+		t->dstall_t = s->t_s;
+		t->dstall_ms = s->dur_ms;
+	}
+}
+
+/* The stalls captured, grouped by stack as report groups them (one line
+ * per stack: count, first, last, worst), the most frequent first, each
+ * with its innermost frames. */
+static int draw_stalls(struct tui *t, const struct worker_view *w, int y, int end)
+{
+	gather_stalls(t, w);
+	char title[160];
+	snprintf(title, sizeof(title), "Stalls by stack (%llu seen since this view opened: count, first .. last, worst; "
+		 "seconds since sampling began)", (unsigned long long)t->dstalls.total);
+	section(y++, title);
+	struct stall_group *v = stall_groups_sorted(&t->dstalls);
+	for (size_t i = 0; v && i < t->dstalls.n && y < end; i++) {
+		const struct stall_group *g = &v[i];
+		mvprintw(y++, 2, "%3llux  %8.1fs .. %8.1fs  worst %.0f ms  %s", (unsigned long long)g->count,
+			 (double)g->first_ns / 1e9, (double)g->last_ns / 1e9, (double)g->worst_ns / 1e6, g->head);
+		/* its innermost frames, as report shows them (six spaces in) */
+		int nf = 0;
+		for (const char *l = g->frames; *l && nf < 3 && y < end; nf++) {
+			size_t n = strcspn(l, "\n");
+			mvprintw(y++, 4, "%.*s", (int)n - 6 > 0 ? (int)n - 6 : 0, n > 6 ? l + 6 : l);
+			l += n + (l[n] == '\n');
 		}
 	}
+	/* the newest stall's reason for having no stack */
+	if (w->nstall_log && w->stall_log[0].why[0] && y < end)
+		mvprintw(y++, 4, "no stack: %.*s", COLS > 16 ? COLS - 16 : 0, w->stall_log[0].why);
+	free(v);
 	return y;
 }
 
@@ -314,7 +364,7 @@ void tui_draw_detail(struct tui *t, int y, int h)
 	if (y < end - 1)
 		y = draw_blockers(w, y, end);
 	if (w->nstall_log > 0 && y < end - 1)
-		y = draw_stalls(w, y, end);
+		y = draw_stalls(t, w, y, end);
 	if (w->nkeys > 0 && y < end - 1)
 		y = draw_keys(w, y, end);
 }

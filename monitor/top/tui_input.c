@@ -34,6 +34,7 @@ void tui_state_done(struct tui *t)
 	free(t->rows);
 	t->rows = NULL;
 	t->nrows = t->rows_cap = 0;
+	stall_groups_done(&t->dstalls);
 }
 
 int tui_refresh_model(struct tui *t)
@@ -185,6 +186,7 @@ int tui_handle_key(struct tui *t, int ch)
 		if (t->mode == TUI_MODE_TABLE && t->nrows > 0 && !t->by_service) {
 			tui_select(t, 0);
 			t->mode = TUI_MODE_DETAIL;
+			t->dstall_pid = t->dstall_tid = 0;   /* its stalls by stack start afresh */
 		}
 		break;
 	case TUI_PAUSE:

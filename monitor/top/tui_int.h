@@ -13,6 +13,7 @@
 
 #include "model/metric.h"
 #include "model/model.h"
+#include "model/stall_group.h"
 #include "model/feed.h"
 #include "top/tui.h"
 
@@ -168,6 +169,14 @@ struct tui {
 	char host[64];
 	char msg[96];                    /* one-shot status message */
 	int help_top;                    /* first help line shown (the help scrolls) */
+	/* the detail view's stalls by stack: every stall of the worker seen since
+	 * the view opened on it (its stall_log holds the last few only); a pid
+	 * of 0 starts them afresh */
+	struct stall_groups dstalls;     /* owned */
+	pid_t  dstall_pid, dstall_tid;
+	double dstall_t;                 /* the newest stall added, seconds; its group, and its length then */
+	int    dstall_g;
+	double dstall_ms;
 };
 
 /* tui_rows.c: filtering, sorting, selection */

@@ -210,3 +210,15 @@ void http_response_free(struct http_response *r)
 	free(r->head);
 	memset(r, 0, sizeof(*r));
 }
+
+void sc_promtool_check(const char *dir, const char *body, size_t len)
+{
+	char path[400], cmd[600];
+	snprintf(path, sizeof(path), "%s/scrape.prom", dir);
+	cr_assert_eq(ts_write_file(path, body, len), 0);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < '%s' 2>&1", path);
+	char *sh[] = { "/bin/sh", "-c", cmd, NULL }, *out;
+	int rc = ts_run(sh, &out, 15000);
+	cr_assert_eq(rc, 0, "promtool check metrics refuses a live scrape: %s\n%s", out, body);
+	free(out);
+}

@@ -49,4 +49,8 @@ const char *http_header(const struct http_response *r, const char *name, char *b
 
 void http_response_free(struct http_response *r);
 
+/* promtool check metrics accepts body (a scrape, written into dir first);
+ * fails the test with promtool's words otherwise. */
+void sc_promtool_check(const char *dir, const char *body, size_t len);
+
 #endif /* TESTS_SERVE_CHILD_H */
