@@ -279,7 +279,7 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_interleave test_stats test_check_ci test_limit_quota test_pools test_pool_stable test_lag test_stall_capture \
              test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source \
              test_unwind_budget test_serve_flood test_export_cmd test_fd_budget test_diff test_diff_profile \
-             test_lag_resolution test_saturated test_bpf_stall test_bpf_blocked test_bpf_events \
+             test_lag_resolution test_saturated test_bpf_stall test_bpf_blocked test_bpf_events test_bpf_cost \
              test_worker_fair test_serve_budget test_serve_prometheus test_pid_reuse test_flight test_stall_groups
 
 # Four at a time (make test: three in the sanitizer build, above), PAR=N

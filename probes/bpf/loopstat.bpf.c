@@ -2,9 +2,10 @@
 /*
  * loopstat.bpf.c — exact loop figures from kernel tracepoints.
  *
- * tp_btf programs (no tracefs needed) on sys_enter/sys_exit, sched_switch
- * and sched_wakeup keep, per thread of a watched thread group (or, with
- * watch_all, of any thread that enters a poll-family wait):
+ * Programs on the poll-family syscalls' and close's tracepoints, and
+ * tp_btf on sched_switch and process exit, keep, per thread of a watched
+ * thread group (or, with watch_all, of any thread that enters a
+ * poll-family wait):
  *   - each poll key's waits, returns, returned events and time (up to
  *     LSB_SLOTS keys: an epoll or ring fd each, one for all poll/select
  *     sets), and which key is the loop's (lead): the epoll/ring fd waited
@@ -12,19 +13,20 @@
  *     whose sets are its poll (probe_loop.h's rule, without reading sets);
  *   - busy spans (the loop poll's exit to its next entry) in a log-linear
  *     histogram, their count, sum and max;
- *   - time on a CPU, run-queue wait (woken or preempted → switched in) and
+ *   - time on a CPU, run-queue wait (the scheduler's own count) and
  *     off-CPU time by the syscall it was in (asleep, or waiting for a CPU
- *     inside it);
+ *     inside it), that syscall read from its saved user registers as
+ *     /proc/PID/syscall reads it, when it leaves the CPU;
  *   - a stall event (ring buffer) once per span that passes stall_us, with
  *     the user stack where it was seen (the frame-pointer walk, and the
  *     registers with a copy of the stack's top for a DWARF unwind): at the
- *     exit of the syscall it blocked in, when preempted, or at the next
- *     poll entry (over by then: no use for a stack).
+ *     exit of the syscall it blocked in, when preempted, on a CPU's clock
+ *     tick, or at the next poll wait (over by then: no use for a stack).
  * A thread's entry is marked when it exits (sched_process_exit), made
  * anew when its tid is reused, and deleted by the user side once read.
  * The figures are cumulative; the user side adds what is in progress.
- * A thread's entry is written by its own CPU except for the wake-up, so
- * plain adds suffice.
+ * A thread's entry is written only where it runs (its syscalls, its
+ * switches), so plain adds suffice.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -141,11 +143,17 @@ static __always_inline void off_add(__u32 tid, __s32 nr, __u64 ns)
 	bpf_map_update_elem(&offcpu, &k, &nv, BPF_ANY);
 }
 
-/* The off-CPU key of where t is: its syscall, LSB_OFF_LOOP in the loop's
- * own poll (idle, not blocked), -1 outside a syscall. */
-static __always_inline __s32 off_key(struct lsb_thread *t)
+#define LSB_ENOSYS 38 /* ENOSYS: a macro, not in BTF */
+
+/* The syscall p is in, from its saved user registers, as /proc/PID/syscall
+ * reads it; -1 outside one. x86-64's syscall entry leaves -ENOSYS in ax
+ * until the call returns, where a fault's or an interrupt's entry leaves
+ * the user's rax (and a fault's error code in orig_ax). */
+static __always_inline __s32 task_nr(struct task_struct *p)
 {
-	return t->cur_slot >= 0 && t->cur_slot == t->lead ? LSB_OFF_LOOP : t->cur_nr;
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(p);
+	long nr = BPF_CORE_READ(r, orig_ax), ax = BPF_CORE_READ(r, ax);
+	return nr >= 0 && ax == -LSB_ENOSYS ? (__s32)nr : -1;
 }
 
 /* The loop's poll: the epoll/ring slot with the most waits (older on a
@@ -247,11 +255,17 @@ static __always_inline __s32 set_epoll(struct lsb_thread *t, long nr, __u64 a0, 
 	return -1;
 }
 
-static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 tid, __s32 nr, __u64 now)
+/* A stall event is due: t's span passed the threshold, none sent for it. */
+static __always_inline int stall_due(struct lsb_thread *t, __u64 now)
 {
 	__u32 lim = stall_us;
-	if (!lim || !t->span_start || t->stall_sent || now - t->span_start < (__u64)lim * 1000)
-		return;
+	return lim && t->span_start && !t->stall_sent && now - t->span_start >= (__u64)lim * 1000;
+}
+
+/* The stall event of the current task, t, in syscall nr (-1 none,
+ * LSB_STALL_ENDED), once stall_due(). */
+static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 tid, __s32 nr, __u64 now)
+{
 	t->stall_sent = 1;
 	struct lsb_stall *e = bpf_ringbuf_reserve(&stalls, sizeof(*e), 0);
 	if (!e)
@@ -261,10 +275,10 @@ static __always_inline void stall_emit(void *ctx, struct lsb_thread *t, __u32 ti
 	e->nr = nr;
 	e->span_ns = now - t->span_start;
 	e->ts = now;
-	e->arg0 = t->arg0;
 	e->stack_len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
 	/* the registers and the top of the stack, as a perf sample has them */
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	e->arg0 = BPF_CORE_READ(r, di);   /* saved at the syscall's entry: its first argument */
 	e->pc = BPF_CORE_READ(r, ip);
 	e->sp = BPF_CORE_READ(r, sp);
 	e->fp = BPF_CORE_READ(r, bp);
@@ -300,32 +314,36 @@ static __always_inline void span_end(struct lsb_thread *t, __u64 now)
 	t->span_start = 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
+/*
+ * The poll-family syscalls and close are seen by their own tracepoints
+ * (syscalls:sys_enter_epoll_wait, ...: perf events the user side opens,
+ * probe_bpf_open), so the host's other syscalls run no program: one at
+ * every syscall's entry and exit was most of the source's cost on a busy
+ * host (bench/bpf cpu, docs/performance.md). Where those tracepoints'
+ * ids cannot be read, raw_polls: ls_sys_enter and ls_sys_exit see every
+ * syscall and pass the same calls on. ls_sys_exit also sees stalls in a
+ * blocking syscall as it returns, attached for that only while stalls
+ * are asked for.
+ */
+__u32 raw_polls = 0;  /* 1: the raw programs carry the poll-family calls */
+
+static __always_inline int poll_enter(void *ctx, long id, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 {
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pt, tgid = pt >> 32;
-	struct lsb_thread *t = thread_get(tid, tgid, (watch_all && lsb_is_poll_nr(id)) ? 2 : 1);
+	struct lsb_thread *t = thread_get(tid, tgid, watch_all ? 2 : 1);
 	if (!t)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	t->cur_nr = id;
 	t->cur_slot = -1;
 	t->enter_ns = now;
-	t->arg0 = BPF_CORE_READ(regs, di);
-	if (id == LSB_NR_close) {
-		slot_forget(t, (__s32)t->arg0);
-		return 0;
-	}
 	__s32 fd = 0;
-	__u32 kind = 0;
-	if (lsb_is_poll_nr(id))
-		kind = lsb_poll_key(id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx),
-				BPF_CORE_READ(regs, r10), &fd);
+	__u32 kind = lsb_poll_key(id, a0, a1, a2, a3, &fd);
 	if (!kind)
 		return 0;
 	if (kind == LSB_KIND_SET) {
-		__s32 e = set_epoll(t, id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si));
+		__s32 e = set_epoll(t, id, a0, a1);
 		if (e >= 0) {
 			fd = t->slot[e & (LSB_SLOTS - 1)].fd;
 			kind = LSB_KIND_EPOLL;
@@ -339,23 +357,24 @@ int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
 	t->cur_slot = i;
 	t->lead = leader(t);
 	if (i == t->lead) {
-		stall_emit(ctx, t, tid, LSB_STALL_ENDED, now);
+		if (stall_due(t, now))
+			stall_emit(ctx, t, tid, LSB_STALL_ENDED, now);
 		span_end(t, now);
 	}
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(ls_sys_exit, struct pt_regs *regs, long ret)
+/* The wait's time, its return and events (ret > 0); a span starts if it
+ * was the loop's. */
+static __always_inline int poll_exit(long ret)
 {
 	__u64 pt = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pt;
-	struct lsb_thread *t = thread_get(tid, pt >> 32, 0);
-	if (!t || t->cur_nr < 0)
+	struct lsb_thread *t = thread_get((__u32)pt, pt >> 32, 0);
+	if (!t)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
 	__s32 i = t->cur_slot;
 	if (i >= 0 && i < LSB_SLOTS) {
+		__u64 now = bpf_ktime_get_ns();
 		struct lsb_slot *s = &t->slot[i];
 		s->wait_ns += now - t->enter_ns;
 		s->returns++;
@@ -365,12 +384,107 @@ int BPF_PROG(ls_sys_exit, struct pt_regs *regs, long ret)
 			t->span_start = now;
 			t->stall_sent = 0;
 		}
-	} else {
-		stall_emit(ctx, t, tid, t->cur_nr, now);
 	}
 	t->cur_nr = -1;
 	t->cur_slot = -1;
 	return 0;
+}
+
+static __always_inline int close_enter(__u64 fd)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	struct lsb_thread *t = thread_get((__u32)pt, pt >> 32, 0);
+	if (t)
+		slot_forget(t, (__s32)fd);
+	return 0;
+}
+
+/* One program each at the entries and the returns of the poll-family
+ * syscalls and one at close's entry, each attached to those syscalls'
+ * tracepoints (bpf_attach.c: the record says which syscall): one
+ * verification each, not one per syscall. */
+SEC("tracepoint")
+int ls_poll_in(struct trace_event_raw_sys_enter *ctx)
+{
+	long id = (__s32)ctx->id;   /* the record's syscall_nr is an int: its padding is no part of it */
+	if (!lsb_is_poll_nr(id))
+		return 0;
+	/* the arguments from the saved registers: a program may read no
+	 * further into the record than its shortest tracepoint's (poll: 3) */
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	return poll_enter(ctx, id, BPF_CORE_READ(r, di), BPF_CORE_READ(r, si), BPF_CORE_READ(r, dx),
+			  BPF_CORE_READ(r, r10));
+}
+
+SEC("tracepoint")
+int ls_poll_out(struct trace_event_raw_sys_exit *ctx)
+{
+	return poll_exit(ctx->ret);
+}
+
+SEC("tracepoint")
+int ls_close_in(struct trace_event_raw_sys_enter *ctx)
+{
+	return close_enter(ctx->args[0]);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(ls_sys_enter, struct pt_regs *regs, long id)
+{
+	if (id == LSB_NR_close)
+		return close_enter(BPF_CORE_READ(regs, di));
+	if (!lsb_is_poll_nr(id))
+		return 0;
+	return poll_enter(ctx, id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx),
+			  BPF_CORE_READ(regs, r10));
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ls_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pt;
+	struct lsb_thread *t = thread_get(tid, pt >> 32, 0);
+	if (!t)
+		return 0;   /* the fast path of every other thread on the host */
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	if (lsb_is_poll_nr(nr))
+		return raw_polls ? poll_exit(ret) : 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (stall_due(t, now))   /* blocked past the threshold: seen as it returns, with the stack there */
+		stall_emit(ctx, t, tid, (__s32)nr, now);
+	return 0;
+}
+
+/* Run-queue wait from the scheduler's own count (CONFIG_SCHED_INFO, as
+ * /proc/PID/schedstat's second field), read as p leaves the CPU: it holds
+ * every wait before this stint. A program at every wake-up on the host
+ * cost more than the switches' (most of a watched thread's wake-up was its
+ * map entry's cache misses); the wait still in progress is added only
+ * when preempted (rq_start). */
+static __always_inline void rq_read(struct lsb_thread *t, struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->sched_info))
+		return;
+	__u64 delay = p->sched_info.run_delay, count = p->sched_info.pcount;
+	if (!t->rq_based) {   /* counted from the first switch seen */
+		t->rq_base = delay;
+		t->rq_count_base = count;
+		t->rq_based = 1;
+	}
+	/* never below a preempted wait added at its switch-in */
+	if (delay - t->rq_base > t->rq_ns)
+		t->rq_ns = delay - t->rq_base;
+	t->rq_count = count - t->rq_count_base;
+}
+
+/* Where prev (t's task) waits as it leaves the CPU: LSB_OFF_LOOP in the
+ * loop's own poll (its registers not read), its syscall, -1 outside one. */
+static __always_inline __s32 off_key(struct lsb_thread *t, struct task_struct *prev)
+{
+	if (t->cur_nr >= 0)
+		return t->cur_slot >= 0 && t->cur_slot == t->lead ? LSB_OFF_LOOP : t->cur_nr;
+	return task_nr(prev);
 }
 
 SEC("tp_btf/sched_switch")
@@ -390,12 +504,14 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t->oncpu_start)
 			t->oncpu_ns += now - t->oncpu_start;
 		t->oncpu_start = 0;
+		t->off_nr = off_key(t, prev);
+		rq_read(t, prev);
 		if (prev->__state == 0) { /* TASK_RUNNING: preempted, queued again */
 			t->rq_start = now;
-			stall_emit(ctx, t, ptid, t->cur_nr, now); /* -1 in user space */
+			if (stall_due(t, now))
+				stall_emit(ctx, t, ptid, t->off_nr == LSB_OFF_LOOP ? -1 : t->off_nr, now);
 		} else {
 			t->off_start = now;
-			t->off_nr = off_key(t);
 		}
 	}
 	t = ntid && !nexit ? thread_get(ntid, next->tgid, 1) : NULL;
@@ -403,50 +519,21 @@ int BPF_PROG(ls_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (!now)
 			now = bpf_ktime_get_ns();
 		t->oncpu_start = now;
-		if (t->rq_start) {
+		/* off-CPU time counts where a syscall other than the loop's poll
+		 * held it: asleep there, and waiting for a CPU inside it once
+		 * woken or preempted (its own clock around the call counts that
+		 * too), so no wake-up need be seen */
+		__u64 since = t->rq_start ? t->rq_start : t->off_start;   /* preempted, or asleep */
+		if (since && t->off_nr >= 0)
+			off_add(ntid, t->off_nr, now - since);
+		/* the preempted wait, until the scheduler's count has it
+		 * (rq_read): the reading it was in never goes back */
+		if (t->rq_start)
 			t->rq_ns += now - t->rq_start;
-			t->rq_count++;
-			/* woken (or preempted) inside a syscall, it is still in it
-			 * while it waits for a CPU: its own clock around the call
-			 * counts that wait too */
-			if (t->cur_nr >= 0)
-				off_add(ntid, off_key(t), now - t->rq_start);
-			t->rq_start = 0;
-		}
-		if (t->off_start) { /* no wake-up seen: all of it off CPU */
-			off_add(ntid, t->off_nr, now - t->off_start);
-			t->off_start = 0;
-		}
-	}
-	return 0;
-}
-
-static __always_inline int on_wakeup(struct task_struct *p)
-{
-	__u32 tid = p->pid;   /* read directly, as in ls_sched_switch: every wake-up passes here */
-	struct lsb_thread *t = thread_get(tid, p->tgid, 0);
-	if (!t)
-		return 0;
-	__u64 now = bpf_ktime_get_ns();
-	if (t->off_start) {
-		off_add(tid, t->off_nr, now - t->off_start);
+		t->rq_start = 0;
 		t->off_start = 0;
 	}
-	if (!t->oncpu_start)
-		t->rq_start = now;
 	return 0;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(ls_sched_wakeup, struct task_struct *p)
-{
-	return on_wakeup(p);
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(ls_sched_wakeup_new, struct task_struct *p)
-{
-	return on_wakeup(p);
 }
 
 /* A thread's end: its entry is marked, so that a thread given its tid
@@ -476,7 +563,8 @@ int ls_tick(struct bpf_perf_event_data *ctx)
 	if (!tid)
 		return 0;
 	struct lsb_thread *t = thread_get(tid, pt >> 32, 0);
-	if (t)
-		stall_emit(ctx, t, tid, t->cur_nr, bpf_ktime_get_ns());
+	__u64 now = bpf_ktime_get_ns();
+	if (t && stall_due(t, now))
+		stall_emit(ctx, t, tid, task_nr(bpf_get_current_task_btf()), now);
 	return 0;
 }

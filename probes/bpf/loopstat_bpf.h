@@ -41,22 +41,22 @@ struct lsb_slot {
 struct lsb_thread {
 	__u32 tgid;
 	__s32 lead;          /* slot of the loop's poll, -1 none (the loop-poll rule, probe_loop.h) */
-	__s32 cur_nr;        /* syscall in progress, -1 none */
-	__s32 cur_slot;      /* slot of the wait in progress, -1 none */
-	__u64 enter_ns;      /* entry of the syscall in progress */
-	__u64 arg0;          /* its first argument (an fd for most blocking calls) */
+	__s32 cur_nr;        /* poll-family syscall in progress, -1 none */
+	__s32 cur_slot;      /* slot of its wait, -1 none (or a sleep: no fds) */
+	__u64 enter_ns;      /* its entry */
 	__u64 seq;           /* poll-family waits seen (slot ages) */
 	__u64 span_start;    /* the loop poll's last exit, 0 outside a span */
 	__u32 stall_sent;    /* this span already reported */
-	__s32 off_nr;        /* the syscall it went off CPU in, -1 none */
+	__s32 off_nr;        /* where it last left the CPU: its syscall, LSB_OFF_LOOP, -1 none */
 	__u32 dead;          /* it exited: its figures stay readable until its tid is reused */
-	__u32 pad;
+	__u32 rq_based;      /* rq_base and rq_count_base are set */
 	__u64 off_start;     /* left the CPU voluntarily, 0 when not */
-	__u64 rq_start;      /* woken or preempted, waiting for a CPU; 0 when not */
+	__u64 rq_start;      /* preempted, waiting for a CPU; 0 when not */
 	__u64 oncpu_start;   /* switched in, 0 when off */
 	__u64 oncpu_ns;      /* time on a CPU, completed stints */
-	__u64 rq_ns;         /* run-queue wait, completed */
-	__u64 rq_count;
+	__u64 rq_ns;         /* run-queue wait, completed, as of its last switch out */
+	__u64 rq_count;      /* stints on a CPU after a wait, as of the same */
+	__u64 rq_base, rq_count_base; /* the scheduler's counts when first seen */
 	__u64 spans;         /* completed busy spans of the loop poll */
 	__u64 span_ns;       /* their sum */
 	__u64 span_max;
@@ -65,12 +65,12 @@ struct lsb_thread {
 	__u32 hist[LSB_HIST]; /* busy spans, log-linear: lsb_bucket() */
 };
 
-/* lsb_offkey.nr of time off the CPU inside the loop's own poll: idle, not blocked */
+/* lsb_thread.off_nr inside the loop's own poll: idle, not blocked, never an lsb_offkey */
 #define LSB_OFF_LOOP (-2)
 
 struct lsb_offkey {
 	__u32 tid;
-	__s32 nr;            /* the syscall, -1 outside one (page fault, stopped), LSB_OFF_LOOP */
+	__s32 nr;            /* the syscall (not the loop's own poll: that is idle) */
 };
 
 struct lsb_offval {

@@ -62,14 +62,15 @@ struct probe_bpf_thread {
 	uint64_t spans, span_ns;    /* completed busy spans and their sum */
 	uint64_t span_max_ns;       /* the longest since the thread was first seen */
 	uint64_t span_now_ns;       /* the span in progress, 0 when in the poll */
-	long     cur_nr;            /* syscall in progress, -1 none */
+	long     cur_nr;            /* poll-family syscall in progress, -1 none */
 	long     off_nr;            /* off a CPU now: as probe_bpf_off.nr */
 	uint64_t off_now_ns;        /* for this long, not yet in probe_bpf_offcpu; 0 when on one */
 	uint32_t hist[PROBE_BPF_HIST]; /* completed spans by bucket */
 };
 
-/* Off-CPU time of one thread in one syscall (nr -1: outside a syscall;
- * PROBE_BPF_OFF_LOOP: asleep in its loop's own poll, which is idle). */
+/* Off-CPU time of one thread in one syscall other than its loop's own
+ * poll (asleep there is idle, not off-CPU time). probe_bpf_thread.off_nr
+ * is also -1 (outside a syscall) or PROBE_BPF_OFF_LOOP (in the loop's poll). */
 #define PROBE_BPF_OFF_LOOP (-2)
 struct probe_bpf_off {
 	pid_t    tid;

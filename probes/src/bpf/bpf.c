@@ -87,13 +87,17 @@ int probe_bpf_open(struct probe_bpf **out, char *why, size_t len)
 		snprintf(why, len, "bpf open: %s", strerror(-err));
 		goto fail;
 	}
+	bpf_syscalls_no_autoattach(b);
 	err = loopstat_bpf__load(b->skel);
 	if (err) {
 		snprintf(why, len, "load refused: %s%s%s", strerror(-err), last_msg[0] ? ": " : "", last_msg);
 		goto fail;
 	}
 	err = loopstat_bpf__attach(b->skel);
+	if (!err)
+		err = bpf_syscalls_attach(b);
 	if (err) {
+		bpf_syscalls_detach(b);
 		snprintf(why, len, "attach refused: %s%s%s", strerror(-err), last_msg[0] ? ": " : "", last_msg);
 		goto fail;
 	}
@@ -116,6 +120,7 @@ void probe_bpf_close(struct probe_bpf *b)
 		return;
 	bpf_read_done(b);
 	ticks_detach(b);
+	bpf_syscalls_detach(b);
 	if (b->stats_fd >= 0)
 		close(b->stats_fd);
 	loopstat_bpf__destroy(b->skel);
@@ -177,13 +182,13 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 	__s32 fd = 0;
 	__u32 kind = 0;
 	if (s.state == PROBE_SC_IN_SYSCALL) {
-		t->cur_nr = (__s32)s.nr;
-		t->enter_ns = now;
 		t->off_nr = (__s32)s.nr;
 		t->off_start = now;
 		kind = lsb_poll_key(s.nr, s.args[0], s.args[1], s.args[2], s.args[3], &fd);
 	}
 	if (kind) {
+		t->cur_nr = (__s32)s.nr;
+		t->enter_ns = now;
 		t->slot[0].fd = fd;
 		t->slot[0].kind = kind;
 		t->slot[0].waits = 1;
@@ -286,8 +291,10 @@ int probe_bpf_set_stall_ms(struct probe_bpf *b, double ms)
 	if (ms < 0 || ms * 1000 > 4e9)
 		return -EINVAL;
 	b->skel->bss->stall_us = (__u32)(ms * 1000);
+	/* without these stalls are still seen, later: at a preemption or their end */
+	bpf_syscalls_stall_exit(b, ms > 0);
 	if (ms > 0 && !b->ticks)
-		ticks_attach(b);   /* without it stalls are still seen, later: at a syscall, a preemption or their end */
+		ticks_attach(b);
 	else if (ms == 0)
 		ticks_detach(b);
 	return 0;
