@@ -9,8 +9,11 @@
 # (default 2): most of their time is spent waiting on the children they
 # sample, and they assert nothing about how fast anything ran.
 #
-# With ONLY=par or ONLY=solo, only those of the suites given run (and are
-# tallied): make test runs each build's solo and parallel suites apart.
+# Suites named in $UNIT run in this process alone (no child, no thread,
+# no timing): they run beside anything, as $PAR at a time too.
+#
+# With ONLY=CLASS[+CLASS...] (solo, par, unit), only those of the suites
+# given run (and are tallied): make test runs each build's classes apart.
 #
 #   run-tests.sh BUILD SUITE...     run them, print, tally
 #   run-tests.sh --one BUILD SUITE  (internal) run one suite into BUILD/.suites/
@@ -47,10 +50,13 @@ dir="$build/.suites"
 mkdir -p "$dir"
 solo=""; par=""; all=""
 for t in "$@"; do
+	n=$(basename "$t")
 	case " ${SOLO:-} " in
-	*" $(basename "$t") "*) [ "${ONLY:-solo}" = solo ] || continue; solo="$solo $t" ;;
-	*) [ "${ONLY:-par}" = par ] || continue; par="$par $t" ;;
+	*" $n "*) class=solo ;;
+	*) case " ${UNIT:-} " in *" $n "*) class=unit ;; *) class=par ;; esac ;;
 	esac
+	case "+${ONLY:-solo+par+unit}+" in *"+$class+"*) ;; *) continue ;; esac
+	if [ $class = solo ]; then solo="$solo $t"; else par="$par $t"; fi
 	rm -f "$dir/$(basename "$t")".*
 	all="$all $t"
 done
