@@ -441,6 +441,14 @@ $(BUILD)/bench/serve_flood: $(BUILD)/obj/bench/serve_flood.o $(BUILD)/obj/tests/
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPROBES_A) $(LIBFL_A) $(PROBE_LIBS) $(RT_LIBS) -lm
 
+# bench/check_coverage measures the monitor's own estimator, from its archive
+# (it once built the estimator's files into itself, and stopped linking when
+# the model began to call the evaluator).
+$(BUILD)/bench/check_coverage: $(BUILD)/obj/bench/check_coverage.o $(BUILD)/libmonitor.a $(LIBPROBES_A) $(LIBFL_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_LDFLAGS) -o $@ $< -Wl,--start-group $(BUILD)/libmonitor.a $(LIBPROBES_A) $(LIBFL_A) -Wl,--end-group \
+	  $(PROBE_LIBS) $(TUI_LIBS) $(HTTP_LIBS) $(PPROF_LIBS) $(RT_LIBS) -ljson-c -lm
+
 # bench/probe_fleet and bench/pool_cost time the monitor's own sampler too (their headline figures).
 $(BUILD)/bench/pool_cost: $(BUILD)/obj/bench/pool_cost.o $(MON_LIB_OBJ) $(LIBPROBES_A) $(LIBFL_A)
 	@mkdir -p $(@D)

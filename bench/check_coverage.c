@@ -6,14 +6,13 @@
  *
  *   make benches && build/bench/check_coverage [runs]
  */
-/* the bench links only libprobes and libfiberloop: build the two monitor
- * files it measures into it */
-#include "../monitor/model/estimate.c"
-#include "../monitor/model/model.c"
-#include "../monitor/collect/precision.c"
-#include "../monitor/util/stats.c"
-#include "../tests/support/check_streams.h"
+#include "collect/precision.h"
+#include "model/estimate.h"
+#include "model/model.h"
+#include "util/stats.h"
+#include "support/check_streams.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
