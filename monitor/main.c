@@ -36,6 +36,8 @@ static void print_usage(void)
 	       "  LOOPSTAT_SYS_ROOT   cgroup filesystem (default /sys/fs/cgroup)\n"
 	       "  LOOPSTAT_DISCOVER   'instrumented': --instrumented is the default (no sweep of the host)\n"
 	       "  LOOPSTAT_SOURCE     auto|bpf|proc: --source's default (default auto)\n"
+	       "  LOOPSTAT_BPF_RAW    set: the bpf source runs its syscall programs at every syscall\n"
+	       "                      (as without CAP_SYS_ADMIN), not on the poll family's own tracepoints\n"
 	       "  LOOPSTAT_SERIES_BUDGET  series one /metrics or textfile exposition may hold (default 10000)\n"
 	       "  NO_COLOR            top: no colours\n");
 }
