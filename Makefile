@@ -176,50 +176,39 @@ benches: $(BENCHES)
 # Both builds always run; the last line totals them. The speedscope schema
 # installs from npm beside the build (12 s of network; a suite that needs
 # it waits on the script's lock).
-# The suites that mostly sleep (the solo ones, which judge shares or time)
-# and those that need the CPUs (the parallel ones) overlap where the first
-# allow it, the second in the idle class:
-#  1. the plain build's solo suites, once built, while the other suites,
-#     the Go/tokio/Netty programs and the sanitizer build compile idly
-#     beside them, then the sanitizer build's UNIT_TESTS run idly too;
-#  2. the sanitizer build's solo suites, while its other parallel suites
-#     run idly beside them, three at a time;
-#  3. what is left of those, in the normal class and alone (run beside the
-#     plain ones, eight suites at once, three of theirs failed on time
-#     bounds);
-#  4. the plain build's parallel suites, four at a time;
-#  5. the timed suites, alone (beside even an idle compile, test_diff read
-#     two duty cycles 10 points apart as 8.3).
-# Each phase prints when it ended ("[phase] NAME ended at T s", from the
-# start); "(beside them)" marks the idle work's own ends.
+# The suites that run alone go first, once they are built, while the
+# other suites, the Go/tokio/Netty programs and the sanitizer build
+# compile idly beside them, and then the sanitizer build's UNIT_TESTS run
+# idly too (in-process only: an idle compile's load). Then the plain
+# build's parallel suites (they mostly wait, four at a time), the
+# sanitizer build's, three at a time (run beside the plain ones, eight
+# suites at once, three of theirs failed on time bounds; run idly beside
+# the sanitizer's solo suites, their own children waited for a CPU, and
+# an idle Go server read limit cpu), the timed suites, alone, and last
+# the sanitizer build's solo suites. Each phase prints when it ended
+# ("[phase] NAME ended at T s", from the start); "(beside them)" marks
+# the idle work's own ends.
 test: test-pkgs
 	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
 	mkdir -p $(BUILD); sh scripts/speedscope-schema.sh $(BUILD)/npm >$(BUILD)/.npm.log 2>&1 & \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; \
-	rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally* $(BUILD)/asan/.built $(BUILD)/.solo-done; \
+	rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
 	$(MAKE) --no-print-directory -j$$(nproc) solo-tests CHECK_SET=untimed || rc=1; \
 	{ $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 && phase "(beside them) suites' build"; } & bgt=$$!; \
 	( $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) programs >$(BUILD)/.programs.log 2>&1 || { cat $(BUILD)/.programs.log; exit 1; }; \
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
-	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; }; \
-	  touch $(BUILD)/asan/.built; phase "(beside them) sanitizer build"; r=0; \
+	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; }; phase "(beside them) sanitizer build"; \
 	  $(IDLE_PRIO) $(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=unit PAR=2 \
-	    >$(BUILD)/asan/.unit.log 2>&1 || r=1; phase "(beside them) sanitizer unit suites"; \
-	  while [ ! -e $(BUILD)/.solo-done ]; do sleep 1; done; \
-	  $(IDLE_PRIO) $(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par PAR=3 \
-	    >$(BUILD)/asan/.par.log 2>&1 || r=1; phase "(beside them) sanitizer parallel suites"; exit $$r ) & bg=$$!; \
+	    >$(BUILD)/asan/.unit.log 2>&1; r=$$?; phase "(beside them) sanitizer unit suites"; exit $$r ) & bg=$$!; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=untimed ONLY=solo || rc=1; phase "solo suites"; \
-	touch $(BUILD)/.solo-done; \
-	[ -e $(BUILD)/asan/.built ] || sh scripts/unidle.sh $$bg; \
-	while [ ! -e $(BUILD)/asan/.built ] && kill -0 $$bg 2>/dev/null; do sleep 1; done; \
-	if [ -e $(BUILD)/asan/.built ]; then \
-	  $(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo || rc=1; \
-	fi; phase "sanitizer solo suites"; \
-	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; cat $(BUILD)/asan/.unit.log $(BUILD)/asan/.par.log 2>/dev/null; \
-	phase "sanitizer parallel suites"; \
 	sh scripts/unidle.sh $$bgt; wait $$bgt || { rc=1; cat $(BUILD)/.tests.log; }; \
+	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; cat $(BUILD)/asan/.unit.log 2>/dev/null; \
+	phase "programs, sanitizer build and unit suites"; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par+unit || rc=1; phase "parallel suites"; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par PAR=3 || rc=1; \
+	phase "sanitizer parallel suites"; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo || rc=1; phase "sanitizer solo suites"; \
 	cat $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally* 2>/dev/null | \
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
 	exit $$rc
