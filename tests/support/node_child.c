@@ -26,9 +26,7 @@ static const char node_script[] =
 	"for (let i = 0; i < 200; i++) burnCpuForAWhile(1);\n"
 	"const srv = http.createServer((req, res) => { burnCpuForAWhile(ms); res.end('ok'); });\n"
 	/* the loop's own clock, libuv's time in its poll and out of it (ms), on a
-	 * listener of its own: the burning handler stays as it was when its
-	 * stalls named it (with an /elu branch in it, 2 CI-like runs of 4 caught
-	 * the stalls only in V8's C++, 16 frames from any JIT frame) */
+	 * listener of its own: the burning handler does nothing else */
 	"const elu = http.createServer((req, res) => {\n"
 	"  const e = performance.eventLoopUtilization(); res.end(e.idle + ' ' + e.active);\n"
 	"});\n"
