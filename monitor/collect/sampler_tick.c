@@ -135,6 +135,7 @@ static void sample_all(struct sampler *s, uint64_t now)
 	int64_t sec = (int64_t)(now / NS);
 	uint64_t gap = s->last_tick_ns && now > s->last_tick_ns ? now - s->last_tick_ns : 0;
 	s->last_tick_ns = now;
+	uint64_t period = (uint64_t)(NS / s->rate_hz);
 	size_t nreads = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
@@ -201,7 +202,8 @@ static void sample_all(struct sampler *s, uint64_t now)
 		if (w->no_access && !w->access_text[0])
 			probe_access_explain(w->pid, w->access_text, sizeof(w->access_text));
 		struct series_ctx ctx = { .sp = smp->sp, .pc = smp->pc, .fiber = w->series.fiber_now,
-					  .weight = w->weight, .tick_gap_ns = w->prec.skipped ? gap : 0 };
+					  .weight = w->weight, .tick_gap_ns = w->prec.skipped ? gap : 0,
+					  .due_ns = period * (w->prec.skipped + 1) };
 		series_add_sample(&w->series, now, v, &ctx);
 		int cls = series_class_of(v->cls);
 		if (cls >= 0)

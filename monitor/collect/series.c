@@ -133,10 +133,12 @@ static void lag_note_max(struct series *a, struct series_bucket *b, uint64_t ns)
  * change is put half a tick from the nearer sample, as if no tick had been
  * skipped: the span is then at least as long as measured, resolved to a
  * tick like the rest. */
-static void track_span(struct series *a, struct series_bucket *b, uint64_t t, int busy, uint64_t gap)
+static void track_span(struct series *a, struct series_bucket *b, uint64_t t, int busy, uint64_t gap, uint64_t due)
 {
 	uint64_t prev = a->span_prev_ns;
-	if (prev && (t <= prev || t - prev > SPAN_GAP_MAX_NS))
+	/* a hole: an idle gap in it (a 110-ms tick under an idle compile, 1
+	 * run in 15) went unseen, and two spans would read as one */
+	if (prev && (t <= prev || t - prev > SPAN_GAP_MAX_NS || (due && t - prev > SERIES_HOLE * due)))
 		prev = a->span_start_ns = 0;
 	uint64_t half = gap && prev && t - prev > gap ? gap / 2 : 0;   /* 0: the midpoint */
 	if (!busy && a->span_start_ns) {
@@ -236,7 +238,7 @@ void series_add_sample(struct series *a, uint64_t t_ns, const struct probe_verdi
 	struct series_bucket *b = bucket(a, sec);
 	add_counts(a, b, sec, c, v, ctx, ctx && ctx->weight ? ctx->weight : 1);
 	if (!a->exact_spans)   /* the kernel's spans (series_add_exact) stand instead */
-		track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0);
+		track_span(a, b, t_ns, c != SERIES_POLL, ctx ? ctx->tick_gap_ns : 0, ctx ? ctx->due_ns : 0);
 }
 
 void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint32_t running, uint32_t blocked,
@@ -252,7 +254,7 @@ void series_add_pooled(struct series *a, uint64_t t_ns, uint32_t capacity, uint3
 	}
 	/* a pool's busy span: every thread of its capacity out of its park */
 	a->pooled = 1;
-	track_span(a, b, t_ns, running + blocked >= capacity, 0);
+	track_span(a, b, t_ns, running + blocked >= capacity, 0, 0);
 }
 
 void series_add_shm(struct series *a, uint64_t t_ns, uint64_t mono_ns, const uint64_t values[PROBE_SHM_NVALUES],

@@ -190,7 +190,13 @@ struct series_ctx {
 	 * the tick before this one (0: none skipped), for the span estimate */
 	uint32_t weight;
 	uint64_t tick_gap_ns;
+	/* the wait since the worker's last sample the sampler meant (its
+	 * period times the ticks since; 0: unknown): one SERIES_HOLE times
+	 * longer was the sampler held up, and no span is measured across it */
+	uint64_t due_ns;
 };
+
+#define SERIES_HOLE 2
 
 #define SERIES_KEYS 64
 

@@ -263,14 +263,16 @@ int lag_resolved(const struct lag_hist *h, double v_ns, char *why, size_t len)
 	double chance = h->taken * b * q;   /* the runs random samples would make */
 	if (1 - h->total / chance >= LAG_RES_RHO)
 		return 1;
-	/* or runs of x periods or more (x from LAG_RES_PERIODS up to the
-	 * figure's length, at the bins' edges) far more often than random
-	 * samples make them: a tail of long spans among short ones */
-	for (int k = 0; k < h->nbins; k++) {
-		double x = (k ? h->lo[k] : 0) / period;
-		if (x < LAG_RES_PERIODS || h->lo[k] > v_ns)
+	/* or runs of x periods or more (x from LAG_RES_PERIODS itself, then
+	 * the bins' edges up to the figure's length) far more often than
+	 * random samples make them: a tail of long spans among short ones.
+	 * The first length is LAG_RES_PERIODS itself, not the next edge: a
+	 * figure between the two is otherwise never weighed. */
+	for (int k = -1; k < h->nbins; k++) {
+		double ns = k < 0 ? LAG_RES_PERIODS * period : h->lo[k], x = k < 0 ? LAG_RES_PERIODS : ns / period;
+		if (k >= 0 && (x <= LAG_RES_PERIODS || ns > v_ns))
 			continue;
-		if (poisson_sf(floor(spans_over(h, h->lo[k]) + 1e-9), chance * pow(b, x - 1)) < LAG_RES_ALPHA)
+		if (poisson_sf(floor(spans_over(h, ns) + 1e-9), chance * pow(b, x - 1)) < LAG_RES_ALPHA)
 			return 1;
 	}
 	return unresolved(why, len, "busy samples (%.0f%%) fall as if at random: spans much shorter than the %.1f-ms "
