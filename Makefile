@@ -208,7 +208,8 @@ test: test-pkgs
 	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par PAR=3 || rc=1; \
 	phase "sanitizer parallel suites"; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
-	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo || rc=1; phase "sanitizer solo suites"; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo SOLO_PAR=2 || rc=1; \
+	phase "sanitizer solo suites"; \
 	cat $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally* 2>/dev/null | \
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
 	exit $$rc
@@ -318,13 +319,14 @@ UNIT_TESTS = test_docs_abi test_escape test_export_docs test_export_name test_ex
 # or plain-only ones it never runs.
 check-tests: $(CHECK_TESTS)
 PAR ?= 4
+SOLO_PAR ?= 1
 # ONLY=solo builds only the suites it runs: make test compiles the others
 # beside them.
 SOLO_BINS = $(filter $(addprefix $(BUILD)/tests/,$(SOLO_TESTS)),$(CHECK_TESTS))
 solo-tests: all $(SOLO_BINS)
 check: all $(if $(SAN),check-tests,$(if $(filter solo,$(ONLY)),$(SOLO_BINS),tests))
 	@$(if $(CHECK_SET),,LOOPSTAT_TRUTH=full) TALLY=$(CHECK_SET)$(if $(ONLY),-$(ONLY)) ONLY=$(ONLY) SOLO="$(SOLO_TESTS)" UNIT="$(UNIT_TESTS)" \
-	  PAR=$(PAR) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
+	  PAR=$(PAR) SOLO_PAR=$(SOLO_PAR) sh scripts/run-tests.sh $(BUILD) $(CHECK_TESTS)
 
 # The layers' include rules (docs/design.md): a wrong-way include fails;
 # and commit subjects of at most 72 characters.

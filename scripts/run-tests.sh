@@ -72,7 +72,10 @@ done | sort -rn | cut -d' ' -f2)
 
 t_start=$(date +%s)
 [ -n "$par" ] && printf '%s\n' $par | xargs -P "${PAR:-2}" -I{} sh "$0" --one "$build" {}
-for t in $solo; do sh "$0" --one "$build" "$t"; done
+# SOLO_PAR=2: two at a time (make test's sanitizer solo suites, on an
+# otherwise idle machine: they are alone there only to keep clear of the
+# parallel ones' children)
+[ -n "$solo" ] && printf '%s\n' $solo | xargs -P "${SOLO_PAR:-1}" -I{} sh "$0" --one "$build" {}
 
 passed=0; failed=0; bad_suites=""
 for t in "$@"; do
