@@ -118,15 +118,8 @@ static __always_inline struct lsb_thread *thread_get(__u32 tid, __u32 tgid, int 
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return NULL;
-	if (t->tgid == 0) {
-		t->tgid = tgid;
-		t->lead = -1;
-		t->cur_nr = -1;
-		t->cur_slot = -1;
-		t->off_nr = -1;
-		for (int i = 0; i < LSB_SLOTS; i++)
-			t->slot[i].fd = LSB_FD_NONE;
-	}
+	if (t->tgid == 0)
+		lsb_thread_init(t, tgid);
 	return t;
 }
 

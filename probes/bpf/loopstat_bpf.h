@@ -108,6 +108,19 @@ struct lsb_stall {
 #define LSB_IORING_GETEVENTS  (1U << 0)
 #define LSB_IORING_REGISTERED (1U << 4)
 
+/* A thread's entry as first made, on either side (the programs, and the
+ * monitor seeding one it finds in a syscall): of tgid, nothing seen yet. */
+static inline void lsb_thread_init(struct lsb_thread *t, __u32 tgid)
+{
+	t->tgid = tgid;
+	t->lead = -1;
+	t->cur_nr = -1;
+	t->cur_slot = -1;
+	t->off_nr = -1;
+	for (int i = 0; i < LSB_SLOTS; i++)
+		t->slot[i].fd = LSB_FD_NONE;
+}
+
 static inline int lsb_is_poll_nr(long nr)
 {
 	return nr == LSB_NR_epoll_wait || nr == LSB_NR_epoll_pwait || nr == LSB_NR_epoll_pwait2 ||

@@ -172,13 +172,7 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 	if (!t)
 		return;
 	uint64_t now = mono_ns();
-	t->tgid = (__u32)tgid;
-	t->lead = -1;
-	t->cur_nr = -1;
-	t->cur_slot = -1;
-	t->off_nr = -1;
-	for (int i = 0; i < LSB_SLOTS; i++)
-		t->slot[i].fd = LSB_FD_NONE;
+	lsb_thread_init(t, (__u32)tgid);
 	__s32 fd = 0;
 	__u32 kind = 0;
 	if (s.state == PROBE_SC_IN_SYSCALL) {
