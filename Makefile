@@ -205,7 +205,7 @@ test: test-pkgs
 	sh scripts/unidle.sh $$bg; wait $$bg || rc=1; cat $(BUILD)/asan/.unit.log 2>/dev/null; \
 	phase "programs, sanitizer build and unit suites"; \
 	$(MAKE) --no-print-directory check CHECK_SET=untimed ONLY=par+unit || rc=1; phase "parallel suites"; \
-	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par PAR=3 || rc=1; \
+	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=par PAR=4 || rc=1; \
 	phase "sanitizer parallel suites"; \
 	$(MAKE) --no-print-directory -j$$(nproc) check CHECK_SET=timed || rc=1; phase timed; \
 	$(MAKE) --no-print-directory check BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed ONLY=solo SOLO_PAR=2 || rc=1; \
