@@ -181,11 +181,12 @@ benches: $(BENCHES)
 # compile idly beside them, and then the sanitizer build's UNIT_TESTS run
 # idly too (in-process only: an idle compile's load). Then the plain
 # build's parallel suites (they mostly wait, four at a time), the
-# sanitizer build's, three at a time (run beside the plain ones, eight
+# sanitizer build's, four at a time (run beside the plain ones, eight
 # suites at once, three of theirs failed on time bounds; run idly beside
 # the sanitizer's solo suites, their own children waited for a CPU, and
 # an idle Go server read limit cpu), the timed suites, alone, and last
-# the sanitizer build's solo suites. Each phase prints when it ended
+# the sanitizer build's solo suites, two at a time (alone, they only keep
+# clear of the parallel suites' children). Each phase prints when it ended
 # ("[phase] NAME ended at T s", from the start); "(beside them)" marks
 # the idle work's own ends.
 test: test-pkgs
@@ -308,7 +309,7 @@ UNIT_TESTS = test_docs_abi test_escape test_export_docs test_export_name test_ex
              test_probe_cgroup test_probe_net test_probe_service test_profile_split test_profile_tree test_replay \
              test_runqueue test_textsafe test_tui_docs test_uring_poll
 
-# Four at a time (make test: three in the sanitizer build, above), PAR=N
+# Four at a time (make test's sanitizer build too), PAR=N
 # to change it: their suites mostly wait (plain: 53 s
 # against 60 for three and 73 for two; the sanitizers' 86 such suites took
 # 268 s of CPU in 1,035 s of their summed wall time, 262 s of wall four at
