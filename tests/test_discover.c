@@ -368,8 +368,8 @@ Test(discover, services_roll_up_in_every_view)
 
 	/* 3 s, as the first list, side by side: a sweep that catches the loop
 	 * between two waits looks again a second later (0.5 s missed it 1 run
-	 * in 3; 1.5 s, one look more, 1 sanitizer run in 4 beside three other
-	 * suites) */
+	 * in 3; 1.5 s, one look more, 1 clean-clone run in 3 under the
+	 * sanitizers, four suites at a time) */
 	char *by[] = { (char *)ts_loopstat_bin(), "list", "--by", "service", "--duration", "3", "-s", "^svcroll$", NULL };
 	char *ex[] = { (char *)ts_loopstat_bin(), "export", "--dry-run", "--duration", "3", "--host", "h", "-s",
 		       "^svcroll$", NULL };
