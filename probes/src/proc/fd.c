@@ -13,6 +13,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A failed look at /proc/PID/fd/FD: ENOENT is either the fd closed
+ * (-EBADF) or the process gone (-ESRCH); any other error as it is. */
+static int fd_error(pid_t pid, int err)
+{
+	char path[PATH_MAX];
+	if (err != -ENOENT)
+		return err;
+	if (probe_proc_path(path, sizeof(path), "%d", (int)pid) < 0 || access(path, F_OK) < 0)
+		return -ESRCH;
+	return -EBADF;
+}
+
 int probe_fd_readlink(pid_t pid, int fd, char *buf, size_t len)
 {
 	char path[PATH_MAX];
@@ -22,15 +34,8 @@ int probe_fd_readlink(pid_t pid, int fd, char *buf, size_t len)
 	if (err < 0)
 		return err;
 	ssize_t n = readlink(path, buf, len - 1);
-	if (n < 0) {
-		err = -errno;
-		if (err != -ENOENT)
-			return err;
-		/* ENOENT: either the fd is closed or the process is gone */
-		if (probe_proc_path(path, sizeof(path), "%d", (int)pid) < 0 || access(path, F_OK) < 0)
-			return -ESRCH;
-		return -EBADF;
-	}
+	if (n < 0)
+		return fd_error(pid, -errno);
 	buf[n] = '\0';
 	return (int)n;
 }
@@ -42,14 +47,8 @@ int probe_fd_inode(pid_t pid, int fd, uint64_t *ino)
 	int err = probe_proc_path(path, sizeof(path), "%d/fd/%d", (int)pid, fd);
 	if (err < 0)
 		return err;
-	if (stat(path, &st) < 0) {
-		err = -errno;
-		if (err != -ENOENT)
-			return err;
-		if (probe_proc_path(path, sizeof(path), "%d", (int)pid) < 0 || access(path, F_OK) < 0)
-			return -ESRCH;
-		return -EBADF;
-	}
+	if (stat(path, &st) < 0)
+		return fd_error(pid, -errno);
 	*ino = (uint64_t)st.st_ino;
 	return 0;
 }
