@@ -9,7 +9,9 @@
  *   accept or from the last answer, or the connection is shut down;
  * - one client address holds at most per_addr connections: past it, its
  *   oldest one not being answered is shut down (a scraper may share the
- *   attacker's address, and its connection is the fresh one);
+ *   attacker's address, and its connection is the fresh one), or if all
+ *   are being answered the one answered longest: a client that reads
+ *   nothing holds its answer open forever, a reader's is gone in ms;
  * - at the total cap a new connection shuts down the oldest one not being
  *   answered, so a scraper's fresh connection always finds room while the
  *   descriptors stay below the process's limit (MHD's own cap is set a
@@ -42,6 +44,7 @@ struct serve_conn {
 	uint64_t addr;                  /* hash of the client address */
 	double   since;                 /* accept or last answer (monotonic s) */
 	int      busy;                  /* a response is being sent */
+	double   answer_at;             /* when it began (monotonic s) */
 	int      linked;
 };
 
@@ -201,17 +204,12 @@ struct serve_conn *serve_conns_opened(struct serve_conns *cs, int fd, const stru
 	size_t mine = addr_count(cs, c->addr);
 	idmap_put(&cs->by_addr, c->addr, mine + 1);
 	if (mine >= cs->per_addr) {
-		struct serve_conn *v = cs->head.next;
-		while (v != &cs->head && (v->addr != c->addr || v->busy))
-			v = v->next;
-		if (v == &cs->head) {   /* all of them are being answered: this one waits its turn */
-			cs->pressure_at = c->since;
-			cs->refused++;
-			shutdown(fd, SHUT_RDWR);
-			pthread_mutex_unlock(&cs->lock);
-			return c;
-		}
-		shut(cs, v, &cs->refused);
+		struct serve_conn *v = cs->head.next, *pick = NULL;
+		for (; v != &cs->head && !(pick && !pick->busy); v = v->next)
+			if (v->addr == c->addr && (!pick || !v->busy || v->answer_at < pick->answer_at))
+				pick = v;
+		if (pick)
+			shut(cs, pick, &cs->refused);
 	} else if (cs->n > cs->cap) {
 		/* room for this one: the oldest not being answered goes */
 		struct serve_conn *v = cs->head.next, *pick = NULL;
@@ -248,6 +246,7 @@ void serve_conns_answering(struct serve_conns *cs, struct serve_conn *c)
 		return;
 	pthread_mutex_lock(&cs->lock);
 	c->busy = 1;
+	c->answer_at = now_s();
 	pthread_mutex_unlock(&cs->lock);
 }
 

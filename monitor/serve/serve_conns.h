@@ -21,8 +21,8 @@ int serve_conns_new(unsigned cap, double deadline_s, struct serve_conns **out);
 void serve_conns_delete(struct serve_conns *cs);
 
 /* A connection accepted on fd from addr: its record (NULL without memory:
- * then it is shut down), possibly shut down already (over its address's
- * cap), possibly after shutting down the oldest to make room. */
+ * then it is shut down), possibly after shutting down another of its
+ * address's (over that cap) or the oldest (over the total) to make room. */
 struct serve_conn *serve_conns_opened(struct serve_conns *cs, int fd, const struct sockaddr *addr);
 /* MHD closed it: the record is freed. */
 void serve_conns_closed(struct serve_conns *cs, struct serve_conn *c);

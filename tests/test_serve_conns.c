@@ -1,0 +1,100 @@
+/* serve's per-address cap makes room for the newest connection: the oldest
+ * of its address's not being answered goes, or if all are being answered
+ * (deaf clients hold their answers open) the one answered longest. */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "serve/serve_conns.h"
+
+TestSuite(serve_conns, .timeout = 10);
+
+enum { CAP = 64, PER_ADDR = 16, N = PER_ADDR + 1 };
+
+struct pair {
+	int ours, peer;   /* serve's end, the client's */
+	struct serve_conn *c;
+};
+
+static void open_all(struct serve_conns *cs, struct pair *p, int n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	for (int i = 0; i < n; i++) {
+		int sv[2];
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+		p[i].ours = sv[0];
+		p[i].peer = sv[1];
+		p[i].c = serve_conns_opened(cs, sv[0], (struct sockaddr *)&a);
+		cr_assert(p[i].c);
+	}
+}
+
+/* 1 when serve's end was shut down: the client reads end of file. */
+static int is_shut(const struct pair *p)
+{
+	char b;
+	return recv(p->peer, &b, 1, 0) == 0;
+}
+
+static void close_all(struct serve_conns *cs, struct pair *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		serve_conns_closed(cs, p[i].c);
+		close(p[i].ours);
+		close(p[i].peer);
+	}
+	serve_conns_delete(cs);
+}
+
+Test(serve_conns, all_answering_the_one_answered_longest_goes)
+{
+	struct serve_conns *cs;
+	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
+	struct pair p[N];
+	open_all(cs, p, PER_ADDR);
+	/* answered in an order that is not the accept order */
+	for (int i = PER_ADDR - 1; i >= 0; i--) {
+		serve_conns_answering(cs, p[(i + 5) % PER_ADDR].c);
+		usleep(1000);
+	}
+	open_all(cs, p + PER_ADDR, 1);
+	int longest = (PER_ADDR - 1 + 5) % PER_ADDR;
+	for (int i = 0; i < N; i++)
+		cr_expect_eq(is_shut(&p[i]), i == longest, "connection %d %s", i,
+			     is_shut(&p[i]) ? "shut down" : "left open");
+	char buf[256];
+	cr_expect_eq(serve_conns_health(cs, buf, sizeof(buf)), 1);
+	cr_expect(strstr(buf, "1 over 16 per address"), "%s", buf);
+	close_all(cs, p, N);
+}
+
+Test(serve_conns, one_not_answering_goes_before_any_answer)
+{
+	struct serve_conns *cs;
+	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
+	struct pair p[N];
+	open_all(cs, p, PER_ADDR);
+	for (int i = 0; i < PER_ADDR; i++)
+		if (i != 9)
+			serve_conns_answering(cs, p[i].c);
+	open_all(cs, p + PER_ADDR, 1);
+	for (int i = 0; i < N; i++)
+		cr_expect_eq(is_shut(&p[i]), i == 9, "connection %d %s", i, is_shut(&p[i]) ? "shut down" : "left open");
+	close_all(cs, p, N);
+}
+
+Test(serve_conns, under_the_cap_nothing_goes)
+{
+	struct serve_conns *cs;
+	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
+	struct pair p[PER_ADDR];
+	open_all(cs, p, PER_ADDR);
+	for (int i = 0; i < PER_ADDR; i++)
+		cr_expect(!is_shut(&p[i]), "connection %d shut down under the cap", i);
+	char buf[256];
+	cr_expect_eq(serve_conns_health(cs, buf, sizeof(buf)), 0, "%s", buf);
+	close_all(cs, p, PER_ADDR);
+}
