@@ -210,3 +210,33 @@ Test(lag_rule, a_thread_waking_often_is_unresolved)
 	cr_expect(isnan(view.lag_p99_ms), "p99 %.1f", view.lag_p99_ms);
 	cr_expect(strstr(view.lag_why, "woke 10 times per sampling period"), "%s", view.lag_why);
 }
+
+/* A bin a fifth of its spans' length wide reads them at their own length:
+ * six spans of 199 ms and one of 205 (the long_spans case of
+ * test_lag_resolution, 1 run in 10 read as p50 187 ms, the bin's middle
+ * pulled down) give the median between 199 ms and the bin's top, 201.3
+ * (the spread that keeps the mean puts most of them above it); the same
+ * counts with no sums known read evenly over the bin. */
+Test(lag_rule, a_bin_reads_its_spans_at_their_mean)
+{
+	struct lag_hist h = { .nbins = SERIES_LAG_BINS, .samples = 1, .taken = 300, .busy_w = 150, .all_w = 300 };
+	for (int k = 0; k < h.nbins; k++)
+		series_lag_edges(k, &h.lo[k], &h.hi[k]);
+	int k199 = series_lag_bin(199 * MS), k205 = series_lag_bin(205 * MS);
+	cr_assert_neq(k199, k205);
+	h.n[k199] = 6;
+	h.n[k205] = 1;
+	h.total = 7;
+	double even = lag_quantile(&h, 50);
+	cr_expect(fabs(even - (h.lo[k199] + 3.5 / 6 * (h.hi[k199] - h.lo[k199]))) < 1e3, "p50 %.2f ms without sums",
+		  even / 1e6);
+	h.sum[k199] = 6 * 199.0 * MS;
+	h.sum[k205] = 205.0 * MS;
+	double p50 = lag_quantile(&h, 50), p99 = lag_quantile(&h, 99);
+	cr_expect(p50 >= 199 * MS - 1e3 && p50 <= h.hi[k199], "p50 %.2f ms against 199 (bin %.1f..%.1f)", p50 / 1e6, h.lo[k199] / 1e6,
+		  h.hi[k199] / 1e6);
+	cr_expect(p99 >= 205 * MS - 1 * MS && p99 <= h.hi[k205], "p99 %.2f ms against 205", p99 / 1e6);
+	/* a mean at the bin's middle is the even spread */
+	h.sum[k199] = 6 * (h.lo[k199] + h.hi[k199]) / 2;
+	cr_expect(fabs(lag_quantile(&h, 50) - even) < 1e3, "p50 %.2f ms, mean at the middle", lag_quantile(&h, 50) / 1e6);
+}

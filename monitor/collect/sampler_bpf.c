@@ -92,10 +92,13 @@ void sampler_bpf_close(struct sampler *s)
 }
 
 /* The kernel's span buckets that grew since the worker's last reading, in
- * the series' lag bins (each bucket by its middle), and the longest. */
-static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint32_t *bins, uint64_t *max_ns)
+ * the series' lag bins (each bucket by its middle: within 3 % of its
+ * spans, their lengths summed in sums), and the longest. */
+static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint32_t *bins, uint64_t *sums,
+		      uint64_t *max_ns)
 {
 	memset(bins, 0, SERIES_LAG_BINS * sizeof(*bins));
+	memset(sums, 0, SERIES_LAG_BINS * sizeof(*sums));
 	*max_ns = t->span_now_ns;
 	if (!w->bpf_hist) {
 		/* spans before the first reading belong to no second of ours */
@@ -109,7 +112,9 @@ static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint3
 		if (!d)
 			continue;
 		uint64_t lo = probe_bpf_bucket_lo(k), hi = probe_bpf_bucket_lo(k + 1);
-		bins[series_lag_bin(lo + (hi - lo) / 2)] += d;
+		uint64_t mid = lo + (hi - lo) / 2;
+		bins[series_lag_bin(mid)] += d;
+		sums[series_lag_bin(mid)] += d * mid;
 		uint64_t top = hi < t->span_max_ns ? hi : t->span_max_ns;
 		if (top > *max_ns)
 			*max_ns = top;
@@ -218,9 +223,9 @@ void sampler_bpf_read(struct sampler *s, uint64_t now)
 		if (!x->ws[i])
 			continue;
 		uint32_t bins[SERIES_LAG_BINS];
-		uint64_t max_ns;
-		span_bins(x->ws[i], &x->rows[i], bins, &max_ns);
-		series_add_exact(&x->ws[i]->series, &x->ex[i], bins, max_ns);
+		uint64_t sums[SERIES_LAG_BINS], max_ns;
+		span_bins(x->ws[i], &x->rows[i], bins, sums, &max_ns);
+		series_add_exact(&x->ws[i]->series, &x->ex[i], bins, sums, max_ns);
 	}
 	if (s->stall)
 		probe_bpf_drain(x->b, on_stall, s);

@@ -122,6 +122,17 @@ static void lag_note_max(struct series *a, struct series_bucket *b, uint64_t ns)
 		a->total.lag_max_ns = ns;
 }
 
+/* n spans of bin k, sum_ns long together, into second b and the totals. */
+static void count_spans(struct series *a, struct series_bucket *b, int k, uint32_t n, uint64_t sum_ns)
+{
+	uint32_t c = b->lag_n[k] + n;
+	b->lag_n[k] = c < UINT16_MAX ? (uint16_t)c : UINT16_MAX;
+	uint64_t us = b->lag_sum_us[k] + sum_ns / 1000;
+	b->lag_sum_us[k] = us < UINT32_MAX ? (uint32_t)us : UINT32_MAX;
+	a->total.lag_n[k] += n;
+	a->total.lag_sum_us[k] += sum_ns / 1000;
+}
+
 /* A wait longer than this between two samples is the sampler's (paused,
  * held up), not a rate's: no span is measured across it. */
 #define SPAN_GAP_MAX_NS (2 * NS)
@@ -144,10 +155,7 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 	if (!busy && a->span_start_ns) {
 		uint64_t end = half ? prev + half : prev + (t - prev) / 2;
 		uint64_t ns = end > a->span_start_ns ? end - a->span_start_ns : 0;
-		int bin = series_lag_bin(ns);
-		if (b->lag_n[bin] < UINT16_MAX)
-			b->lag_n[bin]++;
-		a->total.lag_n[bin]++;
+		count_spans(a, b, series_lag_bin(ns), 1, ns);
 		lag_note_max(a, b, ns);
 		/* a stall captured in this span gets the span's whole length */
 		for (int i = 0; i < SERIES_STALLS; i++) {
@@ -168,7 +176,8 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 	a->span_prev_busy = (uint8_t)busy;
 }
 
-void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, uint64_t max_ns)
+void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, const uint64_t *sums_ns,
+		       uint64_t max_ns)
 {
 	int64_t sec = (int64_t)(e->t_ns / NS);
 	struct series_bucket *b = bucket(a, sec);
@@ -183,11 +192,9 @@ void series_add_exact(struct series *a, const struct series_exact *e, const uint
 	a->exact_last = b->exact;
 	a->exact_spans = 1;
 	a->span_start_ns = a->span_prev_ns = 0;
-	for (int k = 0; k < SERIES_LAG_BINS; k++) {
-		uint32_t n = b->lag_n[k] + spans[k];
-		b->lag_n[k] = n < UINT16_MAX ? (uint16_t)n : UINT16_MAX;
-		a->total.lag_n[k] += spans[k];
-	}
+	for (int k = 0; k < SERIES_LAG_BINS; k++)
+		if (spans[k])
+			count_spans(a, b, k, spans[k], sums_ns[k]);
 	if (max_ns)
 		lag_note_max(a, b, max_ns);
 }

@@ -71,7 +71,9 @@ struct series_listen {          /* the process's fullest listening socket, this 
  * sample, read as about a period) or not at all, and two spans whose idle
  * gap no sample fell in read as one. Lengths go into bins of a quarter
  * octave from 2^SERIES_LAG_SHIFT ns (bin 0 also holds every shorter one,
- * the last every longer one).
+ * the last every longer one), each with its spans' lengths summed: a bin
+ * is a fifth of its spans' length wide, and its mean says where in it
+ * they lie (model/lag.c).
  */
 #define SERIES_LAG_BINS  64
 #define SERIES_LAG_SHIFT 17           /* 131 us */
@@ -160,6 +162,7 @@ struct series_bucket {
 	struct series_cgroup cg;                 /* last cgroup reading in this second */
 	struct series_listen listen;
 	uint16_t lag_n[SERIES_LAG_BINS];      /* busy spans that ended in this second, by bin */
+	uint32_t lag_sum_us[SERIES_LAG_BINS]; /* and their lengths summed: where in its bin a span lies */
 	uint32_t lag_max_us;                  /* the longest span seen in it, one in progress included */
 	uint32_t stalls;                      /* stalls captured in it */
 	struct series_pool pool;
@@ -214,6 +217,7 @@ struct series_totals {                       /* since the worker was first seen 
 	struct series_cgroup cg_first;
 	uint32_t accept_max;                  /* the longest accept queue read */
 	uint32_t lag_n[SERIES_LAG_BINS];      /* busy spans, by bin */
+	uint64_t lag_sum_us[SERIES_LAG_BINS]; /* their lengths summed, as the seconds' */
 	uint64_t lag_max_ns;                  /* the longest span, one in progress included */
 	uint32_t stalls;                      /* stalls captured */
 	struct series_pool pool;              /* n and busy summed over the run, the last threads */
@@ -307,11 +311,13 @@ void series_add_cgroup(struct series *a, uint64_t t_ns, uint32_t group, uint64_t
 void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t limit);
 
 /* An exact reading e (its t_ns the series' clock), with the busy spans
- * that ended since the last one in lag bins (spans[SERIES_LAG_BINS]) and
- * the longest of them or of one in progress (max_ns). From the first on,
+ * that ended since the last one in lag bins (spans[SERIES_LAG_BINS], their
+ * lengths summed in sums_ns) and the longest of them or of one in progress
+ * (max_ns). From the first on,
  * spans come only from these, not from the samples; a reading whose loop
  * poll returned since the last marks a worker (polls_seen). */
-void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, uint64_t max_ns);
+void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, const uint64_t *sums_ns,
+		       uint64_t max_ns);
 
 /* A stall captured at st->t_ns (its span_start_ns the span in progress). */
 void series_add_stall(struct series *a, const struct series_stall *st);

@@ -43,6 +43,7 @@ struct eval_period {
 	int      nblocks;
 	uint32_t blocks_overflow;
 	const uint32_t *lag_total;           /* a run's period: the run's busy-span bins (else b's own) */
+	const uint64_t *lag_sum_total;       /* and their lengths summed, us */
 	uint64_t lag_max_ns;                 /* and its longest span */
 	const uint64_t *n2_total;            /* a run's period: the run's squared-weight sums (else b's n2) */
 	uint64_t taken_total;                /* and its samples taken (else b's taken) */

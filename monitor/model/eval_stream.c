@@ -251,7 +251,7 @@ void eval_track_run(struct eval_track *t, struct eval_period *p, struct series_b
 	b->stalls = a->total.stalls;
 	b->exact = a->exact_last;
 	*p = (struct eval_period){ b, a->total.blocks, SERIES_BLOCK_KEYS * 2, a->total.blocks_overflow, a->total.lag_n,
-				   a->total.lag_max_ns, a->total.n2, a->samples };
+				   a->total.lag_sum_us, a->total.lag_max_ns, a->total.n2, a->samples };
 	*t = (struct eval_track){ .p = p, .n = 1, .shm_base = a->total.shm_first, .sched_base = a->total.sched_first,
 				  .cg_base = a->total.cg_first, .exact_base = a->total.exact_first,
 				  .disagreements = a->self_disagreements, .exact = a->exact,

@@ -59,6 +59,7 @@ static void add_sampled(const struct eval_track *t, struct lag_hist *h)
 			double c = p->lag_total ? p->lag_total[k] : p->b->lag_n[k];
 			h->n[k] += c;
 			h->total += c;
+			h->sum[k] += (p->lag_total ? (double)p->lag_sum_total[k] : p->b->lag_sum_us[k]) * 1e3;
 		}
 	}
 }
@@ -122,6 +123,7 @@ void lag_collect(const struct eval_track *const *ts, size_t nt, struct lag_hist 
 		return;
 	}
 	memset(h->n, 0, sizeof(h->n));
+	memset(h->sum, 0, sizeof(h->sum));
 	h->total = 0;
 	h->nbins = SERIES_LAG_BINS;
 	for (int k = 0; k < h->nbins; k++)
@@ -145,6 +147,40 @@ static double longest(const struct lag_hist *h)
 	return m;
 }
 
+/*
+ * Where bin k's spans lie: evenly on [lo, m] and on [m, hi], in the shares
+ * that put their mean at the bin's own (m: their sum over their count), so
+ * that spans clustered near one length read as that length, not as the
+ * middle of a bin a fifth of it wide; evenly over the bin where the sum is
+ * unknown. The share below m, and m.
+ */
+static double bin_split(const struct lag_hist *h, int k, double *m)
+{
+	double lo = h->lo[k], hi = h->hi[k];
+	*m = h->sum[k] > 0 && h->n[k] > 0 ? fmin(fmax(h->sum[k] / h->n[k], lo), hi) : (lo + hi) / 2;
+	return hi > lo ? (hi - *m) / (hi - lo) : 1;
+}
+
+/* The share of bin k's spans shorter than ns. */
+static double bin_below(const struct lag_hist *h, int k, double ns)
+{
+	double m, f = bin_split(h, k, &m), lo = h->lo[k], hi = h->hi[k];
+	if (ns <= lo)
+		return 0;
+	if (ns >= hi)
+		return 1;
+	return ns < m ? f * (ns - lo) / (m - lo) : f + (1 - f) * (ns - m) / (hi - m);
+}
+
+/* The length under which share f of bin k's spans lie. */
+static double bin_at(const struct lag_hist *h, int k, double f)
+{
+	double m, below = bin_split(h, k, &m);
+	if (f <= below)
+		return below > 0 ? h->lo[k] + f / below * (m - h->lo[k]) : h->lo[k];
+	return m + (f - below) / (1 - below) * (h->hi[k] - m);
+}
+
 double lag_quantile(const struct lag_hist *h, double p)
 {
 	if (!h->samples && h->total <= 0)
@@ -158,7 +194,7 @@ double lag_quantile(const struct lag_hist *h, double p)
 		if (h->n[k] <= 0)
 			continue;
 		if (cum + h->n[k] >= rank) {
-			v = h->lo[k] + (rank - cum) / h->n[k] * (h->hi[k] - h->lo[k]);
+			v = bin_at(h, k, (rank - cum) / h->n[k]);
 			break;
 		}
 		cum += h->n[k];
@@ -209,12 +245,9 @@ static double poisson_sf(double c, double e)
 static double spans_over(const struct lag_hist *h, double ns)
 {
 	double c = 0;
-	for (int k = 0; k < h->nbins; k++) {
-		if (h->lo[k] >= ns)
-			c += h->n[k];
-		else if (h->hi[k] > ns)
-			c += h->n[k] * (h->hi[k] - ns) / (h->hi[k] - h->lo[k]);
-	}
+	for (int k = 0; k < h->nbins; k++)
+		if (h->n[k] > 0)
+			c += h->n[k] * (1 - bin_below(h, k, ns));
 	return c;
 }
 
@@ -246,9 +279,12 @@ int lag_resolved(const struct lag_hist *h, double v_ns, char *why, size_t len)
 		return 1;   /* no span ended: the one in progress, as long as it has lasted */
 	/* the period the worker's samples reached: a run of k busy samples
 	 * reads as a span of about k periods */
-	double sum = 0;
+	double sum = 0, m;
 	for (int k = 0; k < h->nbins; k++)
-		sum += h->n[k] * (h->lo[k] + h->hi[k]) / 2;
+		if (h->n[k] > 0) {
+			bin_split(h, k, &m);
+			sum += h->n[k] * m;
+		}
 	double period = sum / (h->taken * b), gap = h->taken * q / h->total;
 	double wakes = h->wakes_ns > 0 ? h->wakes / h->wakes_ns * period : 0;
 	if (wakes >= LAG_RES_WAKES)

@@ -18,6 +18,7 @@ struct lag_hist {
 	int    exact;                /* bins are the runtime's log2 buckets, else the sampled quarter octaves */
 	int    nbins;
 	double n[LAG_BINS];          /* spans per bin */
+	double sum[LAG_BINS];        /* their lengths summed, ns (0: unknown, the runtime's buckets) */
 	double lo[LAG_BINS], hi[LAG_BINS]; /* bin edges, ns */
 	double total;                /* spans */
 	double max_ns;               /* the longest span seen (sampled, one in progress included); 0: none */
@@ -34,7 +35,8 @@ struct lag_hist {
 void lag_collect(const struct eval_track *const *ts, size_t nt, struct lag_hist *h);
 
 /* The p-th percentile (0 < p < 100) of h's spans in ns, interpolated in its
- * bin; p >= 100: the longest. 0 with no span; NaN without samples. */
+ * bin (around the bin's mean where its sum is known); p >= 100: the
+ * longest. 0 with no span; NaN without samples. */
 double lag_quantile(const struct lag_hist *h, double p);
 
 /* h by octave into out[0..n): octave i holds the bins starting in
