@@ -311,7 +311,8 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
 UNIT_TESTS = test_docs_abi test_escape test_export_docs test_export_name test_export_seconds test_json test_lag_rule \
              test_limit_rules test_list_golden test_metric_docs test_model test_model_build test_ops_huge test_ops_net \
              test_probe_cgroup test_probe_net test_probe_service test_profile_split test_profile_tree test_replay \
-             test_runqueue test_textsafe test_tui_docs test_uring_poll
+             test_runqueue test_textsafe test_tui_docs test_uring_poll test_check_expr test_check_fleet \
+             test_check_series test_check_verdict test_estimate test_export_spool
 
 # Four at a time (make test's sanitizer build too), PAR=N
 # to change it: their suites mostly wait (plain: 53 s
