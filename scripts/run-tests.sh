@@ -62,11 +62,14 @@ for t in "$@"; do
 done
 set -- $all
 
-# the longest first (by the last run's times; unknown ones count as long),
-# so that no long suite starts last and runs alone
+# the longest first (by the last run's times, else tests/suite-times, as a
+# fresh clone has no run; unknown ones count as long), so that no long
+# suite starts last and runs alone
+times=$(dirname "$0")/../tests/suite-times
 par=$(for t in $par; do
 	n=$(basename "$t")   # the sanitizer build orders by the plain build's times, in CI too
 	tm=$(cat "$dir/.last/$n.time" "$build/../.suites/.last/$n.time" 2>/dev/null | head -n 1)
+	[ -n "$tm" ] || tm=$(sed -n "s/^$n \([0-9]*\)$/\1/p" "$times" 2>/dev/null)
 	echo "${tm:-999} $t"
 done | sort -rn | cut -d' ' -f2)
 
