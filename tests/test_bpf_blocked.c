@@ -131,24 +131,28 @@ static pid_t half_reading(struct own_clock *c, int *fd)
 	return pid;
 }
 
-/* list --json --source bpf of a child for 3 s: its one worker, and the
+/* list --json --source bpf of a child for 6 s: its one worker, and the
  * child's own blocked share (its clock in c) over list's window in *own:
  * the last duration_s before list ended. Over list's whole run the share
  * also took in the bpf programs' load, whose CPU delays the loop's
- * wake-ups: 51.0 against 48.9 in the window beside an idle compile. */
+ * wake-ups: 51.0 against 48.9 in the window beside an idle compile. The
+ * kernel's figure is over its own readings, once a second, so up to a
+ * second less than that window: at 3 s, beside the compile of the Go,
+ * tokio and Netty programs, the loop's wake-ups slowed in the part only
+ * its clock counted (2.05 and 2.58 points apart in one CI-like run). */
 static json_object *listed(pid_t pid, struct own_clock *c, double *own, json_object **doc, char **text)
 {
 	usleep(200 * 1000);
 	char p[16];
 	snprintf(p, sizeof(p), "%d", (int)pid);
-	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--source", "bpf", "--duration", "3", "-p", p, NULL };
+	char *argv[] = { (char *)ts_loopstat_bin(), "list", "--json", "--source", "bpf", "--duration", "6", "-p", p, NULL };
 	int rc = ts_run(argv, text, 20000);
 	uint64_t t1 = ts_mono_ns();
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, *text);
 	*doc = json_tokener_parse(*text);
 	cr_assert(*doc, "not JSON: %s", *text);
 	double d = json_object_get_double(get(*doc, "duration_s"));
-	cr_assert(d > 2.5 && d < 4, "%s", *text);
+	cr_assert(d > 5.5 && d < 7, "%s", *text);
 	*own = own_share(c, t1 - (uint64_t)(d * 1e9), t1);
 	cr_assert_str_eq(json_object_get_string(get(*doc, "source")), "bpf", "%s", *text);
 	json_object *ws = get(*doc, "workers");
