@@ -39,7 +39,7 @@ static void stable_runs(int first)
 	int good = 0, helpers_seen = 0;
 	for (int run = first; run < first + RUNS / 2; run++) {
 		pid_t pid = node_pbkdf2_start();
-		usleep(1500 * 1000);   /* node up, its pool started */
+		cr_assert_eq(node_pbkdf2_settled(pid), 0, "node %d: its pool never ran, or its main thread never slept", (int)pid);
 		json_object *doc = tj_list_pid(pid, "4");
 		json_object *w = tj_worker(doc, pid, pid), *ws;
 		int npools, pool_of_2;

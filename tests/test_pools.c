@@ -207,7 +207,7 @@ Test(pools, a_loop_without_helpers_reads_as_before, .timeout = 60)
 Test(pools, node_threadpool_under_pbkdf2_is_found, .timeout = 60)
 {
 	pid_t pid = node_pbkdf2_start();
-	usleep(1500 * 1000);   /* node up, its pool started */
+	cr_assert_eq(node_pbkdf2_settled(pid), 0, "node %d: its pool never ran, or its main thread never slept", (int)pid);
 	json_object *doc = tj_list_pid(pid, "5");
 	json_object *w = main_worker(doc, pid), *ps = tj_pools(w);
 	log_worker("node", w);

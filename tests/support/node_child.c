@@ -4,7 +4,10 @@
 #include "support/support.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -114,4 +117,48 @@ pid_t node_pbkdf2_start(void)
 		_exit(127);
 	}
 	return pid;
+}
+
+/* A thread's state letter (R, S, ...) from its stat, 0 when gone. */
+static char thread_state(pid_t pid, const char *tid)
+{
+	char path[96], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *close = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
+	return close && close[1] == ' ' ? close[2] : 0;
+}
+
+/* 1 when pid's main thread sleeps and two others run or wait for a CPU. */
+static int settled_once(pid_t pid)
+{
+	char dir[64], main_tid[16];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	snprintf(main_tid, sizeof(main_tid), "%d", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int running = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && strcmp(de->d_name, main_tid) != 0 && thread_state(pid, de->d_name) == 'R')
+			running++;
+	closedir(d);
+	return running >= 2 && thread_state(pid, main_tid) == 'S';
+}
+
+int node_pbkdf2_settled(pid_t pid)
+{
+	for (int i = 0, seen = 0; i < 50; i++) {
+		seen = settled_once(pid) ? seen + 1 : 0;
+		if (seen == 2)
+			return 0;
+		usleep(100 * 1000);
+	}
+	return -ETIMEDOUT;
 }

@@ -31,5 +31,9 @@ void node_stop(struct node_run *r);
  * ring (its pool threads never wait), exiting after 30 s; skips the test
  * (cr_skip_test) without node. Stop it with tc_kill. */
 pid_t node_pbkdf2_start(void);
+/* Waits, up to 5 s, until that node is settled: two of its threads on a
+ * CPU or runnable (the pool) and its main thread asleep in its poll (its
+ * start-up's compiles over), in two looks 100 ms apart. 0 or -ETIMEDOUT. */
+int node_pbkdf2_settled(pid_t pid);
 
 #endif /* TESTS_NODE_CHILD_H */
