@@ -92,8 +92,8 @@ void sampler_bpf_close(struct sampler *s)
 }
 
 /* The kernel's span buckets that grew since the worker's last reading, in
- * the series' lag bins (each bucket by its middle: within 3 % of its
- * spans, their lengths summed in sums), and the longest. */
+ * the series' lag bins (each bucket at its middle, within 3 % of its
+ * spans), those middles summed per bin in sums, and the longest. */
 static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint32_t *bins, uint64_t *sums,
 		      uint64_t *max_ns)
 {

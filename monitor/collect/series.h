@@ -313,9 +313,9 @@ void series_add_listen(struct series *a, uint64_t t_ns, uint32_t queue, uint32_t
 /* An exact reading e (its t_ns the series' clock), with the busy spans
  * that ended since the last one in lag bins (spans[SERIES_LAG_BINS], their
  * lengths summed in sums_ns) and the longest of them or of one in progress
- * (max_ns). From the first on,
- * spans come only from these, not from the samples; a reading whose loop
- * poll returned since the last marks a worker (polls_seen). */
+ * (max_ns). From the first on, spans come only from these, not from the
+ * samples; a reading whose loop poll returned since the last marks a
+ * worker (polls_seen). */
 void series_add_exact(struct series *a, const struct series_exact *e, const uint32_t *spans, const uint64_t *sums_ns,
 		       uint64_t max_ns);
 
