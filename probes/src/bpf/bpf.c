@@ -3,6 +3,7 @@
  * (probe_bpf.h). Reading their figures is bpf_read.c's.
  */
 #include "probe_bpf.h"
+#include "probe_clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -146,13 +147,6 @@ int probe_bpf_available(char *why, size_t len)
 	return avail;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Every thread gets its entry at once, so that a read right after the
  * watch finds it; one parked in a syscall since before we attached (the
  * kernel saw no entry) has its wait seeded as begun now. Written only
@@ -171,7 +165,7 @@ static void seed_thread(struct probe_bpf *b, pid_t tgid, pid_t tid)
 	struct lsb_thread *t = calloc(2, sizeof(*t));   /* the new entry, and room to read the old */
 	if (!t)
 		return;
-	uint64_t now = mono_ns();
+	uint64_t now = probe_mono_ns();
 	lsb_thread_init(t, (__u32)tgid);
 	__s32 fd = 0;
 	__u32 kind = 0;

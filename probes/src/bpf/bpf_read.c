@@ -3,6 +3,7 @@
  * stall events (their ring buffer); probe_bpf.h.
  */
 #include "probe_bpf.h"
+#include "probe_clock.h"
 
 #include <errno.h>
 
@@ -17,13 +18,6 @@
 #define BATCH 256
 
 _Static_assert(PROBE_BPF_OFF_LOOP == LSB_OFF_LOOP, "the loop poll's off-CPU key, both sides");
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* now - since, where since may be a stamp the kernel wrote after now was taken */
 static uint64_t upto(uint64_t now, uint64_t since)
@@ -87,7 +81,7 @@ static int each_thread(struct probe_bpf *b, int (*fn)(void *, __u32, const struc
 		int end = err < 0 && errno == ENOENT;
 		if (err < 0 && !end)
 			return -errno;
-		uint64_t now = mono_ns(); /* after the copy: every stamp in it is earlier */
+		uint64_t now = probe_mono_ns(); /* after the copy: every stamp in it is earlier */
 		for (__u32 i = 0; i < count; i++)
 			if (fn(arg, b->keys[i], &b->vals[i], now))
 				return 0;

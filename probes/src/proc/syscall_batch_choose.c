@@ -10,6 +10,7 @@
  * which needs no io-wq threads.
  */
 #include "probe_syscall_batch.h"
+#include "probe_clock.h"
 #include "syscall_batch_int.h"
 
 #include <time.h>
@@ -71,13 +72,6 @@ void probe_sc_choice_record(struct probe_sc_choice *c, enum probe_sc_path p, uin
 
 /* ---- on a batch ------------------------------------------------------------ */
 
-static uint64_t ts_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* What the caller pays: its own thread, plus its io-wq threads on the ring
  * (their scan, ~30 us, runs outside the measured span). */
 static uint64_t run_measured(struct probe_sc_batch *b, enum probe_sc_path p, struct probe_syscall *const *probes,
@@ -90,9 +84,9 @@ static uint64_t run_measured(struct probe_sc_batch *b, enum probe_sc_path p, str
 	uint64_t w0 = 0, w1 = 0;
 	if (p == PROBE_SC_PATH_RING)
 		probe_sc_batch_iowq_cpu_ns(b, &w0);
-	uint64_t t0 = ts_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t t0 = probe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	probe__sc_batch_run(b, p, probes, n, out, rc);
-	uint64_t t1 = ts_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t t1 = probe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (b->last_path == PROBE_SC_PATH_RING)
 		probe_sc_batch_iowq_cpu_ns(b, &w1);
 	return (t1 - t0) + (w1 >= w0 ? w1 - w0 : 0);
@@ -109,7 +103,7 @@ int probe_sc_batch_sample(struct probe_sc_batch *b, struct probe_syscall *const 
 	for (size_t i = 0; i < n; i++)
 		live += probes[i] != NULL;
 	int measure;
-	enum probe_sc_path p = probe_sc_choice_next(&b->choice, ts_ns(CLOCK_MONOTONIC), live, &measure);
+	enum probe_sc_path p = probe_sc_choice_next(&b->choice, probe_clock_ns(CLOCK_MONOTONIC), live, &measure);
 	if (!measure) {
 		probe__sc_batch_run(b, p, probes, n, out, rc);
 		return 0;

@@ -11,15 +11,11 @@
 #include <sys/types.h>
 #include <time.h>
 #include "loopstat_shm.h"
+#include "probe_clock.h"
 #include "probe_shm.h"
 
-/* CLOCK_MONOTONIC in ns: what the reader's remembered state is dated by. */
-static inline uint64_t shm_now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+/* What the reader's remembered state is dated by. */
+static inline uint64_t shm_now_ns(void) { return probe_mono_ns(); }
 
 /* Longest random suffix accepted in "loopstat.<pid>.<suffix>". */
 #define SHM_SUFFIX_MAX 32

@@ -6,6 +6,7 @@
  * unchanged directory is not listed again.
  */
 #include "probe_shm.h"
+#include "probe_clock.h"
 #include "probe_proc.h"
 #include "shm_int.h"
 
@@ -82,13 +83,6 @@ struct cache_entry {
  * possibly with a recycled inode number (ext4): believe a refusal only
  * this long. */
 #define LEGACY_TTL_NS (10ull * 1000000000)
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static struct {
 	pthread_mutex_t lock;
@@ -173,7 +167,7 @@ static void cache_mark(dev_t dev, ino_t ino, const char *name, enum cache_kind k
 	if (!e->used)
 		cache.n++;
 	*e = (struct cache_entry){ .dev_ino = k, .name = h, .epoch = cache.epoch, .used = 1, .kind = kind,
-				   .until_ns = suffixed || kind != CACHE_JUNK ? 0 : now_ns() + LEGACY_TTL_NS };
+				   .until_ns = suffixed || kind != CACHE_JUNK ? 0 : probe_mono_ns() + LEGACY_TTL_NS };
 unlock:
 	pthread_mutex_unlock(&cache.lock);
 }
@@ -418,7 +412,7 @@ static int scan_dir(const char *dir, int (*fn)(const char *path, pid_t pid, void
 	if (!reuse)
 		cache.epoch++;
 	struct scan s = { .d = d, .dir = dir, .dev = st.st_dev, .fn = fn, .arg = arg, .budget = cache.budget,
-			  .now = now_ns(), .building = !reuse, .mapped_only = mapped_only, .tick = tick };
+			  .now = probe_mono_ns(), .building = !reuse, .mapped_only = mapped_only, .tick = tick };
 	size_t from = cache.budget ? cache.cursor : 0;
 	pthread_mutex_unlock(&cache.lock);
 	if (mapped_only)

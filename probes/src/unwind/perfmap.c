@@ -3,6 +3,7 @@
  * input and kept sorted for lookups (probe_perfmap.h).
  */
 #include "probe_perfmap.h"
+#include "probe_clock.h"
 #include "probe_proc.h"
 
 #include <errno.h>
@@ -46,13 +47,6 @@ struct probe_perfmap {
 	uint64_t tick;
 	char    *buf;          /* PM_CHUNK + a partial line, owned */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct probe_perfmap *probe_perfmap_new(void)
 {
@@ -304,7 +298,7 @@ static void pm_reset(struct pm_pid *p, dev_t dev, ino_t ino)
  * or shrunk file read again from the start. */
 static int pm_refresh(struct probe_perfmap *m, struct pm_pid *p)
 {
-	uint64_t now = now_ns();
+	uint64_t now = probe_mono_ns();
 	if (p->checked_ns && now - p->checked_ns < PM_CHECK_NS)
 		return 0;
 	p->checked_ns = now;

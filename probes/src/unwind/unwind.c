@@ -9,6 +9,7 @@
  * the stack read at the start of each unwind). Symbols: unwind_sym.c.
  */
 #include "probe_unwind.h"
+#include "probe_clock.h"
 #include "probe_perfmap.h"
 #include "probe_proc.h"
 #include "unwind_int.h"
@@ -34,9 +35,7 @@ ssize_t probe_unwind_mem_vm(void *ctx, pid_t pid, uint64_t addr, void *buf, size
 
 uint64_t uw_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return probe_mono_ns();
 }
 
 /* The unwinder and pid entry whose modules libdwfl may load now:
