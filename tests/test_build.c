@@ -103,3 +103,22 @@ Test(build, demo_installs_only_what_it_uses, .timeout = 60)
 		cr_assert(!strstr(out, test_only[i]), "make demo would install %s", test_only[i]);
 	free(out);
 }
+
+/* Without clang, bpftool or libbpf-dev the build goes on without the bpf
+ * source (the Makefile's promise; loopstat then says "built without bpf"):
+ * every object of probes/src/bpf compiles with no skeleton to include.
+ * bpf_attach.c did not. */
+Test(build, the_bpf_folder_builds_without_the_bpf_tools, .timeout = 60)
+{
+	char *dir = ts_tmpdir("nobpf");
+	char cmd[4096], *out = NULL;
+	snprintf(cmd, sizeof(cmd),
+		 "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN make -s BUILD=%s BPF_CLANG=no-such-clang "
+		 "$(for f in probes/src/bpf/*.c; do b=${f##*/}; echo %s/obj/probes/src/bpf/${b%%.c}.o; done) 2>&1",
+		 dir, dir);
+	char *const argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int rc = ts_run(argv, &out, 50000);
+	cr_assert_eq(rc, 0, "the bpf folder without clang (%d): %s", rc, out ? out : "");
+	free(out);
+	ts_rmtree_free(dir);
+}

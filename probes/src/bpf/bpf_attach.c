@@ -10,7 +10,10 @@
  * privately (the host sees no mount; fentry, which would need no id, is
  * refused on the kernels here). Where that fails (no CAP_SYS_ADMIN, no
  * syscall tracepoints) the raw programs carry those calls instead.
+ * Built without bpf (no clang, bpftool or libbpf-dev), nothing here.
  */
+#ifdef LOOPSTAT_BPF
+
 #include "bpf_int.h"
 
 #include <errno.h>
@@ -234,3 +237,5 @@ void bpf_syscalls_detach(struct probe_bpf *b)
 	bpf_link__destroy(b->exit_link);
 	b->raw_enter = b->exit_link = NULL;
 }
+
+#endif /* LOOPSTAT_BPF */
