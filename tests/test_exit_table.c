@@ -335,15 +335,9 @@ Test(exit_table, a_kernel_thread_is_nothing_to_measure)
 	for (pid_t p = 2; p < 4096 && !k; p++) {
 		char path[64], buf[1024];
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		const char *close = strrchr(buf, ')');
+		const char *fields = ts_stat_fields(path, buf, sizeof(buf));
 		unsigned long flags;
-		if (close && sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x00200000))
+		if (fields && sscanf(fields, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x00200000))
 			k = p;
 	}
 	if (!k)

@@ -1,5 +1,6 @@
 /* Every blocking op, parked for real, returns -ECANCELED on fl_cancel and -ETIMEDOUT in an expired timeout scope, and leaks nothing. */
 #include "support/fl_test.h"
+#include "support/support.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -198,14 +199,8 @@ static int gone(pid_t pid)
 {
 	char path[64], st[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 1;
-	size_t n = fread(st, 1, sizeof(st) - 1, f);
-	fclose(f);
-	st[n] = '\0';
-	const char *p = strrchr(st, ')');
-	return !p || p[2] == 'Z' || p[2] == 'X';
+	const char *fields = ts_stat_fields(path, st, sizeof(st));
+	return !fields || fields[0] == 'Z' || fields[0] == 'X';
 }
 
 Test(ops_interrupt, parked_child_dies_with_a_failed_test, .timeout = 10)

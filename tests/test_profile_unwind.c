@@ -15,6 +15,7 @@
 #include "probe_syscall.h"
 #include "probe_unwind.h"
 #include "support/probe_child.h"
+#include "support/support.h"
 
 /* The known functions the stacks must show. noinline + noclone keeps each
  * a real frame with its own symbol; the loops keep the calls from being
@@ -112,13 +113,9 @@ static void assert_not_stopped(pid_t pid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	cr_assert(f);
-	cr_assert(fgets(buf, sizeof(buf), f));
-	fclose(f);
-	const char *st = strrchr(buf, ')');
-	cr_assert(st && st[1] == ' ');
-	cr_assert(st[2] != 't' && st[2] != 'T', "child was stopped: %c", st[2]);
+	const char *st = ts_stat_fields(path, buf, sizeof(buf));
+	cr_assert(st, "%s unreadable", path);
+	cr_assert(st[0] != 't' && st[0] != 'T', "child was stopped: %c", st[0]);
 }
 
 Test(profile_unwind, read_on_pipe_names_the_function, .timeout = PROBE_TEST_TIMEOUT)

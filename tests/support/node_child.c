@@ -124,14 +124,8 @@ static char thread_state(pid_t pid, const char *tid)
 {
 	char path[96], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	const char *close = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
-	return close && close[1] == ' ' ? close[2] : 0;
+	const char *fields = ts_stat_fields(path, buf, sizeof(buf));
+	return fields ? fields[0] : 0;
 }
 
 /* 1 when pid's main thread sleeps and two others run or wait for a CPU. */

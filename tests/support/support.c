@@ -194,6 +194,18 @@ int ts_shm_segment(const char *dir, pid_t pid, char *buf, size_t len)
 	return err;
 }
 
+const char *ts_stat_fields(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	size_t n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *close = strrchr(buf, ')');
+	return close && close[1] == ' ' && close[2] ? close + 2 : NULL;
+}
+
 char *ts_read_file(const char *path)
 {
 	FILE *f = fopen(path, "re");

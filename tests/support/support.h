@@ -31,6 +31,10 @@ const char *ts_loopstat_bin(void);
 /* The whole file at path (tests run from the source tree), NUL-terminated;
  * the caller frees it. Fails the test when it cannot be read. */
 char *ts_read_file(const char *path);
+/* The fields of a /proc stat file (path) after its comm, from the state
+ * letter on ("S 1 ..."), read into buf; NULL when it cannot be read (the
+ * process or thread is gone). The comm may hold spaces and parentheses. */
+const char *ts_stat_fields(const char *path, char *buf, size_t len);
 
 /* read(2)-family calls (pread included) this thread has made so far, from
  * "syscr" of /proc/thread-self/io: differences count a code path's reads. */
