@@ -33,11 +33,29 @@ static void open_all(struct serve_conns *cs, struct pair *p, int n)
 	}
 }
 
+/* A fresh serve_conns holding n connections of one address in p. */
+static struct serve_conns *holding(struct pair *p, int n)
+{
+	struct serve_conns *cs;
+	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
+	open_all(cs, p, n);
+	return cs;
+}
+
 /* 1 when serve's end was shut down: the client reads end of file. */
 static int is_shut(const struct pair *p)
 {
 	char b;
 	return recv(p->peer, &b, 1, 0) == 0;
+}
+
+/* Only connection `which` of p[0..n) was shut down (-1: none). */
+static void expect_shut_only(const struct pair *p, int n, int which)
+{
+	for (int i = 0; i < n; i++) {
+		int shut = is_shut(&p[i]);
+		cr_expect_eq(shut, i == which, "connection %d %s", i, shut ? "shut down" : "left open");
+	}
 }
 
 static void close_all(struct serve_conns *cs, struct pair *p, int n)
@@ -52,20 +70,15 @@ static void close_all(struct serve_conns *cs, struct pair *p, int n)
 
 Test(serve_conns, all_answering_the_one_answered_longest_goes)
 {
-	struct serve_conns *cs;
-	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
 	struct pair p[N];
-	open_all(cs, p, PER_ADDR);
+	struct serve_conns *cs = holding(p, PER_ADDR);
 	/* answered in an order that is not the accept order */
 	for (int i = PER_ADDR - 1; i >= 0; i--) {
 		serve_conns_answering(cs, p[(i + 5) % PER_ADDR].c);
 		usleep(1000);
 	}
 	open_all(cs, p + PER_ADDR, 1);
-	int longest = (PER_ADDR - 1 + 5) % PER_ADDR;
-	for (int i = 0; i < N; i++)
-		cr_expect_eq(is_shut(&p[i]), i == longest, "connection %d %s", i,
-			     is_shut(&p[i]) ? "shut down" : "left open");
+	expect_shut_only(p, N, (PER_ADDR - 1 + 5) % PER_ADDR);
 	char buf[256];
 	cr_expect_eq(serve_conns_health(cs, buf, sizeof(buf)), 1);
 	cr_expect(strstr(buf, "1 over 16 per address"), "%s", buf);
@@ -74,27 +87,21 @@ Test(serve_conns, all_answering_the_one_answered_longest_goes)
 
 Test(serve_conns, one_not_answering_goes_before_any_answer)
 {
-	struct serve_conns *cs;
-	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
 	struct pair p[N];
-	open_all(cs, p, PER_ADDR);
+	struct serve_conns *cs = holding(p, PER_ADDR);
 	for (int i = 0; i < PER_ADDR; i++)
 		if (i != 9)
 			serve_conns_answering(cs, p[i].c);
 	open_all(cs, p + PER_ADDR, 1);
-	for (int i = 0; i < N; i++)
-		cr_expect_eq(is_shut(&p[i]), i == 9, "connection %d %s", i, is_shut(&p[i]) ? "shut down" : "left open");
+	expect_shut_only(p, N, 9);
 	close_all(cs, p, N);
 }
 
 Test(serve_conns, under_the_cap_nothing_goes)
 {
-	struct serve_conns *cs;
-	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
 	struct pair p[PER_ADDR];
-	open_all(cs, p, PER_ADDR);
-	for (int i = 0; i < PER_ADDR; i++)
-		cr_expect(!is_shut(&p[i]), "connection %d shut down under the cap", i);
+	struct serve_conns *cs = holding(p, PER_ADDR);
+	expect_shut_only(p, PER_ADDR, -1);
 	char buf[256];
 	cr_expect_eq(serve_conns_health(cs, buf, sizeof(buf)), 0, "%s", buf);
 	close_all(cs, p, PER_ADDR);
