@@ -544,7 +544,7 @@ static int check_size(struct probe_shm *shm)
 
 int probe_shm_read(struct probe_shm *shm, struct probe_shm_worker *out, size_t max, int include_exited)
 {
-	uint64_t now = shm_now_ns();
+	uint64_t now = probe_mono_ns();
 	int err, listed = 0, due = !shm->tids_ns || now - shm->tids_ns >= TIDS_TTL_NS;
 	/* nothing it returned can have changed: the last read's answer. Once
 	 * a second the size is checked as ever, and its threads are checked

@@ -14,9 +14,6 @@
 #include "probe_clock.h"
 #include "probe_shm.h"
 
-/* What the reader's remembered state is dated by. */
-static inline uint64_t shm_now_ns(void) { return probe_mono_ns(); }
-
 /* Longest random suffix accepted in "loopstat.<pid>.<suffix>". */
 #define SHM_SUFFIX_MAX 32
 

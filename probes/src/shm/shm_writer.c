@@ -375,7 +375,7 @@ int shm_check_writer(pid_t pid, uint64_t start_time, uid_t owner, dev_t dev, ino
 {
 	char buf[2048]; /* 52 fields of up to 20 digits and comm */
 	struct probe_stat st;
-	uint64_t now = shm_now_ns();
+	uint64_t now = probe_mono_ns();
 	int err;
 	if (mapped && check_by_mm(memo, owner, now, &err))
 		return err;

@@ -9,7 +9,6 @@
  * the stack read at the start of each unwind). Symbols: unwind_sym.c.
  */
 #include "probe_unwind.h"
-#include "probe_clock.h"
 #include "probe_perfmap.h"
 #include "probe_proc.h"
 #include "unwind_int.h"
@@ -31,11 +30,6 @@ ssize_t probe_unwind_mem_vm(void *ctx, pid_t pid, uint64_t addr, void *buf, size
 	struct iovec remote = { (void *)(uintptr_t)addr, len };
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	return n < 0 ? -errno : n;
-}
-
-uint64_t uw_now_ns(void)
-{
-	return probe_mono_ns();
 }
 
 /* The unwinder and pid entry whose modules libdwfl may load now:
@@ -210,7 +204,7 @@ static int uw_removed_cb(Dwfl_Module *mod, void *userdata, const char *name, Dwa
 /* (Re-)reports e's modules when its maps changed since the last report. */
 int uw_refresh(struct probe_unwind *u, struct uw_pid *e)
 {
-	uint64_t now = uw_now_ns();
+	uint64_t now = probe_mono_ns();
 	uw_loading = u;
 	uw_loading_pid = e;
 	if (e->dwfl && e->checked_ns && now - e->checked_ns < UW_MAPS_NS)

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "probe_clock.h"
 #include "probe_unwind.h"
 
 #define UW_ELF_MAX_NEED (32ull << 20) /* bytes libdwfl may read of one mapped object */
@@ -183,8 +184,6 @@ struct probe_unwind {
 	int      have_fp;
 };
 
-/* Monotonic nanoseconds. */
-uint64_t uw_now_ns(void);
 /* Lets go of e's modules, mappings and objects; the slot is free after. */
 void uw_pid_clear(struct uw_pid *e);
 /* Frees a remembered stack; the slot is empty after. */

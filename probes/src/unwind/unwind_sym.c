@@ -76,7 +76,7 @@ void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t
 		f->unreadable = c->f.unreadable;
 		return;
 	}
-	if (u->sym_budget && uw_now_ns() > u->sym_deadline) {
+	if (u->sym_budget && probe_mono_ns() > u->sym_deadline) {
 		/* over this unwind's time: module and offset, the symbol later
 		 * (not cached, and the stack is not remembered) */
 		Dwfl_Module *mod = dwfl_addrmodule(e->dwfl, lookup);

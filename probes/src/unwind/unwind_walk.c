@@ -251,7 +251,7 @@ int probe_unwind_stack_fp(struct probe_unwind *u, pid_t pid, pid_t tid, uint64_t
 {
 	if (!u || pid <= 0 || tid <= 0 || !frames || max < 1 || max > PROBE_UNWIND_MAX_DEPTH || !pc)
 		return -EINVAL;
-	uint64_t now = uw_now_ns();
+	uint64_t now = probe_mono_ns();
 	uw_forget_idle(u, now);
 	struct uw_pid *e = uw_pid_get(u, pid);
 	e->used_ns = now;
