@@ -113,8 +113,9 @@ static void span_bins(struct sworker *w, const struct probe_bpf_thread *t, uint3
 			continue;
 		uint64_t lo = probe_bpf_bucket_lo(k), hi = probe_bpf_bucket_lo(k + 1);
 		uint64_t mid = lo + (hi - lo) / 2;
-		bins[series_lag_bin(mid)] += d;
-		sums[series_lag_bin(mid)] += d * mid;
+		int bin = series_lag_bin(mid);
+		bins[bin] += d;
+		sums[bin] += d * mid;
 		uint64_t top = hi < t->span_max_ns ? hi : t->span_max_ns;
 		if (top > *max_ns)
 			*max_ns = top;

@@ -127,10 +127,10 @@ static void count_spans(struct series *a, struct series_bucket *b, int k, uint32
 {
 	uint32_t c = b->lag_n[k] + n;
 	b->lag_n[k] = c < UINT16_MAX ? (uint16_t)c : UINT16_MAX;
-	uint64_t us = b->lag_sum_us[k] + sum_ns / 1000;
+	uint64_t add_us = sum_ns / 1000, us = b->lag_sum_us[k] + add_us;
 	b->lag_sum_us[k] = us < UINT32_MAX ? (uint32_t)us : UINT32_MAX;
 	a->total.lag_n[k] += n;
-	a->total.lag_sum_us[k] += sum_ns / 1000;
+	a->total.lag_sum_us[k] += add_us;
 }
 
 /* A wait longer than this between two samples is the sampler's (paused,
