@@ -210,6 +210,7 @@ void sampler_stall_bpf(struct sampler *s, struct sworker *w, const struct probe_
 		in_syscall(w, &rec, e->nr, fd);
 	}
 	if (e->ended) {
+		rec.lo_ms = rec.hi_ms = rec.dur_ms;   /* the kernel's clock: no ticks to be between */
 		/* no syscall exit and no preemption after the threshold: the
 		 * kernel saw it first at the poll, whose stack is no use */
 		snprintf(rec.why, sizeof(rec.why), "on a CPU to its end with no syscall or preemption to catch it in");

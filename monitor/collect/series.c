@@ -157,18 +157,24 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 		uint64_t ns = end > a->span_start_ns ? end - a->span_start_ns : 0;
 		count_spans(a, b, series_lag_bin(ns), 1, ns);
 		lag_note_max(a, b, ns);
-		/* a stall captured in this span gets the span's whole length */
+		/* a stall captured in this span gets the span's whole length, and
+		 * how far the ticks around its ends let it be from that */
 		for (int i = 0; i < SERIES_STALLS; i++) {
 			struct series_stall *st = &a->stalls[i];
 			if (st->t_ns && !st->ended && st->span_start_ns == a->span_start_ns) {
 				st->dur_ms = (uint32_t)(ns / 1000000);
+				st->lo_ms = (uint32_t)((prev - a->span_busy_ns) / 1000000);
+				st->hi_ms = (uint32_t)((t - a->span_idle_ns + 999999) / 1000000);
 				st->ended = 1;
 			}
 		}
 		a->span_start_ns = 0;
 	} else if (busy) {
-		if (!a->span_start_ns && prev && !a->span_prev_busy)
+		if (!a->span_start_ns && prev && !a->span_prev_busy) {
 			a->span_start_ns = half ? t - half : prev + (t - prev) / 2;
+			a->span_idle_ns = prev;
+			a->span_busy_ns = t;
+		}
 		if (a->span_start_ns)
 			lag_note_max(a, b, t - a->span_start_ns);
 	}

@@ -108,6 +108,8 @@ struct series_stall {
 	uint64_t span_start_ns;          /* the busy span it is in (series.h's estimate) */
 	uint32_t dur_ms;                 /* out of the poll so far when captured; the span's whole length once it ended */
 	uint8_t  ended;                  /* the span ended: dur_ms is its length */
+	uint32_t lo_ms, hi_ms;           /* once it ended, the span's length lies between: the busy
+	                                  * samples' reach and the idle ones' around them */
 	uint8_t  cls;                    /* SERIES_RUNNING, SERIES_BLOCKED or SERIES_OTHER */
 	uint8_t  stack_from;             /* enum series_stack_from */
 	int32_t  nr, fd;                 /* the syscall and its fd argument, -1 when none */
@@ -257,6 +259,7 @@ struct series {
 	                                          * set by a source that measures so (source.h, SOURCE_EXACT) */
 	uint64_t span_prev_ns;                   /* when that sample was taken, 0: none to go on */
 	uint64_t span_start_ns;                  /* the estimated start of the span in progress, 0: none */
+	uint64_t span_idle_ns, span_busy_ns;     /* its last sample in the poll and first out of it */
 	int      exact_spans;                    /* spans come from the kernel (series_add_exact), not the samples */
 	uint8_t  pooled;                         /* a scheduler's pool (series_add_pooled): a sample is a thread's
 	                                          * share of a tick, a span a run of ticks with every thread busy */

@@ -65,6 +65,16 @@ static void json_stalls(struct json *j, const struct worker_view *w)
 		json_double(j, s->dur_ms, 0);
 		json_key(j, "ended");
 		json_boolean(j, s->ended);
+		/* an open span's reach is not known yet */
+		const double reach[2] = { s->lo_ms, s->hi_ms };
+		const char *const reach_key[2] = { "duration_lo_ms", "duration_hi_ms" };
+		for (int r = 0; r < 2; r++) {
+			json_key(j, reach_key[r]);
+			if (s->ended)
+				json_double(j, reach[r], 0);
+			else
+				json_null(j);
+		}
 		json_key(j, "state");
 		json_string(j, s->state);
 		json_key(j, "syscall");

@@ -64,6 +64,7 @@ struct stall_view {
 	double   t_s;                     /* when captured, seconds since sampling began */
 	double   dur_ms;                  /* out of the poll when captured; the span's length once it ended */
 	int      ended;                   /* the span ended: dur_ms is its whole length */
+	double   lo_ms, hi_ms;            /* once ended, the least and most it can have lasted */
 	const char *state;                /* "running", "blocked", "other" (static) */
 	char     syscall[32];             /* its name, "" when not in one */
 	int      fd;                      /* the syscall's fd argument, -1 when none */

@@ -18,6 +18,8 @@ static void view_of(struct stall_view *v, const struct series_stall *st)
 	v->t_s = (double)st->t_ns / NS;
 	v->dur_ms = st->dur_ms;
 	v->ended = st->ended;
+	v->lo_ms = st->lo_ms;
+	v->hi_ms = st->hi_ms;
 	v->state = st->cls < SERIES_NCLASS ? states[st->cls] : "other";
 	v->fd = st->fd;
 	if (st->nr >= 0) {
