@@ -200,7 +200,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "load: fl_run: %s\n", strerror(-err));
 		return 1;
 	}
-	qsort(lat.us, lat.n, sizeof(*lat.us), cmp_u32);
+	if (lat.n)
+		qsort(lat.us, lat.n, sizeof(*lat.us), cmp_u32);
 	printf("connections %d\nsize %zu\nrate %.0f\nseconds %.3f\nmessages %lu\n", cfg.connections, cfg.size,
 	       cfg.rate, secs, (unsigned long)messages);
 	printf("messages_per_sec %.0f\np50_us %.0f\np99_us %.0f\n", (double)messages / cfg.duration, pct(0.50),

@@ -93,7 +93,7 @@ static void listed_uninstrumented(const char *what, char *const argv[], int port
 	cr_expect_gt(json_object_get_int(tj_get(swept, "processes")), 0);
 	cr_expect_geq(json_object_get_int(tj_get(swept, "loops")), 1);
 	json_object *w = tj_find(doc, pid, 0);
-	cr_assert(w, "%s (pid %d) is listed", what, pid);
+	cr_assert(w, "%s (pid %d) is listed: %s", what, pid, json_object_to_json_string(doc));
 	cr_expect_gt(strlen(json_object_get_string(tj_get(w, "service"))), 0, "%s has a service", what);
 	cr_expect_gt(json_object_get_double(tj_get(w, "idle_pct")), 80.0, "%s idles", what);
 	cr_expect_eq(json_object_get_boolean(tj_get(w, "instrumented")), 0);

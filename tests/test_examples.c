@@ -101,15 +101,16 @@ Test(examples, echo_server_serves_load_and_publishes_counters, .timeout = 30)
 	pid_t lp = spawn((char *[]){ ld, "--port", portarg, "--connections", "200", "--size", "100", "--rate",
 				     "0", "--duration", "1", NULL },
 			 &lo);
-	char line[256];
+	char line[256], said[2048] = "";
 	long messages = -1, errors = -1;
 	while (fgets(line, sizeof(line), lo)) {
 		sscanf(line, "messages %ld", &messages);
 		sscanf(line, "errors %ld", &errors);
+		strncat(said, line, sizeof(said) - strlen(said) - 1);
 	}
 	int st;
 	cr_assert_eq(waitpid(lp, &st, 0), lp);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "load failed");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "load failed (status %d): %s", st, said);
 	cr_assert(messages > 200, "messages %ld", messages);
 	cr_assert_eq(errors, 0);
 	uint64_t after = segment_switches(dir, sp);

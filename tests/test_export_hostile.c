@@ -70,13 +70,14 @@ static void victims_intact(const char *when)
 
 struct sink {
 	int lfd, port;
-	volatile int stop, lines;
+	volatile int stop, lines, up;
 	pthread_t th;
 };
 
 static void *sink_main(void *arg)
 {
 	struct sink *k = arg;
+	__atomic_store_n(&k->up, 1, __ATOMIC_RELEASE);
 	while (!k->stop) {
 		struct pollfd p = { k->lfd, POLLIN, 0 };
 		if (poll(&p, 1, 50) <= 0)
@@ -105,7 +106,12 @@ static void sink_start(struct sink *k)
 	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	cr_assert_eq(bind(k->lfd, (struct sockaddr *)&a, sizeof(a)), 0, "bind: %s", strerror(errno));
 	cr_assert_eq(listen(k->lfd, 16), 0);
-	pthread_create(&k->th, NULL, sink_main, k);
+	cr_assert_eq(pthread_create(&k->th, NULL, sink_main, k), 0);
+	/* the runs are forked children: a fork while the thread is still
+	 * being set up (ASan's thread registry, its allocator) left the
+	 * first run's child stuck in its first malloc for good (ci42) */
+	while (!__atomic_load_n(&k->up, __ATOMIC_ACQUIRE))
+		usleep(1000);
 }
 
 static void sink_stop(struct sink *k)
