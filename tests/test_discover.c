@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -331,6 +332,47 @@ Test(discover, the_sweep_finds_event_waits_and_looks_less_at_the_rest)
 	cr_expect_eq(c2.loops, c3.loops - 1);
 	cr_log_info("sweep tables: %zu bytes for %u threads\n", probe_sweep_memory(sw), c3.threads);
 	probe_sweep_delete(sw);
+}
+
+/* A loop on a CPU at the sweep's look is looked at once more a moment
+ * later (probe_sweep_relook) and found in its poll then, not a sweep
+ * later; one still on a CPU is not. */
+Test(discover, a_loop_busy_at_its_look_is_found_at_the_second)
+{
+	volatile int *go = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq((void *)go, MAP_FAILED);
+	*go = 0;
+	pid_t kids[2];
+	for (int i = 0; i < 2; i++) {
+		kids[i] = tc_fork();
+		if (kids[i] == 0) {
+			int ep = epoll_create1(0);
+			struct epoll_event ev;
+			while (!(i == 0 && __atomic_load_n(go, __ATOMIC_ACQUIRE)))
+				;   /* the second spins for good */
+			epoll_wait(ep, &ev, 1, -1);
+			_exit(0);
+		}
+	}
+	usleep(100000);
+	struct probe_sweep *sw;
+	cr_assert_eq(probe_sweep_new(&sw), 0);
+	struct probe_sweep_ops ops = { .want = only_kids, .found = note_found };
+	struct found_set f = { .n = 0, .kids = kids, .nkids = 2 };
+	struct probe_sweep_counts c;
+	cr_assert_eq(probe_sweep_run(sw, &ops, &f, &c), 0);
+	cr_expect_eq(f.n, 0, "both on a CPU at the sweep's look");
+	__atomic_store_n(go, 1, __ATOMIC_RELEASE);
+	usleep(100000);
+	cr_expect_eq(probe_sweep_relook(sw, &ops, &f), 1, "the one now in its poll is found at the second look");
+	cr_expect(in(&f, kids[0]) && !in(&f, kids[1]), "found: the first, not the spinner");
+	cr_expect_eq(probe_sweep_relook(sw, &ops, &f), 0, "a sweep's second look is taken once");
+	cr_assert_eq(probe_sweep_run(sw, &ops, &f, &c), 0);
+	cr_expect_eq(c.loops, 1, "the sweep after keeps it");
+	cr_expect_eq(f.n, 1, "and reports it once");
+	probe_sweep_delete(sw);
+	tc_kill_all(kids, 2);
+	munmap((void *)go, sizeof(int));
 }
 
 /* A service's figures: list --by service, export's service.<name>.<row>, check -s --fleet. */

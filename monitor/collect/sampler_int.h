@@ -182,6 +182,7 @@ struct sampler {
 	uint64_t sched_at;               /* the last 4 Hz schedstat pass */
 	struct probe_sweep *sweep;       /* the host's loops (no -p, -n, --instrumented); NULL: none */
 	uint64_t next_sweep;             /* when the next sweep is due: its cost sets the gap */
+	uint64_t relook_at;              /* when the last sweep's second look is due, 0: none */
 	uint64_t tick_cpu_ns;            /* CPU of the ticks taken from within discovery, so far */
 	uint64_t setup_cpu_ns;           /* CPU of setting up the workers sweeps found, so far */
 	unsigned sweep_added;            /* workers the sweep under way added for sweep_uid */
@@ -241,6 +242,9 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
 void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
+/* The last sweep's second look at the threads it found on a CPU, once
+ * due (SAMPLER_RELOOK_NS after it); takes the lock itself. */
+void sampler_relook(struct sampler *s, uint64_t now);
 /* Called by a long discovery between its files: takes the tick that is
  * due, if one is, so that a huge segment directory delays no sample. */
 void sampler_tick_if_due(void *sampler);

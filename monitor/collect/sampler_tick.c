@@ -362,6 +362,9 @@ void sampler_step(struct sampler *s)
 			sampler_cost_restore(s);
 		s->next_discover = now + (uint64_t)(SAMPLER_DISCOVER_S * NS);
 		now = sampler_elapsed_ns(s);
+	} else if (s->relook_at && now >= s->relook_at) {
+		sampler_relook(s, now);
+		now = sampler_elapsed_ns(s);
 	}
 	pthread_mutex_lock(&s->lock);
 	sampler_sample_tick(s, now);

@@ -560,17 +560,24 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
  * (10,000 threads in 20 processes: a first sweep of ~160 ms, then 10-20 ms:
  * stat reads, and the listings and looks that are due).
  */
+static const struct probe_sweep_ops sweep_ops = { sweep_want, sweep_found, sampler_tick_if_due };
+
+/* A loop on a CPU at its look waits a sweep (1 to 10 s) to be looked at
+ * again; 5 % busy on a loaded host, it was missed by two sweeps in a row
+ * now and then. Looked at once more this long after. */
+#define SAMPLER_RELOOK_NS (NS / 10)
+
 static void discover_host(struct sampler *s, uint64_t now)
 {
 	if (!s->sweep || now < s->next_sweep)
 		return;
-	static const struct probe_sweep_ops ops = { sweep_want, sweep_found, sampler_tick_if_due };
 	struct probe_sweep_counts c;
 	uint64_t t0 = thread_cpu_ns(), ticks0 = s->tick_cpu_ns + s->setup_cpu_ns;
 	s->sweep_added = 0;
 	s->sweep_uid = (uid_t)-1;
-	if (probe_sweep_run(s->sweep, &ops, s, &c) < 0)
+	if (probe_sweep_run(s->sweep, &sweep_ops, s, &c) < 0)
 		return;
+	s->relook_at = now + SAMPLER_RELOOK_NS;
 	/* the ticks taken inside are sampling, not sweeping, and setting up
 	 * the workers it found is paid once each; and the first sweeps judge
 	 * every process once: a gap made of their cost would keep a loop
@@ -582,6 +589,17 @@ static void discover_host(struct sampler *s, uint64_t now)
 	s->next_sweep = now + (gap < NS ? NS : gap > most ? most : gap);
 	pthread_mutex_lock(&s->lock);
 	s->swept = c;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void sampler_relook(struct sampler *s, uint64_t now)
+{
+	if (!s->sweep || !s->relook_at || now < s->relook_at)
+		return;
+	s->relook_at = 0;
+	int found = probe_sweep_relook(s->sweep, &sweep_ops, s);
+	pthread_mutex_lock(&s->lock);
+	s->swept.loops += (unsigned)found;
 	pthread_mutex_unlock(&s->lock);
 }
 

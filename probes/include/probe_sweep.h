@@ -62,6 +62,13 @@ void probe_sweep_delete(struct probe_sweep *sw);
 int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg,
 		    struct probe_sweep_counts *counts);
 
+/* A second look at (some of) the threads the last sweep found on a CPU,
+ * once: a loop busy at its look (or waiting for a CPU on a loaded host)
+ * is in its poll a moment later, and would otherwise wait a sweep (1 to
+ * 10 s) to be found. Call it well after the sweep (the sampler: 100 ms).
+ * The loops it found, each reported to found() as by the sweep. */
+int probe_sweep_relook(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg);
+
 /* The loop tid was taken and is no longer (it lost its place at a cap):
  * looked at again at the next sweep, and counted in ignored_limit while
  * found() has no room for it. */

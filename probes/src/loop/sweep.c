@@ -27,6 +27,7 @@
 #define THREADS_MAX        (1u << 20)
 #define SWEEP_BACKOFF_MAX  32      /* sweeps between two looks at a blocked thread, at most */
 #define TICK_EVERY         32      /* syscall files read between two ticks */
+#define RELOOK_MAX         64      /* threads found on a CPU that a sweep looks at again */
 
 enum proc_state { P_WANTED = 1, P_SKIPPED, P_KERNEL, P_CLOSED };
 enum thread_state { T_NEW = 0, T_LOOP, T_OTHER };
@@ -83,6 +84,9 @@ struct probe_sweep {
 	unsigned reads_since_tick;
 	struct visit *visits;    /* owned: this sweep's processes, in turn */
 	size_t nvisits, capvisits;
+	/* the last sweep's threads found on a CPU, for probe_sweep_relook */
+	struct { pid_t pid, tid; } relook[RELOOK_MAX];
+	int nrelook;
 };
 
 int probe_sweep_is_event_wait(const struct probe_sc_sample *s)
@@ -309,6 +313,10 @@ static int sweep_threads(struct probe_sweep *sw, struct proc *pr, const struct p
 			/* running (maybe a loop too busy to be caught waiting), or gone */
 			t->state = T_OTHER;
 			t->due = (uint16_t)(now + 1);
+			if (r == 2 && sw->nrelook < RELOOK_MAX) {
+				sw->relook[sw->nrelook].pid = p->pid;
+				sw->relook[sw->nrelook++].tid = tid;
+			}
 		}
 		if ((int16_t)(t->due - due) < 0)
 			due = t->due;
@@ -319,6 +327,28 @@ static int sweep_threads(struct probe_sweep *sw, struct proc *pr, const struct p
 	pr->loops = loops;
 	pr->due = due;
 	return ret;
+}
+
+int probe_sweep_relook(struct probe_sweep *sw, const struct probe_sweep_ops *ops, void *arg)
+{
+	struct probe_sweep_counts c = { 0 };
+	int found = 0;
+	for (int i = 0; i < sw->nrelook && sw->threads.cap && sw->procs.cap; i++) {
+		pid_t pid = sw->relook[i].pid, tid = sw->relook[i].tid;
+		struct thread *t = slot(&sw->threads, tid);
+		struct proc *pr = slot(&sw->procs, pid);
+		if (t->tid != tid || t->pid != pid || t->state != T_OTHER || pr->pid != pid || pr->state != P_WANTED)
+			continue;   /* gone, taken meanwhile, or its process shut */
+		struct probe_sweep_proc p = { .pid = pid, .start_time = pr->start_time, .uid = pr->uid };
+		memcpy(p.comm, pr->comm, sizeof(p.comm));
+		if (look(sw, pid, tid, ops, arg, &c) == 1 && ops->found(&p, tid, arg)) {
+			t->state = T_LOOP;
+			pr->loops++;
+			found++;
+		}
+	}
+	sw->nrelook = 0;
+	return found;
 }
 
 void probe_sweep_forget(struct probe_sweep *sw, pid_t tid)
@@ -462,6 +492,7 @@ int probe_sweep_run(struct probe_sweep *sw, const struct probe_sweep_ops *ops, v
 {
 	memset(c, 0, sizeof(*c));
 	sw->epoch++;
+	sw->nrelook = 0;
 	int err = list_procs(sw, ops, arg, c);
 	if (err < 0) {
 		sw->epoch--;
