@@ -189,6 +189,7 @@ struct sampler {
 	uid_t    sweep_uid;              /* the user whose processes it visits */
 	uint32_t sweeps;                 /* sweeps run */
 	int      trim_due;               /* many workers were freed: the next this many snapshots trim the heap */
+	size_t   freed_untrimmed;        /* workers freed since the last trim was asked for */
 	struct probe_sweep_counts swept; /* the last sweep's */
 	pid_t    service_pid;            /* the last process whose service was resolved, and it */
 	char     service_of[PROBE_SERVICE_LEN];
