@@ -3,6 +3,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -16,6 +17,7 @@
 #include "probe_shm.h"
 #include "collect/sampler.h"
 #include "collect/sampler_int.h"
+#include "collect/targets.h"
 #include "support/support.h"
 
 static char *dir;
@@ -310,4 +312,80 @@ Test(sampler_shortcut, standing_readings_still_open_the_schedstat_check)
 	pthread_join(th, NULL);
 	close(parked_stop);
 	sampler_delete(s);
+}
+
+/* An uninstrumented loop: 6 ms in epoll_wait on a set with an eventfd in
+ * it, then 4 ms blocked in read(2) on a timerfd. */
+static void *plain_worker(void *arg)
+{
+	(void)arg;
+	worker_tid = gettid();
+	int ep = epoll_create1(0), tfd = timerfd_create(CLOCK_MONOTONIC, 0), efd = eventfd(0, EFD_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev), 0);
+	struct itimerspec four_ms = { .it_value = { 0, 4000000 } };
+	while (!stop) {
+		uint64_t n;
+		epoll_wait(ep, &ev, 1, 6);
+		timerfd_settime(tfd, 0, &four_ms, NULL);
+		if (read(tfd, &n, sizeof(n)) < 0)
+			break;
+	}
+	close(ep);
+	close(tfd);
+	close(efd);
+	return NULL;
+}
+
+static struct sampler *start_bpf(const struct targets *t, int no_shortcuts)
+{
+	struct sampler_opts o = { .rate_hz = 2000, .no_shortcuts = no_shortcuts, .targets = t,
+				  .source = SAMPLER_SOURCE_BPF };
+	struct sampler *s;
+	int err = sampler_new(&o, &s);
+	if (err < 0)
+		cr_skip_test("the bpf source cannot load here: %s", sampler_source_why());
+	cr_assert_eq(sampler_start(s), 0);
+	return s;
+}
+
+/* Under the bpf source the kernel says which threads wait in their loop's
+ * poll: an uninstrumented loop's idle ticks are counted without a read, as
+ * an instrumented one's slot lets them be, to the same shares. */
+Test(sampler_shortcut, the_kernel_s_poll_answers_for_a_plain_loop_under_bpf)
+{
+	struct targets t;
+	char self[16], msg[128];
+	targets_init(&t);
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	cr_assert_eq(targets_add_pids(&t, self, msg, sizeof(msg)), 0, "%s", msg);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, plain_worker, NULL), 0);
+	usleep(200000);
+	struct sampler *with = start_bpf(&t, 0), *without = start_bpf(&t, 1);
+	usleep(5000000);
+	sampler_stop(with);
+	sampler_stop(without);
+	stop = 1;
+	pthread_join(th, NULL);
+	struct model a, b;
+	cr_assert_eq(model_of_sampler(with, 4, &a), 0);
+	cr_assert_eq(model_of_sampler(without, 4, &b), 0);
+	const struct worker_view *wa = find(&a), *wb = find(&b);
+	cr_assert(wa && wb, "the worker was listed by both");
+	cr_log_info("bpf with shortcut: idle %.2f blocked %.2f (%llu samples, %llu without a read); without: idle %.2f "
+		    "blocked %.2f (%llu)", wa->idle_pct, wa->blocked_pct, (unsigned long long)wa->samples,
+		    (unsigned long long)wa->shortcut_samples, wb->idle_pct, wb->blocked_pct,
+		    (unsigned long long)wb->samples);
+	cr_assert_gt(wa->shortcut_samples, wa->samples / 4, "the kernel's word served many idle samples");
+	cr_assert_eq(wb->shortcut_samples, 0);
+	cr_assert_float_eq(wa->idle_pct, wb->idle_pct, 2.0, "idle %.2f vs %.2f", wa->idle_pct, wb->idle_pct);
+	cr_assert_float_eq(wa->blocked_pct, wb->blocked_pct, 2.0, "blocked %.2f vs %.2f", wa->blocked_pct,
+			   wb->blocked_pct);
+	cr_assert_eq(wa->self_report_disagreements, 0, "the kernel is never contradicted");
+	model_done(&a);
+	model_done(&b);
+	sampler_delete(with);
+	sampler_delete(without);
+	targets_done(&t);
 }

@@ -131,6 +131,15 @@ static void on_stall(const struct probe_bpf_stall *e, void *arg)
 		sampler_stall_bpf(s, w, e);
 }
 
+uint64_t sampler_bpf_hot(const struct sampler *s, const struct sworker *w)
+{
+	/* only a thread whose readings came: its process is watched, and its
+	 * loop's poll is the one the kernel counts */
+	if (!s->bpf || !w->series.exact_spans)
+		return 0;
+	return probe_bpf_in_poll(s->bpf->b, w->tid);
+}
+
 /* ns off a CPU in syscall nr into w's exact reading e: blocked, and by
  * syscall in the place nr has (given one now if there is room). */
 static void add_off(struct sworker *w, struct series_exact *e, long nr, uint64_t ns)

@@ -51,9 +51,16 @@ static void report_sample(struct sampler *s, const struct sworker *w, uint64_t n
  * the shortcut is off until /proc confirms a poll again — for good once
  * the worker was caught SAMPLER_DISTRUST_AFTER times.
  */
+/* Where w's poll is said without a read: its slot (instrumented) or the
+ * kernel (the bpf source). */
+static uint64_t hot_of(struct sampler *s, struct sworker *w)
+{
+	return w->instrumented ? sampler_read_hot(s, w) : sampler_bpf_hot(s, w);
+}
+
 static void confirm_poll(struct sampler *s, struct sworker *w, const struct probe_verdict *v)
 {
-	if (!w->instrumented)
+	if (!w->instrumented && !w->hot_since && !w->confirmed_since)
 		return;
 	if (v->cls == PROBE_POLL && w->hot_since) {
 		w->confirmed_since = w->hot_since;
@@ -62,7 +69,7 @@ static void confirm_poll(struct sampler *s, struct sworker *w, const struct prob
 	/* running is the moment between the poll's return and the slot's update:
 	 * a lag, not a lie; off the CPU elsewhere is a lie */
 	if (w->tick_mode == TICK_CROSS_CHECK && (v->cls == PROBE_BLOCKED || v->cls == PROBE_OTHER) &&
-	    sampler_read_hot(s, w) == w->confirmed_since)
+	    hot_of(s, w) == w->confirmed_since)
 		w->series.self_disagreements++;
 	w->confirmed_since = 0;
 }
@@ -151,7 +158,7 @@ static void sample_all(struct sampler *s, uint64_t now)
 			continue;
 		}
 		/* the fiber running at this tick, not at the last 10 Hz reading */
-		w->hot_since = w->instrumented ? sampler_read_hot(s, w) : 0;
+		w->hot_since = hot_of(s, w);
 		w->tick_mode = tick_mode(s, w, now);
 		if (w->tick_mode == TICK_POLL_SHORTCUT || w->tick_mode == TICK_UNCHANGED)
 			slot[i] = NULL;
@@ -266,7 +273,7 @@ static void read_sched_all(struct sampler *s, uint64_t now)
 	for (size_t i = 0; i < s->n; i++) {
 		struct sworker *w = s->w[i];
 		if (w->tick_mode == TICK_SKIP && !w->gone_ns)   /* where its slot is now, not at its last sample */
-			w->hot_since = w->instrumented ? sampler_read_hot(s, w) : 0;
+			w->hot_since = hot_of(s, w);
 	}
 	uint64_t t0 = thread_cpu_ns();
 	for (size_t i = 0; i < s->n; i++) {

@@ -292,11 +292,11 @@ static void fill_worker(const struct series *a, const struct eval_track *t, cons
 	lag_unresolved_why(t, w);
 	memset(w->totals, 0, sizeof(w->totals));
 	w->fiber_tag[0] = '\0';
-	w->shortcut_samples = 0;
+	/* the slot's word or, under bpf, the kernel's */
+	w->shortcut_samples = a->shortcut_samples;
 	w->unchanged_samples = a->unchanged_samples;
 	if (instrumented) {
 		memcpy(w->totals, a->shm_last.v, sizeof(w->totals));
-		w->shortcut_samples = a->shortcut_samples;
 		snprintf(w->fiber_tag, sizeof(w->fiber_tag), "%s", a->fiber_tag);
 	}
 	view_history(a, now_sec, w);

@@ -46,6 +46,14 @@ __u32 stall_us = 0;   /* 0: no stall events */
  * this test first, and an array bit costs a fraction of a hash lookup
  * (the 1000-idle-loop bench: 1.3 % of a core host-wide with a hash). */
 __u32 watched_bits[LSB_TGID_WORDS] = {};
+/* Who waits in its loop's poll now (loopstat_bpf.h's LSB_IN_POLL): the
+ * sampler counts such a thread idle without reading its syscall file. */
+__u64 in_poll[LSB_IN_POLL] = {};
+
+static __always_inline void in_poll_set(__u32 tid, __u64 stamp)
+{
+	in_poll[tid & (LSB_IN_POLL - 1)] = (__u64)tid << 32 | stamp;
+}
 
 /* Allocated as threads come: preallocated (an LRU map always is) its 8192
  * entries of 2.4 KB were 19.5 MB and a quarter of the load's CPU in every
@@ -353,6 +361,7 @@ static __always_inline int poll_enter(void *ctx, long id, __u64 a0, __u64 a1, __
 		if (stall_due(t, now))
 			stall_emit(ctx, t, tid, LSB_STALL_ENDED, now);
 		span_end(t, now);
+		in_poll_set(tid, (__u32)(now >> 10) | 1);
 	}
 	return 0;
 }
@@ -366,6 +375,8 @@ static __always_inline int poll_exit(long ret)
 	if (!t)
 		return 0;
 	__s32 i = t->cur_slot;
+	if (i == t->lead)
+		in_poll_set((__u32)pt, 0);
 	if (i >= 0 && i < LSB_SLOTS) {
 		__u64 now = bpf_ktime_get_ns();
 		struct lsb_slot *s = &t->slot[i];
@@ -540,6 +551,7 @@ int BPF_PROG(ls_sched_process_exit, struct task_struct *p)
 	if (t) {
 		t->dead = 1;
 		t->span_start = 0;   /* no span goes on past its end */
+		in_poll_set(p->pid, 0);
 	}
 	return 0;
 }

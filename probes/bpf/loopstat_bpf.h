@@ -20,6 +20,10 @@
                              * pointers (libc), where the kernel's own walk goes astray */
 #define LSB_THREADS 8192  /* threads the kernel keeps figures for */
 #define LSB_TGID_WORDS (1 << 17) /* the watched bitmap: every pid up to PID_MAX_LIMIT (2^22) */
+/* Which threads wait in their loop's poll now, by tid modulo this: the
+ * tid in the high half, the wait's start (>> 10, odd) in the low, 0 there
+ * when out of it. Read through the mmap'd .bss, no syscall a thread. */
+#define LSB_IN_POLL (1 << 16)
 
 #define LSB_FD_NONE (-2)  /* a free slot */
 #define LSB_FD_SET  (-1)  /* poll/ppoll/select/pselect6 with fds: one slot for all sets */

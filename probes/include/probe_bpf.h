@@ -111,6 +111,11 @@ int probe_bpf_unwatch(struct probe_bpf *b, pid_t tgid);
 int probe_bpf_watch_all(struct probe_bpf *b, int on);
 /* Stall events for spans over ms (0: none). */
 int probe_bpf_set_stall_ms(struct probe_bpf *b, double ms);
+/* Whether thread tid (of a watched process) waits in its loop's poll now,
+ * as the kernel saw its last entry and return: that wait's start, a
+ * nonzero stamp that changes with each wait, or 0 when it is out of it or
+ * unknown. A read of shared memory, no syscall. */
+uint32_t probe_bpf_in_poll(const struct probe_bpf *b, pid_t tid);
 
 /* The threads of tgid (0: all) into out[cap] (batch reads of the map).
  * Returns how many (at most cap) or -errno. */

@@ -237,6 +237,14 @@ int probe_bpf_watch_all(struct probe_bpf *b, int on)
 	return 0;
 }
 
+uint32_t probe_bpf_in_poll(const struct probe_bpf *b, pid_t tid)
+{
+	if (tid <= 0)
+		return 0;
+	uint64_t v = __atomic_load_n(&b->skel->bss->in_poll[(unsigned)tid & (LSB_IN_POLL - 1)], __ATOMIC_RELAXED);
+	return v >> 32 == (uint64_t)(uint32_t)tid ? (uint32_t)v : 0;
+}
+
 #define TICK_HZ 100
 
 /* The tick program on every CPU's clock (ls_tick): a stall on a CPU is
@@ -341,5 +349,6 @@ int probe_bpf_watch(struct probe_bpf *b, pid_t tgid) { (void)b; (void)tgid; retu
 int probe_bpf_unwatch(struct probe_bpf *b, pid_t tgid) { (void)b; (void)tgid; return -ENOSYS; }
 int probe_bpf_watch_all(struct probe_bpf *b, int on) { (void)b; (void)on; return -ENOSYS; }
 int probe_bpf_set_stall_ms(struct probe_bpf *b, double ms) { (void)b; (void)ms; return -ENOSYS; }
+uint32_t probe_bpf_in_poll(const struct probe_bpf *b, pid_t tid) { (void)b; (void)tid; return 0; }
 
 #endif
