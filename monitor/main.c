@@ -39,6 +39,8 @@ static void print_usage(void)
 	       "  LOOPSTAT_BPF_RAW    set: the bpf source runs its syscall programs at every syscall\n"
 	       "                      (as without CAP_SYS_ADMIN), not on the poll family's own tracepoints\n"
 	       "  LOOPSTAT_SERIES_BUDGET  series one /metrics or textfile exposition may hold (default 10000)\n"
+	       "  LOOPSTAT_STALL_SYMBOLS_MS  time a stall's capture may spend naming its frames' symbols (default\n"
+	       "                      5): the rest are module+offset until a later capture names them\n"
 	       "  NO_COLOR            top: no colours\n");
 }
 

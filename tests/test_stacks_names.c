@@ -144,6 +144,24 @@ Test(stacks_names, node_jit_function_in_stall_stack)
 	free(text);
 }
 
+/* Over its time for symbols (here from the first frame on) a capture
+ * still names JIT code by the perf map: libdwfl's module of node spans
+ * the JIT ranges between node's own mappings, and once labelled JIT frames
+ * "node`0x7f..." (ci45: burnCpuForAWhile in none of 4 stalls). */
+Test(stacks_names, node_jit_function_named_over_the_symbol_budget)
+{
+	struct node_run r = { 0 };
+	node_start(&r, dir, 200);
+	setenv("LOOPSTAT_STALL_SYMBOLS_MS", "0.000001", 1);
+	char *text = NULL;
+	int n, found = stalls_naming(r.pid, "burnCpuForAWhile", &n, &text);
+	unsetenv("LOOPSTAT_STALL_SYMBOLS_MS");
+	node_stop(&r);
+	cr_assert_gt(n, 0, "no stall captured: %s", text);
+	cr_expect_geq(found * 2, n, "burnCpuForAWhile in most stalls' stacks: %s", text);
+	free(text);
+}
+
 Test(stacks_names, node_jit_function_in_folded_profile)
 {
 	struct node_run r = { 0 };

@@ -17,6 +17,7 @@
 #include "probe_unwind.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,13 @@ int sampler_stall_init(struct sampler *s)
 		free(st);
 		return -ENOMEM;
 	}
-	probe_unwind_set_budget(st->uw, SYMBOLS_NS);
-	probe_unwind_set_budget(st->uw_perf, SYMBOLS_NS);
+	uint64_t budget = SYMBOLS_NS;
+	const char *e = getenv("LOOPSTAT_STALL_SYMBOLS_MS");
+	double ms = e && *e ? strtod(e, NULL) : NAN;
+	if (ms > 0 && ms < 60000)
+		budget = ms * 1e6 >= 1 ? (uint64_t)(ms * 1e6) : 1;
+	probe_unwind_set_budget(st->uw, budget);
+	probe_unwind_set_budget(st->uw_perf, budget);
 	s->stall = st;
 	return 0;
 }

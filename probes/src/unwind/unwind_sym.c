@@ -76,9 +76,13 @@ void uw_symbolize(struct probe_unwind *u, struct probe_unwind_frame *f, uint64_t
 		f->unreadable = c->f.unreadable;
 		return;
 	}
-	if (u->sym_budget && probe_mono_ns() > u->sym_deadline) {
+	if (u->sym_budget && probe_mono_ns() > u->sym_deadline && x && x->file) {
 		/* over this unwind's time: module and offset, the symbol later
-		 * (not cached, and the stack is not remembered) */
+		 * (not cached, and the stack is not remembered). Not for JIT code
+		 * or an address outside the mappings: the perf map names the one
+		 * at no ELF cost, and libdwfl's module of a binary spans the gaps
+		 * between its mappings (node's remapped builtins put V8's JIT
+		 * frames inside "node"), so it must not be asked for either */
 		Dwfl_Module *mod = dwfl_addrmodule(e->dwfl, lookup);
 		Dwarf_Addr start;
 		const char *path = mod ? dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
