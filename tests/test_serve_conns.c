@@ -1,6 +1,7 @@
-/* serve's per-address cap makes room for the newest connection: the oldest
- * of its address's not being answered goes, or if all are being answered
- * (deaf clients hold their answers open) the one answered longest. */
+/* serve's per-address cap makes room for the newest connection: of its
+ * address's, the one that has gone longest without finishing anything
+ * goes: one not being answered since its accept or last answer, one being
+ * answered since its answer began (deaf clients hold their answers open). */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -105,4 +106,25 @@ Test(serve_conns, under_the_cap_nothing_goes)
 	char buf[256];
 	cr_expect_eq(serve_conns_health(cs, buf, sizeof(buf)), 0, "%s", buf);
 	close_all(cs, p, PER_ADDR);
+}
+
+/* A slowloris accepted after the deaf clients' answers began stays; the
+ * deaf one answered longest goes (ci46: the slowloris went, and serve
+ * kept 500 answers no one read). */
+Test(serve_conns, a_stuck_answer_goes_before_a_later_idle_one)
+{
+	struct pair p[N];
+	struct serve_conns *cs;
+	cr_assert_eq(serve_conns_new(CAP, 60, &cs), 0);
+	open_all(cs, p, PER_ADDR - 1);
+	for (int i = 0; i < PER_ADDR - 1; i++) {
+		serve_conns_answering(cs, p[(i + 3) % (PER_ADDR - 1)].c);
+		usleep(1000);
+	}
+	usleep(1000);
+	open_all(cs, p + PER_ADDR - 1, 1);   /* the slowloris: accepted, never a whole request */
+	usleep(1000);
+	open_all(cs, p + PER_ADDR, 1);       /* a scraper */
+	expect_shut_only(p, N, 3);
+	close_all(cs, p, N);
 }

@@ -7,11 +7,13 @@
  * from the moment it is accepted (MHD's connection notifications):
  * - a request must be complete and answered within the deadline from
  *   accept or from the last answer, or the connection is shut down;
- * - one client address holds at most per_addr connections: past it, its
- *   oldest one not being answered is shut down (a scraper may share the
- *   attacker's address, and its connection is the fresh one), or if all
- *   are being answered the one answered longest: a client that reads
- *   nothing holds its answer open forever, a reader's is gone in ms;
+ * - one client address holds at most per_addr connections: past it, the
+ *   one of them that has gone longest without finishing anything is shut
+ *   down: since it was accepted or last answered when not being answered,
+ *   since its answer began when being answered (a scraper may share the
+ *   attacker's address, and its connection is the fresh one; a client
+ *   that reads nothing holds its answer open forever, a reader's is gone
+ *   in ms, and a slowloris's request never ends);
  * - at the total cap a new connection shuts down the oldest one not being
  *   answered, so a scraper's fresh connection always finds room while the
  *   descriptors stay below the process's limit (MHD's own cap is set a
@@ -187,6 +189,13 @@ void serve_conns_delete(struct serve_conns *cs)
 	free(cs);
 }
 
+/* Since when c has finished nothing: its answer's start while it is being
+ * answered, else its accept or last answer. */
+static double held_since(const struct serve_conn *c)
+{
+	return c->busy ? c->answer_at : c->since;
+}
+
 struct serve_conn *serve_conns_opened(struct serve_conns *cs, int fd, const struct sockaddr *addr)
 {
 	struct serve_conn *c = calloc(1, sizeof(*c));
@@ -204,9 +213,9 @@ struct serve_conn *serve_conns_opened(struct serve_conns *cs, int fd, const stru
 	size_t mine = addr_count(cs, c->addr);
 	idmap_put(&cs->by_addr, c->addr, mine + 1);
 	if (mine >= cs->per_addr) {
-		struct serve_conn *v = cs->head.next, *pick = NULL;
-		for (; v != &cs->head && !(pick && !pick->busy); v = v->next)
-			if (v->addr == c->addr && (!pick || !v->busy || v->answer_at < pick->answer_at))
+		struct serve_conn *pick = NULL;
+		for (struct serve_conn *v = cs->head.next; v != &cs->head; v = v->next)
+			if (v->addr == c->addr && (!pick || held_since(v) < held_since(pick)))
 				pick = v;
 		if (pick)
 			shut(cs, pick, &cs->refused);
