@@ -232,9 +232,11 @@ IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo ni
 # TIMED_TESTS judge timing or shares of real loads: they run alone, in the
 # plain build only, once the sanitizer compile is over (test_diff_profile:
 # beside that compile test_diff read two duty cycles 10 points apart as
-# 8.3).
+# 8.3). test_backend_sysctl sets a host-wide sysctl that refuses every
+# io_uring: only here does nothing run beside it (in the parallel phase
+# another suite's fl_run failed with EPERM).
 TIMED_TESTS = $(filter %/test_accuracy %/test_check_ci %/test_limit_quota %/test_shm_flood %/test_pools %/test_schedulers %/test_bpf \
-                %/test_diff %/test_diff_profile %/test_profile_agree,$(TESTS))
+                %/test_diff %/test_diff_profile %/test_profile_agree %/test_backend_sysctl,$(TESTS))
 # Under the sanitizers (make test's second build) run the suites whose code
 # nothing else runs there. Of those that run alone (SOLO_TESTS, below:
 # shares or timing, which the sanitizers only distort), SAN_SOLO_TESTS: the
@@ -301,7 +303,8 @@ SOLO_TESTS = test_accuracy test_shm_flood test_precision test_list_workers test_
              test_profile_oncpu test_schedulers test_probe_rt test_profile_agree test_stacks_names test_bpf test_bpf_source \
              test_unwind_budget test_serve_flood test_export_cmd test_fd_budget test_diff test_diff_profile \
              test_lag_resolution test_saturated test_bpf_stall test_bpf_blocked test_bpf_events test_bpf_cost \
-             test_worker_fair test_serve_budget test_serve_prometheus test_pid_reuse test_flight test_stall_groups
+             test_worker_fair test_serve_budget test_serve_prometheus test_pid_reuse test_flight test_stall_groups \
+             test_backend_sysctl
 
 # Suites that run in their own process alone: no child, no thread of
 # theirs, nothing timed. make test runs the sanitizer build's beside the

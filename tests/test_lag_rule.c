@@ -198,6 +198,25 @@ Test(lag_rule, no_span_is_measured_across_a_sampler_hole)
 	cr_expect(view.lag_max_ms < 55, "max %.1f: a 40-ms span merged across the hole", view.lag_max_ms);
 }
 
+/* At 1 kHz (profile, record) a tick held 8 ms is no hole: three meant
+ * waits are 3 ms, and on a loaded host nearly every 200-ms span held one;
+ * the hole is never shorter than at 100 Hz (30 ms). A 200-ms span with
+ * two such late ticks in it is read whole. */
+Test(lag_rule, a_late_tick_at_a_fast_rate_is_no_hole)
+{
+	struct periodic p = { 200, 300 };
+	const struct series_ctx ctx = { .due_ns = 1 * MS };
+	uint64_t end = 2 * NS;
+	for (uint64_t t = 1 * MS; t < end; t += MS) {
+		uint64_t in = t % (500 * MS);
+		if (in == 50 * MS || in == 120 * MS)
+			t += 8 * MS;   /* the sampler held up 8 ms, twice inside each span */
+		series_add_sample(acc, t, periodic_busy(t, &p) ? &RUN : &POLL, &ctx);
+	}
+	model_window(acc, end, 0, 0, &view);
+	cr_expect(view.lag_max_ms > 190 && view.lag_max_ms < 210, "max %.1f ms for 200-ms spans", view.lag_max_ms);
+}
+
 /* The same long spans, from a thread that woke 10 times a period (schedstat
  * readings with its voluntary switches): its runs are merges. */
 Test(lag_rule, a_thread_waking_often_is_unresolved)

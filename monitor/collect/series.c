@@ -149,7 +149,8 @@ static void track_span(struct series *a, struct series_bucket *b, uint64_t t, in
 	uint64_t prev = a->span_prev_ns;
 	/* a hole: an idle gap in it (a 110-ms tick under an idle compile, 1
 	 * run in 15) went unseen, and two spans would read as one */
-	if (prev && (t <= prev || t - prev > SPAN_GAP_MAX_NS || (due && t - prev > SERIES_HOLE * due)))
+	uint64_t hole = SERIES_HOLE * due > SERIES_HOLE_MIN_NS ? SERIES_HOLE * due : SERIES_HOLE_MIN_NS;
+	if (prev && (t <= prev || t - prev > SPAN_GAP_MAX_NS || (due && t - prev > hole)))
 		prev = a->span_start_ns = 0;
 	uint64_t half = gap && prev && t - prev > gap ? gap / 2 : 0;   /* 0: the midpoint */
 	if (!busy && a->span_start_ns) {
