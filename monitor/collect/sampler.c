@@ -24,6 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* a sampler hole is never shorter than at the default rate (series.h) */
+_Static_assert(SERIES_HOLE_MIN_NS == SERIES_HOLE * (NS / (long)SAMPLER_DEFAULT_HZ), "one default rate");
+
 static __thread char source_why[200];
 
 int sampler_new(const struct sampler_opts *o, struct sampler **out)

@@ -209,7 +209,7 @@ struct series_ctx {
  * flight-recorder test whose lag_max_ms>200 trigger never fired); the
  * holes that merged spans were waits of 47 and 120 ms at 10-ms periods. */
 #define SERIES_HOLE 3
-/* And never shorter than at the default 100 Hz: at 1 kHz (profile,
+/* And never shorter than at the default 100 Hz (sampler.c checks it): at 1 kHz (profile,
  * record) three meant waits are 3 ms, and on a loaded host nearly every
  * span held a tick that late; none reached --stall-ms, and a recording
  * of 200-ms burns kept no stall (ci47). */
