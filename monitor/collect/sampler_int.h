@@ -7,6 +7,7 @@
  *   sampler_tick.c     the tick: reads, shortcuts, the 4 Hz schedstat pass
  *   sampler_snapshot.c the copy views take
  *   sampler_workers.c  worker and segment tables, discovery, shm reads (here)
+ *   sampler_sweep.c    the host's loops, by sweeps of /proc (here)
  *   sampler_limits.c   cgroup limits and listeners (sampler_limits.h)
  *   sampler_roles.c    loops' roles (sampler_roles.h)
  *   sampler_stall.c    stall capture (sampler_stall.h)
@@ -243,6 +244,16 @@ struct sworker *sampler_find_worker(struct sampler *s, pid_t pid, pid_t tid);
 void sampler_drop_gone(struct sampler *s, uint64_t now);
 void sampler_mark_gone(struct sworker *w, uint64_t now);
 void sampler_discover(struct sampler *s, uint64_t now);
+/* Whether the process passes -u and -s (both: no look at /proc when
+ * neither is given). */
+int sampler_narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name);
+/* The worker of thread tid of the process (pid, start) found now, added
+ * when there is none; NULL past the cap (counted in *ignored). */
+struct sworker *sampler_worker_of(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,
+				  unsigned *ignored);
+/* sampler_sweep.c: a sweep of the host when one is due (from
+ * sampler_discover, which it leaves the lock to as it does). */
+void sampler_sweep_host(struct sampler *s, uint64_t now);
 /* The last sweep's second look at the threads it found on a CPU, once
  * due (SAMPLER_RELOOK_NS after it); takes the lock itself. */
 void sampler_relook(struct sampler *s, uint64_t now);
