@@ -110,7 +110,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	profile_acc_delete(acc);
 
-	ring_round_trip(data, size);
+	/* the ring only for a file report took whole: one the reader refuses
+	 * fails the ring's read at the same line, and each ring costs ASan
+	 * ~3 MB of fresh mappings (4x the executions a second without it) */
+	if (err == 0)
+		ring_round_trip(data, size);
 
 	/* top --replay: the whole recording fed into the series, a snapshot taken */
 	f = fmemopen((void *)data, size, "r");

@@ -58,54 +58,73 @@ static uint64_t hash_bytes(const void *p, size_t len)
 	return h;
 }
 
+/* One zeroed block per set, carved into its arrays: a fresh block's pages
+ * stay untouched (and out of RSS) until strings and stacks land in them. */
 static size_t tables_alloc(struct fr_tables *t, size_t bytes)
 {
 	/* 3/8 characters, 1/4 stack words; the indexes the rest */
-	t->capchars = bytes * 3 / 8;
+	t->capchars = bytes * 3 / 8 & ~(size_t)7;
 	t->capstr = (uint32_t)(bytes / 64);
 	t->capwords = bytes / 16;
 	t->capstack = (uint32_t)(bytes / 128);
-	t->chars = malloc(t->capchars);
-	t->soff = malloc(((size_t)t->capstr + 1) * sizeof(uint32_t));
-	t->shash = calloc(2 * (size_t)t->capstr, sizeof(uint32_t));
-	t->words = malloc(t->capwords * sizeof(uint32_t));
-	t->koff = malloc(((size_t)t->capstack + 1) * sizeof(uint32_t));
-	t->khash = calloc(2 * (size_t)t->capstack, sizeof(uint32_t));
-	if (!t->chars || !t->soff || !t->shash || !t->words || !t->koff || !t->khash)
+	size_t words = (size_t)t->capstr + 1 + 2 * (size_t)t->capstr + t->capwords + t->capstack + 1 +
+		       2 * (size_t)t->capstack;
+	t->chars = calloc(1, t->capchars + words * sizeof(uint32_t));
+	if (!t->chars)
 		return 0;
-	return t->capchars + (t->capstr + 1 + 2 * (size_t)t->capstr + t->capwords + t->capstack + 1 +
-			      2 * (size_t)t->capstack) * sizeof(uint32_t);
+	t->soff = (uint32_t *)(void *)(t->chars + t->capchars);
+	t->shash = t->soff + t->capstr + 1;
+	t->words = t->shash + 2 * (size_t)t->capstr;
+	t->koff = t->words + t->capwords;
+	t->khash = t->koff + t->capstack + 1;
+	return t->capchars + words * sizeof(uint32_t);
 }
 
 static void tables_free(struct fr_tables *t)
 {
 	free(t->chars);
-	free(t->soff);
-	free(t->shash);
-	free(t->words);
-	free(t->koff);
-	free(t->khash);
 }
 
 static uint32_t str_add(struct fr_tables *t, const char *s);
 
+static size_t str_slot(const struct fr_tables *t, const char *s, size_t len);
+static size_t stack_slot(const struct fr_tables *t, const uint32_t *ids, uint32_t n);
+
+/* Empties t by zeroing the index slots its entries hold, newest first:
+ * each one's probe then still passes only slots taken before it, so it is
+ * found. The cost follows what t holds, not its size. */
 static void tables_clear(struct fr_tables *t)
 {
-	memset(t->shash, 0, 2 * (size_t)t->capstr * sizeof(uint32_t));
-	memset(t->khash, 0, 2 * (size_t)t->capstack * sizeof(uint32_t));
+	for (uint32_t id = t->nstack; id >= 1; id--) {
+		const uint32_t *k = t->words + t->koff[id];
+		t->khash[stack_slot(t, k + 1, k[0])] = 0;
+	}
+	for (uint32_t id = t->nstr; id >= 1; id--) {
+		const char *s = t->chars + t->soff[id];
+		t->shash[str_slot(t, s, strlen(s) + 1)] = 0;
+	}
 	t->nchars = t->nwords = 0;
 	t->nstr = t->nstack = 0;
 	str_add(t, FULL_TEXT);   /* id 1, always there */
 }
 
-/* s's id, interned; 0 when the table is full. */
-static uint32_t str_add(struct fr_tables *t, const char *s)
+/* The index slot holding s (len: its size with the NUL), or the empty
+ * slot it would take. */
+static size_t str_slot(const struct fr_tables *t, const char *s, size_t len)
 {
-	size_t len = strlen(s) + 1;
 	size_t mask = 2 * (size_t)t->capstr, j = hash_bytes(s, len - 1) % mask;
 	for (; t->shash[j]; j = (j + 1) % mask)
 		if (strcmp(t->chars + t->soff[t->shash[j] - 1], s) == 0)
-			return t->shash[j] - 1;
+			break;
+	return j;
+}
+
+/* s's id, interned; 0 when the table is full. */
+static uint32_t str_add(struct fr_tables *t, const char *s)
+{
+	size_t len = strlen(s) + 1, j = str_slot(t, s, len);
+	if (t->shash[j])
+		return t->shash[j] - 1;
 	if (t->nstr + 1 >= t->capstr || t->nchars + len > t->capchars)
 		return 0;
 	uint32_t id = ++t->nstr;
@@ -121,15 +140,25 @@ static const char *str_of(const struct fr_tables *t, uint32_t id)
 	return id ? t->chars + t->soff[id] : NULL;
 }
 
-/* The stack of n string ids, interned; 0 when the table is full. */
-static uint32_t stack_add(struct fr_tables *t, const uint32_t *ids, uint32_t n)
+/* The index slot holding the stack of n string ids, or the empty slot it
+ * would take. */
+static size_t stack_slot(const struct fr_tables *t, const uint32_t *ids, uint32_t n)
 {
 	size_t mask = 2 * (size_t)t->capstack, j = hash_bytes(ids, n * sizeof(*ids)) % mask;
 	for (; t->khash[j]; j = (j + 1) % mask) {
 		const uint32_t *k = t->words + t->koff[t->khash[j] - 1];
 		if (k[0] == n && memcmp(k + 1, ids, n * sizeof(*ids)) == 0)
-			return t->khash[j] - 1;
+			break;
 	}
+	return j;
+}
+
+/* The stack of n string ids, interned; 0 when the table is full. */
+static uint32_t stack_add(struct fr_tables *t, const uint32_t *ids, uint32_t n)
+{
+	size_t j = stack_slot(t, ids, n);
+	if (t->khash[j])
+		return t->khash[j] - 1;
 	if (t->nstack + 1 >= t->capstack || t->nwords + n + 1 > t->capwords)
 		return 0;
 	uint32_t id = ++t->nstack;
