@@ -91,6 +91,19 @@ Test(flight_ring, strings_survive_many_rebuilds)
 	cr_expect_eq(s.wrong, 0, "%ld of %ld events read another event's strings", s.wrong, s.n);
 }
 
+struct order {
+	pid_t next;
+	long wrong;
+};
+
+static int in_order(void *arg, const struct rec_event *ev)
+{
+	struct order *o = arg;
+	o->wrong += ev->tid != o->next;
+	o->next = ev->tid + 1;
+	return 0;
+}
+
 static long rss_kb(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -101,6 +114,68 @@ static long rss_kb(void)
 		fclose(f);
 	}
 	return res * 4;
+}
+
+/* A ring whose span holds ~1,000 events, fed 500,000: what is resident
+ * follows what it holds, not the records' array its writes went round. */
+Test(flight_ring, resident_memory_follows_the_span)
+{
+	long before = rss_kb();
+	struct flight_ring *r = flight_ring_new(10 * 1000000ull, 64u << 20);
+	cr_assert_not_null(r);
+	const char *frames[] = { "main", "loop" };
+	for (long i = 0; i < 500000; i++) {
+		struct rec_event ev = { .t_ns = (uint64_t)i * 10000, .pid = 100, .tid = 100, .cls = PROBE_POLL,
+					.nr = -1, .fd = -1, .thread = "100/100 w", .frames = frames, .nframes = 2 };
+		flight_ring_add(r, &ev, 1);
+	}
+	long grown = rss_kb() - before;
+	uint64_t early = flight_ring_evicted_early(r);
+	flight_ring_delete(r);
+	cr_expect_eq(early, 0);
+	/* 48 MB of records went through a 10-ms span of 1,001 */
+	cr_expect_lt(grown, 2048, "a ring holding 1,001 events made %ld kB resident", grown);
+}
+
+Test(flight_ring, a_full_ring_grows_in_order)
+{
+	/* the smallest ring (~10,000 records): 10,000 events a ns apart in a
+	 * span of 3,000 ns (old ones leave: the oldest is far from the array's
+	 * start), then 9,000 at one time, so it grows from where it is, and
+	 * then turns over less than once */
+	struct flight_ring *r = flight_ring_new(3000, 3 * FLIGHT_RING_TABLES_MIN);
+	cr_assert_not_null(r);
+	long total = 19000;
+	for (long i = 1; i <= total; i++) {
+		char thread[32];
+		snprintf(thread, sizeof(thread), "100/%ld w", i);
+		struct rec_event ev = { .t_ns = (uint64_t)(i < 10000 ? i : 10000), .pid = 100, .tid = (pid_t)i,
+					.cls = PROBE_POLL, .nr = -1, .fd = -1, .thread = thread };
+		flight_ring_add(r, &ev, 1);
+	}
+	uint64_t early = flight_ring_evicted_early(r);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	struct rec_meta meta = { .rate_hz = 100 };
+	struct rec_writer *w = rec_writer_new(out, &meta);
+	uint64_t seq = 0, lost = 0;
+	long n = flight_ring_write(r, w, &seq, 0, &lost);
+	cr_assert_eq(rec_writer_end(w, 1), 0);
+	fclose(out);
+	flight_ring_delete(r);
+	/* the newest ones, each once, in the order added: the ring grew
+	 * past its start to its whole room */
+	cr_expect_gt(early, 0);
+	cr_expect_gt(n, 8192, "%ld written", n);
+	FILE *in = fmemopen(buf, len, "r");
+	struct order o = { .next = (pid_t)(total - n + 1) };
+	long line;
+	cr_assert_eq(rec_read(in, &meta, in_order, &o, &line), 0);
+	fclose(in);
+	free(buf);
+	cr_expect_eq(o.wrong, 0, "%ld events out of order", o.wrong);
+	cr_expect_eq(o.next, total + 1);
 }
 
 Test(flight_ring, a_fresh_ring_is_not_resident)

@@ -13,6 +13,7 @@
 
 #define FULL_TEXT "[ring tables full]"
 #define NSTR 5   /* thread, syscall, target, fiber, service */
+#define CAP_START 4096   /* records a ring starts with: it doubles as its span needs */
 
 struct fr_ev {
 	uint64_t t_ns, run_ns, wait_ns, sp, pc, switches;
@@ -41,8 +42,8 @@ struct fr_tables {
 struct flight_ring {
 	pthread_mutex_t lock;
 	uint64_t  span_ns;
-	struct fr_ev *ev;            /* cap records, the oldest at head */
-	size_t    cap, head, n;
+	struct fr_ev *ev;            /* cap_max records' room; a ring of cap, the oldest at head */
+	size_t    cap, cap_max, head, n;
 	uint64_t  seq;               /* events ever added: the newest is seq - 1 */
 	uint64_t  evicted_early;
 	struct fr_tables t[2];       /* t[cur] in use, the other the spare a rebuild fills */
@@ -233,9 +234,10 @@ struct flight_ring *flight_ring_new(uint64_t span_ns, size_t bytes)
 		return NULL;
 	pthread_mutex_init(&r->lock, NULL);
 	r->span_ns = span_ns;
-	r->cap = (bytes - 2 * tb) / sizeof(struct fr_ev);
-	/* malloc'd, not calloc'd: pages are touched only as the ring fills */
-	r->ev = malloc(r->cap * sizeof(struct fr_ev));
+	r->cap_max = (bytes - 2 * tb) / sizeof(struct fr_ev);
+	r->cap = r->cap_max < CAP_START ? r->cap_max : CAP_START;
+	/* malloc'd, not calloc'd: pages are touched only as the ring grows */
+	r->ev = malloc(r->cap_max * sizeof(struct fr_ev));
 	size_t t0 = tables_alloc(&r->t[0], tb), t1 = tables_alloc(&r->t[1], tb);
 	if (!r->ev || !t0 || !t1) {
 		flight_ring_delete(r);
@@ -243,7 +245,7 @@ struct flight_ring *flight_ring_new(uint64_t span_ns, size_t bytes)
 		return NULL;
 	}
 	tables_clear(&r->t[0]);
-	r->bound = sizeof(*r) + r->cap * sizeof(struct fr_ev) + t0 + t1;
+	r->bound = sizeof(*r) + r->cap_max * sizeof(struct fr_ev) + t0 + t1;
 	return r;
 }
 
@@ -288,6 +290,20 @@ void flight_ring_add_limit(struct flight_ring *r, const struct rec_limit *l)
 	put(r, &x, strs, NULL, 0);
 }
 
+/* A full ring of cap made larger, up to cap_max: the records from head
+ * to the end of the old ring move to the end of the new one. A ring that
+ * kept writing round the whole array would make all of it resident
+ * within minutes, whatever its span holds. */
+static void grow(struct flight_ring *r)
+{
+	size_t cap = r->cap * 2 < r->cap_max ? r->cap * 2 : r->cap_max, tail = r->cap - r->head;
+	if (r->head) {   /* at 0 the records are in order already */
+		memmove(r->ev + cap - tail, r->ev + r->head, tail * sizeof(struct fr_ev));
+		r->head = cap - tail;
+	}
+	r->cap = cap;
+}
+
 /* x into the ring, its strings and frames interned (under the lock). */
 static void put(struct flight_ring *r, const struct fr_ev *xp, const char *const strs[NSTR], const char *const *frames,
 		int nframes)
@@ -307,6 +323,8 @@ static void put(struct flight_ring *r, const struct fr_ev *xp, const char *const
 		r->head = (r->head + 1) % r->cap;
 		r->n--;
 	}
+	if (r->n == r->cap && r->cap < r->cap_max)
+		grow(r);
 	if (r->n == r->cap) {
 		r->evicted_early++;
 		r->head = (r->head + 1) % r->cap;

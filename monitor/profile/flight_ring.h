@@ -7,7 +7,9 @@
  * An event is a fixed-size record; its strings and its stack are interned
  * in tables kept beside the ring, so a worker parked in the same place
  * costs one record a sample. The bound is fixed at the start: the records'
- * array plus two sets of tables (allocated once, touched as they fill).
+ * array plus two sets of tables (allocated once, touched as they fill:
+ * the ring starts small and doubles when its span needs more, so what is
+ * resident follows what it holds).
  * Events leave the ring when they are older than its span, or, when the
  * ring is full first, oldest first (then it holds less than its span:
  * flight_ring_span_ns says what it holds). Tables that fill are rebuilt
