@@ -192,12 +192,13 @@ benches: $(BENCHES)
 # the idle work's own ends.
 test: test-pkgs
 	@rc=0; t0=$$(date +%s); phase() { echo "[phase] $$1 ended at $$(($$(date +%s) - t0)) s"; }; \
+	prio=$$(sh scripts/idle-prio.sh); echo "[phase] the background compile runs under: $$prio"; \
 	mkdir -p $(BUILD); sh scripts/speedscope-schema.sh $(BUILD)/npm >$(BUILD)/.npm.log 2>&1 & \
 	sh scripts/check-layers.sh || rc=1; sh scripts/check-subjects.sh || rc=1; mkdir -p $(BUILD)/asan; \
 	rm -f $(BUILD)/.test-tally* $(BUILD)/asan/.test-tally*; \
 	$(MAKE) --no-print-directory -j$$(nproc) solo-tests CHECK_SET=untimed || rc=1; \
-	{ $(IDLE_PRIO) $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 && phase "(beside them) suites' build"; } & bgt=$$!; \
-	rm -f $(BUILD)/.unidled; idle() { test -e $(BUILD)/.unidled || echo $(IDLE_PRIO); }; \
+	{ $$prio $(MAKE) --no-print-directory -j$$(nproc) tests >$(BUILD)/.tests.log 2>&1 && phase "(beside them) suites' build"; } & bgt=$$!; \
+	rm -f $(BUILD)/.unidled; idle() { test -e $(BUILD)/.unidled || echo $$prio; }; \
 	( $$(idle) $(MAKE) --no-print-directory -j$$(nproc) programs >$(BUILD)/.programs.log 2>&1 || { cat $(BUILD)/.programs.log; exit 1; }; \
 	  $$(idle) $(MAKE) --no-print-directory -j$$(nproc) all check-tests BUILD=$(BUILD)/asan SAN=1 CHECK_SET=untimed \
 	    >$(BUILD)/asan/.build.log 2>&1 || { cat $(BUILD)/asan/.build.log; exit 1; }; phase "(beside them) sanitizer build"; \
@@ -217,17 +218,16 @@ test: test-pkgs
 	  awk '{ p += $$1; f += $$2 } END { printf "all builds: %d passed, %d failed\n", p, f + 0 }'; \
 	exit $$rc
 
-# SCHED_IDLE where chrt exists: a nice-19 compile still kept the suites'
-# workers waiting 10-18 % of the time for a CPU after each wake-up, which the
-# sampled shares rightly count as running; an idle-class one yields at once.
-# Once the first build's suites are over, scripts/unidle.sh puts what is
-# left of that compile back in the normal class: on a machine shared with
-# other work, an idle-class compile got no CPU and the timed suites waited
-# 101 s for it. The steps of that compile not yet started then start in
-# the normal class too ($(BUILD)/.unidled): beside two nice-19 CPU hogs,
-# the sanitizer build, started idle after its programs' step was moved,
-# ended at 770 s against 250 on a quiet machine.
-IDLE_PRIO = $(shell command -v chrt >/dev/null 2>&1 && echo chrt -i 0 || echo nice -n 19)
+# The background compile runs under scripts/idle-prio.sh's choice:
+# SCHED_IDLE where chrt exists (a nice-19 compile kept the suites' workers
+# waiting 10-18 % of the time for a CPU after each wake-up, which the
+# sampled shares rightly count as running; an idle-class one yields at
+# once), but nice 19 on a machine already busy at the start, where an
+# idle-class compile got no CPU at all: beside two nice-19 CPU hogs, the
+# sanitizer build ended at 770 s against 250 on a quiet machine. Once the
+# first build's suites are over, scripts/unidle.sh puts what is left of
+# that compile back in the normal class (the timed suites wait for it),
+# and the steps of it not yet started start there too ($(BUILD)/.unidled).
 
 # TIMED_TESTS judge timing or shares of real loads: they run alone, in the
 # plain build only, once the sanitizer compile is over (test_diff_profile:
