@@ -22,7 +22,7 @@ static void frame_name(char *buf, size_t size, long i, int f)
 
 struct seen {
 	long n, wrong, full;
-	long first_tid, last_tid;
+	long last_tid;
 };
 
 static int check_event(void *arg, const struct rec_event *ev)
@@ -30,8 +30,6 @@ static int check_event(void *arg, const struct rec_event *ev)
 	struct seen *s = arg;
 	char want[256], thread[64];
 	long i = ev->tid;
-	if (!s->n)
-		s->first_tid = i;
 	s->last_tid = i;
 	s->n++;
 	snprintf(thread, sizeof(thread), "%d/%ld w%ld", ev->pid, i, i % 7);
@@ -46,6 +44,28 @@ static int check_event(void *arg, const struct rec_event *ev)
 	}
 	s->wrong += bad;
 	return 0;
+}
+
+/* The ring written out as a recording (and deleted), read back through
+ * fn: the events written. */
+static long ring_read_back(struct flight_ring *r, int (*fn)(void *arg, const struct rec_event *ev), void *arg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	struct rec_meta meta = { .rate_hz = 100 };
+	struct rec_writer *w = rec_writer_new(out, &meta);
+	uint64_t seq = 0, lost = 0;
+	long n = flight_ring_write(r, w, &seq, 0, &lost);
+	cr_assert_eq(rec_writer_end(w, 1), 0);
+	fclose(out);
+	flight_ring_delete(r);
+	FILE *in = fmemopen(buf, len, "r");
+	long line;
+	cr_assert_eq(rec_read(in, &meta, fn, arg, &line), 0);
+	fclose(in);
+	free(buf);
+	return n;
 }
 
 Test(flight_ring, strings_survive_many_rebuilds)
@@ -67,23 +87,8 @@ Test(flight_ring, strings_survive_many_rebuilds)
 					.frames = frames, .nframes = 8 + (int)(i % 9) };
 		flight_ring_add(r, &ev, 1);
 	}
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	struct rec_meta meta = { .rate_hz = 100 };
-	struct rec_writer *w = rec_writer_new(out, &meta);
-	uint64_t seq = 0, lost = 0;
-	cr_assert_geq(flight_ring_write(r, w, &seq, 0, &lost), 40);
-	cr_assert_eq(rec_writer_end(w, 1), 0);
-	fclose(out);
-	flight_ring_delete(r);
-
-	FILE *in = fmemopen(buf, len, "r");
 	struct seen s = { 0 };
-	long line;
-	cr_assert_eq(rec_read(in, &meta, check_event, &s, &line), 0);
-	fclose(in);
-	free(buf);
+	cr_assert_geq(ring_read_back(r, check_event, &s), 40);
 	/* the newest 51 events (a span of 50 ms behind the last), each with its own strings */
 	cr_expect_eq(s.last_tid, EVENTS);
 	cr_expect_eq(s.n, 51, "%ld events in the ring", s.n);
@@ -99,7 +104,7 @@ struct order {
 static int in_order(void *arg, const struct rec_event *ev)
 {
 	struct order *o = arg;
-	o->wrong += ev->tid != o->next;
+	o->wrong += o->next && ev->tid != o->next;
 	o->next = ev->tid + 1;
 	return 0;
 }
@@ -154,26 +159,12 @@ Test(flight_ring, a_full_ring_grows_in_order)
 		flight_ring_add(r, &ev, 1);
 	}
 	uint64_t early = flight_ring_evicted_early(r);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	struct rec_meta meta = { .rate_hz = 100 };
-	struct rec_writer *w = rec_writer_new(out, &meta);
-	uint64_t seq = 0, lost = 0;
-	long n = flight_ring_write(r, w, &seq, 0, &lost);
-	cr_assert_eq(rec_writer_end(w, 1), 0);
-	fclose(out);
-	flight_ring_delete(r);
+	struct order o = { .next = 0 };
+	long n = ring_read_back(r, in_order, &o);
 	/* the newest ones, each once, in the order added: the ring grew
 	 * past its start to its whole room */
 	cr_expect_gt(early, 0);
 	cr_expect_gt(n, 8192, "%ld written", n);
-	FILE *in = fmemopen(buf, len, "r");
-	struct order o = { .next = (pid_t)(total - n + 1) };
-	long line;
-	cr_assert_eq(rec_read(in, &meta, in_order, &o, &line), 0);
-	fclose(in);
-	free(buf);
 	cr_expect_eq(o.wrong, 0, "%ld events out of order", o.wrong);
 	cr_expect_eq(o.next, total + 1);
 }
