@@ -464,7 +464,9 @@ $(BUILD)/bench/probe_fleet: $(BUILD)/obj/bench/probe_fleet.o $(MON_LIB_OBJ) $(LI
 # ---- make fuzz: libFuzzer harnesses (fuzz/fuzz_*.c), not part of make test --
 # Each harness links the probes' sources built with clang's fuzzer, ASan and
 # UBSan, then runs FUZZ_SECONDS on its own corpus (kept under $(FUZZ_BUILD)),
-# seeded from fuzz/seeds/<name>/. `make fuzz F=fuzz_shm` runs one.
+# seeded from fuzz/seeds/<name>/. `make fuzz F=fuzz_shm` runs one. The
+# harnesses' own stderr (the readers' messages, one per input) is closed:
+# libFuzzer and the sanitizers report through a copy of it.
 # Needs clang-14 and libclang-rt-14-dev (sudo apt-get install -y clang-14 libclang-rt-14-dev).
 FUZZ_CC      ?= clang-14
 FUZZ_SECONDS ?= 30
@@ -484,7 +486,7 @@ fuzz: fuzz-build
 	@for f in $(if $(F),$(FUZZ_BUILD)/$(F),$(FUZZ_BINS)); do \
 	  n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  echo "  FUZZ    $$n ($(FUZZ_SECONDS) s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_BUILD)/corpus/$$n fuzz/seeds/$$n \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -close_fd_mask=2 $(FUZZ_BUILD)/corpus/$$n fuzz/seeds/$$n \
 	    > $(FUZZ_BUILD)/$$n.log 2>&1; rc=$$?; \
 	  grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|ERROR|SUMMARY' $(FUZZ_BUILD)/$$n.log; \
 	  [ $$rc -eq 0 ] || { echo "$$n failed: see $(FUZZ_BUILD)/$$n.log" >&2; exit 1; }; \
