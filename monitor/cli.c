@@ -338,9 +338,9 @@ int cli_feed_open(const struct cli_common *c, const struct feed_opts *how, struc
 		return EXIT_USAGE;
 	}
 	if (err == -E2BIG) {
-		cli_error("%s:%ld: past what a replay reads (lines of %d bytes, %u strings, %d threads; "
-			  "'loopstat report' takes more threads): refused", c->replay, line, REC_MAX_LINE,
-			  REC_MAX_STRINGS, REPLAY_MAX_THREADS);
+		cli_error("%s:%ld: past what a replay reads (lines of %d bytes, %u strings, %d threads, samples "
+			  "within %d s, %u thread-seconds; 'loopstat report' takes more): refused", c->replay, line,
+			  REC_MAX_LINE, REC_MAX_STRINGS, REPLAY_MAX_THREADS, REPLAY_MAX_SPAN_S, REPLAY_MAX_THREAD_S);
 		return EXIT_USAGE;
 	}
 	if (err != -ENOMEM && err != -EIO) {   /* fopen's */

@@ -1,4 +1,4 @@
-/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, 2^20 strings, a crafted schedstat jump, a flight recording's triggers and stall stacks, and 200,000 limit readings of 100,000 workers (with unknown versions and malformed ones) cost time and memory linear in the file, or are refused with one line and exit 2. */
+/* The recording readers against hostile files: /dev/zero, an endless line, 80,000 threads, 80,000 frames under one node, a NUL byte, 40,000 threads replayed, a sample 121 years in, 2,000 threads over 300 s replayed, 2^20 strings, a crafted schedstat jump, a flight recording's triggers and stall stacks, and 200,000 limit readings of 100,000 workers (with unknown versions and malformed ones) cost time and memory linear in the file, or are refused with one line and exit 2. */
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
@@ -193,6 +193,54 @@ Test(recording_limits, a_replay_of_forty_thousand_threads_is_refused)
 	cr_expect(strstr(o.err, "past what a replay reads"), "%s", o.err);
 	cr_expect_lt(o.rss_mb, 1024, "40k threads peaked at %ld MB (3.3 GB unbounded)", o.rss_mb);
 	free(p);
+}
+
+/* n threads, each one sample at 0 and one at last_s (strings as many_threads). */
+static char *threads_until(const char *name, int n, unsigned long long last_ns)
+{
+	char *p = path(name);
+	FILE *f = create(p);
+	for (int i = 1; i <= n; i++)
+		fprintf(f, "s %d %d/%d t\n", i, 100000 + i, 100000 + i);
+	for (int k = 0; k < 2; k++)
+		for (int i = 1; i <= n; i++)
+			fprintf(f, "e %llu %d %d 0 1 232 3 0 0 0 0 0 %d 0 0 0 0\n", k ? last_ns : (unsigned long long)i,
+				100000 + i, 100000 + i, i);
+	fclose(f);
+	return p;
+}
+
+/* Views that keep a replay's every second and step through it one at a
+ * time: one sample 121 years in made list --replay take 24 GB, until the
+ * kernel killed it (the fuzzer's find); 2,000 threads over 300 s would
+ * keep 0.7 GB of seconds. Both are refused at once, and a replay within
+ * the caps is read. */
+Test(recording_limits, far_times_and_many_thread_seconds_are_refused)
+{
+	char *far = threads_until("far.rec", 1, 3831761484010509268ull);
+	char *wide = threads_until("wide.rec", 2000, 300ull * 1000000000);
+	char *fine = threads_until("fine.rec", 100, 30ull * 1000000000);
+	const char *files[] = { far, wide };
+	for (int i = 0; i < 2; i++) {
+		char *list[] = { "list", "--replay", (char *)files[i], NULL };
+		char *check[] = { "check", "--replay", (char *)files[i], "idle_pct>=0", NULL };
+		char *diff[] = { "diff", (char *)files[i], (char *)files[i], NULL };
+		char *top[] = { "top", "--replay", (char *)files[i], NULL };
+		char **cmds[] = { list, check, diff, top };
+		for (int c = 0; c < 4; c++) {
+			struct outcome o = run(cmds[c]);
+			cr_expect_eq(o.rc, 2, "%s %s: exit %d: %s", cmds[c][0], files[i], o.rc, o.err);
+			cr_expect(strstr(o.err, "past what a replay reads"), "%s", o.err);
+			cr_expect_lt(o.ms, 10000, "%s %s took %ld ms", cmds[c][0], files[i], o.ms);
+			cr_expect_lt(o.rss_mb, 256, "%s %s peaked at %ld MB", cmds[c][0], files[i], o.rss_mb);
+		}
+	}
+	char *list[] = { "list", "--replay", fine, "--json", NULL };
+	struct outcome o = run(list);
+	cr_expect_eq(o.rc, 0, "a replay within the caps: exit %d: %s", o.rc, o.err);
+	free(far);
+	free(wide);
+	free(fine);
 }
 
 Test(recording_limits, more_strings_than_the_cap_are_refused)

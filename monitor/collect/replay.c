@@ -123,6 +123,8 @@ static int add_event(void *arg, const struct rec_event *ev)
 	int err = 0;
 	if (ev->stall_ms)
 		return 0;   /* a stall captured, not a sample: the replay's series are the samples' */
+	if (ev->t_ns > (uint64_t)REPLAY_MAX_SPAN_S * 1000000000u)
+		return -E2BIG;
 	struct rp_worker *k = worker_of(r, ev, &idx, &err);
 	if (!k)
 		return err;
@@ -162,6 +164,13 @@ int replay_open(FILE *f, struct replay **out, long *line)
 	r->rate_hz = meta.rate_hz;
 	r->start_unix = meta.start_unix;
 	r->cut = meta.cut;
+	uint64_t last_ns = 0;
+	for (size_t i = 0; i < r->n; i++)
+		last_ns = r->ev[i].t_ns > last_ns ? r->ev[i].t_ns : last_ns;
+	if (r->nw * (last_ns / 1000000000u + 1) > REPLAY_MAX_THREAD_S) {
+		replay_delete(r);
+		return -E2BIG;
+	}
 	if (r->n) {
 		r->first_ns = r->ev[0].t_ns;
 		r->end_ns = r->ev[r->n - 1].t_ns;

@@ -23,9 +23,17 @@ struct replay;
  * --max-workers: each keeps a whole series. */
 #define REPLAY_MAX_THREADS SAMPLER_MAX_WORKERS
 
+/* What one replay spans at most: a sample's time, and its threads times
+ * its seconds. Views that keep a replay's every second (list, check, diff:
+ * ~1.2 KB a thread-second) and step through it a second at a time stay
+ * bounded, however far a file's times reach (a recording is anyone's). */
+#define REPLAY_MAX_SPAN_S   86400
+#define REPLAY_MAX_THREAD_S (1u << 19)
+
 /* Reads the whole recording on f. Returns 0, or -EPROTO (not a recording,
- * *line says where), -E2BIG (past REPLAY_MAX_THREADS or a reader's cap,
- * *line says where), -ENOMEM, -EIO; *out is set on 0 only. */
+ * *line says where), -E2BIG (past REPLAY_MAX_THREADS, REPLAY_MAX_SPAN_S,
+ * REPLAY_MAX_THREAD_S or a reader's cap, *line says where), -ENOMEM,
+ * -EIO; *out is set on 0 only. */
 int  replay_open(FILE *f, struct replay **out, long *line);
 void replay_delete(struct replay *r);
 
