@@ -222,7 +222,7 @@ test: test-pkgs
 # SCHED_IDLE where chrt exists (a nice-19 compile kept the suites' workers
 # waiting 10-18 % of the time for a CPU after each wake-up, which the
 # sampled shares rightly count as running; an idle-class one yields at
-# once), but nice 19 on a machine already busy at the start, where an
+# once), but nice 10 beside niced CPU work at the start, where an
 # idle-class compile got no CPU at all: beside two nice-19 CPU hogs, the
 # sanitizer build ended at 770 s against 250 on a quiet machine. Once the
 # first build's suites are over, scripts/unidle.sh puts what is left of

@@ -213,8 +213,8 @@ static char *threads_until(const char *name, int n, unsigned long long last_ns)
 /* Views that keep a replay's every second and step through it one at a
  * time: one sample 121 years in made list --replay take 24 GB, until the
  * kernel killed it (the fuzzer's find); 2,000 threads over 300 s would
- * keep 0.7 GB of seconds. Both are refused at once, and a replay within
- * the caps is read. */
+ * keep 0.7 GB of seconds. Both are refused at the line that passes a cap,
+ * in bounded time and memory, and a replay within the caps is read. */
 Test(recording_limits, far_times_and_many_thread_seconds_are_refused)
 {
 	char *far = threads_until("far.rec", 1, 3831761484010509268ull);
@@ -232,7 +232,8 @@ Test(recording_limits, far_times_and_many_thread_seconds_are_refused)
 			cr_expect_eq(o.rc, 2, "%s %s: exit %d: %s", cmds[c][0], files[i], o.rc, o.err);
 			cr_expect(strstr(o.err, "past what a replay reads"), "%s", o.err);
 			cr_expect_lt(o.ms, 10000, "%s %s took %ld ms", cmds[c][0], files[i], o.ms);
-			cr_expect_lt(o.rss_mb, 256, "%s %s peaked at %ld MB", cmds[c][0], files[i], o.rss_mb);
+			/* what 2,000 threads' series take (~80 KB each), twice that under ASan */
+			cr_expect_lt(o.rss_mb, 512, "%s %s peaked at %ld MB", cmds[c][0], files[i], o.rss_mb);
 		}
 	}
 	char *list[] = { "list", "--replay", fine, "--json", NULL };

@@ -44,6 +44,7 @@ struct replay {
 	double   start_unix;         /* the recording's wall clock at t_ns 0 */
 	int      cut;                /* it ends without its trailer */
 	uint64_t first_ns, end_ns;
+	uint64_t last_ns;            /* the latest sample's time (they need not come in order) */
 	/* the replay clock: recording time base + (mono now - anchor), frozen while paused or pinned */
 	uint64_t base_ns, anchor_ns;
 	int      paused, pinned, all_threads;
@@ -128,6 +129,11 @@ static int add_event(void *arg, const struct rec_event *ev)
 	struct rp_worker *k = worker_of(r, ev, &idx, &err);
 	if (!k)
 		return err;
+	/* refused at the line that passes the cap, not after the whole file */
+	if (ev->t_ns > r->last_ns)
+		r->last_ns = ev->t_ns;
+	if (r->nw * (r->last_ns / 1000000000u + 1) > REPLAY_MAX_THREAD_S)
+		return -E2BIG;
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 4096;
 		struct rp_event *e = realloc(r->ev, cap * sizeof(*e));
@@ -164,13 +170,6 @@ int replay_open(FILE *f, struct replay **out, long *line)
 	r->rate_hz = meta.rate_hz;
 	r->start_unix = meta.start_unix;
 	r->cut = meta.cut;
-	uint64_t last_ns = 0;
-	for (size_t i = 0; i < r->n; i++)
-		last_ns = r->ev[i].t_ns > last_ns ? r->ev[i].t_ns : last_ns;
-	if (r->nw * (last_ns / 1000000000u + 1) > REPLAY_MAX_THREAD_S) {
-		replay_delete(r);
-		return -E2BIG;
-	}
 	if (r->n) {
 		r->first_ns = r->ev[0].t_ns;
 		r->end_ns = r->ev[r->n - 1].t_ns;
