@@ -266,6 +266,7 @@ Test(profile_cmd, fibers_attributed_within_3_points, .timeout = PROBE_TEST_TIMEO
 	cr_assert_gt(total, 1500);
 	double pa = 100.0 * a / total, pb = 100.0 * b / total;
 	double oa = own_share(own, "alpha"), ob = own_share(own, "beta");
+	cr_log_info("fibers: alpha %.2f own %.2f, beta %.2f own %.2f (%llu samples)", pa, oa, pb, ob, (unsigned long long)total);
 	cr_assert(fabs(pa - oa) <= 3, "alpha %.1f%% vs its own clock %.1f%%", pa, oa);
 	cr_assert(fabs(pb - ob) <= 3, "beta %.1f%% vs its own clock %.1f%%", pb, ob);
 	cr_assert_gt(json_samples(doc, thread, "fiber", "[no fiber]", &total), 0, "the loop's poll has no fiber");
