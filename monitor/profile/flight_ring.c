@@ -64,7 +64,7 @@ static uint64_t hash_bytes(const void *p, size_t len)
 static size_t tables_alloc(struct fr_tables *t, size_t bytes)
 {
 	/* 3/8 characters, 1/4 stack words; the indexes the rest */
-	t->capchars = bytes * 3 / 8 & ~(size_t)7;
+	t->capchars = (bytes * 3 / 8) & ~(size_t)7;   /* the indexes after it stay aligned */
 	t->capstr = (uint32_t)(bytes / 64);
 	t->capwords = bytes / 16;
 	t->capstack = (uint32_t)(bytes / 128);
