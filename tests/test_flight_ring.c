@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collect/recording.h"
 #include "profile/flight_ring.h"
+#include "support/proc_rss.h"
 
 TestSuite(flight_ring, .timeout = 30);
 
@@ -109,23 +111,11 @@ static int in_order(void *arg, const struct rec_event *ev)
 	return 0;
 }
 
-static long rss_kb(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long size, res = 0;
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * 4;
-}
-
 /* A ring whose span holds ~1,000 events, fed 500,000: what is resident
  * follows what it holds, not the records' array its writes went round. */
 Test(flight_ring, resident_memory_follows_the_span)
 {
-	long before = rss_kb();
+	long before = proc_rss_kb(getpid());
 	struct flight_ring *r = flight_ring_new(10 * 1000000ull, 64u << 20);
 	cr_assert_not_null(r);
 	const char *frames[] = { "main", "loop" };
@@ -134,7 +124,7 @@ Test(flight_ring, resident_memory_follows_the_span)
 					.nr = -1, .fd = -1, .thread = "100/100 w", .frames = frames, .nframes = 2 };
 		flight_ring_add(r, &ev, 1);
 	}
-	long grown = rss_kb() - before;
+	long grown = proc_rss_kb(getpid()) - before;
 	uint64_t early = flight_ring_evicted_early(r);
 	flight_ring_delete(r);
 	cr_expect_eq(early, 0);
@@ -172,14 +162,14 @@ Test(flight_ring, a_full_ring_grows_in_order)
 Test(flight_ring, a_fresh_ring_is_not_resident)
 {
 	/* 64 MB: 8 MB of tables a set, the records' array the rest */
-	long before = rss_kb();
+	long before = proc_rss_kb(getpid());
 	struct flight_ring *r = flight_ring_new(10 * 1000000000ull, 64u << 20);
 	cr_assert_not_null(r);
 	const char *frames[] = { "main", "loop" };
 	struct rec_event ev = { .t_ns = 1, .pid = 100, .tid = 100, .cls = PROBE_POLL, .nr = -1, .fd = -1,
 				.thread = "100/100 w", .frames = frames, .nframes = 2 };
 	flight_ring_add(r, &ev, 1);
-	long grown = rss_kb() - before;
+	long grown = proc_rss_kb(getpid()) - before;
 	flight_ring_delete(r);
 	/* the index pages the first strings land in, not 2 MB of indexes a set */
 	cr_expect_lt(grown, 1024, "a fresh 64-MB ring with one event made %ld kB resident", grown);

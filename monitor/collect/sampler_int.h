@@ -247,6 +247,9 @@ void sampler_discover(struct sampler *s, uint64_t now);
 /* Whether the process passes -u and -s (both: no look at /proc when
  * neither is given). */
 int sampler_narrowed_in(struct sampler *s, pid_t pid, uid_t uid, const char *name);
+/* Whether w (NULL: none) is the worker of the live process started at
+ * start (0: unknown), not a gone one's or an earlier one's with its pid. */
+int sampler_worker_current(const struct sworker *w, uint64_t start);
 /* The worker of thread tid of the process (pid, start) found now, added
  * when there is none; NULL past the cap (counted in *ignored). */
 struct sworker *sampler_worker_of(struct sampler *s, pid_t pid, pid_t tid, uint64_t start, const char *name,

@@ -40,7 +40,7 @@ static int sweep_found(const struct probe_sweep_proc *p, pid_t tid, void *arg)
 	s->adding_uid = p->uid;
 	struct sworker *w = sampler_find_worker(s, p->pid, tid);
 	/* an entry of an earlier process with this pid does not count (sampler_worker_of restarts it) */
-	int taken = w && !w->gone_ns && !(p->start_time && w->start_time && w->start_time != p->start_time);
+	int taken = sampler_worker_current(w, p->start_time);
 	if (p->uid != s->sweep_uid) {   /* a sweep visits one user's processes in a row */
 		s->sweep_uid = p->uid;
 		s->sweep_added = 0;

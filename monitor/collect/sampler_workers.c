@@ -192,6 +192,11 @@ static void free_worker(struct sworker *w)
 	free(w);
 }
 
+int sampler_worker_current(const struct sworker *w, uint64_t start)
+{
+	return w && !w->gone_ns && (!start || !w->start_time || w->start_time == start);
+}
+
 /* An entry left by an earlier process with that pid (gone, or of another
  * start time) must not stand in for it — the new one would never be
  * sampled — so it is begun afresh in place, keeping one worker per
@@ -202,7 +207,7 @@ struct sworker *sampler_worker_of(struct sampler *s, pid_t pid, pid_t tid, uint6
 	struct sworker *w = sampler_find_worker(s, pid, tid);
 	if (!w)
 		return add_worker(s, pid, tid, start, name, ignored);
-	if (!w->gone_ns && (!start || !w->start_time || w->start_time == start)) {
+	if (sampler_worker_current(w, start)) {
 		if (!w->start_time)
 			w->start_time = start;
 		return w;
@@ -422,7 +427,7 @@ static void discover_threads(struct sampler *s)
 			s->adding_uid = (uid_t)-1;
 			s->adding_kept = 1;   /* named: -p or -n */
 			struct sworker *w = sampler_find_worker(s, pi->pid, s->tids[t]);
-			int fresh = !w || w->gone_ns || (pi->start_time && w->start_time && w->start_time != pi->start_time);
+			int fresh = !sampler_worker_current(w, pi->start_time);
 			w = sampler_worker_of(s, pi->pid, s->tids[t], pi->start_time, pi->comm, &s->ignored_threads);
 			s->adding_kept = 0;
 			if (w && fresh && rt) {
